@@ -1,0 +1,130 @@
+//===- ArchSpec.h - Architecture spec as plain data ------------*- C++ -*-===//
+//
+// The parsed, validated form of a TOML architecture spec. Plain C++ structs:
+// no MLIR, no Halide, so anyone can test the spec layer on its own.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_SPEC_ARCHSPEC_H
+#define ARCHC_SPEC_ARCHSPEC_H
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace arch {
+
+/// A place in a spec file; line and col are 1-based, 0 when unknown.
+struct SourceLoc {
+  std::string file;
+  unsigned line = 0;
+  unsigned col = 0;
+  std::string str() const;
+};
+
+namespace spec {
+enum class NormKind { RMSNorm };
+enum class PositionKind { None, Rope };
+enum class RopeStyle { HalfSplit, Interleaved };
+enum class FFNKind { GLU };
+enum class Activation { SiLU };
+
+const char *toString(NormKind k);
+const char *toString(PositionKind k);
+const char *toString(RopeStyle s);
+const char *toString(FFNKind k);
+const char *toString(Activation a);
+} // namespace spec
+
+struct ModelSpec {
+  std::string name;
+  int64_t vocabSize = 0;
+  int64_t dModel = 0;
+  int64_t nLayers = 0;
+  int64_t maxSeqLen = 0;
+  bool tieEmbeddings = false;
+};
+
+struct NormSpec {
+  spec::NormKind kind = spec::NormKind::RMSNorm;
+  double eps = 1e-5;
+};
+
+struct PositionSpec {
+  spec::PositionKind kind = spec::PositionKind::Rope;
+  double theta = 10000.0;
+  int64_t rotaryDim = 0; ///< 0 before validation; then defaults to head_dim.
+  spec::RopeStyle style = spec::RopeStyle::HalfSplit;
+};
+
+struct AttentionSpec {
+  int64_t nHeads = 0;
+  int64_t nKVHeads = 0;
+  int64_t headDim = 0;
+  double scale = 0.0; ///< 1/sqrt(head_dim) unless set.
+  PositionSpec position;
+};
+
+struct FFNSpec {
+  spec::FFNKind kind = spec::FFNKind::GLU;
+  spec::Activation activation = spec::Activation::SiLU;
+  int64_t dFF = 0;
+};
+
+struct WeightsSpec {
+  std::string naming = "hf-llama";
+};
+
+struct ArchSpec {
+  std::string file;
+  ModelSpec model;
+  NormSpec norm;
+  AttentionSpec attention;
+  FFNSpec ffn;
+  WeightsSpec weights;
+  /// Where each key or table came from, by dotted path ("attention.n_heads").
+  std::map<std::string, SourceLoc> locs;
+
+  /// The location of `path`, or of its closest enclosing table, or the file.
+  SourceLoc locOf(const std::string &path) const;
+  int64_t qDim() const { return attention.nHeads * attention.headDim; }
+  int64_t kvDim() const { return attention.nKVHeads * attention.headDim; }
+};
+
+/// One problem found in a spec: where, which key, and what is wrong.
+struct SpecError {
+  SourceLoc loc;
+  std::string key;
+  std::string message;
+  /// "file:line:col: error: key: message"
+  std::string str() const;
+};
+
+/// Parses and validates a spec. Returns nothing and fills `errors` on failure.
+std::optional<ArchSpec> parseSpecFile(const std::string &path,
+                                      std::vector<SpecError> &errors);
+std::optional<ArchSpec> parseSpecString(const std::string &text,
+                                        const std::string &path,
+                                        std::vector<SpecError> &errors);
+
+/// Analytic figures of a spec (fp32 weights and KV cache).
+struct SpecReport {
+  int64_t params = 0;          ///< all parameters
+  int64_t embeddingParams = 0; ///< token embedding (+ untied classifier)
+  int64_t weightBytes = 0;
+  int64_t kvBytesPerToken = 0;
+  /// Multiply-add counted as 2 FLOPs. Decode: one token at context `ctx`.
+  double decodeFlopsPerToken(int64_t ctx) const;
+  /// Mean per token over a prefill of `n` tokens starting at position 0.
+  double prefillFlopsPerToken(int64_t n) const;
+
+  int64_t matmulParamsPerToken = 0; ///< weights touched by matmuls per token
+  int64_t attnFlopsPerCtx = 0;      ///< attention FLOPs per (token, past token)
+};
+
+SpecReport analyzeSpec(const ArchSpec &spec);
+
+} // namespace arch
+
+#endif // ARCHC_SPEC_ARCHSPEC_H

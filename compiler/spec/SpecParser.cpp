@@ -1,0 +1,459 @@
+//===- SpecParser.cpp - TOML spec -> ArchSpec -----------------------------===//
+//
+// Reads a TOML architecture spec with TOML++, checks every key's type and
+// value, rejects unknown keys with a suggestion, and validates dimensions
+// across sections. Every error names file:line:col and the dotted key.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/spec/ArchSpec.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace arch {
+
+std::string SourceLoc::str() const {
+  std::ostringstream os;
+  os << file;
+  if (line)
+    os << ":" << line << ":" << col;
+  return os.str();
+}
+
+std::string SpecError::str() const {
+  std::string s = loc.str() + ": error: ";
+  if (!key.empty())
+    s += key + ": ";
+  return s + message;
+}
+
+SourceLoc ArchSpec::locOf(const std::string &path) const {
+  std::string p = path;
+  while (true) {
+    auto it = locs.find(p);
+    if (it != locs.end())
+      return it->second;
+    auto dot = p.rfind('.');
+    if (dot == std::string::npos)
+      break;
+    p = p.substr(0, dot);
+  }
+  return SourceLoc{file, 0, 0};
+}
+
+namespace spec {
+const char *toString(NormKind) { return "rmsnorm"; }
+const char *toString(PositionKind k) {
+  return k == PositionKind::Rope ? "rope" : "none";
+}
+const char *toString(RopeStyle s) {
+  return s == RopeStyle::HalfSplit ? "half_split" : "interleaved";
+}
+const char *toString(FFNKind) { return "glu"; }
+const char *toString(Activation) { return "silu"; }
+} // namespace spec
+
+using namespace spec;
+
+namespace {
+
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                         diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// The closest of `candidates` to `word`, if it is close enough to be a typo.
+std::string suggest(const std::string &word,
+                    const std::vector<std::string> &candidates) {
+  std::string best;
+  size_t bestDist = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const std::string &c : candidates) {
+    size_t d = editDistance(word, c);
+    if (d < bestDist) {
+      bestDist = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+class Parser {
+public:
+  Parser(std::string file, std::vector<SpecError> &errors)
+      : file(std::move(file)), errors(errors) {}
+
+  SourceLoc loc(const toml::source_region &r) const {
+    return SourceLoc{file, static_cast<unsigned>(r.begin.line),
+                     static_cast<unsigned>(r.begin.column)};
+  }
+  void error(const SourceLoc &l, const std::string &key,
+             const std::string &msg) {
+    errors.push_back(SpecError{l, key, msg});
+  }
+
+  std::string file;
+  std::vector<SpecError> &errors;
+  ArchSpec spec;
+};
+
+/// Reads one TOML table, remembering which keys were consumed so that the
+/// rest can be reported as unknown.
+class TableReader {
+public:
+  TableReader(Parser &p, const toml::table *tbl, std::string path,
+              std::vector<std::string> keys)
+      : p(p), tbl(tbl), path(std::move(path)), keys(std::move(keys)) {
+    if (tbl)
+      p.spec.locs[this->path] = p.loc(tbl->source());
+  }
+
+  bool present() const { return tbl != nullptr; }
+
+  const toml::node *node(const std::string &key) {
+    if (!tbl)
+      return nullptr;
+    const toml::node *n = tbl->get(key);
+    if (n)
+      p.spec.locs[full(key)] = p.loc(n->source());
+    return n;
+  }
+
+  std::string full(const std::string &key) const {
+    return path.empty() ? key : path + "." + key;
+  }
+
+  void missing(const std::string &key) {
+    SourceLoc l = tbl ? p.loc(tbl->source()) : SourceLoc{p.file, 0, 0};
+    p.error(l, full(key),
+            tbl ? "missing required key"
+                : "missing required key (table [" + path + "] is absent)");
+  }
+
+  void wrongType(const toml::node *n, const std::string &key,
+                 const char *want) {
+    p.error(p.loc(n->source()), full(key),
+            std::string("expected ") + want + ", got " + typeName(n));
+  }
+
+  static const char *typeName(const toml::node *n) {
+    switch (n->type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::table: return "a table";
+    default: return "a date/time";
+    }
+  }
+
+  /// A positive integer key; `required` ones report their absence.
+  std::optional<int64_t> getInt(const std::string &key, bool required,
+                                int64_t min = 1) {
+    const toml::node *n = node(key);
+    if (!n) {
+      if (required)
+        missing(key);
+      return std::nullopt;
+    }
+    auto v = n->value_exact<int64_t>();
+    if (!n->is_integer() || !v) {
+      wrongType(n, key, "an integer");
+      return std::nullopt;
+    }
+    if (*v < min) {
+      p.error(p.loc(n->source()), full(key),
+              "must be >= " + std::to_string(min) + ", got " +
+                  std::to_string(*v));
+      return std::nullopt;
+    }
+    return *v;
+  }
+
+  /// A positive float key; integers are accepted.
+  std::optional<double> getFloat(const std::string &key, bool required) {
+    const toml::node *n = node(key);
+    if (!n) {
+      if (required)
+        missing(key);
+      return std::nullopt;
+    }
+    double v;
+    if (n->is_floating_point())
+      v = *n->value<double>();
+    else if (n->is_integer())
+      v = static_cast<double>(*n->value<int64_t>());
+    else {
+      wrongType(n, key, "a number");
+      return std::nullopt;
+    }
+    if (!(v > 0) || !std::isfinite(v)) {
+      p.error(p.loc(n->source()), full(key),
+              "must be a positive finite number");
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<bool> getBool(const std::string &key) {
+    const toml::node *n = node(key);
+    if (!n)
+      return std::nullopt;
+    if (!n->is_boolean()) {
+      wrongType(n, key, "a boolean");
+      return std::nullopt;
+    }
+    return *n->value<bool>();
+  }
+
+  std::optional<std::string> getString(const std::string &key, bool required) {
+    const toml::node *n = node(key);
+    if (!n) {
+      if (required)
+        missing(key);
+      return std::nullopt;
+    }
+    if (!n->is_string()) {
+      wrongType(n, key, "a string");
+      return std::nullopt;
+    }
+    return *n->value<std::string>();
+  }
+
+  /// A string key restricted to `choices`; returns the index of the choice.
+  std::optional<size_t> getEnum(const std::string &key,
+                                const std::vector<std::string> &choices) {
+    auto s = getString(key, false);
+    if (!s)
+      return std::nullopt;
+    for (size_t i = 0; i < choices.size(); ++i)
+      if (*s == choices[i])
+        return i;
+    std::string list;
+    for (const auto &c : choices)
+      list += (list.empty() ? "" : ", ") + ("\"" + c + "\"");
+    std::string msg = "unknown value \"" + *s + "\" (expected one of " + list + ")";
+    std::string guess = suggest(*s, choices);
+    if (!guess.empty())
+      msg += "; did you mean \"" + guess + "\"?";
+    p.error(p.loc(tbl->get(key)->source()), full(key), msg);
+    return std::nullopt;
+  }
+
+  const toml::table *subtable(const std::string &key) {
+    const toml::node *n = node(key);
+    if (!n)
+      return nullptr;
+    if (!n->is_table()) {
+      wrongType(n, key, "a table");
+      return nullptr;
+    }
+    return n->as_table();
+  }
+
+  /// Reports every key of the table that no getter asked for.
+  void finish() {
+    if (!tbl)
+      return;
+    for (auto &&[k, v] : *tbl) {
+      std::string key(k.str());
+      if (std::find(keys.begin(), keys.end(), key) != keys.end())
+        continue;
+      std::string msg = "unknown key";
+      std::string guess = suggest(key, keys);
+      if (!guess.empty())
+        msg += "; did you mean '" + guess + "'?";
+      p.error(p.loc(k.source()), full(key), msg);
+    }
+  }
+
+private:
+  Parser &p;
+  const toml::table *tbl;
+  std::string path;
+  std::vector<std::string> keys;
+};
+
+void parseTables(Parser &p, const toml::table &root) {
+  ArchSpec &s = p.spec;
+  TableReader top(p, &root, "",
+                  {"model", "norm", "attention", "ffn", "weights"});
+
+  TableReader model(p, top.subtable("model"), "model",
+                    {"name", "vocab_size", "d_model", "n_layers",
+                     "max_seq_len", "tie_embeddings"});
+  if (!model.present())
+    model.missing("name");
+  if (auto v = model.getString("name", true))
+    s.model.name = *v;
+  if (auto v = model.getInt("vocab_size", true))
+    s.model.vocabSize = *v;
+  if (auto v = model.getInt("d_model", true))
+    s.model.dModel = *v;
+  if (auto v = model.getInt("n_layers", true))
+    s.model.nLayers = *v;
+  if (auto v = model.getInt("max_seq_len", true))
+    s.model.maxSeqLen = *v;
+  if (auto v = model.getBool("tie_embeddings"))
+    s.model.tieEmbeddings = *v;
+  model.finish();
+
+  TableReader norm(p, top.subtable("norm"), "norm", {"kind", "eps"});
+  norm.getEnum("kind", {"rmsnorm"});
+  if (auto v = norm.getFloat("eps", false))
+    s.norm.eps = *v;
+  norm.finish();
+
+  const toml::table *attnTbl = top.subtable("attention");
+  TableReader attn(p, attnTbl, "attention",
+                   {"n_heads", "n_kv_heads", "head_dim", "scale", "position"});
+  if (auto v = attn.getInt("n_heads", true))
+    s.attention.nHeads = *v;
+  if (auto v = attn.getInt("n_kv_heads", false))
+    s.attention.nKVHeads = *v;
+  if (auto v = attn.getInt("head_dim", false))
+    s.attention.headDim = *v;
+  if (auto v = attn.getFloat("scale", false))
+    s.attention.scale = *v;
+  TableReader pos(p, attn.subtable("position"), "attention.position",
+                  {"kind", "theta", "rotary_dim", "style"});
+  PositionSpec &ps = s.attention.position;
+  if (auto k = pos.getEnum("kind", {"rope", "none"}))
+    ps.kind = *k == 0 ? PositionKind::Rope : PositionKind::None;
+  if (auto v = pos.getFloat("theta", false))
+    ps.theta = *v;
+  if (auto v = pos.getInt("rotary_dim", false))
+    ps.rotaryDim = *v;
+  if (auto k = pos.getEnum("style", {"half_split", "interleaved"}))
+    ps.style = *k == 0 ? RopeStyle::HalfSplit : RopeStyle::Interleaved;
+  pos.finish();
+  attn.finish();
+
+  TableReader ffn(p, top.subtable("ffn"), "ffn", {"kind", "activation", "d_ff"});
+  ffn.getEnum("kind", {"glu"});
+  ffn.getEnum("activation", {"silu"});
+  if (auto v = ffn.getInt("d_ff", true))
+    s.ffn.dFF = *v;
+  ffn.finish();
+
+  TableReader weights(p, top.subtable("weights"), "weights", {"naming"});
+  if (weights.getEnum("naming", {"hf-llama"}))
+    s.weights.naming = "hf-llama";
+  weights.finish();
+
+  top.finish();
+}
+
+/// Cross-key checks, run only on a spec whose keys all parsed.
+void validate(Parser &p) {
+  ArchSpec &s = p.spec;
+  auto err = [&](const std::string &key, const std::string &msg) {
+    p.error(s.locOf(key), key, msg);
+  };
+  AttentionSpec &a = s.attention;
+  if (a.nKVHeads == 0)
+    a.nKVHeads = a.nHeads;
+  if (a.nHeads % a.nKVHeads != 0)
+    err("attention.n_kv_heads",
+        "n_heads (" + std::to_string(a.nHeads) +
+            ") is not divisible by n_kv_heads (" +
+            std::to_string(a.nKVHeads) + ")");
+  if (a.headDim == 0) {
+    if (s.model.dModel % a.nHeads != 0)
+      err("attention.n_heads",
+          "d_model (" + std::to_string(s.model.dModel) +
+              ") is not divisible by n_heads (" + std::to_string(a.nHeads) +
+              "); set attention.head_dim explicitly");
+    else
+      a.headDim = s.model.dModel / a.nHeads;
+  }
+  PositionSpec &ps = a.position;
+  if (ps.kind == PositionKind::Rope && a.headDim > 0) {
+    if (ps.rotaryDim == 0)
+      ps.rotaryDim = a.headDim;
+    if (ps.rotaryDim > a.headDim)
+      err("attention.position.rotary_dim",
+          "rotary_dim (" + std::to_string(ps.rotaryDim) +
+              ") is larger than head_dim (" + std::to_string(a.headDim) + ")");
+    else if (ps.rotaryDim % 2 != 0)
+      err(s.locs.count("attention.position.rotary_dim")
+              ? "attention.position.rotary_dim"
+              : "attention.head_dim",
+          "RoPE rotates pairs of dimensions: rotary dimension " +
+              std::to_string(ps.rotaryDim) + " is odd");
+  }
+  if (a.scale == 0 && a.headDim > 0)
+    a.scale = 1.0 / std::sqrt(static_cast<double>(a.headDim));
+}
+
+std::optional<ArchSpec> finishParse(Parser &p, const toml::table &root) {
+  size_t before = p.errors.size();
+  p.spec.file = p.file;
+  parseTables(p, root);
+  if (p.errors.size() == before)
+    validate(p);
+  if (p.errors.size() != before)
+    return std::nullopt;
+  return std::move(p.spec);
+}
+
+std::optional<ArchSpec> parseWith(Parser &p, const std::string &text) {
+#if TOML_EXCEPTIONS
+  try {
+    toml::table root = toml::parse(text, p.file);
+    return finishParse(p, root);
+  } catch (const toml::parse_error &e) {
+    p.error(p.loc(e.source()), "", std::string(e.description()));
+    return std::nullopt;
+  }
+#else
+  toml::parse_result r = toml::parse(text, p.file);
+  if (!r) {
+    p.error(p.loc(r.error().source()), "",
+            std::string(r.error().description()));
+    return std::nullopt;
+  }
+  return finishParse(p, r.table());
+#endif
+}
+
+} // namespace
+
+std::optional<ArchSpec> parseSpecString(const std::string &text,
+                                        const std::string &path,
+                                        std::vector<SpecError> &errors) {
+  Parser p(path, errors);
+  return parseWith(p, text);
+}
+
+std::optional<ArchSpec> parseSpecFile(const std::string &path,
+                                      std::vector<SpecError> &errors) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    errors.push_back(SpecError{SourceLoc{path, 0, 0}, "",
+                               "cannot open spec file"});
+    return std::nullopt;
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return parseSpecString(buf.str(), path, errors);
+}
+
+} // namespace arch

@@ -1,0 +1,39 @@
+//===- SpecReport.cpp - Analytic figures of a spec ------------------------===//
+//
+// Parameter count, weight and KV-cache bytes, and FLOPs per token, derived
+// from the spec alone. `archc check` prints these; they must equal the
+// figures published for real models.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/spec/ArchSpec.h"
+
+namespace arch {
+
+SpecReport analyzeSpec(const ArchSpec &s) {
+  SpecReport r;
+  const int64_t d = s.model.dModel, v = s.model.vocabSize;
+  const int64_t q = s.qDim(), kv = s.kvDim(), ff = s.ffn.dFF;
+  const int64_t attnMat = d * q + 2 * d * kv + q * d;
+  const int64_t ffnMat = 3 * d * ff;
+  const int64_t perLayer = attnMat + ffnMat + 2 * d; // two RMSNorm weights
+  r.embeddingParams = v * d * (s.model.tieEmbeddings ? 1 : 2);
+  r.params = s.model.nLayers * perLayer + d + r.embeddingParams;
+  r.weightBytes = r.params * 4;
+  r.kvBytesPerToken = 2 * s.model.nLayers * kv * 4;
+  // The classifier is a matmul per token; the embedding is a lookup.
+  r.matmulParamsPerToken = s.model.nLayers * (attnMat + ffnMat) + v * d;
+  // q·k and p·v: 2 FLOPs each per head dim, per head, per past token.
+  r.attnFlopsPerCtx = 2 * 2 * s.model.nLayers * q;
+  return r;
+}
+
+double SpecReport::decodeFlopsPerToken(int64_t ctx) const {
+  return 2.0 * matmulParamsPerToken + double(attnFlopsPerCtx) * ctx;
+}
+
+double SpecReport::prefillFlopsPerToken(int64_t n) const {
+  // Token i (0-based) attends to i + 1 positions: mean (n + 1) / 2.
+  return 2.0 * matmulParamsPerToken + double(attnFlopsPerCtx) * (n + 1) / 2.0;
+}
+
+} // namespace arch

@@ -1,0 +1,22 @@
+//===- arch-opt.cpp - mlir-opt for the arch dialect -----------------------===//
+//
+// Parses, verifies, transforms and prints arch IR; the driver of the
+// dialect and pass lit tests.
+//
+//===----------------------------------------------------------------------===//
+#include "arch/Dialect/ArchDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+  mlir::DialectRegistry registry;
+  registry.insert<arch::ArchDialect, mlir::func::FuncDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "arch optimizer driver\n", registry));
+}

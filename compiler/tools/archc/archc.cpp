@@ -1,0 +1,640 @@
+//===- archc.cpp - The archc driver ---------------------------------------===//
+//
+//   archc compile SPEC [-o OUT] [--emit=mlir|halide|c|obj|lib] [--target=T]
+//   archc check   SPEC [--json] [--context=N]
+//   archc run     SPEC|LIB --weights FILE [--tokenizer FILE] --prompt TEXT -n N
+//   archc bench   SPEC|LIB [--random-weights|--weights FILE] --prompt-len N
+//                 --gen M --threads K [--runs R] [--json]
+//
+// Like Toy's toyc, --emit decides how far to lower. Each subcommand parses
+// its own options, so `archc SUB --help` lists only what SUB takes.
+//
+//===----------------------------------------------------------------------===//
+#include "ModelLib.h"
+#include "arch/Dialect/ArchDialect.h"
+#include "compiler/import/ImportSpec.h"
+#include "compiler/spec/ArchSpec.h"
+#include "lowering/GlueEmitter.h"
+#include "lowering/HalideEmitter.h"
+#include "lowering/LibraryBuilder.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/resource.h>
+#include <unistd.h>
+
+using namespace arch;
+namespace cl = llvm::cl;
+namespace fs = std::filesystem;
+
+namespace {
+
+cl::OptionCategory archcCat("archc options");
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+int fail(const std::string &msg) {
+  llvm::errs() << "archc: error: " << msg << "\n";
+  return 1;
+}
+
+std::string withCommas(int64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = int(s.size()) - 3; i > (v < 0 ? 1 : 0); i -= 3)
+    s.insert(size_t(i), ",");
+  return s;
+}
+
+bool readFile(const std::string &path, std::string &text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  text = ss.str();
+  return true;
+}
+
+/// Writes `text` to `path` ("-" = stdout) through a temporary file, so a
+/// failure leaves no partial output.
+bool writeOutput(const std::string &path, const std::string &text,
+                 std::string &error) {
+  if (path == "-") {
+    llvm::outs() << text;
+    return true;
+  }
+  std::string tmp = path + ".partial";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) {
+      error = "cannot write " + path;
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return false;
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    error = "cannot write " + path + ": " + ec.message();
+    fs::remove(tmp, ec);
+    return false;
+  }
+  return true;
+}
+
+std::optional<ArchSpec> loadSpec(const std::string &path, std::string &text) {
+  std::vector<SpecError> errors;
+  if (!readFile(path, text)) {
+    fail(path + ": cannot open spec file");
+    return std::nullopt;
+  }
+  auto spec = parseSpecString(text, path, errors);
+  for (const SpecError &e : errors)
+    llvm::errs() << e.str() << "\n";
+  if (!errors.empty())
+    llvm::errs() << errors.size() << " error" << (errors.size() > 1 ? "s" : "")
+                 << " in " << path << "\n";
+  return spec;
+}
+
+bool showProgress(bool quiet) { return !quiet && isatty(2); }
+
+/// Spec -> optimized arch IR. Pass-manager CL options (IR printing,
+/// timing) apply when registered.
+mlir::OwningOpRef<mlir::ModuleOp> toIR(mlir::MLIRContext &ctx,
+                                        const ArchSpec &spec) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = importSpec(ctx, spec);
+  if (failed(mlir::verify(*module)))
+    return nullptr;
+  mlir::PassManager pm(&ctx);
+  if (failed(mlir::applyPassManagerCLOptions(pm)))
+    return nullptr;
+  mlir::applyDefaultTimingPassManagerCLOptions(pm);
+  pm.addPass(mlir::createCanonicalizerPass());
+  if (failed(pm.run(*module)))
+    return nullptr;
+  return module;
+}
+
+/// Spec -> shared library (or relocatable object) at `out`.
+bool compileToLibrary(const ArchSpec &spec, const std::string &specPath,
+                      const std::string &specText, const BuildOptions &opts,
+                      const std::string &out, bool quiet, BuildStats *stats) {
+  mlir::MLIRContext ctx;
+  auto module = toIR(ctx, spec);
+  if (!module)
+    return false;
+  LoweredModel lowered;
+  if (failed(emitGlue(*module, {specPath, specText}, lowered)))
+    return false;
+  BuildOptions o = opts;
+  if (showProgress(quiet))
+    o.progress = [](size_t done, size_t total) {
+      fprintf(stderr, "\r[archc] compiled %zu/%zu kernels", done, total);
+      if (done == total)
+        fprintf(stderr, "\n");
+    };
+  std::string error;
+  if (!buildLibrary(lowered, o, out, error, stats)) {
+    fail(error);
+    return false;
+  }
+  return true;
+}
+
+// ---- compile ---------------------------------------------------------------
+
+enum class Emit { MLIR, Halide, C, Obj, Lib };
+
+int cmdCompile(int argc, char **argv) {
+  cl::opt<std::string> input(cl::Positional, cl::Required,
+                             cl::desc("<spec.toml>"), cl::cat(archcCat));
+  cl::opt<std::string> output("o", cl::desc("output file (default: "
+                                            "lib<model>.so; '-' = stdout)"),
+                              cl::value_desc("file"), cl::cat(archcCat));
+  cl::opt<Emit> emit(
+      "emit", cl::desc("how far to lower"), cl::init(Emit::Lib),
+      cl::values(clEnumValN(Emit::MLIR, "mlir", "optimized arch IR"),
+                 clEnumValN(Emit::Halide, "halide",
+                            "lowered Halide statement of every kernel"),
+                 clEnumValN(Emit::C, "c", "host glue C"),
+                 clEnumValN(Emit::Obj, "obj", "one relocatable object"),
+                 clEnumValN(Emit::Lib, "lib", "shared library (default)")),
+      cl::cat(archcCat));
+  cl::opt<std::string> target(
+      "target", cl::desc("'host' or a Halide target string"),
+      cl::init("host"), cl::cat(archcCat));
+  cl::opt<bool> quiet("quiet", cl::desc("no progress output"),
+                      cl::cat(archcCat));
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  cl::ParseCommandLineOptions(argc, argv, "archc compile: spec -> library\n");
+
+  std::string text;
+  auto spec = loadSpec(input, text);
+  if (!spec)
+    return 1;
+  std::string out = output;
+  if (emit == Emit::Lib || emit == Emit::Obj) {
+    if (out.empty())
+      out = "lib" + spec->model.name + (emit == Emit::Lib ? ".so" : ".o");
+    if (out == "-")
+      return fail("--emit=lib and --emit=obj need an output file (-o)");
+    BuildOptions opts;
+    opts.target = target;
+    opts.relocatable = emit == Emit::Obj;
+    BuildStats stats;
+    auto t0 = Clock::now();
+    if (!compileToLibrary(*spec, input, text, opts, out, quiet, &stats))
+      return 1;
+    if (showProgress(quiet))
+      fprintf(stderr, "[archc] wrote %s (%zu kernels, %.2f s)\n", out.c_str(),
+              stats.kernels, since(t0));
+    return 0;
+  }
+  if (out.empty())
+    out = "-";
+
+  mlir::MLIRContext ctx;
+  auto module = toIR(ctx, *spec);
+  if (!module)
+    return 1;
+  std::string result, error;
+  llvm::raw_string_ostream os(result);
+  if (emit == Emit::MLIR) {
+    module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
+  } else {
+    LoweredModel lowered;
+    if (failed(emitGlue(*module, {input, text}, lowered)))
+      return 1;
+    if (emit == Emit::C) {
+      os << lowered.glue;
+    } else {
+      std::string canonical;
+      if (!resolveTarget(target, canonical, error))
+        return fail(error);
+      for (const KernelSpec &k : lowered.kernels) {
+        std::string stmt;
+        if (!kernelLoweredStmt(k, canonical, stmt, error))
+          return fail("kernel " + k.name() + ": " + error);
+        os << "// kernel " << k.name() << " (target " << canonical << ")\n"
+           << stmt << "\n";
+      }
+    }
+  }
+  if (!writeOutput(out, os.str(), error))
+    return fail(error);
+  return 0;
+}
+
+// ---- check -----------------------------------------------------------------
+
+int cmdCheck(int argc, char **argv) {
+  // A subcommand of its own: libLLVM registers a global -threads.
+  cl::SubCommand sub("check", "analytic report");
+  cl::opt<std::string> input(cl::Positional, cl::Required,
+                             cl::desc("<spec.toml>"), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> json("json", cl::desc("machine-readable output"),
+                     cl::cat(archcCat), cl::sub(sub));
+  cl::opt<int64_t> context("context",
+                           cl::desc("context length for FLOPs (default: "
+                                    "max_seq_len)"),
+                           cl::init(0), cl::cat(archcCat), cl::sub(sub));
+  cl::HideUnrelatedOptions(archcCat, sub);
+  cl::ParseCommandLineOptions(argc, argv, "archc check: analytic report\n");
+  std::string text;
+  auto spec = loadSpec(input, text);
+  if (!spec)
+    return 1;
+  SpecReport r = analyzeSpec(*spec);
+  int64_t ctx = context > 0 ? int64_t(context) : spec->model.maxSeqLen;
+  double decode = r.decodeFlopsPerToken(ctx), prefill = r.prefillFlopsPerToken(ctx);
+  if (json) {
+    llvm::outs() << "{\"model\": \"" << spec->model.name
+                 << "\", \"params\": " << r.params
+                 << ", \"embedding_params\": " << r.embeddingParams
+                 << ", \"weight_bytes\": " << r.weightBytes
+                 << ", \"kv_bytes_per_token\": " << r.kvBytesPerToken
+                 << ", \"context\": " << ctx << ", \"decode_flops_per_token\": "
+                 << llvm::format("%.0f", decode)
+                 << ", \"prefill_flops_per_token\": "
+                 << llvm::format("%.0f", prefill) << "}\n";
+    return 0;
+  }
+  llvm::outs() << "model:                 " << spec->model.name << " ("
+               << input << ")\n"
+               << "parameters:            " << withCommas(r.params)
+               << " (embedding " << withCommas(r.embeddingParams) << ")\n"
+               << "weight bytes (fp32):   " << withCommas(r.weightBytes) << "\n"
+               << "KV cache per token:    " << withCommas(r.kvBytesPerToken)
+               << " bytes (fp32)\n"
+               << "FLOPs per token:       decode at context " << ctx << ": "
+               << llvm::format("%.4g", decode) << "; prefill of " << ctx
+               << " tokens: " << llvm::format("%.4g", prefill) << "\n";
+  return 0;
+}
+
+// ---- run and bench -----------------------------------------------------------
+
+/// A library to run: LIB as given, or SPEC compiled into a temporary one.
+struct Runnable {
+  std::string libPath, tmpDir;
+  double compileSeconds = 0;
+  ~Runnable() {
+    if (!tmpDir.empty()) {
+      std::error_code ec;
+      fs::remove_all(tmpDir, ec);
+    }
+  }
+  bool prepare(const std::string &input, bool quiet) {
+    if (input.size() < 5 || input.substr(input.size() - 5) != ".toml") {
+      libPath = input;
+      return true;
+    }
+    std::string text;
+    auto spec = loadSpec(input, text);
+    if (!spec)
+      return false;
+    char tmpl[] = "/tmp/archc-run-XXXXXX";
+    if (!mkdtemp(tmpl)) {
+      fail("cannot create a temporary directory");
+      return false;
+    }
+    tmpDir = tmpl;
+    libPath = tmpDir + "/lib" + spec->model.name + ".so";
+    auto t0 = Clock::now();
+    if (!compileToLibrary(*spec, input, text, BuildOptions(), libPath, quiet,
+                          nullptr))
+      return false;
+    compileSeconds = since(t0);
+    return true;
+  }
+};
+
+#define CHECK_RT(lib, call)                                                    \
+  do {                                                                         \
+    if ((call) != ARCHRT_OK)                                                   \
+      return fail(lib.archrt_last_error());                                    \
+  } while (0)
+
+/// A model handle with weights, freed on scope exit.
+struct LoadedModel {
+  ModelLib &lib;
+  archrt_model *model = nullptr;
+  explicit LoadedModel(ModelLib &lib) : lib(lib) {}
+  ~LoadedModel() {
+    if (model)
+      lib.archrt_model_free(model);
+  }
+};
+
+int cmdRun(int argc, char **argv) {
+  // A subcommand of its own: libLLVM registers a global -threads.
+  cl::SubCommand sub("run", "generate text");
+  cl::opt<std::string> input(cl::Positional, cl::Required,
+                             cl::desc("<spec.toml | lib.so>"),
+                             cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> weights("weights", cl::Required,
+                               cl::desc("safetensors or llama2.c checkpoint"),
+                               cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> tokenizer("tokenizer",
+                                 cl::desc("llama2.c tokenizer.bin; without "
+                                          "it, --prompt is token ids 1,2,3"),
+                                 cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> prompt("prompt", cl::desc("prompt text"),
+                              cl::init(""), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<int> steps("n", cl::desc("tokens to generate"), cl::init(64),
+                     cl::cat(archcCat), cl::sub(sub));
+  cl::opt<float> temperature("temperature", cl::desc("0 = greedy"),
+                             cl::init(0.0f), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<float> topP("top-p", cl::desc("nucleus sampling mass"),
+                      cl::init(1.0f), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<unsigned long long> seed("seed", cl::desc("sampling seed"),
+                                   cl::init(42), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<int> threads("threads", cl::desc("0 = one per core"), cl::init(0),
+                       cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> quiet("quiet", cl::desc("print only the generated text"),
+                      cl::cat(archcCat), cl::sub(sub));
+  cl::HideUnrelatedOptions(archcCat, sub);
+  cl::ParseCommandLineOptions(argc, argv, "archc run: generate text\n");
+
+  if (steps < 0)
+    return fail("-n must be >= 0");
+  Runnable r;
+  if (!r.prepare(input, quiet))
+    return 1;
+  ModelLib lib;
+  std::string error;
+  if (!lib.open(r.libPath, error))
+    return fail(error);
+  lib.archrt_set_num_threads(threads);
+  LoadedModel m(lib);
+  CHECK_RT(lib, lib.archrt_model_create(&m.model));
+  archrt_model_info info;
+  CHECK_RT(lib, lib.archrt_model_info_get(m.model, &info));
+  CHECK_RT(lib, lib.archrt_load_weights(m.model, weights.c_str()));
+
+  std::vector<int32_t> tokens(size_t(info.max_seq_len) + 2);
+  int32_t n = 0;
+  archrt_tokenizer *tok = nullptr;
+  if (!tokenizer.empty()) {
+    CHECK_RT(lib, lib.archrt_tokenizer_load(tokenizer.c_str(),
+                                            info.vocab_size, &tok));
+    if (lib.archrt_tokenizer_encode(tok, prompt.c_str(), 1, 0, tokens.data(),
+                                    info.max_seq_len, &n) != ARCHRT_OK) {
+      lib.archrt_tokenizer_free(tok);
+      return fail(lib.archrt_last_error());
+    }
+  } else {
+    std::stringstream ss(prompt);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      char *end;
+      long v = strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end || n >= info.max_seq_len)
+        return fail("--prompt without --tokenizer must be comma-separated "
+                    "token ids, got '" + prompt.getValue() + "'");
+      tokens[size_t(n++)] = int32_t(v);
+    }
+    if (n == 0)
+      tokens[size_t(n++)] = 1;
+  }
+  struct Cleanup {
+    ModelLib &lib;
+    archrt_tokenizer *tok = nullptr;
+    archrt_seq *seq = nullptr;
+    archrt_sampler *sampler = nullptr;
+    ~Cleanup() {
+      lib.archrt_tokenizer_free(tok);
+      lib.archrt_seq_free(seq);
+      lib.archrt_sampler_free(sampler);
+    }
+  } c{lib, tok};
+  CHECK_RT(lib, lib.archrt_seq_create(m.model, 0, &c.seq));
+  CHECK_RT(lib, lib.archrt_sampler_create(info.vocab_size, temperature, topP,
+                                          seed, &c.sampler));
+  int room = info.max_seq_len - n;
+  int total = std::min<int>(steps, room);
+  auto emitToken = [&](int32_t prev, int32_t t) {
+    if (tok)
+      llvm::outs() << lib.archrt_tokenizer_decode(tok, prev, t);
+    else
+      llvm::outs() << t << " ";
+    llvm::outs().flush();
+  };
+  if (tok)
+    for (int32_t i = 1; i < n; ++i)
+      emitToken(tokens[size_t(i - 1)], tokens[size_t(i)]);
+
+  auto t0 = Clock::now();
+  CHECK_RT(lib, lib.archrt_prefill(c.seq, tokens.data(), n));
+  double prefillS = since(t0);
+  t0 = Clock::now();
+  int32_t prev = tokens[size_t(n - 1)], generated = 0;
+  for (int i = 0; i < total; ++i) {
+    int32_t next;
+    CHECK_RT(lib, lib.archrt_sample(c.sampler, lib.archrt_logits(c.seq), &next));
+    if (tok && (next == 1 || next == 2))
+      break; // BOS or EOS ends the story
+    emitToken(prev, next);
+    ++generated;
+    prev = next;
+    if (i + 1 < total)
+      CHECK_RT(lib, lib.archrt_decode(c.seq, next));
+  }
+  llvm::outs() << "\n";
+  llvm::outs().flush();
+  double decodeS = since(t0);
+  if (!quiet)
+    fprintf(stderr,
+            "[archc] prompt %d tokens: %.1f tok/s; generated %d tokens: "
+            "%.1f tok/s\n",
+            n, n / std::max(prefillS, 1e-9), generated,
+            generated / std::max(decodeS, 1e-9));
+  return 0;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t k = v.size() / 2;
+  return v.size() % 2 ? v[k] : (v[k - 1] + v[k]) / 2;
+}
+
+int cmdBench(int argc, char **argv) {
+  // A subcommand of its own: libLLVM registers a global -threads.
+  cl::SubCommand sub("bench", "throughput");
+  cl::opt<std::string> input(cl::Positional, cl::Required,
+                             cl::desc("<spec.toml | lib.so>"),
+                             cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> weights("weights",
+                               cl::desc("weights (default: random)"),
+                               cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> random("random-weights",
+                       cl::desc("seeded random weights (the default)"),
+                       cl::cat(archcCat), cl::sub(sub));
+  cl::opt<int> promptLen("prompt-len", cl::desc("prefill tokens"),
+                         cl::init(128), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<int> gen("gen", cl::desc("decode steps"), cl::init(64),
+                   cl::cat(archcCat), cl::sub(sub));
+  cl::opt<int> threads("threads", cl::desc("0 = one per core"), cl::init(0),
+                       cl::cat(archcCat), cl::sub(sub));
+  cl::opt<int> runs("runs", cl::desc("repetitions (median reported)"),
+                    cl::init(5), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> json("json", cl::desc("machine-readable output"),
+                     cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> quiet("quiet", cl::desc("no progress output"),
+                      cl::cat(archcCat), cl::sub(sub));
+  cl::HideUnrelatedOptions(archcCat, sub);
+  cl::ParseCommandLineOptions(argc, argv, "archc bench: throughput\n");
+
+  if (promptLen < 1 || gen < 0 || runs < 1)
+    return fail("--prompt-len must be >= 1, --gen >= 0, --runs >= 1");
+  if (random && !weights.empty())
+    return fail("--random-weights and --weights exclude each other");
+  Runnable r;
+  if (!r.prepare(input, quiet || json))
+    return 1;
+  ModelLib lib;
+  std::string error;
+  if (!lib.open(r.libPath, error))
+    return fail(error);
+  lib.archrt_set_num_threads(threads);
+  LoadedModel m(lib);
+  CHECK_RT(lib, lib.archrt_model_create(&m.model));
+  archrt_model_info info;
+  CHECK_RT(lib, lib.archrt_model_info_get(m.model, &info));
+  if (weights.empty())
+    CHECK_RT(lib, lib.archrt_init_random(m.model, 1234));
+  else
+    CHECK_RT(lib, lib.archrt_load_weights(m.model, weights.c_str()));
+  if (promptLen + gen > info.max_seq_len)
+    return fail("--prompt-len + --gen (" + std::to_string(promptLen + gen) +
+                ") exceeds max_seq_len " + std::to_string(info.max_seq_len));
+
+  std::vector<int32_t> prompt(size_t(promptLen.getValue()));
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = int32_t((i * 7919 + 13) % size_t(info.vocab_size));
+  std::vector<double> prefill, decode;
+  archrt_seq *seq = nullptr;
+  CHECK_RT(lib, lib.archrt_seq_create(m.model, promptLen + gen, &seq));
+  for (int run = 0; run <= runs; ++run) { // run 0 warms up
+    auto t0 = Clock::now();
+    if (lib.archrt_prefill(seq, prompt.data(), promptLen) != ARCHRT_OK)
+      break;
+    double p = since(t0);
+    t0 = Clock::now();
+    bool ok = true;
+    for (int i = 0; ok && i < gen; ++i)
+      ok = lib.archrt_decode(seq, int32_t((i * 31 + 7) % info.vocab_size)) ==
+           ARCHRT_OK;
+    double d = since(t0);
+    if (!ok)
+      break;
+    if (run > 0) {
+      prefill.push_back(promptLen / p);
+      if (gen > 0)
+        decode.push_back(gen / d);
+    }
+    // Start over: the cache is rewritten from position 0.
+    lib.archrt_seq_free(seq);
+    seq = nullptr;
+    if (lib.archrt_seq_create(m.model, promptLen + gen, &seq) != ARCHRT_OK)
+      break;
+  }
+  std::string err = lib.archrt_last_error();
+  lib.archrt_seq_free(seq);
+  if (int(prefill.size()) != runs)
+    return fail(err);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  double peakMiB = double(ru.ru_maxrss) / 1024.0;
+  double pf = median(prefill), dc = decode.empty() ? 0 : median(decode);
+  if (json) {
+    llvm::outs() << "{\"model\": \"" << info.name << "\", \"params\": "
+                 << info.n_params << ", \"threads\": " << threads
+                 << ", \"prompt_len\": " << promptLen << ", \"gen\": " << gen
+                 << ", \"runs\": " << runs
+                 << ", \"compile_seconds\": " << llvm::format("%.3f", r.compileSeconds)
+                 << ", \"prefill_tokens_per_s\": " << llvm::format("%.2f", pf)
+                 << ", \"decode_tokens_per_s\": " << llvm::format("%.2f", dc)
+                 << ", \"peak_rss_mib\": " << llvm::format("%.1f", peakMiB)
+                 << "}\n";
+    return 0;
+  }
+  llvm::outs() << "model:          " << info.name << " ("
+               << withCommas(info.n_params) << " parameters)\n"
+               << "threads:        " << (threads ? std::to_string(threads) : "default")
+               << "\n";
+  if (r.compileSeconds > 0)
+    llvm::outs() << "compile:        " << llvm::format("%.2f s", r.compileSeconds)
+                 << "\n";
+  llvm::outs() << "prefill:        " << llvm::format("%.1f", pf) << " tok/s ("
+               << promptLen << " tokens, median of " << runs << ")\n"
+               << "decode:         " << llvm::format("%.1f", dc) << " tok/s ("
+               << gen << " tokens after the prompt, median of " << runs << ")\n"
+               << "peak memory:    " << llvm::format("%.1f MiB", peakMiB) << "\n";
+  return 0;
+}
+
+int usage(int rc) {
+  (rc ? llvm::errs() : llvm::outs())
+      << "usage: archc <command> [options]\n\n"
+         "commands:\n"
+         "  compile SPEC    compile a TOML spec to a shared library "
+         "(--emit=mlir|halide|c|obj|lib)\n"
+         "  check SPEC      parameter count, KV-cache bytes, FLOPs per token\n"
+         "  run SPEC|LIB    generate tokens with real weights\n"
+         "  bench SPEC|LIB  prefill and decode throughput\n\n"
+         "'archc <command> --help' lists the options of a command.\n";
+  return rc;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return usage(1);
+  std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help")
+    return usage(0);
+  // The subcommand parses the rest; its name joins argv[0] for messages.
+  if (cmd == "check")
+    return cmdCheck(argc, argv);
+  if (cmd == "run")
+    return cmdRun(argc, argv);
+  if (cmd == "bench")
+    return cmdBench(argc, argv);
+  if (cmd == "compile") {
+    // compile takes MLIR's top-level pass-manager options: parse it as a
+    // program of its own named "archc compile".
+    std::string prog = "archc compile";
+    std::vector<char *> args = {prog.data()};
+    for (int i = 2; i < argc; ++i)
+      args.push_back(argv[i]);
+    return cmdCompile(int(args.size()), args.data());
+  }
+  llvm::errs() << "archc: error: unknown command '" << cmd << "'\n";
+  return usage(1);
+}

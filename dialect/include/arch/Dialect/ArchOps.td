@@ -1,0 +1,184 @@
+//===- ArchOps.td - arch operations -----------------------*- tablegen -*-===//
+#ifndef ARCH_OPS_TD
+#define ARCH_OPS_TD
+
+include "arch/Dialect/ArchDialect.td"
+include "arch/Dialect/ArchAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Parameters and embeddings
+//===----------------------------------------------------------------------===//
+
+def Arch_ParamOp : Arch_Op<"param", [Pure]> {
+  let summary = "a named weight tensor";
+  let description = [{
+    A model parameter, named as in the checkpoint. The runtime binds the
+    name to a loaded tensor of exactly this static shape.
+
+    ```mlir
+    %wq = arch.param @"model.layers.0.self_attn.q_proj.weight" : tensor<288x288xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Arch_EmbedOp : Arch_Op<"embed", [Pure]> {
+  let summary = "token embedding lookup";
+  let description = [{
+    Row `tokens[t]` of `table`, times `scale`.
+
+    ```mlir
+    %x = arch.embed %tokens, %table {scale = 1.0 : f32}
+        : (tensor<?xi32>, tensor<32000x288xf32>) -> tensor<?x288xf32>
+    ```
+  }];
+  let arguments = (ins 1DTensorOf<[I32]>:$tokens, F32Tensor:$table,
+                       DefaultValuedAttr<F32Attr, "1.0">:$scale);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat =
+      "$tokens `,` $table attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Norms, matmuls, activations
+//===----------------------------------------------------------------------===//
+
+def Arch_NormOp : Arch_Op<"norm", [Pure]> {
+  let summary = "normalization over the last dimension";
+  let description = [{
+    `rms`: x / sqrt(mean(x^2) + eps) * weight.
+
+    ```mlir
+    %h = arch.norm rms %x, %w {eps = 1.0e-05 : f32}
+        : (tensor<?x288xf32>, tensor<288xf32>) -> tensor<?x288xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$input, F32Tensor:$weight,
+                       Arch_NormKind:$kind, F32Attr:$eps);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$kind $input `,` $weight attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Arch_LinearOp : Arch_Op<"linear", [Pure]> {
+  let summary = "x times W transposed, plus an optional bias";
+  let description = [{
+    The only matmul with a weight: `result[t, n] = sum_k input[t, k] *
+    weight[n, k] (+ bias[n])`, with the weight in PyTorch's [N, K] layout.
+
+    ```mlir
+    %q = arch.linear %h, %wq
+        : (tensor<?x288xf32>, tensor<288x288xf32>) -> tensor<?x288xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$input, F32Tensor:$weight,
+                       Optional<F32Tensor>:$bias);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Arch_GluOp : Arch_Op<"glu", [Pure, SameOperandsAndResultType]> {
+  let summary = "gated activation: act(gate) * up";
+  let description = [{
+    ```mlir
+    %m = arch.glu silu %g, %u : tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$gate, F32Tensor:$up,
+                       Arch_Activation:$activation);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat =
+      "$activation $gate `,` $up attr-dict `:` type($result)";
+}
+
+def Arch_AddOp : Arch_Op<"add", [Pure, Commutative,
+                                 SameOperandsAndResultType]> {
+  let summary = "elementwise sum (residual connection)";
+  let description = [{
+    ```mlir
+    %y = arch.add %x, %o : tensor<?x288xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$lhs, F32Tensor:$rhs);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Arch_LastTokenOp : Arch_Op<"last_token", [Pure]> {
+  let summary = "the last row of a token-major tensor";
+  let description = [{
+    Prefill needs the classifier only for the last position.
+
+    ```mlir
+    %l = arch.last_token %x : tensor<?x288xf32> -> tensor<1x288xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$input);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Positions and attention
+//===----------------------------------------------------------------------===//
+
+def Arch_RopeOp : Arch_Op<"rope", [Pure]> {
+  let summary = "rotary position embedding";
+  let description = [{
+    Rotates the first `rotary_dim` dimensions of each of `n_heads` heads of
+    `input` by angle `(pos + t) * theta^(-2i / rotary_dim)` for token `t`,
+    pairing dimensions as `style` says. `pos` is the position of the first
+    token (the number already in the KV cache).
+
+    ```mlir
+    %qr = arch.rope interleaved %q, %pos {n_heads = 6, head_dim = 48,
+        rotary_dim = 48, theta = 1.0e+04}
+        : (tensor<?x288xf32>, index) -> tensor<?x288xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$input, Index:$pos, Arch_RopeStyle:$style,
+                       I64Attr:$n_heads, I64Attr:$head_dim,
+                       I64Attr:$rotary_dim, F64Attr:$theta);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$style $input `,` $pos attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Arch_AttentionOp : Arch_Op<"attention",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "causal scaled-dot-product attention with a KV cache";
+  let description = [{
+    Appends the rows of `key` and `value` to the KV cache of layer `layer`
+    at positions `pos ..`, then attends each query row `t` over cache
+    positions `0 .. pos + t` (causal), with `n_heads` query heads sharing
+    `n_kv_heads` key/value heads (MHA, GQA, MQA). The cache is state, so the
+    op reads and writes memory.
+
+    ```mlir
+    %a = arch.attention %q, %k, %v, %pos {layer = 0, n_heads = 6,
+        n_kv_heads = 6, head_dim = 48, scale = 0.144}
+        : (tensor<?x288xf32>, tensor<?x288xf32>, tensor<?x288xf32>, index)
+        -> tensor<?x288xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$query, F32Tensor:$key, F32Tensor:$value,
+                       Index:$pos, I64Attr:$layer, I64Attr:$n_heads,
+                       I64Attr:$n_kv_heads, I64Attr:$head_dim, F64Attr:$scale);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$query `,` $key `,` $value `,` $pos attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+#endif // ARCH_OPS_TD

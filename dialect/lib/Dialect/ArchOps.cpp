@@ -1,0 +1,150 @@
+//===- ArchOps.cpp - arch op verifiers ------------------------------------===//
+//
+// Shape checks ODS cannot state: the token dimension is dynamic, every
+// feature dimension is static and must agree with the op's attributes.
+//
+//===----------------------------------------------------------------------===//
+#include "arch/Dialect/ArchDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+
+#define GET_OP_CLASSES
+#include "arch/Dialect/ArchOps.cpp.inc"
+
+namespace arch {
+
+/// A [?, N] activation: dynamic tokens, static features. Returns N or -1.
+static int64_t featureDim(Operation *op, Value v, StringRef what) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getRank() != 2 || t.isDynamicDim(1)) {
+    op->emitOpError() << what << " must be a rank-2 tensor with a static "
+                      << "feature dimension, got " << t;
+    return -1;
+  }
+  return t.getDimSize(1);
+}
+
+static LogicalResult checkStatic(Operation *op, Value v, StringRef what) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (!t.hasStaticShape())
+    return op->emitOpError() << what << " must have a static shape, got " << t;
+  return success();
+}
+
+LogicalResult ParamOp::verify() {
+  return checkStatic(*this, getResult(), "parameter");
+}
+
+LogicalResult EmbedOp::verify() {
+  auto table = cast<RankedTensorType>(getTable().getType());
+  if (table.getRank() != 2 || !table.hasStaticShape())
+    return emitOpError() << "table must be a static [vocab, d_model] tensor";
+  int64_t d = featureDim(*this, getResult(), "result");
+  if (d < 0)
+    return failure();
+  if (d != table.getDimSize(1))
+    return emitOpError() << "result width " << d
+                         << " does not match the table's d_model "
+                         << table.getDimSize(1);
+  return success();
+}
+
+LogicalResult NormOp::verify() {
+  int64_t d = featureDim(*this, getInput(), "input");
+  if (d < 0)
+    return failure();
+  auto w = cast<RankedTensorType>(getWeight().getType());
+  if (w.getRank() != 1 || w.getDimSize(0) != d)
+    return emitOpError() << "weight must be tensor<" << d << "xf32>, got "
+                         << w;
+  if (getResult().getType() != getInput().getType())
+    return emitOpError() << "result type must equal the input type";
+  if (getEps().convertToFloat() <= 0)
+    return emitOpError() << "eps must be positive";
+  return success();
+}
+
+LogicalResult LinearOp::verify() {
+  int64_t k = featureDim(*this, getInput(), "input");
+  if (k < 0)
+    return failure();
+  auto w = cast<RankedTensorType>(getWeight().getType());
+  if (w.getRank() != 2 || !w.hasStaticShape())
+    return emitOpError() << "weight must be a static [N, K] tensor, got " << w;
+  if (w.getDimSize(1) != k)
+    return emitOpError() << "weight has K = " << w.getDimSize(1)
+                         << " but the input has " << k << " features";
+  int64_t n = featureDim(*this, getResult(), "result");
+  if (n < 0)
+    return failure();
+  if (n != w.getDimSize(0))
+    return emitOpError() << "result has " << n << " features but the weight "
+                         << "has N = " << w.getDimSize(0);
+  if (getBias()) {
+    auto b = cast<RankedTensorType>(getBias().getType());
+    if (b.getRank() != 1 || b.getDimSize(0) != n)
+      return emitOpError() << "bias must be tensor<" << n << "xf32>, got "
+                           << b;
+  }
+  return success();
+}
+
+LogicalResult LastTokenOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (in.getRank() != 2 || out.getRank() != 2 || out.getDimSize(0) != 1 ||
+      in.getDimSize(1) != out.getDimSize(1))
+    return emitOpError() << "expects [T, N] -> [1, N], got " << in << " -> "
+                         << out;
+  return success();
+}
+
+LogicalResult RopeOp::verify() {
+  int64_t d = featureDim(*this, getInput(), "input");
+  if (d < 0)
+    return failure();
+  int64_t heads = getNHeads(), hd = getHeadDim(), rot = getRotaryDim();
+  if (heads <= 0 || hd <= 0 || heads * hd != d)
+    return emitOpError() << "n_heads (" << heads << ") * head_dim (" << hd
+                         << ") must equal the input width " << d;
+  if (rot <= 0 || rot > hd || rot % 2 != 0)
+    return emitOpError() << "rotary_dim must be even and in (0, head_dim], "
+                         << "got " << rot;
+  if (getTheta().convertToDouble() <= 0)
+    return emitOpError() << "theta must be positive";
+  if (getResult().getType() != getInput().getType())
+    return emitOpError() << "result type must equal the input type";
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  int64_t heads = getNHeads(), kvHeads = getNKvHeads(), hd = getHeadDim();
+  if (heads <= 0 || kvHeads <= 0 || hd <= 0)
+    return emitOpError() << "n_heads, n_kv_heads and head_dim must be positive";
+  if (heads % kvHeads != 0)
+    return emitOpError() << "n_heads (" << heads
+                         << ") must be a multiple of n_kv_heads (" << kvHeads
+                         << ")";
+  int64_t q = featureDim(*this, getQuery(), "query");
+  int64_t k = featureDim(*this, getKey(), "key");
+  int64_t v = featureDim(*this, getValue(), "value");
+  if (q < 0 || k < 0 || v < 0)
+    return failure();
+  if (q != heads * hd)
+    return emitOpError() << "query width " << q << " != n_heads * head_dim ("
+                         << heads * hd << ")";
+  if (k != kvHeads * hd || v != kvHeads * hd)
+    return emitOpError() << "key and value widths must be n_kv_heads * "
+                         << "head_dim (" << kvHeads * hd << "), got " << k
+                         << " and " << v;
+  if (getResult().getType() != getQuery().getType())
+    return emitOpError() << "result type must equal the query type";
+  if (getLayer() < 0)
+    return emitOpError() << "layer must be non-negative";
+  return success();
+}
+
+} // namespace arch

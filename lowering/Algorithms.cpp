@@ -1,0 +1,260 @@
+//===- Algorithms.cpp - Halide algorithms of the arch ops -----------------===//
+//
+// Layouts (Halide lists dimensions innermost first):
+//   activations  (features, tokens)      = row-major [T, N]
+//   weights      (K, N)                  = PyTorch's [N, K]
+//   heads        (head_dim, heads, tokens)
+//   KV cache     (head_dim, kv_heads, positions) of one layer
+// Feature sizes are constants; the token count and position are not.
+//
+//===----------------------------------------------------------------------===//
+#include "lowering/Algorithms.h"
+
+using namespace Halide;
+
+namespace arch {
+
+int vectorWidthFor(int64_t extent, int lanes) {
+  int v = 1;
+  while (v * 2 <= lanes && extent % (v * 2) == 0)
+    v *= 2;
+  return v;
+}
+
+/// Fixes the static feature extents of a token-major buffer so that the
+/// kernel indexes it with constants; the last dimension (tokens or
+/// positions) stays dynamic but starts at 0.
+static void constrain(OutputImageParam p, const std::vector<int64_t> &dims) {
+  int stride = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    p.dim(i).set_bounds(0, int(dims[i])).set_stride(stride);
+    stride *= int(dims[i]);
+  }
+  p.dim(dims.size()).set_min(0).set_stride(stride);
+}
+
+static ImageParam input(Type t, const std::vector<int64_t> &staticDims,
+                        const char *name, KernelFuncs &k) {
+  ImageParam p(t, int(staticDims.size()) + 1, name);
+  constrain(p, staticDims);
+  k.args.push_back(p);
+  return p;
+}
+
+/// x (K, T) . w (K, N) -> (N, T). The reduction over K is split into
+/// `lanes`-wide partial sums (acc) so the inner loop is a vector FMA.
+static void lowerLinear(KernelFuncs &k) {
+  int64_t K = k.spec.ints[0], N = k.spec.ints[1];
+  int vl = vectorWidthFor(K, k.lanes);
+  ImageParam x = input(Float(32), {K}, "x", k);
+  ImageParam w(Float(32), 2, "w");
+  w.dim(0).set_bounds(0, int(K)).set_stride(1);
+  w.dim(1).set_bounds(0, int(N)).set_stride(int(K));
+  k.args.push_back(w);
+
+  Var kk("kk"), n("n"), t("t");
+  RDom r(0, int(K / vl), "r");
+  Func acc("acc");
+  acc(kk, n, t) = 0.0f;
+  acc(kk, n, t) += x(r * vl + kk, t) * w(r * vl + kk, n);
+  RDom lane(0, vl, "lane");
+  Func out("linear");
+  out(n, t) = sum(acc(lane, n, t), "lane_sum");
+  k.out = out;
+  k.funcs["acc"] = acc;
+  k.vars = {{"kk", kk}, {"n", n}, {"t", t}};
+  k.rdoms["r"] = r;
+  k.lanes = vl;
+}
+
+/// x * w / sqrt(mean(x^2) + eps), per token.
+static void lowerRMSNorm(KernelFuncs &k) {
+  int64_t d = k.spec.ints[0];
+  float eps = float(k.spec.reals[0]);
+  int vl = vectorWidthFor(d, k.lanes);
+  ImageParam x = input(Float(32), {d}, "x", k);
+  ImageParam w(Float(32), 1, "w");
+  w.dim(0).set_bounds(0, int(d));
+  k.args.push_back(w);
+
+  Var i("i"), t("t"), kk("kk");
+  RDom r(0, int(d / vl), "r");
+  Func sq("sumsq_lanes");
+  sq(kk, t) = 0.0f;
+  sq(kk, t) += x(r * vl + kk, t) * x(r * vl + kk, t);
+  RDom lane(0, vl, "lane");
+  Func inv("inv_rms");
+  inv(t) = 1.0f / sqrt(sum(sq(lane, t)) / float(d) + eps);
+  Func out("rmsnorm");
+  out(i, t) = x(i, t) * inv(t) * w(i);
+  k.out = out;
+  k.funcs = {{"sq", sq}, {"inv", inv}};
+  k.vars = {{"i", i}, {"t", t}, {"kk", kk}};
+  k.lanes = vl;
+}
+
+static void lowerEmbed(KernelFuncs &k) {
+  int64_t vocab = k.spec.ints[0], d = k.spec.ints[1];
+  float scale = float(k.spec.reals[0]);
+  ImageParam tokens(Int(32), 1, "tokens");
+  tokens.dim(0).set_min(0);
+  k.args.push_back(tokens);
+  ImageParam table(Float(32), 2, "table");
+  table.dim(0).set_bounds(0, int(d)).set_stride(1);
+  table.dim(1).set_bounds(0, int(vocab)).set_stride(int(d));
+  k.args.push_back(table);
+  Var i("i"), t("t");
+  Func out("embed");
+  // The runtime rejects out-of-range tokens; the clamp keeps reads in bounds.
+  Expr row = clamp(tokens(t), 0, int(vocab) - 1);
+  out(i, t) = scale == 1.0f ? table(i, row) : table(i, row) * scale;
+  k.out = out;
+  k.vars = {{"i", i}, {"t", t}};
+  k.lanes = vectorWidthFor(d, k.lanes);
+}
+
+/// Rotates pairs of dimensions of each head by (pos + t) * theta^(-2p/rot).
+static void lowerRope(KernelFuncs &k) {
+  int64_t heads = k.spec.ints[0], hd = k.spec.ints[1], rot = k.spec.ints[2];
+  bool interleaved = k.spec.ints[3] == 1;
+  double theta = k.spec.reals[0];
+  ImageParam x = input(Float(32), {hd, heads}, "x", k);
+  Param<int32_t> pos("pos");
+  k.args.push_back(pos);
+
+  Var j("j"), h("h"), t("t"), p("p");
+  int half = int(rot / 2);
+  Func freq("inv_freq");
+  freq(p) = pow(float(theta), -2.0f * cast<float>(p) / float(rot));
+  Func angle("angle");
+  angle(p, t) = cast<float>(pos + t) * freq(p);
+  Func cosv("cos_table"), sinv("sin_table");
+  cosv(p, t) = cos(angle(p, t));
+  sinv(p, t) = sin(angle(p, t));
+
+  // Pair index, partner element and the sign of its term for element j.
+  Expr pair, partner, sign;
+  if (interleaved) {
+    Expr even = j % 2 == 0;
+    pair = j / 2;
+    partner = select(even, x(min(j + 1, int(hd) - 1), h, t),
+                     x(max(j - 1, 0), h, t));
+    sign = select(even, -1.0f, 1.0f);
+  } else {
+    Expr first = j < half;
+    pair = select(first, j, j - half);
+    partner = select(first, x(min(j + half, int(hd) - 1), h, t),
+                     x(max(j - half, 0), h, t));
+    sign = select(first, -1.0f, 1.0f);
+  }
+  pair = clamp(pair, 0, half - 1);
+  Expr rotated = x(j, h, t) * cosv(pair, t) + sign * partner * sinv(pair, t);
+  Func out("rope");
+  out(j, h, t) = select(j < int(rot), rotated, x(j, h, t));
+  k.out = out;
+  k.funcs = {{"freq", freq}, {"cos", cosv}, {"sin", sinv}, {"angle", angle}};
+  k.vars = {{"j", j}, {"h", h}, {"t", t}, {"p", p}};
+  k.lanes = vectorWidthFor(hd, k.lanes);
+}
+
+/// Causal attention of query rows t over cache positions 0 .. pos + t, with
+/// query head h reading KV head h / (n_heads / n_kv_heads).
+static void lowerAttention(KernelFuncs &k) {
+  int64_t heads = k.spec.ints[0], kvHeads = k.spec.ints[1],
+          hd = k.spec.ints[2];
+  float scale = float(k.spec.reals[0]);
+  int group = int(heads / kvHeads);
+  ImageParam q = input(Float(32), {hd, heads}, "q", k);
+  ImageParam kc = input(Float(32), {hd, kvHeads}, "k_cache", k);
+  ImageParam vc = input(Float(32), {hd, kvHeads}, "v_cache", k);
+  Param<int32_t> pos("pos");
+  k.args.push_back(pos);
+
+  Var j("j"), h("h"), t("t"), dd("dd");
+  Expr len = pos + q.dim(2).extent();
+  RDom rd(0, int(hd), "rd");
+  Func score("score");
+  score(j, h, t) = 0.0f;
+  score(j, h, t) += q(rd, h, t) * kc(rd, h / group, j);
+  Func scaled("scaled_score");
+  scaled(j, h, t) = score(j, h, t) * scale;
+
+  RDom past(0, len, "past");
+  past.where(past <= pos + t);
+  Func rowMax("row_max");
+  rowMax(h, t) = Float(32).min();
+  rowMax(h, t) = max(rowMax(h, t), scaled(past, h, t));
+  Func prob("prob");
+  prob(j, h, t) = exp(scaled(j, h, t) - rowMax(h, t));
+  Func rowSum("row_sum");
+  rowSum(h, t) = 0.0f;
+  rowSum(h, t) += prob(past, h, t);
+  Func pv("pv");
+  pv(dd, h, t) = 0.0f;
+  pv(dd, h, t) += prob(past, h, t) * vc(dd, h / group, past);
+  Func out("attention");
+  out(dd, h, t) = pv(dd, h, t) / rowSum(h, t);
+  k.out = out;
+  k.funcs = {{"score", score}, {"row_max", rowMax}, {"prob", prob},
+             {"row_sum", rowSum}, {"pv", pv}};
+  k.vars = {{"j", j}, {"h", h}, {"t", t}, {"dd", dd}};
+  k.rdoms = {{"rd", rd}, {"past", past}};
+  k.lanes = vectorWidthFor(hd, k.lanes);
+}
+
+static void lowerElementwise(KernelFuncs &k) {
+  int64_t d = k.spec.ints[0];
+  ImageParam a = input(Float(32), {d}, "a", k);
+  ImageParam b = input(Float(32), {d}, "b", k);
+  Var i("i"), t("t");
+  Func out(k.spec.kind == KernelKind::Add ? "add" : "glu_silu");
+  if (k.spec.kind == KernelKind::Add)
+    out(i, t) = a(i, t) + b(i, t);
+  else // silu(gate) * up, silu(g) = g * sigmoid(g)
+    out(i, t) = a(i, t) / (1.0f + exp(-a(i, t))) * b(i, t);
+  k.out = out;
+  k.vars = {{"i", i}, {"t", t}};
+  k.lanes = vectorWidthFor(d, k.lanes);
+}
+
+KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
+  KernelFuncs k;
+  k.spec = spec;
+  k.lanes = lanes;
+  switch (spec.kind) {
+  case KernelKind::LinearGemm:
+  case KernelKind::LinearGemv:
+    lowerLinear(k);
+    break;
+  case KernelKind::RMSNorm:
+    lowerRMSNorm(k);
+    break;
+  case KernelKind::Embed:
+    lowerEmbed(k);
+    break;
+  case KernelKind::Rope:
+    lowerRope(k);
+    break;
+  case KernelKind::Attention:
+    lowerAttention(k);
+    break;
+  case KernelKind::GluSiLU:
+  case KernelKind::Add:
+    lowerElementwise(k);
+    break;
+  }
+  // Every output is token-major with static feature extents.
+  std::vector<int64_t> outDims;
+  switch (spec.kind) {
+  case KernelKind::LinearGemm:
+  case KernelKind::LinearGemv: outDims = {spec.ints[1]}; break;
+  case KernelKind::Embed: outDims = {spec.ints[1]}; break;
+  case KernelKind::Rope: outDims = {spec.ints[1], spec.ints[0]}; break;
+  case KernelKind::Attention: outDims = {spec.ints[2], spec.ints[0]}; break;
+  default: outDims = {spec.ints[0]}; break;
+  }
+  constrain(k.out.output_buffer(), outDims);
+  return k;
+}
+
+} // namespace arch

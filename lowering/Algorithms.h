@@ -1,0 +1,41 @@
+//===- Algorithms.h - Halide algorithms of the arch ops --------*- C++ -*-===//
+//
+// One lower<Op>() per kernel kind builds the Halide Funcs (the algorithm
+// only); Schedules.cpp decides loop order, tiling and vectorization per
+// target. Internal to lowering/: includes Halide.h.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_LOWERING_ALGORITHMS_H
+#define ARCHC_LOWERING_ALGORITHMS_H
+
+#include "lowering/Kernels.h"
+
+#include <Halide.h>
+
+namespace arch {
+
+/// A kernel's algorithm: its output, its arguments in call order (output
+/// last, added by the emitter), and the Funcs and Vars its schedule needs.
+struct KernelFuncs {
+  KernelSpec spec;
+  Halide::Func out;
+  std::vector<Halide::Argument> args;
+  std::map<std::string, Halide::Func> funcs;
+  std::map<std::string, Halide::Var> vars;
+  std::map<std::string, Halide::RDom> rdoms;
+  int lanes = 1; ///< vector width the algorithm split its reductions by
+};
+
+/// Builds the algorithm of `spec`; `lanes` is the target's natural float
+/// vector width (reductions are split by a divisor of it).
+KernelFuncs lowerKernel(const KernelSpec &spec, int lanes);
+
+/// Applies the CPU schedule for `k` on `target`.
+void scheduleKernel(KernelFuncs &k, const Halide::Target &target);
+
+/// The largest power of two <= `lanes` that divides `extent`.
+int vectorWidthFor(int64_t extent, int lanes);
+
+} // namespace arch
+
+#endif // ARCHC_LOWERING_ALGORITHMS_H

@@ -1,0 +1,36 @@
+//===- GlueEmitter.h - arch IR -> kernel catalogue + host C ----*- C++ -*-===//
+#ifndef ARCHC_LOWERING_GLUEEMITTER_H
+#define ARCHC_LOWERING_GLUEEMITTER_H
+
+#include "lowering/Kernels.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace arch {
+
+/// What a model library is built from: the distinct kernels its @forward
+/// calls and the C that calls them in order.
+struct LoweredModel {
+  std::string name;
+  std::vector<KernelSpec> kernels;
+  std::string glue;
+};
+
+struct GlueOptions {
+  std::string specPath;
+  std::string specText;
+  int64_t maxChunk = 256; ///< most tokens one forward call processes
+};
+
+/// Plans activation buffers (reused once dead), keys every op to a kernel,
+/// and emits the host glue as readable C. Fails with a diagnostic at the op
+/// it cannot lower.
+mlir::LogicalResult emitGlue(mlir::ModuleOp module, const GlueOptions &opts,
+                             LoweredModel &out);
+
+} // namespace arch
+
+#endif // ARCHC_LOWERING_GLUEEMITTER_H

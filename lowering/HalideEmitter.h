@@ -1,0 +1,37 @@
+//===- HalideEmitter.h - Compile kernels with Halide -----------*- C++ -*-===//
+//
+// The border to Halide: everything here takes and returns plain data and
+// turns Halide's exceptions into error strings.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_LOWERING_HALIDEEMITTER_H
+#define ARCHC_LOWERING_HALIDEEMITTER_H
+
+#include "lowering/Kernels.h"
+
+#include <string>
+
+namespace arch {
+
+/// Resolves "host" (this CPU's features, minus avx512_sapphirerapids: LLVM
+/// 14 may then assume AVX512-FP16, which e.g. Zen 5 lacks) or a Halide
+/// target string into a canonical Halide target string.
+bool resolveTarget(const std::string &target, std::string &canonical,
+                   std::string &error);
+
+/// AOT-compiles one kernel, without a Halide runtime, to an object file
+/// defining the C function `spec.name()`.
+bool compileKernelObject(const KernelSpec &spec, const std::string &target,
+                         const std::string &path, std::string &error);
+
+/// The lowered Halide statement of one kernel (for --emit=halide).
+bool kernelLoweredStmt(const KernelSpec &spec, const std::string &target,
+                       std::string &stmt, std::string &error);
+
+/// The one Halide runtime a model library carries.
+bool compileHalideRuntime(const std::string &target, const std::string &path,
+                          std::string &error);
+
+} // namespace arch
+
+#endif // ARCHC_LOWERING_HALIDEEMITTER_H

@@ -1,0 +1,45 @@
+//===- Kernels.h - The kernel catalogue ------------------------*- C++ -*-===//
+//
+// A KernelSpec names one compiled kernel: its kind and every static value
+// baked into it. Two ops with equal specs share one kernel, so a model with
+// 32 identical layers compiles each distinct kernel once. Plain data: the
+// glue emitter (MLIR side) produces specs, the Halide side compiles them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_LOWERING_KERNELS_H
+#define ARCHC_LOWERING_KERNELS_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace arch {
+
+enum class KernelKind {
+  Embed,      ///< ints: vocab, d_model             reals: scale
+  RMSNorm,    ///< ints: width                      reals: eps
+  LinearGemm, ///< ints: K, N (>= 4 token rows)
+  LinearGemv, ///< ints: K, N (any rows; decode)
+  Rope,       ///< ints: n_heads, head_dim, rotary_dim, style   reals: theta
+  Attention,  ///< ints: n_heads, n_kv_heads, head_dim          reals: scale
+  GluSiLU,    ///< ints: width
+  Add,        ///< ints: width
+};
+
+struct KernelSpec {
+  KernelKind kind;
+  std::vector<int64_t> ints;
+  std::vector<double> reals;
+
+  /// A C identifier unique to (kind, ints, reals), e.g. archk_linear_gemm_288x768.
+  std::string name() const;
+  bool operator==(const KernelSpec &o) const {
+    return kind == o.kind && ints == o.ints && reals == o.reals;
+  }
+};
+
+const char *kindName(KernelKind k);
+
+} // namespace arch
+
+#endif // ARCHC_LOWERING_KERNELS_H

@@ -1,0 +1,171 @@
+//===- LibraryBuilder.cpp - Kernels + glue + runtime -> .so ---------------===//
+#include "lowering/LibraryBuilder.h"
+#include "lowering/HalideEmitter.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <spawn.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace arch {
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Runs argv; on failure returns false with the command's output in `error`.
+bool run(const std::vector<std::string> &argv, const std::string &logPath,
+         std::string &error) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, logPath.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char *> args;
+  for (const std::string &a : argv)
+    args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    error = "cannot run '" + argv[0] + "'";
+    return false;
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return true;
+  std::ifstream log(logPath);
+  std::stringstream ss;
+  ss << log.rdbuf();
+  std::string cmd;
+  for (const std::string &a : argv)
+    cmd += (cmd.empty() ? "" : " ") + a;
+  error = "command failed: " + cmd + "\n" + ss.str();
+  return false;
+}
+
+class TempDir {
+public:
+  TempDir() {
+    char tmpl[] = "/tmp/archc-build-XXXXXX";
+    if (mkdtemp(tmpl))
+      path = tmpl;
+  }
+  ~TempDir() {
+    if (!path.empty() && !getenv("ARCHC_KEEP_TEMPS")) {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  }
+  std::string path;
+};
+
+double seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       since)
+      .count();
+}
+
+} // namespace
+
+bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
+                  const std::string &outPath, std::string &error,
+                  BuildStats *stats) {
+  BuildStats local;
+  BuildStats &st = stats ? *stats : local;
+  TempDir tmp;
+  if (tmp.path.empty()) {
+    error = "cannot create a temporary build directory";
+    return false;
+  }
+  std::string target;
+  if (!resolveTarget(opts.target, target, error))
+    return false;
+
+  std::vector<std::string> objects;
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < model.kernels.size(); ++i) {
+    const KernelSpec &k = model.kernels[i];
+    std::string obj = tmp.path + "/" + k.name() + ".o";
+    if (!compileKernelObject(k, target, obj, error)) {
+      error = "kernel " + k.name() + ": " + error;
+      return false;
+    }
+    objects.push_back(obj);
+    if (opts.progress)
+      opts.progress(i + 1, model.kernels.size());
+  }
+  st.kernels = model.kernels.size();
+  st.kernelSeconds = seconds(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  std::string rt = tmp.path + "/halide_runtime.o";
+  if (!compileHalideRuntime(target, rt, error)) {
+    error = "Halide runtime: " + error;
+    return false;
+  }
+  objects.push_back(rt);
+  st.runtimeSeconds = seconds(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  std::string glueC = tmp.path + "/glue.c", glueO = tmp.path + "/glue.o";
+  {
+    std::ofstream f(glueC);
+    f << model.glue;
+    if (!f) {
+      error = "cannot write " + glueC;
+      return false;
+    }
+  }
+  std::string log = tmp.path + "/cc.log";
+  if (!run({"cc", "-std=c11", "-O2", "-fPIC", "-c", glueC, "-o", glueO,
+            "-I" ARCHC_RUNTIME_INCLUDE, "-I" ARCHC_HALIDE_INCLUDE},
+           log, error))
+    return false;
+  objects.insert(objects.begin(), glueO);
+
+  std::string staged = tmp.path + "/out";
+  std::vector<std::string> link = {"cc"};
+  if (opts.relocatable) {
+    link.insert(link.end(), {"-r", "-nostdlib", "-o", staged});
+    link.insert(link.end(), objects.begin(), objects.end());
+    link.insert(link.end(), {"-Wl,--whole-archive", ARCHC_RUNTIME_LIBRARY,
+                             "-Wl,--no-whole-archive"});
+  } else {
+    link.insert(link.end(), {"-shared", "-o", staged});
+    link.insert(link.end(), objects.begin(), objects.end());
+    link.insert(link.end(), {"-Wl,--whole-archive", ARCHC_RUNTIME_LIBRARY,
+                             "-Wl,--no-whole-archive", "-lm", "-lpthread",
+                             "-ldl", "-Wl,-z,defs"});
+  }
+  if (!run(link, log, error))
+    return false;
+  st.linkSeconds = seconds(t0);
+
+  // Into place in one step; across file systems, copy then rename.
+  std::error_code ec;
+  fs::rename(staged, outPath, ec);
+  if (ec) {
+    std::string side = outPath + ".partial";
+    fs::copy_file(staged, side, fs::copy_options::overwrite_existing, ec);
+    if (!ec)
+      fs::rename(side, outPath, ec);
+    if (ec) {
+      fs::remove(side, ec);
+      error = "cannot write " + outPath + ": " + ec.message();
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace arch

@@ -1,0 +1,35 @@
+//===- LibraryBuilder.h - Kernels + glue + runtime -> .so ------*- C++ -*-===//
+#ifndef ARCHC_LOWERING_LIBRARYBUILDER_H
+#define ARCHC_LOWERING_LIBRARYBUILDER_H
+
+#include "lowering/GlueEmitter.h"
+
+#include <functional>
+#include <string>
+
+namespace arch {
+
+struct BuildOptions {
+  std::string target = "host";
+  /// A relocatable object (--emit=obj) instead of a shared library.
+  bool relocatable = false;
+  /// Called after each kernel compiles: (kernels done, kernels total).
+  std::function<void(size_t, size_t)> progress;
+};
+
+struct BuildStats {
+  double kernelSeconds = 0, runtimeSeconds = 0, linkSeconds = 0;
+  size_t kernels = 0;
+};
+
+/// Compiles every kernel and the Halide runtime, compiles the glue with the
+/// system C compiler and links them with the archrt runtime into `outPath`.
+/// Works in a temporary directory and renames into place at the end, so a
+/// failure leaves no partial output.
+bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
+                  const std::string &outPath, std::string &error,
+                  BuildStats *stats = nullptr);
+
+} // namespace arch
+
+#endif // ARCHC_LOWERING_LIBRARYBUILDER_H

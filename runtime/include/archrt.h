@@ -1,0 +1,122 @@
+/*===- archrt.h - The C ABI of an archc-compiled model library -----------===*
+ *
+ * Every library that `archc compile` produces exports these functions. All
+ * calls that can fail return an archrt_status; on failure,
+ * archrt_last_error() returns a message naming the problem (per thread,
+ * valid until the next failing call on that thread). Nothing here aborts
+ * the host process on bad input.
+ *
+ *===---------------------------------------------------------------------===*/
+#ifndef ARCHRT_H
+#define ARCHRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ARCHRT_ABI_VERSION 1
+
+typedef enum archrt_status {
+  ARCHRT_OK = 0,
+  ARCHRT_ERR_INVALID_ARGUMENT = 1, /* null pointer, bad token, bad size */
+  ARCHRT_ERR_IO = 2,               /* cannot open / map / read a file */
+  ARCHRT_ERR_FORMAT = 3,           /* malformed weights or tokenizer file */
+  ARCHRT_ERR_MISMATCH = 4,         /* weights do not match the model */
+  ARCHRT_ERR_OUT_OF_MEMORY = 5,
+  ARCHRT_ERR_STATE = 6,            /* e.g. prefill before weights loaded */
+  ARCHRT_ERR_KERNEL = 7            /* a compiled kernel reported an error */
+} archrt_status;
+
+typedef struct archrt_model archrt_model;
+typedef struct archrt_seq archrt_seq;
+typedef struct archrt_tokenizer archrt_tokenizer;
+typedef struct archrt_sampler archrt_sampler;
+
+/* The message of the last failed call on this thread ("" if none). */
+const char *archrt_last_error(void);
+int archrt_abi_version(void);
+
+/* ---- What the library was compiled from --------------------------------*/
+typedef struct archrt_model_info {
+  const char *name;
+  const char *spec_toml; /* the spec text the library was compiled from */
+  int32_t vocab_size, d_model, n_layers, n_heads, n_kv_heads, head_dim;
+  int32_t d_ff, max_seq_len;
+  int64_t n_params;    /* scalar parameters in all tensors */
+  int32_t n_tensors;   /* entries of the parameter table */
+} archrt_model_info;
+
+typedef struct archrt_param_info {
+  const char *name;  /* checkpoint name, e.g. "model.norm.weight" */
+  const char *dtype; /* "F32" */
+  int32_t ndim;
+  int64_t shape[4];
+} archrt_param_info;
+
+archrt_status archrt_model_create(archrt_model **out);
+void archrt_model_free(archrt_model *model);
+archrt_status archrt_model_info_get(const archrt_model *model,
+                                    archrt_model_info *out);
+archrt_status archrt_param_info_get(const archrt_model *model, int32_t index,
+                                    archrt_param_info *out);
+
+/* ---- Weights ------------------------------------------------------------
+ * Safetensors (memory-mapped; F32 used in place, F16 and BF16 converted)
+ * and llama2.c legacy checkpoints. Every tensor is checked against the
+ * parameter table: a missing, unexpected or misshapen tensor is named. */
+archrt_status archrt_load_safetensors(archrt_model *model, const char *path);
+archrt_status archrt_load_llama2c(archrt_model *model, const char *path);
+/* Picks the loader from the file's contents. */
+archrt_status archrt_load_weights(archrt_model *model, const char *path);
+/* Fills every parameter with seeded uniform noise (benchmarks). */
+archrt_status archrt_init_random(archrt_model *model, uint64_t seed);
+
+/* Halide's thread pool; 0 = one per core. */
+void archrt_set_num_threads(int n);
+
+/* ---- Sequences ----------------------------------------------------------
+ * A sequence owns its KV cache for up to max_tokens positions (0 = the
+ * model's max_seq_len). Prefill appends a prompt, decode appends one token;
+ * both leave the logits of the last appended token in archrt_logits(). */
+archrt_status archrt_seq_create(archrt_model *model, int32_t max_tokens,
+                                archrt_seq **out);
+void archrt_seq_free(archrt_seq *seq);
+archrt_status archrt_seq_reset(archrt_seq *seq);
+int32_t archrt_seq_length(const archrt_seq *seq);
+archrt_status archrt_prefill(archrt_seq *seq, const int32_t *tokens,
+                             int32_t n_tokens);
+archrt_status archrt_decode(archrt_seq *seq, int32_t token);
+const float *archrt_logits(const archrt_seq *seq); /* vocab_size floats */
+
+/* ---- Sampling -----------------------------------------------------------
+ * temperature 0 is greedy (argmax); otherwise softmax(logits / T), then
+ * nucleus filtering when 0 < top_p < 1. Seeded: same seed, same tokens. */
+archrt_status archrt_sampler_create(int32_t vocab_size, float temperature,
+                                    float top_p, uint64_t seed,
+                                    archrt_sampler **out);
+void archrt_sampler_free(archrt_sampler *sampler);
+archrt_status archrt_sample(archrt_sampler *sampler, const float *logits,
+                            int32_t *token);
+
+/* ---- Tokenizer (llama2.c tokenizer.bin) ---------------------------------*/
+archrt_status archrt_tokenizer_load(const char *path, int32_t vocab_size,
+                                    archrt_tokenizer **out);
+void archrt_tokenizer_free(archrt_tokenizer *tok);
+/* Encodes UTF-8 text; writes at most max_tokens ids and the count. */
+archrt_status archrt_tokenizer_encode(const archrt_tokenizer *tok,
+                                      const char *text, int bos, int eos,
+                                      int32_t *tokens, int32_t max_tokens,
+                                      int32_t *n_tokens);
+/* The text of `token` following `prev` (strips the space after BOS, turns
+ * <0xXX> byte tokens into bytes). Valid until the next call. */
+const char *archrt_tokenizer_decode(archrt_tokenizer *tok, int32_t prev,
+                                    int32_t token);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ARCHRT_H */

@@ -1,0 +1,95 @@
+/*===- archrt_gen.h - Contract between the runtime and generated glue ----===*
+ *
+ * `archc` emits one C file per model that defines archrt_gen_model (the
+ * model's parameter table and sizes) and archrt_gen_forward (the call
+ * order of its kernels). The runtime in runtime/src is generic over them.
+ * This header is internal to a model library: hosts use archrt.h.
+ *
+ *===---------------------------------------------------------------------===*/
+#ifndef ARCHRT_GEN_H
+#define ARCHRT_GEN_H
+
+#include <stdint.h>
+
+#include "HalideRuntime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct archrt_gen_param {
+  const char *name;
+  int32_t ndim;
+  int64_t shape[4];
+} archrt_gen_param;
+
+typedef struct archrt_gen_model {
+  const char *name;
+  const char *spec_toml;
+  int32_t vocab_size, d_model, n_layers, n_heads, n_kv_heads, head_dim;
+  int32_t d_ff, max_seq_len;
+  int32_t kv_dim;    /* floats per token per layer in each of K and V */
+  int32_t max_chunk; /* most tokens one forward call takes */
+  int32_t n_params;
+  const archrt_gen_param *params;
+  int32_t n_slots;           /* activation buffers */
+  const int64_t *slot_width; /* floats per token in each */
+} archrt_gen_model;
+
+/* State of one forward call over tokens[0, n_tokens) at positions
+ * pos .. pos + n_tokens - 1. The K/V cache of layer l starts at
+ * kcache + l * cache_tokens * kv_dim. */
+typedef struct archrt_gen_call {
+  float *const *params;
+  float *const *slots;
+  float *kcache, *vcache;
+  int32_t cache_tokens;
+  const int32_t *tokens;
+  int32_t n_tokens, pos;
+  float *logits;
+} archrt_gen_call;
+
+extern const archrt_gen_model archrt_gen_model_desc;
+int archrt_gen_forward(const archrt_gen_call *call);
+
+/* Describes a dense f32 array of up to 3 dims (innermost first; a 0 extent
+ * ends the list) in `b` and returns it. */
+static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
+                                          halide_dimension_t *d, void *host,
+                                          int is_int, int32_t e0, int32_t e1,
+                                          int32_t e2) {
+  int32_t ext[3] = {e0, e1, e2}, stride = 1, n = 0;
+  for (; n < 3 && ext[n] > 0; ++n) {
+    d[n].min = 0;
+    d[n].extent = ext[n];
+    d[n].stride = stride;
+    d[n].flags = 0;
+    stride *= ext[n];
+  }
+  b->device = 0;
+  b->device_interface = 0;
+  b->host = (uint8_t *)host;
+  b->flags = 0;
+  b->type.code = is_int ? halide_type_int : halide_type_float;
+  b->type.bits = 32;
+  b->type.lanes = 1;
+  b->dimensions = n;
+  b->dim = d;
+  b->padding = 0;
+  return b;
+}
+
+#define ARCHRT_F32(i, p, e0, e1, e2) archrt_buf(&B[i], D[i], (p), 0, e0, e1, e2)
+#define ARCHRT_I32(i, p, e0) archrt_buf(&B[i], D[i], (void *)(p), 1, e0, 0, 0)
+#define ARCHRT_CHECK(call)                                                     \
+  do {                                                                         \
+    int rc_ = (call);                                                          \
+    if (rc_ != 0)                                                              \
+      return rc_;                                                              \
+  } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ARCHRT_GEN_H */

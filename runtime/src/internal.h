@@ -1,0 +1,44 @@
+/*===- internal.h - Runtime internals shared across runtime/src ----------===*/
+#ifndef ARCHRT_INTERNAL_H
+#define ARCHRT_INTERNAL_H
+
+#include "archrt.h"
+#include "archrt_gen.h"
+
+#include <stddef.h>
+
+struct archrt_model {
+  const archrt_gen_model *desc;
+  float **params; /* n_params pointers; NULL until weights are loaded */
+  /* What the current weights live in (released on reload and free). */
+  void *map;
+  size_t map_size;
+  void *owned; /* converted / generated tensors */
+};
+
+/* Records a formatted message as this thread's last error; returns status. */
+archrt_status archrt_fail(archrt_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void archrt_clear_error(void);
+/* The message a Halide kernel reported last, if any. */
+const char *archrt_kernel_error(void);
+void archrt_install_error_handler(void);
+
+/* Replaces the model's weights with `params`, taking ownership of `map`
+ * (munmap'd later) and `owned` (free'd later). */
+void archrt_model_set_weights(archrt_model *m, float **params, void *map,
+                              size_t map_size, void *owned);
+
+/* Product of a parameter's dims. */
+int64_t archrt_param_numel(const archrt_gen_param *p);
+
+/* A growable message listing several problems. */
+typedef struct archrt_problems {
+  char buf[2048];
+  size_t len;
+  int count;
+} archrt_problems;
+void archrt_problem(archrt_problems *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif /* ARCHRT_INTERNAL_H */
