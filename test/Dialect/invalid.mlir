@@ -1,0 +1,119 @@
+// RUN: arch-opt %s -split-input-file -verify-diagnostics
+
+func.func @param_dynamic() {
+  // expected-error @+1 {{parameter must have a static shape}}
+  %w = arch.param @w : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_k_mismatch(%x: tensor<?x8xf32>, %w: tensor<4x6xf32>) {
+  // expected-error @+1 {{weight has K = 6 but the input has 8 features}}
+  %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<4x6xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_n_mismatch(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{result has 5 features but the weight has N = 4}}
+  %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x5xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{bias must be tensor<4xf32>}}
+  %y = arch.linear %x, %w, %b : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<8xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_dynamic_features(%x: tensor<?x?xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{input must be a rank-2 tensor with a static feature dimension}}
+  %y = arch.linear %x, %w : (tensor<?x?xf32>, tensor<4x8xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @norm_weight(%x: tensor<?x8xf32>, %w: tensor<4xf32>) {
+  // expected-error @+1 {{weight must be tensor<8xf32>}}
+  %y = arch.norm rms %x, %w {eps = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @norm_eps(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{eps must be positive}}
+  %y = arch.norm rms %x, %w {eps = 0.0 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @norm_kind(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [rms]}}
+  %y = arch.norm batch %x, %w {eps = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_heads(%x: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{n_heads (3) * head_dim (4) must equal the input width 8}}
+  %y = arch.rope interleaved %x, %p {n_heads = 3, head_dim = 4, rotary_dim = 4, theta = 1.0e4} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_odd(%x: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{rotary_dim must be even and in (0, head_dim], got 3}}
+  %y = arch.rope interleaved %x, %p {n_heads = 2, head_dim = 4, rotary_dim = 3, theta = 1.0e4} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_groups(%q: tensor<?x12xf32>, %k: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{n_heads (3) must be a multiple of n_kv_heads (2)}}
+  %y = arch.attention %q, %k, %k, %p {layer = 0, n_heads = 3, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x12xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @attention_kv_width(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{key and value widths must be n_kv_heads * head_dim (4), got 8 and 8}}
+  %y = arch.attention %q, %k, %k, %p {layer = 0, n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @glu_types(%a: tensor<?x8xf32>, %b: tensor<?x4xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %y = "arch.glu"(%a, %b) {activation = 0 : i32} : (tensor<?x8xf32>, tensor<?x4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @last_token(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{expects [T, N] -> [1, N]}}
+  %y = arch.last_token %x : tensor<?x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @embed_width(%t: tensor<?xi32>, %e: tensor<16x8xf32>) {
+  // expected-error @+1 {{result width 4 does not match the table's d_model 8}}
+  %y = arch.embed %t, %e : (tensor<?xi32>, tensor<16x8xf32>) -> tensor<?x4xf32>
+  return
+}

@@ -1,0 +1,34 @@
+// RUN: arch-opt %s | arch-opt | FileCheck %s
+// Every op prints and parses back to itself.
+
+// CHECK-LABEL: func.func @block
+func.func @block(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x16xf32> {
+  // CHECK: %[[E:.*]] = arch.param @emb : tensor<16x8xf32>
+  %emb = arch.param @emb : tensor<16x8xf32>
+  // CHECK: %[[X:.*]] = arch.embed %{{.*}}, %[[E]] {scale = 2.000000e+00 : f32} : (tensor<?xi32>, tensor<16x8xf32>) -> tensor<?x8xf32>
+  %x = arch.embed %tokens, %emb {scale = 2.0 : f32} : (tensor<?xi32>, tensor<16x8xf32>) -> tensor<?x8xf32>
+  %nw = arch.param @"layers.0.norm" : tensor<8xf32>
+  // CHECK: arch.norm rms %[[X]], %{{.*}} {eps = 9.99999974E-6 : f32}
+  %h = arch.norm rms %x, %nw {eps = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  %wq = arch.param @wq : tensor<8x8xf32>
+  %wk = arch.param @wk : tensor<4x8xf32>
+  %b = arch.param @bias : tensor<4xf32>
+  // CHECK: arch.linear %{{.*}}, %{{.*}} : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %q = arch.linear %h, %wq : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  // CHECK: arch.linear %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  %k = arch.linear %h, %wk, %b : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  // CHECK: arch.rope interleaved %{{.*}}, %{{.*}} {head_dim = 4 : i64, n_heads = 2 : i64, rotary_dim = 2 : i64, theta = 1.000000e+04 : f64}
+  %qr = arch.rope interleaved %q, %pos {n_heads = 2, head_dim = 4, rotary_dim = 2, theta = 1.0e4} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  // CHECK: arch.rope half_split
+  %kr = arch.rope half_split %k, %pos {n_heads = 1, head_dim = 4, rotary_dim = 4, theta = 1.0e4} : (tensor<?x4xf32>, index) -> tensor<?x4xf32>
+  // CHECK: arch.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {head_dim = 4 : i64, layer = 0 : i64, n_heads = 2 : i64, n_kv_heads = 1 : i64, scale = 5.000000e-01 : f64}
+  %a = arch.attention %qr, %kr, %k, %pos {layer = 0, n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
+  // CHECK: arch.glu silu %{{.*}}, %{{.*}} : tensor<?x8xf32>
+  %g = arch.glu silu %a, %q : tensor<?x8xf32>
+  // CHECK: arch.add %{{.*}}, %{{.*}} : tensor<?x8xf32>
+  %y = arch.add %x, %g : tensor<?x8xf32>
+  // CHECK: arch.last_token %{{.*}} : tensor<?x8xf32> -> tensor<1x8xf32>
+  %l = arch.last_token %y : tensor<?x8xf32> -> tensor<1x8xf32>
+  %logits = arch.linear %l, %emb : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
+  return %logits : tensor<1x16xf32>
+}

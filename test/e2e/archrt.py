@@ -1,0 +1,67 @@
+"""ctypes binding of runtime/include/archrt.h, for tests that drive a
+compiled model library exactly as a C host would."""
+import ctypes as C
+
+
+class Error(RuntimeError):
+    pass
+
+
+class Lib:
+    def __init__(self, path):
+        self.lib = L = C.CDLL(path)
+        vp, i32, st = C.c_void_p, C.c_int32, C.c_int
+        sig = {
+            "archrt_last_error": (C.c_char_p, []),
+            "archrt_model_create": (st, [C.POINTER(vp)]),
+            "archrt_model_free": (None, [vp]),
+            "archrt_load_weights": (st, [vp, C.c_char_p]),
+            "archrt_init_random": (st, [vp, C.c_uint64]),
+            "archrt_seq_create": (st, [vp, i32, C.POINTER(vp)]),
+            "archrt_seq_free": (None, [vp]),
+            "archrt_prefill": (st, [vp, C.POINTER(i32), i32]),
+            "archrt_decode": (st, [vp, i32]),
+            "archrt_logits": (C.POINTER(C.c_float), [vp]),
+            "archrt_tokenizer_load": (st, [C.c_char_p, i32, C.POINTER(vp)]),
+            "archrt_tokenizer_free": (None, [vp]),
+            "archrt_tokenizer_decode": (C.c_char_p, [vp, i32, i32]),
+            "archrt_tokenizer_encode": (st, [vp, C.c_char_p, C.c_int, C.c_int,
+                                             C.POINTER(i32), i32,
+                                             C.POINTER(i32)]),
+            "archrt_set_num_threads": (None, [C.c_int]),
+        }
+        for name, (res, args) in sig.items():
+            f = getattr(L, name)
+            f.restype, f.argtypes = res, args
+
+    def check(self, status, what):
+        if status != 0:
+            raise Error(f"{what}: status {status}: "
+                        f"{self.lib.archrt_last_error().decode()}")
+
+    def model(self, weights=None):
+        m = C.c_void_p()
+        self.check(self.lib.archrt_model_create(C.byref(m)), "model_create")
+        if weights:
+            self.check(self.lib.archrt_load_weights(m, weights.encode()),
+                       "load_weights")
+        return m
+
+    def seq(self, model, max_tokens=0):
+        s = C.c_void_p()
+        self.check(self.lib.archrt_seq_create(model, max_tokens, C.byref(s)),
+                   "seq_create")
+        return s
+
+    def prefill(self, seq, tokens):
+        arr = (C.c_int32 * len(tokens))(*tokens)
+        self.check(self.lib.archrt_prefill(seq, arr, len(tokens)), "prefill")
+
+    def decode(self, seq, token):
+        self.check(self.lib.archrt_decode(seq, token), "decode")
+
+    def logits(self, seq, vocab):
+        p = self.lib.archrt_logits(seq)
+        if not p:
+            raise Error("archrt_logits returned NULL")
+        return [p[i] for i in range(vocab)]

@@ -1,0 +1,31 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "archc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".toml", ".test"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt",
+                   "reference", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.archc_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.archc_tools_dir, append_path=True)
+# PyTorch in the tests must not spin OpenMP threads against Halide's pool.
+config.environment["OMP_WAIT_POLICY"] = "passive"
+for var in ["HOME", "ARCHC_CACHE", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]:
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+root = config.archc_src_root
+models = os.environ.get("ARCHC_CACHE",
+                        os.path.join(os.path.expanduser("~"), ".cache", "archc"))
+config.substitutions.append(("%specs", os.path.join(root, "specs")))
+config.substitutions.append(("%e2e", os.path.join(root, "test", "e2e")))
+config.substitutions.append(("%models", models))
+# Debian's python3 is the one with torch (TOOLCHAIN.md).
+config.substitutions.append(("%python", "/usr/bin/python3"))
