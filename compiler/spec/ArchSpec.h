@@ -120,6 +120,7 @@ struct SpecReport {
   double prefillFlopsPerToken(int64_t n) const;
 
   int64_t matmulParamsPerToken = 0; ///< weights touched by matmuls per token
+  int64_t classifierParams = 0;     ///< the vocab x d_model classifier
   int64_t attnFlopsPerCtx = 0;      ///< attention FLOPs per (token, past token)
 };
 

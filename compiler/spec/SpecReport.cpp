@@ -22,6 +22,7 @@ SpecReport analyzeSpec(const ArchSpec &s) {
   r.kvBytesPerToken = 2 * s.model.nLayers * kv * 4;
   // The classifier is a matmul per token; the embedding is a lookup.
   r.matmulParamsPerToken = s.model.nLayers * (attnMat + ffnMat) + v * d;
+  r.classifierParams = v * d;
   // q·k and p·v: 2 FLOPs each per head dim, per head, per past token.
   r.attnFlopsPerCtx = 2 * 2 * s.model.nLayers * q;
   return r;

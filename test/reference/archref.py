@@ -199,6 +199,51 @@ def forward(spec, w, tokens):
     return x @ head.T
 
 
+def forward_fp32_last(spec, w, tokens):
+    """The same model in float32, logits of the last position only: the
+    PyTorch-eager baseline of bench/run.sh (not used by the tests)."""
+    T, H, KV, hd = len(tokens), spec.heads, spec.kv_heads, spec.head_dim
+    x = w["model.embed_tokens.weight"][torch.tensor(tokens)]
+    mask = torch.full((T, T), float("-inf")).triu(1)
+    for i in range(spec.layers):
+        p = f"model.layers.{i}."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], spec.eps)
+        q = (h @ w[p + "self_attn.q_proj.weight"].T).view(T, H, hd)
+        k = (h @ w[p + "self_attn.k_proj.weight"].T).view(T, KV, hd)
+        v = (h @ w[p + "self_attn.v_proj.weight"].T).view(T, KV, hd)
+        if spec.rope:
+            q, k = rotate(q, spec).float(), rotate(k, spec).float()
+        k = k.repeat_interleave(H // KV, dim=1)
+        v = v.repeat_interleave(H // KV, dim=1)
+        scores = torch.einsum("thd,shd->hts", q, k) * spec.scale + mask
+        attn = torch.einsum("hts,shd->thd", torch.softmax(scores, -1), v)
+        x = x + attn.reshape(T, H * hd) @ w[p + "self_attn.o_proj.weight"].T
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], spec.eps)
+        g = h @ w[p + "mlp.gate_proj.weight"].T
+        u = h @ w[p + "mlp.up_proj.weight"].T
+        x = x + (g * torch.sigmoid(g) * u) @ w[p + "mlp.down_proj.weight"].T
+    x = rms_norm(x[-1:], w["model.norm.weight"], spec.eps)
+    head = w["model.embed_tokens.weight" if spec.tied else "lm_head.weight"]
+    return x @ head.T
+
+
+def bench_prefill(spec, n, threads, runs):
+    """Median prefill tokens/s of PyTorch eager (fp32) on random weights."""
+    import time
+    torch.set_num_threads(threads)
+    w = random_weights(spec, 0)
+    tokens = [(i * 7919 + 13) % spec.vocab for i in range(n)]
+    times = []
+    with torch.no_grad():
+        for r in range(runs + 1):
+            t0 = time.perf_counter()
+            forward_fp32_last(spec, w, tokens)
+            if r:
+                times.append(time.perf_counter() - t0)
+    times.sort()
+    return n / times[len(times) // 2]
+
+
 def greedy(spec, w, prompt, n):
     tokens = list(prompt)
     for _ in range(n):
@@ -218,9 +263,16 @@ def main():
     gen.add_argument("--llama2c", required=True)
     gen.add_argument("-n", type=int, default=64)
     gen.add_argument("--prompt", default="1")
+    bn = sub.add_parser("bench", help="PyTorch-eager fp32 prefill tokens/s")
+    bn.add_argument("--spec", required=True)
+    bn.add_argument("--prompt-len", type=int, default=128)
+    bn.add_argument("--threads", type=int, default=1)
+    bn.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
     spec = Spec(args.spec)
-    if args.cmd == "weights":
+    if args.cmd == "bench":
+        print(f"{bench_prefill(spec, args.prompt_len, args.threads, args.runs):.2f}")
+    elif args.cmd == "weights":
         write_safetensors(args.out, random_weights(spec, args.seed))
     else:
         prompt = [int(t) for t in args.prompt.split(",")]

@@ -288,7 +288,11 @@ int cmdCheck(int argc, char **argv) {
                  << ", \"context\": " << ctx << ", \"decode_flops_per_token\": "
                  << llvm::format("%.0f", decode)
                  << ", \"prefill_flops_per_token\": "
-                 << llvm::format("%.0f", prefill) << "}\n";
+                 << llvm::format("%.0f", prefill)
+                 << ", \"classifier_flops_per_token\": "
+                 << 2 * r.classifierParams
+                 << ", \"decode_weight_bytes\": " << r.matmulParamsPerToken * 4
+                 << "}\n";
     return 0;
   }
   llvm::outs() << "model:                 " << spec->model.name << " ("
