@@ -20,6 +20,18 @@ const char *kindName(KernelKind k) {
   return "unknown";
 }
 
+const char *cParameters(KernelKind k) {
+  switch (k) {
+  case KernelKind::Rope:
+    return "halide_buffer_t *, int32_t, halide_buffer_t *";
+  case KernelKind::Attention:
+    return "halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, "
+           "halide_buffer_t *";
+  default:
+    return "halide_buffer_t *, halide_buffer_t *, halide_buffer_t *";
+  }
+}
+
 std::string KernelSpec::name() const {
   std::string s = std::string("archk_") + kindName(kind);
   for (size_t i = 0; i < ints.size(); ++i)

@@ -40,6 +40,10 @@ struct KernelSpec {
 
 const char *kindName(KernelKind k);
 
+/// The C parameter list of a kernel of kind `k`, in call order: buffers are
+/// `halide_buffer_t *`, the position an `int32_t`, the output last.
+const char *cParameters(KernelKind k);
+
 } // namespace arch
 
 #endif // ARCHC_LOWERING_KERNELS_H

@@ -25,6 +25,8 @@ int main(int argc, char **argv) {
   CHECK(archrt_model_info_get(model, &info));
   printf("model %s: %d layers, %lld parameters in %d tensors\n", info.name,
          info.n_layers, (long long)info.n_params, info.n_tensors);
+  const char *nl = strchr(info.spec_toml, '\n');
+  printf("spec: %.*s\n", nl ? (int)(nl - info.spec_toml) : 0, info.spec_toml);
   archrt_param_info p;
   CHECK(archrt_param_info_get(model, 0, &p));
   printf("param 0: %s %s [%lld, %lld]\n", p.name, p.dtype,
