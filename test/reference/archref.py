@@ -171,12 +171,13 @@ def rotate(x, spec):
     return out
 
 
-def forward(spec, w, tokens):
-    """Logits [T, vocab] of a whole token sequence (causal)."""
-    W = {k: v.double() for k, v in w.items()}
+def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
+    """Logits [T, vocab] of a whole token sequence (causal); with last_only,
+    the final norm and classifier run on the last position only."""
+    W = {k: v.to(dtype) for k, v in w.items()}
     T, H, KV, hd = len(tokens), spec.heads, spec.kv_heads, spec.head_dim
     x = W["model.embed_tokens.weight"][torch.tensor(tokens)]
-    mask = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
+    mask = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
     for i in range(spec.layers):
         p = f"model.layers.{i}."
         h = rms_norm(x, W[p + "input_layernorm.weight"], spec.eps)
@@ -184,7 +185,7 @@ def forward(spec, w, tokens):
         k = (h @ W[p + "self_attn.k_proj.weight"].T).view(T, KV, hd)
         v = (h @ W[p + "self_attn.v_proj.weight"].T).view(T, KV, hd)
         if spec.rope:
-            q, k = rotate(q, spec), rotate(k, spec)
+            q, k = rotate(q, spec).to(dtype), rotate(k, spec).to(dtype)
         k = k.repeat_interleave(H // KV, dim=1)
         v = v.repeat_interleave(H // KV, dim=1)
         scores = torch.einsum("thd,shd->hts", q, k) * spec.scale + mask
@@ -194,41 +195,16 @@ def forward(spec, w, tokens):
         g = h @ W[p + "mlp.gate_proj.weight"].T
         u = h @ W[p + "mlp.up_proj.weight"].T
         x = x + (g * torch.sigmoid(g) * u) @ W[p + "mlp.down_proj.weight"].T
+    if last_only:
+        x = x[-1:]
     x = rms_norm(x, W["model.norm.weight"], spec.eps)
     head = W["model.embed_tokens.weight" if spec.tied else "lm_head.weight"]
     return x @ head.T
 
 
-def forward_fp32_last(spec, w, tokens):
-    """The same model in float32, logits of the last position only: the
-    PyTorch-eager baseline of bench/run.sh (not used by the tests)."""
-    T, H, KV, hd = len(tokens), spec.heads, spec.kv_heads, spec.head_dim
-    x = w["model.embed_tokens.weight"][torch.tensor(tokens)]
-    mask = torch.full((T, T), float("-inf")).triu(1)
-    for i in range(spec.layers):
-        p = f"model.layers.{i}."
-        h = rms_norm(x, w[p + "input_layernorm.weight"], spec.eps)
-        q = (h @ w[p + "self_attn.q_proj.weight"].T).view(T, H, hd)
-        k = (h @ w[p + "self_attn.k_proj.weight"].T).view(T, KV, hd)
-        v = (h @ w[p + "self_attn.v_proj.weight"].T).view(T, KV, hd)
-        if spec.rope:
-            q, k = rotate(q, spec).float(), rotate(k, spec).float()
-        k = k.repeat_interleave(H // KV, dim=1)
-        v = v.repeat_interleave(H // KV, dim=1)
-        scores = torch.einsum("thd,shd->hts", q, k) * spec.scale + mask
-        attn = torch.einsum("hts,shd->thd", torch.softmax(scores, -1), v)
-        x = x + attn.reshape(T, H * hd) @ w[p + "self_attn.o_proj.weight"].T
-        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], spec.eps)
-        g = h @ w[p + "mlp.gate_proj.weight"].T
-        u = h @ w[p + "mlp.up_proj.weight"].T
-        x = x + (g * torch.sigmoid(g) * u) @ w[p + "mlp.down_proj.weight"].T
-    x = rms_norm(x[-1:], w["model.norm.weight"], spec.eps)
-    head = w["model.embed_tokens.weight" if spec.tied else "lm_head.weight"]
-    return x @ head.T
-
-
 def bench_prefill(spec, n, threads, runs):
-    """Median prefill tokens/s of PyTorch eager (fp32) on random weights."""
+    """Median prefill tokens/s of PyTorch eager (fp32, logits of the last
+    position only) on random weights: the baseline of bench/run.sh."""
     import time
     torch.set_num_threads(threads)
     w = random_weights(spec, 0)
@@ -237,7 +213,7 @@ def bench_prefill(spec, n, threads, runs):
     with torch.no_grad():
         for r in range(runs + 1):
             t0 = time.perf_counter()
-            forward_fp32_last(spec, w, tokens)
+            forward(spec, w, tokens, torch.float32, last_only=True)
             if r:
                 times.append(time.perf_counter() - t0)
     times.sort()
