@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "lowering/Algorithms.h"
 
+#include <cmath>
+
 using namespace Halide;
 
 namespace arch {
@@ -51,6 +53,12 @@ static void lowerLinear(KernelFuncs &k) {
   w.dim(0).set_bounds(0, int(K)).set_stride(1);
   w.dim(1).set_bounds(0, int(N)).set_stride(int(K));
   k.args.push_back(w);
+  bool hasBias = k.spec.ints[2] != 0;
+  ImageParam bias(Float(32), 1, "bias");
+  if (hasBias) {
+    bias.dim(0).set_bounds(0, int(N));
+    k.args.push_back(bias);
+  }
 
   Var kk("kk"), n("n"), t("t");
   RDom r(0, int(K / vl), "r");
@@ -59,7 +67,8 @@ static void lowerLinear(KernelFuncs &k) {
   acc(kk, n, t) += x(r * vl + kk, t) * w(r * vl + kk, n);
   RDom lane(0, vl, "lane");
   Func out("linear");
-  out(n, t) = sum(acc(lane, n, t), "lane_sum");
+  Expr dot = sum(acc(lane, n, t), "lane_sum");
+  out(n, t) = hasBias ? dot + bias(n) : dot;
   k.out = out;
   k.funcs["acc"] = acc;
   k.vars = {{"kk", kk}, {"n", n}, {"t", t}};
@@ -67,28 +76,50 @@ static void lowerLinear(KernelFuncs &k) {
   k.lanes = vl;
 }
 
-/// x * w / sqrt(mean(x^2) + eps), per token.
-static void lowerRMSNorm(KernelFuncs &k) {
+/// Per token: rms: x / sqrt(mean(x^2) + eps) * w (+ b);
+/// layer: (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * w (+ b).
+/// Both reductions are split into `lanes`-wide partial sums.
+static void lowerNorm(KernelFuncs &k) {
   int64_t d = k.spec.ints[0];
+  bool layer = k.spec.ints[1] == 1, hasBias = k.spec.ints[2] != 0;
   float eps = float(k.spec.reals[0]);
   int vl = vectorWidthFor(d, k.lanes);
   ImageParam x = input(Float(32), {d}, "x", k);
-  ImageParam w(Float(32), 1, "w");
+  ImageParam w(Float(32), 1, "w"), bias(Float(32), 1, "bias");
   w.dim(0).set_bounds(0, int(d));
   k.args.push_back(w);
+  if (hasBias) {
+    bias.dim(0).set_bounds(0, int(d));
+    k.args.push_back(bias);
+  }
 
   Var i("i"), t("t"), kk("kk");
   RDom r(0, int(d / vl), "r");
+  RDom lane(0, vl, "lane");
+  Func mean("mean");
+  if (layer) {
+    Func s1("sum_lanes");
+    s1(kk, t) = 0.0f;
+    s1(kk, t) += x(r * vl + kk, t);
+    mean(t) = sum(s1(lane, t)) / float(d);
+    k.funcs["s1"] = s1;
+  } else {
+    mean(t) = 0.0f;
+  }
+  Func centered("centered");
+  centered(i, t) = x(i, t) - mean(t);
   Func sq("sumsq_lanes");
   sq(kk, t) = 0.0f;
-  sq(kk, t) += x(r * vl + kk, t) * x(r * vl + kk, t);
-  RDom lane(0, vl, "lane");
-  Func inv("inv_rms");
+  sq(kk, t) += centered(r * vl + kk, t) * centered(r * vl + kk, t);
+  Func inv("inv_std");
   inv(t) = 1.0f / sqrt(sum(sq(lane, t)) / float(d) + eps);
-  Func out("rmsnorm");
-  out(i, t) = x(i, t) * inv(t) * w(i);
+  Func out(layer ? "layernorm" : "rmsnorm");
+  Expr y = centered(i, t) * inv(t) * w(i);
+  out(i, t) = hasBias ? y + bias(i) : y;
   k.out = out;
-  k.funcs = {{"sq", sq}, {"inv", inv}};
+  k.funcs["sq"] = sq;
+  k.funcs["inv"] = inv;
+  k.funcs["mean"] = mean;
   k.vars = {{"i", i}, {"t", t}, {"kk", kk}};
   k.lanes = vl;
 }
@@ -202,16 +233,75 @@ static void lowerAttention(KernelFuncs &k) {
   k.lanes = vectorWidthFor(hd, k.lanes);
 }
 
+/// arch::Activation by its integer value (see ArchAttrs.td).
+static Expr activate(Expr x, int64_t act) {
+  switch (act) {
+  case 0: return x / (1.0f + exp(-x));                             // silu
+  case 1: return 0.5f * x * (1.0f + erf(x * float(M_SQRT1_2)));    // gelu
+  case 2: {                                                        // gelu_tanh
+    Expr inner = float(std::sqrt(2.0 / M_PI)) * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanh(inner));
+  }
+  case 3: return x / (1.0f + exp(-1.702f * x));                    // gelu_sigmoid
+  case 4: return max(x, 0.0f);                                     // relu
+  case 5: {                                                        // squared_relu
+    Expr r = max(x, 0.0f);
+    return r * r;
+  }
+  case 6: return 1.0f / (1.0f + exp(-x));                          // sigmoid
+  default: return x;                                               // identity
+  }
+}
+
+/// add: a + b; glu: act(a) * b; activation: act(a).
 static void lowerElementwise(KernelFuncs &k) {
   int64_t d = k.spec.ints[0];
   ImageParam a = input(Float(32), {d}, "a", k);
-  ImageParam b = input(Float(32), {d}, "b", k);
   Var i("i"), t("t");
-  Func out(k.spec.kind == KernelKind::Add ? "add" : "glu_silu");
-  if (k.spec.kind == KernelKind::Add)
-    out(i, t) = a(i, t) + b(i, t);
-  else // silu(gate) * up, silu(g) = g * sigmoid(g)
-    out(i, t) = a(i, t) / (1.0f + exp(-a(i, t))) * b(i, t);
+  Func out(kindName(k.spec.kind));
+  if (k.spec.kind == KernelKind::Activation) {
+    out(i, t) = activate(a(i, t), k.spec.ints[1]);
+  } else {
+    ImageParam b = input(Float(32), {d}, "b", k);
+    if (k.spec.kind == KernelKind::Add)
+      out(i, t) = a(i, t) + b(i, t);
+    else
+      out(i, t) = activate(a(i, t), k.spec.ints[1]) * b(i, t);
+  }
+  k.out = out;
+  k.vars = {{"i", i}, {"t", t}};
+  k.lanes = vectorWidthFor(d, k.lanes);
+}
+
+/// x plus the embedding of position pos + t: a table row (learned) or
+/// sin / cos of (pos + t) / 10000^(2i/d) in dimensions 2i / 2i + 1.
+static void lowerPosEmbed(KernelFuncs &k) {
+  int64_t d = k.spec.ints[0], rows = k.spec.ints[3];
+  bool learned = k.spec.ints[1] == 0;
+  int offset = int(k.spec.ints[2]);
+  ImageParam x = input(Float(32), {d}, "x", k);
+  ImageParam table(Float(32), 2, "table");
+  if (learned) {
+    table.dim(0).set_bounds(0, int(d)).set_stride(1);
+    table.dim(1).set_bounds(0, int(rows)).set_stride(int(d));
+    k.args.push_back(table);
+  }
+  Param<int32_t> pos("pos");
+  k.args.push_back(pos);
+  Var i("i"), t("t");
+  Expr p = pos + t;
+  Expr e;
+  if (learned) {
+    // The runtime keeps positions below max_seq_len; the clamp keeps
+    // reads in bounds all the same.
+    e = table(i, clamp(p + offset, 0, int(rows) - 1));
+  } else {
+    Expr pair = cast<float>(i / 2 * 2);
+    Expr angle = cast<float>(p) * exp(-pair / float(d) * float(std::log(10000.0)));
+    e = select(i % 2 == 0, sin(angle), cos(angle));
+  }
+  Func out("pos_embed");
+  out(i, t) = x(i, t) + e;
   k.out = out;
   k.vars = {{"i", i}, {"t", t}};
   k.lanes = vectorWidthFor(d, k.lanes);
@@ -226,8 +316,11 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
   case KernelKind::LinearGemv:
     lowerLinear(k);
     break;
-  case KernelKind::RMSNorm:
-    lowerRMSNorm(k);
+  case KernelKind::Norm:
+    lowerNorm(k);
+    break;
+  case KernelKind::PosEmbed:
+    lowerPosEmbed(k);
     break;
   case KernelKind::Embed:
     lowerEmbed(k);
@@ -238,7 +331,8 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
   case KernelKind::Attention:
     lowerAttention(k);
     break;
-  case KernelKind::GluSiLU:
+  case KernelKind::Activation:
+  case KernelKind::Glu:
   case KernelKind::Add:
     lowerElementwise(k);
     break;

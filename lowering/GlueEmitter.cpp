@@ -173,30 +173,54 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
   if (auto n = dyn_cast<NormOp>(op)) {
     int64_t d = widthOf(n.getInput());
     ValueInfo in = info(n.getInput());
-    std::string k = kernel(
-        {KernelKind::RMSNorm, {d}, {double(n.getEps().convertToFloat())}});
+    bool bias = bool(n.getBias());
+    std::string k = kernel({KernelKind::Norm,
+                            {d, int64_t(n.getKind() == NormKind::layer), bias},
+                            {double(n.getEps().convertToFloat())}});
     defineResult(op, d, in.rows);
     os << comment(op) << "  ARCHRT_CHECK(" << k << "("
        << f32(0, in.ptr, {s(d), in.rows}) << ", "
-       << f32(1, info(n.getWeight()).ptr, {s(d)}) << ", "
-       << f32(2, info(n.getResult()).ptr, {s(d), in.rows}) << "));\n";
+       << f32(1, info(n.getWeight()).ptr, {s(d)}) << ", ";
+    if (bias)
+      os << f32(2, info(n.getBias()).ptr, {s(d)}) << ", ";
+    os << f32(3, info(n.getResult()).ptr, {s(d), in.rows}) << "));\n";
+    return success();
+  }
+  if (auto pe = dyn_cast<PosEmbedOp>(op)) {
+    int64_t d = widthOf(pe.getInput());
+    ValueInfo in = info(pe.getInput());
+    bool learned = pe.getKind() == PosEmbedKind::learned;
+    int64_t rows =
+        learned ? cast<RankedTensorType>(pe.getTable().getType()).getDimSize(0)
+                : 0;
+    std::string k = kernel({KernelKind::PosEmbed,
+                            {d, learned ? 0 : 1, int64_t(pe.getOffset()), rows},
+                            {}});
+    defineResult(op, d, in.rows);
+    os << comment(op) << "  ARCHRT_CHECK(" << k << "("
+       << f32(0, in.ptr, {s(d), in.rows}) << ", ";
+    if (learned)
+      os << f32(1, info(pe.getTable()).ptr, {s(d), s(rows)}) << ", ";
+    os << "pos, " << f32(2, info(pe.getResult()).ptr, {s(d), in.rows})
+       << "));\n";
     return success();
   }
   if (auto l = dyn_cast<LinearOp>(op)) {
-    if (l.getBias())
-      return l.emitOpError() << "linear with bias has no lowering yet";
     int64_t K = widthOf(l.getInput()), N = widthOf(l.getResult());
+    int64_t bias = l.getBias() ? 1 : 0;
     ValueInfo in = info(l.getInput());
-    std::string gemv = kernel({KernelKind::LinearGemv, {K, N}, {}});
+    std::string gemv = kernel({KernelKind::LinearGemv, {K, N, bias}, {}});
     defineResult(op, N, in.rows);
     std::string args = f32(0, in.ptr, {s(K), in.rows}) + ", " +
-                       f32(1, info(l.getWeight()).ptr, {s(K), s(N)}) + ", " +
-                       f32(2, info(l.getResult()).ptr, {s(N), in.rows});
+                       f32(1, info(l.getWeight()).ptr, {s(K), s(N)}) + ", ";
+    if (bias)
+      args += f32(2, info(l.getBias()).ptr, {s(N)}) + ", ";
+    args += f32(3, info(l.getResult()).ptr, {s(N), in.rows});
     os << comment(op);
     if (in.rows == "1") {
       os << "  ARCHRT_CHECK(" << gemv << "(" << args << "));\n";
     } else {
-      std::string gemm = kernel({KernelKind::LinearGemm, {K, N}, {}});
+      std::string gemm = kernel({KernelKind::LinearGemm, {K, N, bias}, {}});
       os << "  ARCHRT_CHECK(" << in.rows << " >= 4 ? " << gemm << "(" << args
          << ")\n             : " << gemv << "(" << args << "));\n";
     }
@@ -242,19 +266,26 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
        << "));\n  }\n";
     return success();
   }
-  if (isa<GluOp, AddOp>(op)) {
+  if (isa<GluOp, AddOp, ActivationOp>(op)) {
     int64_t d = widthOf(op->getResult(0));
-    ValueInfo x = info(op->getOperand(0)), y = info(op->getOperand(1));
-    bool glu = isa<GluOp>(op);
-    if (glu)
+    ValueInfo x = info(op->getOperand(0));
+    KernelSpec spec{KernelKind::Add, {d}, {}};
+    if (auto g = dyn_cast<GluOp>(op)) {
       dFF = d;
-    std::string k =
-        kernel({glu ? KernelKind::GluSiLU : KernelKind::Add, {d}, {}});
+      spec = {KernelKind::Glu, {d, int64_t(g.getActivation())}, {}};
+    } else if (auto a = dyn_cast<ActivationOp>(op)) {
+      dFF = d;
+      spec = {KernelKind::Activation, {d, int64_t(a.getActivation())}, {}};
+    }
+    std::string k = kernel(spec);
     defineResult(op, d, x.rows);
     os << comment(op) << "  ARCHRT_CHECK(" << k << "("
-       << f32(0, x.ptr, {s(d), x.rows}) << ", " << f32(1, y.ptr, {s(d), y.rows})
-       << ", " << f32(2, info(op->getResult(0)).ptr, {s(d), x.rows})
-       << "));\n";
+       << f32(0, x.ptr, {s(d), x.rows}) << ", ";
+    if (op->getNumOperands() == 2) {
+      ValueInfo y = info(op->getOperand(1));
+      os << f32(1, y.ptr, {s(d), y.rows}) << ", ";
+    }
+    os << f32(2, info(op->getResult(0)).ptr, {s(d), x.rows}) << "));\n";
     return success();
   }
   if (auto l = dyn_cast<LastTokenOp>(op)) {
@@ -371,7 +402,7 @@ LogicalResult GlueEmitter::run() {
      << opts.specPath << ".\n * Do not edit: recompile the spec instead. */\n"
      << "#include <string.h>\n\n#include \"archrt_gen.h\"\n\n";
   for (const KernelSpec &k : out.kernels)
-    cs << "int " << k.name() << "(" << cParameters(k.kind) << ");\n";
+    cs << "int " << k.name() << "(" << cParameters(k) << ");\n";
   cs << "\n" << emitDesc() << "\n"
      << "int archrt_gen_forward(const archrt_gen_call *c) {\n"
      << "  const int32_t T = c->n_tokens, pos = c->pos;\n"

@@ -9,27 +9,44 @@ namespace arch {
 const char *kindName(KernelKind k) {
   switch (k) {
   case KernelKind::Embed: return "embed";
-  case KernelKind::RMSNorm: return "rmsnorm";
+  case KernelKind::Norm: return "norm";
   case KernelKind::LinearGemm: return "linear_gemm";
   case KernelKind::LinearGemv: return "linear_gemv";
   case KernelKind::Rope: return "rope";
   case KernelKind::Attention: return "attention";
-  case KernelKind::GluSiLU: return "glu_silu";
+  case KernelKind::Activation: return "activation";
+  case KernelKind::Glu: return "glu";
+  case KernelKind::PosEmbed: return "pos_embed";
   case KernelKind::Add: return "add";
   }
   return "unknown";
 }
 
-const char *cParameters(KernelKind k) {
-  switch (k) {
-  case KernelKind::Rope:
-    return "halide_buffer_t *, int32_t, halide_buffer_t *";
-  case KernelKind::Attention:
-    return "halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, int32_t, "
-           "halide_buffer_t *";
-  default:
-    return "halide_buffer_t *, halide_buffer_t *, halide_buffer_t *";
+std::string cParameters(const KernelSpec &k) {
+  // Buffers before the position argument, then buffers after it.
+  int before = 0, after = 0;
+  bool pos = false;
+  switch (k.kind) {
+  case KernelKind::Rope: before = 1, pos = true, after = 1; break;
+  case KernelKind::Attention: before = 3, pos = true, after = 1; break;
+  case KernelKind::PosEmbed:
+    before = k.ints[1] == 0 ? 2 : 1, pos = true, after = 1;
+    break;
+  case KernelKind::Activation: before = 2; break;
+  case KernelKind::LinearGemm:
+  case KernelKind::LinearGemv:
+  case KernelKind::Norm: before = 3 + int(k.ints[2] != 0); break;
+  default: before = 3; break;
   }
+  std::string s;
+  auto add = [&](const char *t) { s += (s.empty() ? "" : ", ") + std::string(t); };
+  for (int i = 0; i < before; ++i)
+    add("halide_buffer_t *");
+  if (pos)
+    add("int32_t");
+  for (int i = 0; i < after; ++i)
+    add("halide_buffer_t *");
+  return s;
 }
 
 std::string KernelSpec::name() const {

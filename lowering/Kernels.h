@@ -17,13 +17,15 @@ namespace arch {
 
 enum class KernelKind {
   Embed,      ///< ints: vocab, d_model             reals: scale
-  RMSNorm,    ///< ints: width                      reals: eps
-  LinearGemm, ///< ints: K, N (>= 4 token rows)
-  LinearGemv, ///< ints: K, N (any rows; decode)
+  Norm,       ///< ints: width, kind (0 rms, 1 layer), bias    reals: eps
+  LinearGemm, ///< ints: K, N, bias (>= 4 token rows)
+  LinearGemv, ///< ints: K, N, bias (any rows; decode)
   Rope,       ///< ints: n_heads, head_dim, rotary_dim, style   reals: theta
   Attention,  ///< ints: n_heads, n_kv_heads, head_dim          reals: scale
-  GluSiLU,    ///< ints: width
+  Activation, ///< ints: width, activation (arch::Activation)
+  Glu,        ///< ints: width, activation (arch::Activation)
   Add,        ///< ints: width
+  PosEmbed,   ///< ints: d_model, kind (0 learned, 1 sinusoidal), offset, rows
 };
 
 struct KernelSpec {
@@ -40,9 +42,9 @@ struct KernelSpec {
 
 const char *kindName(KernelKind k);
 
-/// The C parameter list of a kernel of kind `k`, in call order: buffers are
+/// The C parameter list of kernel `k`, in call order: buffers are
 /// `halide_buffer_t *`, the position an `int32_t`, the output last.
-const char *cParameters(KernelKind k);
+std::string cParameters(const KernelSpec &k);
 
 } // namespace arch
 

@@ -40,12 +40,18 @@ static void scheduleLinear(KernelFuncs &k, bool gemm) {
   acc.update().reorder(kk, n, t, r).vectorize(kk).unroll(n).unroll(t);
 }
 
-static void scheduleRMSNorm(KernelFuncs &k) {
+static void scheduleNorm(KernelFuncs &k) {
   Var i = k.vars["i"], t = k.vars["t"], kk = k.vars["kk"];
   k.out.vectorize(i, k.lanes).parallel(t);
   k.funcs["inv"].compute_at(k.out, t);
-  k.funcs["sq"].compute_at(k.out, t).vectorize(kk);
-  k.funcs["sq"].update().vectorize(kk);
+  k.funcs["mean"].compute_at(k.out, t);
+  for (const char *lanes : {"sq", "s1"}) {
+    auto it = k.funcs.find(lanes);
+    if (it == k.funcs.end())
+      continue;
+    it->second.compute_at(k.out, t).vectorize(kk);
+    it->second.update().vectorize(kk);
+  }
 }
 
 static void scheduleRope(KernelFuncs &k) {
@@ -83,11 +89,13 @@ void scheduleKernel(KernelFuncs &k, const Target &) {
   switch (k.spec.kind) {
   case KernelKind::LinearGemm: scheduleLinear(k, true); break;
   case KernelKind::LinearGemv: scheduleLinear(k, false); break;
-  case KernelKind::RMSNorm: scheduleRMSNorm(k); break;
+  case KernelKind::Norm: scheduleNorm(k); break;
   case KernelKind::Rope: scheduleRope(k); break;
   case KernelKind::Attention: scheduleAttention(k); break;
   case KernelKind::Embed:
-  case KernelKind::GluSiLU:
+  case KernelKind::Activation:
+  case KernelKind::Glu:
+  case KernelKind::PosEmbed:
   case KernelKind::Add: scheduleRowwise(k); break;
   }
 }

@@ -40,6 +40,11 @@ private:
     return b.create<ParamOp>(l, RankedTensorType::get(shape, b.getF32Type()),
                              SymbolRefAttr::get(&ctx, name));
   }
+  Value norm(Location l, Value x, const std::string &prefix);
+  Value linear(Location l, Value x, const std::string &prefix, int64_t out,
+               bool bias);
+  Value attention(int64_t i, Value h, Value pos);
+  Value ffn(int64_t i, Value h);
   Value layer(int64_t i, Value x, Value pos);
 
   MLIRContext &ctx;
@@ -47,27 +52,34 @@ private:
   OpBuilder b;
 };
 
-Value Importer::layer(int64_t i, Value x, Value pos) {
-  const int64_t d = spec.model.dModel, ff = spec.ffn.dFF;
-  const AttentionSpec &a = spec.attention;
-  const std::string p = "model.layers." + std::to_string(i) + ".";
-  auto eps = [&] { return llvm::APFloat(float(spec.norm.eps)); };
+Value Importer::norm(Location l, Value x, const std::string &prefix) {
+  int64_t d = spec.model.dModel;
+  Value bias = spec.norm.bias ? param(l, prefix + ".bias", {d}) : Value();
+  NormKind kind = spec.norm.kind == spec::NormKind::RMSNorm ? NormKind::rms
+                                                             : NormKind::layer;
+  return b.create<NormOp>(l, x.getType(), x, param(l, prefix + ".weight", {d}),
+                          bias, kind, llvm::APFloat(float(spec.norm.eps)));
+}
 
-  // Attention sublayer (pre-norm).
-  Location nl = layerLoc(i, "norm");
-  Value h = b.create<NormOp>(nl, act(d), x,
-                             param(nl, p + "input_layernorm.weight", {d}),
-                             NormKind::rms, eps());
+Value Importer::linear(Location l, Value x, const std::string &prefix,
+                       int64_t out, bool bias) {
+  int64_t in = cast<RankedTensorType>(x.getType()).getDimSize(1);
+  Value b0 = bias ? param(l, prefix + ".bias", {out}) : Value();
+  auto ty = RankedTensorType::get(
+      {cast<RankedTensorType>(x.getType()).getDimSize(0), out},
+      b.getF32Type());
+  return b.create<LinearOp>(l, ty, x, param(l, prefix + ".weight", {out, in}),
+                            b0);
+}
+
+/// Self-attention of one layer on normalized input `h`, output projected.
+Value Importer::attention(int64_t i, Value h, Value pos) {
+  const AttentionSpec &a = spec.attention;
+  const std::string p = "model.layers." + std::to_string(i) + ".self_attn.";
   Location al = layerLoc(i, "attention");
-  Value q = b.create<LinearOp>(
-      al, act(spec.qDim()), h,
-      param(al, p + "self_attn.q_proj.weight", {spec.qDim(), d}), Value());
-  Value k = b.create<LinearOp>(
-      al, act(spec.kvDim()), h,
-      param(al, p + "self_attn.k_proj.weight", {spec.kvDim(), d}), Value());
-  Value v = b.create<LinearOp>(
-      al, act(spec.kvDim()), h,
-      param(al, p + "self_attn.v_proj.weight", {spec.kvDim(), d}), Value());
+  Value q = linear(al, h, p + "q_proj", spec.qDim(), a.qkvBias);
+  Value k = linear(al, h, p + "k_proj", spec.kvDim(), a.qkvBias);
+  Value v = linear(al, h, p + "v_proj", spec.kvDim(), a.qkvBias);
   if (a.position.kind == spec::PositionKind::Rope) {
     Location rl = layerLoc(i, "attention.position");
     RopeStyle style = a.position.style == spec::RopeStyle::HalfSplit
@@ -84,24 +96,52 @@ Value Importer::layer(int64_t i, Value x, Value pos) {
   Value attn = b.create<AttentionOp>(al, q.getType(), q, k, v, pos, i,
                                      a.nHeads, a.nKVHeads, a.headDim,
                                      llvm::APFloat(a.scale));
-  Value o = b.create<LinearOp>(
-      al, act(d), attn,
-      param(al, p + "self_attn.o_proj.weight", {d, spec.qDim()}), Value());
-  x = b.create<AddOp>(al, x, o);
+  return linear(al, attn, p + "o_proj", spec.model.dModel, a.outBias);
+}
 
-  // FFN sublayer (pre-norm, gated).
-  h = b.create<NormOp>(nl, act(d), x,
-                       param(nl, p + "post_attention_layernorm.weight", {d}),
-                       NormKind::rms, eps());
+/// The FFN of one layer on normalized input `h`: down(act(up h)) or, gated,
+/// down(act(gate h) * up h).
+Value Importer::ffn(int64_t i, Value h) {
+  const FFNSpec &f = spec.ffn;
+  const std::string p = "model.layers." + std::to_string(i) + ".mlp.";
   Location fl = layerLoc(i, "ffn");
-  Value g = b.create<LinearOp>(
-      fl, act(ff), h, param(fl, p + "mlp.gate_proj.weight", {ff, d}), Value());
-  Value u = b.create<LinearOp>(
-      fl, act(ff), h, param(fl, p + "mlp.up_proj.weight", {ff, d}), Value());
-  Value m = b.create<GluOp>(fl, g, u, Activation::silu);
-  Value down = b.create<LinearOp>(
-      fl, act(d), m, param(fl, p + "mlp.down_proj.weight", {d, ff}), Value());
-  return b.create<AddOp>(fl, x, down);
+  // spec::Activation lists the dialect's cases in the same order.
+  auto act = static_cast<Activation>(f.activation);
+  Value up = linear(fl, h, p + "up_proj", f.dFF, f.bias);
+  Value m;
+  if (f.kind == spec::FFNKind::GLU) {
+    Value g = linear(fl, h, p + "gate_proj", f.dFF, f.bias);
+    m = b.create<GluOp>(fl, g, up, act);
+  } else {
+    m = b.create<ActivationOp>(fl, up, act);
+  }
+  return linear(fl, m, p + "down_proj", spec.model.dModel, f.bias);
+}
+
+Value Importer::layer(int64_t i, Value x, Value pos) {
+  const std::string p = "model.layers." + std::to_string(i) + ".";
+  Location nl = layerLoc(i, "norm");
+  Location bl = layerLoc(i, "block");
+  if (spec.block.layout == spec::BlockLayout::Parallel) {
+    // x + attn(n1(x)) + ffn(n2(x)), n2 = n1 when the norm is shared.
+    Value h1 = norm(nl, x, p + "input_layernorm");
+    Value h2 = spec.block.sharedNorm
+                   ? h1
+                   : norm(nl, x, p + "post_attention_layernorm");
+    Value both = b.create<AddOp>(bl, attention(i, h1, pos), ffn(i, h2));
+    return b.create<AddOp>(bl, x, both);
+  }
+  if (spec.norm.placement == spec::NormPlacement::Post) {
+    // Vaswani et al.: norm(x + sublayer(x)).
+    x = norm(nl, b.create<AddOp>(bl, x, attention(i, x, pos)),
+             p + "post_attention_layernorm");
+    return norm(nl, b.create<AddOp>(bl, x, ffn(i, x)),
+                p + "post_feedforward_layernorm");
+  }
+  x = b.create<AddOp>(bl, x,
+                      attention(i, norm(nl, x, p + "input_layernorm"), pos));
+  return b.create<AddOp>(bl, x,
+                         ffn(i, norm(nl, x, p + "post_attention_layernorm")));
 }
 
 OwningOpRef<ModuleOp> Importer::run() {
@@ -127,17 +167,29 @@ OwningOpRef<ModuleOp> Importer::run() {
   Location ml = loc("model.vocab_size");
   Value table = param(ml, "model.embed_tokens.weight", {vocab, d});
   Value x = b.create<EmbedOp>(ml, act(d), tokens, table,
-                              llvm::APFloat(1.0f));
+                              llvm::APFloat(float(spec.model.embeddingScale)));
+  const PositionSpec &ps = spec.attention.position;
+  if (ps.kind == spec::PositionKind::Learned ||
+      ps.kind == spec::PositionKind::Sinusoidal) {
+    Location pl = loc("attention.position");
+    bool learned = ps.kind == spec::PositionKind::Learned;
+    Value ptable =
+        learned ? param(pl, "model.embed_positions.weight",
+                        {spec.model.maxSeqLen + ps.offset, d})
+                : Value();
+    x = b.create<PosEmbedOp>(pl, x.getType(), x, pos, ptable,
+                             learned ? PosEmbedKind::learned
+                                     : PosEmbedKind::sinusoidal,
+                             ps.offset);
+  }
   for (int64_t i = 0; i < spec.model.nLayers; ++i)
     x = layer(i, x, pos);
 
   Location nl = loc("norm");
-  Value last = b.create<LastTokenOp>(
+  Value h = b.create<LastTokenOp>(
       nl, RankedTensorType::get({1, d}, b.getF32Type()), x);
-  Value h = b.create<NormOp>(nl, last.getType(), last,
-                             param(nl, "model.norm.weight", {d}),
-                             NormKind::rms,
-                             llvm::APFloat(float(spec.norm.eps)));
+  if (spec.norm.finalNorm)
+    h = norm(nl, h, "model.norm");
   Location cl = loc("model.tie_embeddings");
   Value cls = spec.model.tieEmbeddings
                   ? table

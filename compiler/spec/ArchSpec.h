@@ -24,17 +24,16 @@ struct SourceLoc {
 };
 
 namespace spec {
-enum class NormKind { RMSNorm };
-enum class PositionKind { None, Rope };
+enum class NormKind { RMSNorm, LayerNorm };
+enum class NormPlacement { Pre, Post };
+enum class PositionKind { None, Rope, Learned, Sinusoidal };
 enum class RopeStyle { HalfSplit, Interleaved };
-enum class FFNKind { GLU };
-enum class Activation { SiLU };
-
-const char *toString(NormKind k);
-const char *toString(PositionKind k);
-const char *toString(RopeStyle s);
-const char *toString(FFNKind k);
-const char *toString(Activation a);
+enum class FFNKind { GLU, MLP };
+/// The spelling of each in the spec is the same as in the dialect.
+enum class Activation {
+  SiLU, GELU, GELUTanh, GELUSigmoid, ReLU, SquaredReLU, Sigmoid, Identity
+};
+enum class BlockLayout { Serial, Parallel };
 } // namespace spec
 
 struct ModelSpec {
@@ -44,11 +43,15 @@ struct ModelSpec {
   int64_t nLayers = 0;
   int64_t maxSeqLen = 0;
   bool tieEmbeddings = false;
+  double embeddingScale = 1.0;
 };
 
 struct NormSpec {
   spec::NormKind kind = spec::NormKind::RMSNorm;
   double eps = 1e-5;
+  bool bias = false;
+  spec::NormPlacement placement = spec::NormPlacement::Pre;
+  bool finalNorm = true;
 };
 
 struct PositionSpec {
@@ -56,6 +59,7 @@ struct PositionSpec {
   double theta = 10000.0;
   int64_t rotaryDim = 0; ///< 0 before validation; then defaults to head_dim.
   spec::RopeStyle style = spec::RopeStyle::HalfSplit;
+  int64_t offset = 0; ///< learned: row of position 0 (OPT: 2)
 };
 
 struct AttentionSpec {
@@ -63,6 +67,8 @@ struct AttentionSpec {
   int64_t nKVHeads = 0;
   int64_t headDim = 0;
   double scale = 0.0; ///< 1/sqrt(head_dim) unless set.
+  bool qkvBias = false;
+  bool outBias = false;
   PositionSpec position;
 };
 
@@ -70,6 +76,14 @@ struct FFNSpec {
   spec::FFNKind kind = spec::FFNKind::GLU;
   spec::Activation activation = spec::Activation::SiLU;
   int64_t dFF = 0;
+  bool bias = false;
+};
+
+struct BlockSpec {
+  spec::BlockLayout layout = spec::BlockLayout::Serial;
+  /// Parallel blocks: one norm feeds attention and FFN (GPT-J, PaLM,
+  /// Falcon) or each has its own (GPT-NeoX).
+  bool sharedNorm = true;
 };
 
 struct WeightsSpec {
@@ -82,6 +96,7 @@ struct ArchSpec {
   NormSpec norm;
   AttentionSpec attention;
   FFNSpec ffn;
+  BlockSpec block;
   WeightsSpec weights;
   /// Where each key or table came from, by dotted path ("attention.n_heads").
   std::map<std::string, SourceLoc> locs;

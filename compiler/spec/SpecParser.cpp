@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -46,17 +47,6 @@ SourceLoc ArchSpec::locOf(const std::string &path) const {
   return SourceLoc{file, 0, 0};
 }
 
-namespace spec {
-const char *toString(NormKind) { return "rmsnorm"; }
-const char *toString(PositionKind k) {
-  return k == PositionKind::Rope ? "rope" : "none";
-}
-const char *toString(RopeStyle s) {
-  return s == RopeStyle::HalfSplit ? "half_split" : "interleaved";
-}
-const char *toString(FFNKind) { return "glu"; }
-const char *toString(Activation) { return "silu"; }
-} // namespace spec
 
 using namespace spec;
 
@@ -291,14 +281,22 @@ private:
   std::vector<std::string> keys;
 };
 
+/// In the order of spec::Activation.
+const std::vector<std::string> &activationNames() {
+  static const std::vector<std::string> names = {
+      "silu", "gelu", "gelu_tanh", "gelu_sigmoid", "relu", "squared_relu",
+      "sigmoid", "identity"};
+  return names;
+}
+
 void parseTables(Parser &p, const toml::table &root) {
   ArchSpec &s = p.spec;
   TableReader top(p, &root, "",
-                  {"model", "norm", "attention", "ffn", "weights"});
+                  {"model", "norm", "attention", "ffn", "block", "weights"});
 
   TableReader model(p, top.subtable("model"), "model",
                     {"name", "vocab_size", "d_model", "n_layers",
-                     "max_seq_len", "tie_embeddings"});
+                     "max_seq_len", "tie_embeddings", "embedding_scale"});
   if (!model.present())
     model.missing("name");
   if (auto v = model.getString("name", true))
@@ -313,17 +311,28 @@ void parseTables(Parser &p, const toml::table &root) {
     s.model.maxSeqLen = *v;
   if (auto v = model.getBool("tie_embeddings"))
     s.model.tieEmbeddings = *v;
+  if (auto v = model.getFloat("embedding_scale", false))
+    s.model.embeddingScale = *v;
   model.finish();
 
-  TableReader norm(p, top.subtable("norm"), "norm", {"kind", "eps"});
-  norm.getEnum("kind", {"rmsnorm"});
+  TableReader norm(p, top.subtable("norm"), "norm",
+                   {"kind", "eps", "bias", "placement", "final"});
+  if (auto k = norm.getEnum("kind", {"rmsnorm", "layernorm"}))
+    s.norm.kind = *k == 0 ? NormKind::RMSNorm : NormKind::LayerNorm;
   if (auto v = norm.getFloat("eps", false))
     s.norm.eps = *v;
+  if (auto v = norm.getBool("bias"))
+    s.norm.bias = *v;
+  if (auto k = norm.getEnum("placement", {"pre", "post"}))
+    s.norm.placement = *k == 0 ? NormPlacement::Pre : NormPlacement::Post;
+  if (auto v = norm.getBool("final"))
+    s.norm.finalNorm = *v;
   norm.finish();
 
   const toml::table *attnTbl = top.subtable("attention");
   TableReader attn(p, attnTbl, "attention",
-                   {"n_heads", "n_kv_heads", "head_dim", "scale", "position"});
+                   {"n_heads", "n_kv_heads", "head_dim", "scale", "qkv_bias",
+                    "out_bias", "position"});
   if (auto v = attn.getInt("n_heads", true))
     s.attention.nHeads = *v;
   if (auto v = attn.getInt("n_kv_heads", false))
@@ -332,11 +341,19 @@ void parseTables(Parser &p, const toml::table &root) {
     s.attention.headDim = *v;
   if (auto v = attn.getFloat("scale", false))
     s.attention.scale = *v;
+  if (auto v = attn.getBool("qkv_bias"))
+    s.attention.qkvBias = *v;
+  if (auto v = attn.getBool("out_bias"))
+    s.attention.outBias = *v;
   TableReader pos(p, attn.subtable("position"), "attention.position",
-                  {"kind", "theta", "rotary_dim", "style"});
+                  {"kind", "theta", "rotary_dim", "style", "offset"});
   PositionSpec &ps = s.attention.position;
-  if (auto k = pos.getEnum("kind", {"rope", "none"}))
-    ps.kind = *k == 0 ? PositionKind::Rope : PositionKind::None;
+  if (auto k = pos.getEnum("kind", {"rope", "none", "learned", "sinusoidal"}))
+    ps.kind = std::array<PositionKind, 4>{PositionKind::Rope, PositionKind::None,
+                                          PositionKind::Learned,
+                                          PositionKind::Sinusoidal}[*k];
+  if (auto v = pos.getInt("offset", false, 0))
+    ps.offset = *v;
   if (auto v = pos.getFloat("theta", false))
     ps.theta = *v;
   if (auto v = pos.getInt("rotary_dim", false))
@@ -346,12 +363,25 @@ void parseTables(Parser &p, const toml::table &root) {
   pos.finish();
   attn.finish();
 
-  TableReader ffn(p, top.subtable("ffn"), "ffn", {"kind", "activation", "d_ff"});
-  ffn.getEnum("kind", {"glu"});
-  ffn.getEnum("activation", {"silu"});
+  TableReader ffn(p, top.subtable("ffn"), "ffn",
+                  {"kind", "activation", "d_ff", "bias"});
+  if (auto k = ffn.getEnum("kind", {"glu", "mlp"}))
+    s.ffn.kind = *k == 0 ? FFNKind::GLU : FFNKind::MLP;
+  if (auto k = ffn.getEnum("activation", activationNames()))
+    s.ffn.activation = Activation(*k);
   if (auto v = ffn.getInt("d_ff", true))
     s.ffn.dFF = *v;
+  if (auto v = ffn.getBool("bias"))
+    s.ffn.bias = *v;
   ffn.finish();
+
+  TableReader block(p, top.subtable("block"), "block",
+                    {"layout", "shared_norm"});
+  if (auto k = block.getEnum("layout", {"serial", "parallel"}))
+    s.block.layout = *k == 0 ? BlockLayout::Serial : BlockLayout::Parallel;
+  if (auto v = block.getBool("shared_norm"))
+    s.block.sharedNorm = *v;
+  block.finish();
 
   TableReader weights(p, top.subtable("weights"), "weights", {"naming"});
   if (weights.getEnum("naming", {"hf-llama"}))
@@ -399,6 +429,17 @@ void validate(Parser &p) {
           "RoPE rotates pairs of dimensions: rotary dimension " +
               std::to_string(ps.rotaryDim) + " is odd");
   }
+  if (s.block.layout == BlockLayout::Parallel &&
+      s.norm.placement == NormPlacement::Post)
+    err("norm.placement", "post-norm is not defined for parallel blocks "
+                          "(block.layout = \"parallel\")");
+  if (s.locs.count("block.shared_norm") &&
+      s.block.layout != BlockLayout::Parallel)
+    err("block.shared_norm", "only parallel blocks share a norm");
+  if (s.locs.count("attention.position.offset") &&
+      ps.kind != PositionKind::Learned)
+    err("attention.position.offset",
+        "offset applies only to learned positions");
   if (a.scale == 0 && a.headDim > 0)
     a.scale = 1.0 / std::sqrt(static_cast<double>(a.headDim));
 }

@@ -13,11 +13,22 @@ SpecReport analyzeSpec(const ArchSpec &s) {
   SpecReport r;
   const int64_t d = s.model.dModel, v = s.model.vocabSize;
   const int64_t q = s.qDim(), kv = s.kvDim(), ff = s.ffn.dFF;
+  const bool glu = s.ffn.kind == spec::FFNKind::GLU;
   const int64_t attnMat = d * q + 2 * d * kv + q * d;
-  const int64_t ffnMat = 3 * d * ff;
-  const int64_t perLayer = attnMat + ffnMat + 2 * d; // two RMSNorm weights
+  const int64_t ffnMat = (glu ? 3 : 2) * d * ff;
+  const int64_t attnBias = (s.attention.qkvBias ? q + 2 * kv : 0) +
+                           (s.attention.outBias ? d : 0);
+  const int64_t ffnBias = s.ffn.bias ? (glu ? 2 : 1) * ff + d : 0;
+  const int64_t normParams = s.norm.bias ? 2 * d : d;
+  const bool oneNorm = s.block.layout == spec::BlockLayout::Parallel &&
+                       s.block.sharedNorm;
+  const int64_t perLayer =
+      attnMat + ffnMat + attnBias + ffnBias + (oneNorm ? 1 : 2) * normParams;
   r.embeddingParams = v * d * (s.model.tieEmbeddings ? 1 : 2);
-  r.params = s.model.nLayers * perLayer + d + r.embeddingParams;
+  if (s.attention.position.kind == spec::PositionKind::Learned)
+    r.embeddingParams += (s.model.maxSeqLen + s.attention.position.offset) * d;
+  r.params = s.model.nLayers * perLayer + (s.norm.finalNorm ? normParams : 0) +
+             r.embeddingParams;
   r.weightBytes = r.params * 4;
   r.kvBytesPerToken = 2 * s.model.nLayers * kv * 4;
   // The classifier is a matmul per token; the embedding is a lookup.

@@ -57,7 +57,7 @@ func.func @norm_eps(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
 // -----
 
 func.func @norm_kind(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
-  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [rms]}}
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [rms, layer]}}
   %y = arch.norm batch %x, %w {eps = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   return
 }

@@ -33,37 +33,78 @@ class Spec:
         self.layers = m["n_layers"]
         self.max_seq = m["max_seq_len"]
         self.tied = m.get("tie_embeddings", False)
-        self.eps = t.get("norm", {}).get("eps", 1e-5)
+        self.emb_scale = m.get("embedding_scale", 1.0)
+        norm = t.get("norm", {})
+        self.eps = norm.get("eps", 1e-5)
+        self.norm_kind = norm.get("kind", "rmsnorm")
+        self.norm_bias = norm.get("bias", False)
+        self.placement = norm.get("placement", "pre")
+        self.final_norm = norm.get("final", True)
+        block = t.get("block", {})
+        self.parallel = block.get("layout", "serial") == "parallel"
+        self.shared_norm = block.get("shared_norm", True)
         self.heads = a["n_heads"]
         self.kv_heads = a.get("n_kv_heads", self.heads)
         self.head_dim = a.get("head_dim", self.d // self.heads)
         self.scale = a.get("scale", 1.0 / math.sqrt(self.head_dim))
+        self.qkv_bias = a.get("qkv_bias", False)
+        self.out_bias = a.get("out_bias", False)
         pos = a.get("position", {})
-        self.rope = pos.get("kind", "rope") == "rope"
+        self.pos_kind = pos.get("kind", "rope")
+        self.rope = self.pos_kind == "rope"
+        self.pos_offset = pos.get("offset", 0)
         self.theta = pos.get("theta", 10000.0)
         self.rotary_dim = pos.get("rotary_dim", self.head_dim)
         self.style = pos.get("style", "half_split")
-        self.d_ff = t["ffn"]["d_ff"]
+        ffn = t["ffn"]
+        self.d_ff = ffn["d_ff"]
+        self.glu = ffn.get("kind", "glu") == "glu"
+        self.act = ffn.get("activation", "silu")
+        self.ffn_bias = ffn.get("bias", False)
+
+    def norm_names(self, i):
+        """The norms of layer i, in the order they apply."""
+        p = f"model.layers.{i}."
+        if self.parallel:
+            return [p + "input_layernorm"] + (
+                [] if self.shared_norm else [p + "post_attention_layernorm"])
+        if self.placement == "post":
+            return [p + "post_attention_layernorm",
+                    p + "post_feedforward_layernorm"]
+        return [p + "input_layernorm", p + "post_attention_layernorm"]
 
     def param_shapes(self):
         """Hugging Face Llama tensor names and shapes."""
         d, q, kv, ff = self.d, self.heads * self.head_dim, \
             self.kv_heads * self.head_dim, self.d_ff
         shapes = {"model.embed_tokens.weight": (self.vocab, d)}
+        if self.pos_kind == "learned":
+            shapes["model.embed_positions.weight"] = (
+                self.max_seq + self.pos_offset, d)
+
+        def norm(prefix):
+            shapes[prefix + ".weight"] = (d,)
+            if self.norm_bias:
+                shapes[prefix + ".bias"] = (d,)
+
+        def linear(prefix, n_out, n_in, bias):
+            shapes[prefix + ".weight"] = (n_out, n_in)
+            if bias:
+                shapes[prefix + ".bias"] = (n_out,)
+
         for i in range(self.layers):
             p = f"model.layers.{i}."
-            shapes.update({
-                p + "input_layernorm.weight": (d,),
-                p + "self_attn.q_proj.weight": (q, d),
-                p + "self_attn.k_proj.weight": (kv, d),
-                p + "self_attn.v_proj.weight": (kv, d),
-                p + "self_attn.o_proj.weight": (d, q),
-                p + "post_attention_layernorm.weight": (d,),
-                p + "mlp.gate_proj.weight": (ff, d),
-                p + "mlp.up_proj.weight": (ff, d),
-                p + "mlp.down_proj.weight": (d, ff),
-            })
-        shapes["model.norm.weight"] = (d,)
+            for n in self.norm_names(i):
+                norm(n)
+            for name, n_out in [("q", q), ("k", kv), ("v", kv)]:
+                linear(p + f"self_attn.{name}_proj", n_out, d, self.qkv_bias)
+            linear(p + "self_attn.o_proj", d, q, self.out_bias)
+            linear(p + "mlp.up_proj", ff, d, self.ffn_bias)
+            if self.glu:
+                linear(p + "mlp.gate_proj", ff, d, self.ffn_bias)
+            linear(p + "mlp.down_proj", d, ff, self.ffn_bias)
+        if self.final_norm:
+            norm("model.norm")
         if not self.tied:
             shapes["lm_head.weight"] = (self.vocab, d)
         return shapes
@@ -71,11 +112,13 @@ class Spec:
 
 def random_weights(spec, seed):
     """Seeded weights with activations of unit scale: matrices N(0, 1/fan_in),
-    embeddings N(0, 1), norm weights 1 + N(0, 0.1^2)."""
+    embeddings N(0, 1), norm weights 1 + N(0, 0.1^2), biases N(0, 0.1^2)."""
     g = torch.Generator().manual_seed(seed)
     w = {}
     for name, shape in spec.param_shapes().items():
-        if len(shape) == 1:
+        if name.endswith(".bias"):
+            w[name] = 0.1 * torch.randn(shape, generator=g)
+        elif len(shape) == 1:
             w[name] = 1.0 + 0.1 * torch.randn(shape, generator=g)
         elif name == "model.embed_tokens.weight":
             w[name] = torch.randn(shape, generator=g)
@@ -151,6 +194,53 @@ def rms_norm(x, w, eps):
     return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * w
 
 
+def norm(spec, W, prefix, x):
+    """RMSNorm (Zhang & Sennrich 2019) or LayerNorm (Ba et al. 2016)."""
+    if spec.norm_kind == "layernorm":
+        c = x - x.mean(-1, keepdim=True)
+        y = c / torch.sqrt((c * c).mean(-1, keepdim=True) + spec.eps)
+    else:
+        y = x / torch.sqrt((x * x).mean(-1, keepdim=True) + spec.eps)
+    y = y * W[prefix + ".weight"]
+    return y + W[prefix + ".bias"] if prefix + ".bias" in W else y
+
+
+def activation(name, x):
+    if name == "silu":
+        return x * torch.sigmoid(x)
+    if name == "gelu":
+        return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
+    if name == "gelu_tanh":
+        return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi)
+                                         * (x + 0.044715 * x ** 3)))
+    if name == "gelu_sigmoid":
+        return x * torch.sigmoid(1.702 * x)
+    if name == "relu":
+        return torch.relu(x)
+    if name == "squared_relu":
+        return torch.relu(x) ** 2
+    if name == "sigmoid":
+        return torch.sigmoid(x)
+    assert name == "identity", name
+    return x
+
+
+def linear(W, prefix, x):
+    y = x @ W[prefix + ".weight"].T
+    return y + W[prefix + ".bias"] if prefix + ".bias" in W else y
+
+
+def sinusoidal(T, d, dtype):
+    """Vaswani et al. 2017: PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1)
+    = cos(p / 10000^(2i/d))."""
+    p = torch.arange(T, dtype=torch.float64)[:, None]
+    i = torch.arange(0, d, 2, dtype=torch.float64)[None, :]
+    pe = torch.zeros(T, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(p / 10000 ** (i / d))
+    pe[:, 1::2] = torch.cos(p / 10000 ** (i / d))
+    return pe.to(dtype)
+
+
 def rotate(x, spec):
     """RoPE on x [T, H, head_dim] at positions 0..T-1 (Su et al. 2021)."""
     T = x.shape[0]
@@ -176,28 +266,50 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
     the final norm and classifier run on the last position only."""
     W = {k: v.to(dtype) for k, v in w.items()}
     T, H, KV, hd = len(tokens), spec.heads, spec.kv_heads, spec.head_dim
-    x = W["model.embed_tokens.weight"][torch.tensor(tokens)]
+    x = W["model.embed_tokens.weight"][torch.tensor(tokens)] * spec.emb_scale
+    if spec.pos_kind == "learned":
+        x = x + W["model.embed_positions.weight"][spec.pos_offset:spec.pos_offset + T]
+    elif spec.pos_kind == "sinusoidal":
+        x = x + sinusoidal(T, spec.d, dtype)
     mask = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
-    for i in range(spec.layers):
-        p = f"model.layers.{i}."
-        h = rms_norm(x, W[p + "input_layernorm.weight"], spec.eps)
-        q = (h @ W[p + "self_attn.q_proj.weight"].T).view(T, H, hd)
-        k = (h @ W[p + "self_attn.k_proj.weight"].T).view(T, KV, hd)
-        v = (h @ W[p + "self_attn.v_proj.weight"].T).view(T, KV, hd)
+
+    def attention(p, h):
+        q = linear(W, p + "self_attn.q_proj", h).view(T, H, hd)
+        k = linear(W, p + "self_attn.k_proj", h).view(T, KV, hd)
+        v = linear(W, p + "self_attn.v_proj", h).view(T, KV, hd)
         if spec.rope:
             q, k = rotate(q, spec).to(dtype), rotate(k, spec).to(dtype)
         k = k.repeat_interleave(H // KV, dim=1)
         v = v.repeat_interleave(H // KV, dim=1)
         scores = torch.einsum("thd,shd->hts", q, k) * spec.scale + mask
-        attn = torch.einsum("hts,shd->thd", torch.softmax(scores, -1), v)
-        x = x + attn.reshape(T, H * hd) @ W[p + "self_attn.o_proj.weight"].T
-        h = rms_norm(x, W[p + "post_attention_layernorm.weight"], spec.eps)
-        g = h @ W[p + "mlp.gate_proj.weight"].T
-        u = h @ W[p + "mlp.up_proj.weight"].T
-        x = x + (g * torch.sigmoid(g) * u) @ W[p + "mlp.down_proj.weight"].T
+        a = torch.einsum("hts,shd->thd", torch.softmax(scores, -1), v)
+        return linear(W, p + "self_attn.o_proj", a.reshape(T, H * hd))
+
+    def ffn(p, h):
+        up = linear(W, p + "mlp.up_proj", h)
+        if spec.glu:
+            m = activation(spec.act, linear(W, p + "mlp.gate_proj", h)) * up
+        else:
+            m = activation(spec.act, up)
+        return linear(W, p + "mlp.down_proj", m)
+
+    for i in range(spec.layers):
+        p = f"model.layers.{i}."
+        names = spec.norm_names(i)
+        if spec.parallel:
+            h1 = norm(spec, W, names[0], x)
+            h2 = h1 if spec.shared_norm else norm(spec, W, names[1], x)
+            x = x + attention(p, h1) + ffn(p, h2)
+        elif spec.placement == "post":
+            x = norm(spec, W, names[0], x + attention(p, x))
+            x = norm(spec, W, names[1], x + ffn(p, x))
+        else:
+            x = x + attention(p, norm(spec, W, names[0], x))
+            x = x + ffn(p, norm(spec, W, names[1], x))
     if last_only:
         x = x[-1:]
-    x = rms_norm(x, W["model.norm.weight"], spec.eps)
+    if spec.final_norm:
+        x = norm(spec, W, "model.norm", x)
     head = W["model.embed_tokens.weight" if spec.tied else "lm_head.weight"]
     return x @ head.T
 

@@ -60,6 +60,11 @@ LogicalResult NormOp::verify() {
   if (w.getRank() != 1 || w.getDimSize(0) != d)
     return emitOpError() << "weight must be tensor<" << d << "xf32>, got "
                          << w;
+  if (getBias()) {
+    auto b = cast<RankedTensorType>(getBias().getType());
+    if (b.getRank() != 1 || b.getDimSize(0) != d)
+      return emitOpError() << "bias must be tensor<" << d << "xf32>, got " << b;
+  }
   if (getResult().getType() != getInput().getType())
     return emitOpError() << "result type must equal the input type";
   if (getEps().convertToFloat() <= 0)
@@ -99,6 +104,31 @@ LogicalResult LastTokenOp::verify() {
       in.getDimSize(1) != out.getDimSize(1))
     return emitOpError() << "expects [T, N] -> [1, N], got " << in << " -> "
                          << out;
+  return success();
+}
+
+LogicalResult PosEmbedOp::verify() {
+  int64_t d = featureDim(*this, getInput(), "input");
+  if (d < 0)
+    return failure();
+  if (getResult().getType() != getInput().getType())
+    return emitOpError() << "result type must equal the input type";
+  if (getOffset() < 0)
+    return emitOpError() << "offset must be non-negative";
+  bool learned = getKind() == PosEmbedKind::learned;
+  if (learned != bool(getTable()))
+    return emitOpError() << (learned ? "learned positions need a table"
+                                     : "sinusoidal positions take no table");
+  if (learned) {
+    auto t = cast<RankedTensorType>(getTable().getType());
+    if (t.getRank() != 2 || !t.hasStaticShape() || t.getDimSize(1) != d ||
+        t.getDimSize(0) <= getOffset())
+      return emitOpError() << "table must be a static [positions, " << d
+                           << "] tensor with more than offset rows, got " << t;
+  } else if (d % 2 != 0) {
+    return emitOpError() << "sinusoidal positions need an even width, got "
+                         << d;
+  }
   return success();
 }
 

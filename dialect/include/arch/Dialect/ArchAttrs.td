@@ -6,6 +6,8 @@ include "mlir/IR/EnumAttr.td"
 
 def Arch_NormKind : I32EnumAttr<"NormKind", "normalization", [
     I32EnumAttrCase<"rms", 0>,
+    // (x - mean) / sqrt(var + eps) * w (+ b): Ba et al. 2016.
+    I32EnumAttrCase<"layer", 1>,
   ]> {
   let cppNamespace = "::arch";
 }
@@ -20,7 +22,23 @@ def Arch_RopeStyle : I32EnumAttr<"RopeStyle", "which dimensions RoPE pairs", [
 }
 
 def Arch_Activation : I32EnumAttr<"Activation", "activation function", [
-    I32EnumAttrCase<"silu", 0>,
+    I32EnumAttrCase<"silu", 0>,         // x * sigmoid(x)
+    I32EnumAttrCase<"gelu", 1>,         // x * Phi(x), exact (erf)
+    I32EnumAttrCase<"gelu_tanh", 2>,    // tanh approximation (GPT-2)
+    I32EnumAttrCase<"gelu_sigmoid", 3>, // x * sigmoid(1.702 x)
+    I32EnumAttrCase<"relu", 4>,
+    I32EnumAttrCase<"squared_relu", 5>, // relu(x)^2 (Primer, Nemotron-4)
+    I32EnumAttrCase<"sigmoid", 6>,      // GLU's original gate
+    I32EnumAttrCase<"identity", 7>,     // bilinear GLU
+  ]> {
+  let cppNamespace = "::arch";
+}
+
+def Arch_PosEmbedKind : I32EnumAttr<"PosEmbedKind", "absolute positions", [
+    // A trained table row per position (GPT-2, OPT with offset 2).
+    I32EnumAttrCase<"learned", 0>,
+    // sin/cos of position / 10000^(2i/d) (Vaswani et al. 2017).
+    I32EnumAttrCase<"sinusoidal", 1>,
   ]> {
   let cppNamespace = "::arch";
 }

@@ -52,17 +52,21 @@ def Arch_EmbedOp : Arch_Op<"embed", [Pure]> {
 def Arch_NormOp : Arch_Op<"norm", [Pure]> {
   let summary = "normalization over the last dimension";
   let description = [{
-    `rms`: x / sqrt(mean(x^2) + eps) * weight.
+    `rms`: x / sqrt(mean(x^2) + eps) * weight (+ bias).
+    `layer`: (x - mean(x)) / sqrt(var(x) + eps) * weight (+ bias).
 
     ```mlir
     %h = arch.norm rms %x, %w {eps = 1.0e-05 : f32}
         : (tensor<?x288xf32>, tensor<288xf32>) -> tensor<?x288xf32>
+    %g = arch.norm layer %x, %w, %b {eps = 1.0e-05 : f32}
+        : (tensor<?x768xf32>, tensor<768xf32>, tensor<768xf32>) -> tensor<?x768xf32>
     ```
   }];
   let arguments = (ins F32Tensor:$input, F32Tensor:$weight,
+                       Optional<F32Tensor>:$bias,
                        Arch_NormKind:$kind, F32Attr:$eps);
   let results = (outs F32Tensor:$result);
-  let assemblyFormat = "$kind $input `,` $weight attr-dict `:` "
+  let assemblyFormat = "$kind $input `,` $weight (`,` $bias^)? attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
 }
@@ -98,6 +102,19 @@ def Arch_GluOp : Arch_Op<"glu", [Pure, SameOperandsAndResultType]> {
   let results = (outs F32Tensor:$result);
   let assemblyFormat =
       "$activation $gate `,` $up attr-dict `:` type($result)";
+}
+
+def Arch_ActivationOp : Arch_Op<"activation",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise activation";
+  let description = [{
+    ```mlir
+    %a = arch.activation gelu_tanh %h : tensor<?x3072xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$input, Arch_Activation:$activation);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$activation $input attr-dict `:` type($result)";
 }
 
 def Arch_AddOp : Arch_Op<"add", [Pure, Commutative,
@@ -151,6 +168,29 @@ def Arch_RopeOp : Arch_Op<"rope", [Pure]> {
                        I64Attr:$rotary_dim, F64Attr:$theta);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = "$style $input `,` $pos attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Arch_PosEmbedOp : Arch_Op<"pos_embed", [Pure]> {
+  let summary = "absolute position embedding added to the token embedding";
+  let description = [{
+    Row `t` of `input` plus the embedding of position `pos + t`: row
+    `pos + t + offset` of `table` (learned), or sin/cos of the position
+    (sinusoidal: dimension 2i is sin(p / 10000^(2i/d)), 2i + 1 its cos).
+
+    ```mlir
+    %y = arch.pos_embed learned %x, %pos, %table {offset = 2 : i64}
+        : (tensor<?x768xf32>, index, tensor<1024x768xf32>) -> tensor<?x768xf32>
+    %z = arch.pos_embed sinusoidal %x, %pos {offset = 0 : i64}
+        : (tensor<?x512xf32>, index) -> tensor<?x512xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$input, Index:$pos,
+                       Optional<F32Tensor>:$table, Arch_PosEmbedKind:$kind,
+                       DefaultValuedAttr<I64Attr, "0">:$offset);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$kind $input `,` $pos (`,` $table^)? attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
 }
