@@ -128,8 +128,9 @@ Value Importer::layer(int64_t i, Value x, Value pos) {
     Value h2 = spec.block.sharedNorm
                    ? h1
                    : norm(nl, x, p + "post_attention_layernorm");
-    Value both = b.create<AddOp>(bl, attention(i, h1, pos), ffn(i, h2));
-    return b.create<AddOp>(bl, x, both);
+    Value a = attention(i, h1, pos);
+    Value f = ffn(i, h2);
+    return b.create<AddOp>(bl, x, b.create<AddOp>(bl, a, f));
   }
   if (spec.norm.placement == spec::NormPlacement::Post) {
     // Vaswani et al.: norm(x + sublayer(x)).

@@ -117,3 +117,43 @@ func.func @embed_width(%t: tensor<?xi32>, %e: tensor<16x8xf32>) {
   %y = arch.embed %t, %e : (tensor<?xi32>, tensor<16x8xf32>) -> tensor<?x4xf32>
   return
 }
+
+// -----
+
+func.func @pos_embed_no_table(%x: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{learned positions need a table}}
+  %y = arch.pos_embed learned %x, %p : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @pos_embed_table_width(%x: tensor<?x8xf32>, %p: index, %t: tensor<16x4xf32>) {
+  // expected-error @+1 {{table must be a static [positions, 8] tensor with more than offset rows}}
+  %y = arch.pos_embed learned %x, %p, %t : (tensor<?x8xf32>, index, tensor<16x4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @pos_embed_sinusoidal_table(%x: tensor<?x8xf32>, %p: index, %t: tensor<16x8xf32>) {
+  // expected-error @+1 {{sinusoidal positions take no table}}
+  %y = arch.pos_embed sinusoidal %x, %p, %t : (tensor<?x8xf32>, index, tensor<16x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @norm_bias(%x: tensor<?x8xf32>, %w: tensor<8xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{bias must be tensor<8xf32>}}
+  %y = arch.norm layer %x, %w, %b {eps = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>, tensor<4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @activation_kind(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'activation'}}
+  %y = arch.activation swish %x : tensor<?x8xf32>
+  return
+}

@@ -1,4 +1,4 @@
-// RUN: arch-opt %s | arch-opt | FileCheck %s
+// RUN: arch-opt %s -split-input-file | arch-opt -split-input-file | FileCheck %s
 // Every op prints and parses back to itself.
 
 // CHECK-LABEL: func.func @block
@@ -31,4 +31,25 @@ func.func @block(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x16xf32> {
   %l = arch.last_token %y : tensor<?x8xf32> -> tensor<1x8xf32>
   %logits = arch.linear %l, %emb : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
   return %logits : tensor<1x16xf32>
+}
+
+// -----
+// CHECK-LABEL: func.func @dense_options
+func.func @dense_options(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
+  %w = arch.param @w : tensor<8xf32>
+  %b = arch.param @b : tensor<8xf32>
+  %table = arch.param @positions : tensor<34x8xf32>
+  // CHECK: arch.pos_embed learned %{{.*}}, %{{.*}}, %{{.*}} {offset = 2 : i64} : (tensor<?x8xf32>, index, tensor<34x8xf32>) -> tensor<?x8xf32>
+  %p = arch.pos_embed learned %x, %pos, %table {offset = 2} : (tensor<?x8xf32>, index, tensor<34x8xf32>) -> tensor<?x8xf32>
+  // CHECK: arch.pos_embed sinusoidal %{{.*}}, %{{.*}} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %s = arch.pos_embed sinusoidal %p, %pos : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  // CHECK: arch.norm layer %{{.*}}, %{{.*}}, %{{.*}} {eps = 9.99999974E-6 : f32} : (tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  %n = arch.norm layer %s, %w, %b {eps = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  // CHECK: arch.activation gelu_tanh %{{.*}} : tensor<?x8xf32>
+  %a = arch.activation gelu_tanh %n : tensor<?x8xf32>
+  // CHECK: arch.activation squared_relu
+  %r = arch.activation squared_relu %a : tensor<?x8xf32>
+  // CHECK: arch.glu identity
+  %g = arch.glu identity %r, %a : tensor<?x8xf32>
+  return %g : tensor<?x8xf32>
 }

@@ -29,9 +29,20 @@ def main():
                     help="tokens in the first prefill call")
     ap.add_argument("--decode", type=int, default=8)
     ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--check-json", help="output of archc check --json: its "
+                    "parameter count must equal the reference's")
     args = ap.parse_args()
 
     spec = archref.Spec(args.spec)
+    if args.check_json:
+        import json
+        with open(args.check_json) as f:
+            reported = json.load(f)["params"]
+        counted = sum(int(np.prod(s)) for s in spec.param_shapes().values())
+        print(f"parameters: archc check {reported}, reference {counted}")
+        if reported != counted:
+            print("FAILED: parameter counts differ")
+            return 1
     weights = archref.random_weights(spec, args.seed)
     rng = random.Random(args.seed)
     total = args.prompt_len + args.decode
