@@ -114,7 +114,9 @@ static void lowerNorm(KernelFuncs &k) {
   Func inv("inv_std");
   inv(t) = 1.0f / sqrt(sum(sq(lane, t)) / float(d) + eps);
   Func out(layer ? "layernorm" : "rmsnorm");
-  Expr y = centered(i, t) * inv(t) * w(i);
+  float offset = float(k.spec.reals[1]);
+  Expr scaleBy = offset == 0.0f ? w(i) : w(i) + offset;
+  Expr y = centered(i, t) * inv(t) * scaleBy;
   out(i, t) = hasBias ? y + bias(i) : y;
   k.out = out;
   k.funcs["sq"] = sq;
@@ -188,6 +190,27 @@ static void lowerRope(KernelFuncs &k) {
   k.lanes = vectorWidthFor(hd, k.lanes);
 }
 
+/// ALiBi slopes (Press et al. 2022): a geometric sequence from 2^(-8/n)
+/// for n a power of two; otherwise the slopes of the nearest lower power of
+/// two, then every other slope of the next one up.
+static std::vector<double> alibiSlopes(int n) {
+  auto pow2 = [](int m) {
+    std::vector<double> s;
+    double start = std::pow(2.0, -8.0 / m);
+    for (int i = 0; i < m; ++i)
+      s.push_back(std::pow(start, i + 1));
+    return s;
+  };
+  int m = 1;
+  while (m * 2 <= n)
+    m *= 2;
+  std::vector<double> s = pow2(m);
+  std::vector<double> extra = pow2(2 * m);
+  for (int i = 0; int(s.size()) < n; i += 2)
+    s.push_back(extra[size_t(i)]);
+  return s;
+}
+
 /// Causal attention of query rows t over cache positions 0 .. pos + t, with
 /// query head h reading KV head h / (n_heads / n_kv_heads).
 static void lowerAttention(KernelFuncs &k) {
@@ -208,7 +231,19 @@ static void lowerAttention(KernelFuncs &k) {
   score(j, h, t) = 0.0f;
   score(j, h, t) += q(rd, h, t) * kc(rd, h / group, j);
   Func scaled("scaled_score");
-  scaled(j, h, t) = score(j, h, t) * scale;
+  Expr sc = score(j, h, t) * scale;
+  float cap = float(k.spec.reals[1]);
+  if (cap > 0)
+    sc = cap * tanh(sc / cap);
+  if (k.spec.ints[3]) {
+    // ALiBi: a fixed per-head slope times the query-key distance.
+    std::vector<double> slopes = alibiSlopes(int(heads));
+    Buffer<float> slope(int(heads), "alibi_slope");
+    for (int i = 0; i < int(heads); ++i)
+      slope(i) = float(slopes[size_t(i)]);
+    sc -= slope(h) * cast<float>(pos + t - j);
+  }
+  scaled(j, h, t) = sc;
 
   RDom past(0, len, "past");
   past.where(past <= pos + t);
@@ -261,6 +296,9 @@ static void lowerElementwise(KernelFuncs &k) {
   Func out(kindName(k.spec.kind));
   if (k.spec.kind == KernelKind::Activation) {
     out(i, t) = activate(a(i, t), k.spec.ints[1]);
+  } else if (k.spec.kind == KernelKind::Softcap) {
+    float cap = float(k.spec.reals[0]);
+    out(i, t) = cap * tanh(a(i, t) / cap);
   } else {
     ImageParam b = input(Float(32), {d}, "b", k);
     if (k.spec.kind == KernelKind::Add)
@@ -332,6 +370,7 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
     lowerAttention(k);
     break;
   case KernelKind::Activation:
+  case KernelKind::Softcap:
   case KernelKind::Glu:
   case KernelKind::Add:
     lowerElementwise(k);

@@ -17,6 +17,7 @@ const char *kindName(KernelKind k) {
   case KernelKind::Activation: return "activation";
   case KernelKind::Glu: return "glu";
   case KernelKind::PosEmbed: return "pos_embed";
+  case KernelKind::Softcap: return "softcap";
   case KernelKind::Add: return "add";
   }
   return "unknown";
@@ -32,7 +33,8 @@ std::string cParameters(const KernelSpec &k) {
   case KernelKind::PosEmbed:
     before = k.ints[1] == 0 ? 2 : 1, pos = true, after = 1;
     break;
-  case KernelKind::Activation: before = 2; break;
+  case KernelKind::Activation:
+  case KernelKind::Softcap: before = 2; break;
   case KernelKind::LinearGemm:
   case KernelKind::LinearGemv:
   case KernelKind::Norm: before = 3 + int(k.ints[2] != 0); break;

@@ -17,15 +17,16 @@ namespace arch {
 
 enum class KernelKind {
   Embed,      ///< ints: vocab, d_model             reals: scale
-  Norm,       ///< ints: width, kind (0 rms, 1 layer), bias    reals: eps
+  Norm,       ///< ints: width, kind (0 rms, 1 layer), bias    reals: eps, weight offset
   LinearGemm, ///< ints: K, N, bias (>= 4 token rows)
   LinearGemv, ///< ints: K, N, bias (any rows; decode)
   Rope,       ///< ints: n_heads, head_dim, rotary_dim, style   reals: theta
-  Attention,  ///< ints: n_heads, n_kv_heads, head_dim          reals: scale
+  Attention,  ///< ints: n_heads, n_kv_heads, head_dim, alibi   reals: scale, softcap
   Activation, ///< ints: width, activation (arch::Activation)
   Glu,        ///< ints: width, activation (arch::Activation)
   Add,        ///< ints: width
   PosEmbed,   ///< ints: d_model, kind (0 learned, 1 sinusoidal), offset, rows
+  Softcap,    ///< ints: width                      reals: cap
 };
 
 struct KernelSpec {

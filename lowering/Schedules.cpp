@@ -94,6 +94,7 @@ void scheduleKernel(KernelFuncs &k, const Target &) {
   case KernelKind::Attention: scheduleAttention(k); break;
   case KernelKind::Embed:
   case KernelKind::Activation:
+  case KernelKind::Softcap:
   case KernelKind::Glu:
   case KernelKind::PosEmbed:
   case KernelKind::Add: scheduleRowwise(k); break;

@@ -58,7 +58,8 @@ Value Importer::norm(Location l, Value x, const std::string &prefix) {
   NormKind kind = spec.norm.kind == spec::NormKind::RMSNorm ? NormKind::rms
                                                              : NormKind::layer;
   return b.create<NormOp>(l, x.getType(), x, param(l, prefix + ".weight", {d}),
-                          bias, kind, llvm::APFloat(float(spec.norm.eps)));
+                          bias, kind, llvm::APFloat(float(spec.norm.eps)),
+                          llvm::APFloat(float(spec.norm.weightOffset)));
 }
 
 Value Importer::linear(Location l, Value x, const std::string &prefix,
@@ -93,9 +94,10 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
     q = rope(q, a.nHeads);
     k = rope(k, a.nKVHeads);
   }
-  Value attn = b.create<AttentionOp>(al, q.getType(), q, k, v, pos, i,
-                                     a.nHeads, a.nKVHeads, a.headDim,
-                                     llvm::APFloat(a.scale));
+  Value attn = b.create<AttentionOp>(
+      al, q.getType(), q, k, v, pos, i, a.nHeads, a.nKVHeads, a.headDim,
+      llvm::APFloat(a.scale), llvm::APFloat(a.softcap),
+      a.position.kind == spec::PositionKind::ALiBi);
   return linear(al, attn, p + "o_proj", spec.model.dModel, a.outBias);
 }
 
@@ -132,12 +134,31 @@ Value Importer::layer(int64_t i, Value x, Value pos) {
     Value f = ffn(i, h2);
     return b.create<AddOp>(bl, x, b.create<AddOp>(bl, a, f));
   }
-  if (spec.norm.placement == spec::NormPlacement::Post) {
+  switch (spec.norm.placement) {
+  case spec::NormPlacement::Post:
     // Vaswani et al.: norm(x + sublayer(x)).
     x = norm(nl, b.create<AddOp>(bl, x, attention(i, x, pos)),
              p + "post_attention_layernorm");
     return norm(nl, b.create<AddOp>(bl, x, ffn(i, x)),
                 p + "post_feedforward_layernorm");
+  case spec::NormPlacement::Sandwich: {
+    // Gemma 2/3: x + norm(sublayer(norm(x))).
+    Value a = attention(i, norm(nl, x, p + "input_layernorm"), pos);
+    x = b.create<AddOp>(bl, x, norm(nl, a, p + "post_attention_layernorm"));
+    Value f = ffn(i, norm(nl, x, p + "pre_feedforward_layernorm"));
+    return b.create<AddOp>(bl, x,
+                           norm(nl, f, p + "post_feedforward_layernorm"));
+  }
+  case spec::NormPlacement::PostSublayer: {
+    // OLMo 2: x + norm(sublayer(x)).
+    Value a = attention(i, x, pos);
+    x = b.create<AddOp>(bl, x, norm(nl, a, p + "post_attention_layernorm"));
+    Value f = ffn(i, x);
+    return b.create<AddOp>(bl, x,
+                           norm(nl, f, p + "post_feedforward_layernorm"));
+  }
+  case spec::NormPlacement::Pre:
+    break;
   }
   x = b.create<AddOp>(bl, x,
                       attention(i, norm(nl, x, p + "input_layernorm"), pos));
@@ -183,6 +204,8 @@ OwningOpRef<ModuleOp> Importer::run() {
                                      : PosEmbedKind::sinusoidal,
                              ps.offset);
   }
+  if (spec.norm.embeddingNorm)
+    x = norm(loc("norm.embedding_norm"), x, "model.embed_layernorm");
   for (int64_t i = 0; i < spec.model.nLayers; ++i)
     x = layer(i, x, pos);
 
@@ -196,6 +219,9 @@ OwningOpRef<ModuleOp> Importer::run() {
                   ? table
                   : param(cl, "lm_head.weight", {vocab, d});
   Value logits = b.create<LinearOp>(cl, logitsTy, h, cls, Value());
+  if (spec.output.finalSoftcap > 0)
+    logits = b.create<SoftcapOp>(loc("output.final_softcap"), logits,
+                                 llvm::APFloat(float(spec.output.finalSoftcap)));
   b.create<func::ReturnOp>(cl, logits);
   return module;
 }

@@ -25,8 +25,10 @@ struct SourceLoc {
 
 namespace spec {
 enum class NormKind { RMSNorm, LayerNorm };
-enum class NormPlacement { Pre, Post };
-enum class PositionKind { None, Rope, Learned, Sinusoidal };
+/// pre: x + f(norm(x)); post: norm(x + f(x)); sandwich: x + norm(f(norm(x)))
+/// (Gemma 2/3); post_sublayer: x + norm(f(x)) (OLMo 2).
+enum class NormPlacement { Pre, Post, Sandwich, PostSublayer };
+enum class PositionKind { None, Rope, Learned, Sinusoidal, ALiBi };
 enum class RopeStyle { HalfSplit, Interleaved };
 enum class FFNKind { GLU, MLP };
 /// The spelling of each in the spec is the same as in the dialect.
@@ -52,6 +54,8 @@ struct NormSpec {
   bool bias = false;
   spec::NormPlacement placement = spec::NormPlacement::Pre;
   bool finalNorm = true;
+  double weightOffset = 0.0; ///< Gemma: the norm scales by (offset + w)
+  bool embeddingNorm = false; ///< BLOOM: a norm right after the embedding
 };
 
 struct PositionSpec {
@@ -69,6 +73,7 @@ struct AttentionSpec {
   double scale = 0.0; ///< 1/sqrt(head_dim) unless set.
   bool qkvBias = false;
   bool outBias = false;
+  double softcap = 0.0; ///< Gemma 2: scores -> c * tanh(scores / c); 0 = off
   PositionSpec position;
 };
 
@@ -86,6 +91,11 @@ struct BlockSpec {
   bool sharedNorm = true;
 };
 
+struct OutputSpec {
+  double finalSoftcap = 0.0; ///< Gemma 2: logits -> c * tanh(logits / c)
+  double zLoss = 0.0;        ///< training-time term: reported, no effect
+};
+
 struct WeightsSpec {
   std::string naming = "hf-llama";
 };
@@ -97,6 +107,7 @@ struct ArchSpec {
   AttentionSpec attention;
   FFNSpec ffn;
   BlockSpec block;
+  OutputSpec output;
   WeightsSpec weights;
   /// Where each key or table came from, by dotted path ("attention.n_heads").
   std::map<std::string, SourceLoc> locs;

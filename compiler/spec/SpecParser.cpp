@@ -292,7 +292,8 @@ const std::vector<std::string> &activationNames() {
 void parseTables(Parser &p, const toml::table &root) {
   ArchSpec &s = p.spec;
   TableReader top(p, &root, "",
-                  {"model", "norm", "attention", "ffn", "block", "weights"});
+                  {"model", "norm", "attention", "ffn", "block", "output",
+                   "weights"});
 
   TableReader model(p, top.subtable("model"), "model",
                     {"name", "vocab_size", "d_model", "n_layers",
@@ -316,15 +317,21 @@ void parseTables(Parser &p, const toml::table &root) {
   model.finish();
 
   TableReader norm(p, top.subtable("norm"), "norm",
-                   {"kind", "eps", "bias", "placement", "final"});
+                   {"kind", "eps", "bias", "placement", "final",
+                    "weight_offset", "embedding_norm"});
   if (auto k = norm.getEnum("kind", {"rmsnorm", "layernorm"}))
     s.norm.kind = *k == 0 ? NormKind::RMSNorm : NormKind::LayerNorm;
   if (auto v = norm.getFloat("eps", false))
     s.norm.eps = *v;
   if (auto v = norm.getBool("bias"))
     s.norm.bias = *v;
-  if (auto k = norm.getEnum("placement", {"pre", "post"}))
-    s.norm.placement = *k == 0 ? NormPlacement::Pre : NormPlacement::Post;
+  if (auto k = norm.getEnum("placement",
+                             {"pre", "post", "sandwich", "post_sublayer"}))
+    s.norm.placement = NormPlacement(*k);
+  if (auto v = norm.getFloat("weight_offset", false))
+    s.norm.weightOffset = *v;
+  if (auto v = norm.getBool("embedding_norm"))
+    s.norm.embeddingNorm = *v;
   if (auto v = norm.getBool("final"))
     s.norm.finalNorm = *v;
   norm.finish();
@@ -332,7 +339,7 @@ void parseTables(Parser &p, const toml::table &root) {
   const toml::table *attnTbl = top.subtable("attention");
   TableReader attn(p, attnTbl, "attention",
                    {"n_heads", "n_kv_heads", "head_dim", "scale", "qkv_bias",
-                    "out_bias", "position"});
+                    "out_bias", "softcap", "position"});
   if (auto v = attn.getInt("n_heads", true))
     s.attention.nHeads = *v;
   if (auto v = attn.getInt("n_kv_heads", false))
@@ -345,13 +352,16 @@ void parseTables(Parser &p, const toml::table &root) {
     s.attention.qkvBias = *v;
   if (auto v = attn.getBool("out_bias"))
     s.attention.outBias = *v;
+  if (auto v = attn.getFloat("softcap", false))
+    s.attention.softcap = *v;
   TableReader pos(p, attn.subtable("position"), "attention.position",
                   {"kind", "theta", "rotary_dim", "style", "offset"});
   PositionSpec &ps = s.attention.position;
-  if (auto k = pos.getEnum("kind", {"rope", "none", "learned", "sinusoidal"}))
-    ps.kind = std::array<PositionKind, 4>{PositionKind::Rope, PositionKind::None,
-                                          PositionKind::Learned,
-                                          PositionKind::Sinusoidal}[*k];
+  if (auto k = pos.getEnum("kind", {"rope", "none", "learned", "sinusoidal",
+                                    "alibi"}))
+    ps.kind = std::array<PositionKind, 5>{
+        PositionKind::Rope, PositionKind::None, PositionKind::Learned,
+        PositionKind::Sinusoidal, PositionKind::ALiBi}[*k];
   if (auto v = pos.getInt("offset", false, 0))
     ps.offset = *v;
   if (auto v = pos.getFloat("theta", false))
@@ -382,6 +392,14 @@ void parseTables(Parser &p, const toml::table &root) {
   if (auto v = block.getBool("shared_norm"))
     s.block.sharedNorm = *v;
   block.finish();
+
+  TableReader output(p, top.subtable("output"), "output",
+                     {"final_softcap", "z_loss"});
+  if (auto v = output.getFloat("final_softcap", false))
+    s.output.finalSoftcap = *v;
+  if (auto v = output.getFloat("z_loss", false))
+    s.output.zLoss = *v;
+  output.finish();
 
   TableReader weights(p, top.subtable("weights"), "weights", {"naming"});
   if (weights.getEnum("naming", {"hf-llama"}))
@@ -430,9 +448,9 @@ void validate(Parser &p) {
               std::to_string(ps.rotaryDim) + " is odd");
   }
   if (s.block.layout == BlockLayout::Parallel &&
-      s.norm.placement == NormPlacement::Post)
-    err("norm.placement", "post-norm is not defined for parallel blocks "
-                          "(block.layout = \"parallel\")");
+      s.norm.placement != NormPlacement::Pre)
+    err("norm.placement", "parallel blocks (block.layout = \"parallel\") "
+                          "take pre-norm only");
   if (s.locs.count("block.shared_norm") &&
       s.block.layout != BlockLayout::Parallel)
     err("block.shared_norm", "only parallel blocks share a norm");
@@ -440,6 +458,11 @@ void validate(Parser &p) {
       ps.kind != PositionKind::Learned)
     err("attention.position.offset",
         "offset applies only to learned positions");
+  for (const char *key : {"theta", "rotary_dim", "style"})
+    if (s.locs.count(std::string("attention.position.") + key) &&
+        ps.kind != PositionKind::Rope)
+      err(std::string("attention.position.") + key,
+          std::string(key) + " applies only to rope positions");
   if (a.scale == 0 && a.headDim > 0)
     a.scale = 1.0 / std::sqrt(static_cast<double>(a.headDim));
 }

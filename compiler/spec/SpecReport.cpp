@@ -22,13 +22,15 @@ SpecReport analyzeSpec(const ArchSpec &s) {
   const int64_t normParams = s.norm.bias ? 2 * d : d;
   const bool oneNorm = s.block.layout == spec::BlockLayout::Parallel &&
                        s.block.sharedNorm;
+  const int64_t normsPerLayer =
+      oneNorm ? 1 : s.norm.placement == spec::NormPlacement::Sandwich ? 4 : 2;
   const int64_t perLayer =
-      attnMat + ffnMat + attnBias + ffnBias + (oneNorm ? 1 : 2) * normParams;
+      attnMat + ffnMat + attnBias + ffnBias + normsPerLayer * normParams;
   r.embeddingParams = v * d * (s.model.tieEmbeddings ? 1 : 2);
   if (s.attention.position.kind == spec::PositionKind::Learned)
     r.embeddingParams += (s.model.maxSeqLen + s.attention.position.offset) * d;
   r.params = s.model.nLayers * perLayer + (s.norm.finalNorm ? normParams : 0) +
-             r.embeddingParams;
+             (s.norm.embeddingNorm ? normParams : 0) + r.embeddingParams;
   r.weightBytes = r.params * 4;
   r.kvBytesPerToken = 2 * s.model.nLayers * kv * 4;
   // The classifier is a matmul per token; the embedding is a lookup.

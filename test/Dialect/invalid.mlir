@@ -157,3 +157,11 @@ func.func @activation_kind(%x: tensor<?x8xf32>) {
   %y = arch.activation swish %x : tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @softcap_cap(%x: tensor<1x8xf32>) {
+  // expected-error @+1 {{cap must be positive}}
+  %y = arch.softcap %x {cap = 0.0 : f32} : tensor<1x8xf32>
+  return
+}

@@ -53,3 +53,13 @@ func.func @dense_options(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   %g = arch.glu identity %r, %a : tensor<?x8xf32>
   return %g : tensor<?x8xf32>
 }
+
+// -----
+// CHECK-LABEL: func.func @stability
+func.func @stability(%q: tensor<?x8xf32>, %k: tensor<?x4xf32>, %pos: index, %l: tensor<1x16xf32>) -> tensor<1x16xf32> {
+  // CHECK: arch.attention {{.*}} {alibi, head_dim = 4 : i64, layer = 1 : i64, n_heads = 2 : i64, n_kv_heads = 1 : i64, scale = 5.000000e-01 : f64, softcap = 5.000000e+01 : f64}
+  %a = arch.attention %q, %k, %k, %pos {layer = 1, n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5, softcap = 50.0, alibi} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
+  // CHECK: arch.softcap %{{.*}} {cap = 3.000000e+01 : f32} : tensor<1x16xf32>
+  %c = arch.softcap %l {cap = 30.0 : f32} : tensor<1x16xf32>
+  return %c : tensor<1x16xf32>
+}

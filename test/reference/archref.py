@@ -40,6 +40,10 @@ class Spec:
         self.norm_bias = norm.get("bias", False)
         self.placement = norm.get("placement", "pre")
         self.final_norm = norm.get("final", True)
+        self.weight_offset = norm.get("weight_offset", 0.0)
+        self.embedding_norm = norm.get("embedding_norm", False)
+        out = t.get("output", {})
+        self.final_softcap = out.get("final_softcap", 0.0)
         block = t.get("block", {})
         self.parallel = block.get("layout", "serial") == "parallel"
         self.shared_norm = block.get("shared_norm", True)
@@ -49,6 +53,7 @@ class Spec:
         self.scale = a.get("scale", 1.0 / math.sqrt(self.head_dim))
         self.qkv_bias = a.get("qkv_bias", False)
         self.out_bias = a.get("out_bias", False)
+        self.softcap = a.get("softcap", 0.0)
         pos = a.get("position", {})
         self.pos_kind = pos.get("kind", "rope")
         self.rope = self.pos_kind == "rope"
@@ -68,8 +73,12 @@ class Spec:
         if self.parallel:
             return [p + "input_layernorm"] + (
                 [] if self.shared_norm else [p + "post_attention_layernorm"])
-        if self.placement == "post":
+        if self.placement in ("post", "post_sublayer"):
             return [p + "post_attention_layernorm",
+                    p + "post_feedforward_layernorm"]
+        if self.placement == "sandwich":
+            return [p + "input_layernorm", p + "post_attention_layernorm",
+                    p + "pre_feedforward_layernorm",
                     p + "post_feedforward_layernorm"]
         return [p + "input_layernorm", p + "post_attention_layernorm"]
 
@@ -105,6 +114,8 @@ class Spec:
             linear(p + "mlp.down_proj", d, ff, self.ffn_bias)
         if self.final_norm:
             norm("model.norm")
+        if self.embedding_norm:
+            norm("model.embed_layernorm")
         if not self.tied:
             shapes["lm_head.weight"] = (self.vocab, d)
         return shapes
@@ -201,7 +212,7 @@ def norm(spec, W, prefix, x):
         y = c / torch.sqrt((c * c).mean(-1, keepdim=True) + spec.eps)
     else:
         y = x / torch.sqrt((x * x).mean(-1, keepdim=True) + spec.eps)
-    y = y * W[prefix + ".weight"]
+    y = y * (spec.weight_offset + W[prefix + ".weight"])
     return y + W[prefix + ".bias"] if prefix + ".bias" in W else y
 
 
@@ -261,6 +272,19 @@ def rotate(x, spec):
     return out
 
 
+def alibi_slopes(n):
+    """Press et al. 2022, as in their released code: 2^(-8/n) ... for a power
+    of two; otherwise the closest lower power of two's slopes, then every
+    other slope for twice that."""
+    def power_of_2(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start ** i for i in range(n)]
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][:n - closest]
+
+
 def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
     """Logits [T, vocab] of a whole token sequence (causal); with last_only,
     the final norm and classifier run on the last position only."""
@@ -271,7 +295,14 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
         x = x + W["model.embed_positions.weight"][spec.pos_offset:spec.pos_offset + T]
     elif spec.pos_kind == "sinusoidal":
         x = x + sinusoidal(T, spec.d, dtype)
+    if spec.embedding_norm:
+        x = norm(spec, W, "model.embed_layernorm", x)
     mask = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
+    bias = 0
+    if spec.pos_kind == "alibi":
+        dist = torch.arange(T)[:, None] - torch.arange(T)[None, :]
+        slopes = torch.tensor(alibi_slopes(H), dtype=dtype)
+        bias = -slopes[:, None, None] * dist[None].to(dtype)
 
     def attention(p, h):
         q = linear(W, p + "self_attn.q_proj", h).view(T, H, hd)
@@ -281,7 +312,10 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
             q, k = rotate(q, spec).to(dtype), rotate(k, spec).to(dtype)
         k = k.repeat_interleave(H // KV, dim=1)
         v = v.repeat_interleave(H // KV, dim=1)
-        scores = torch.einsum("thd,shd->hts", q, k) * spec.scale + mask
+        scores = torch.einsum("thd,shd->hts", q, k) * spec.scale
+        if spec.softcap:
+            scores = spec.softcap * torch.tanh(scores / spec.softcap)
+        scores = scores + bias + mask
         a = torch.einsum("hts,shd->thd", torch.softmax(scores, -1), v)
         return linear(W, p + "self_attn.o_proj", a.reshape(T, H * hd))
 
@@ -303,6 +337,13 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
         elif spec.placement == "post":
             x = norm(spec, W, names[0], x + attention(p, x))
             x = norm(spec, W, names[1], x + ffn(p, x))
+        elif spec.placement == "post_sublayer":
+            x = x + norm(spec, W, names[0], attention(p, x))
+            x = x + norm(spec, W, names[1], ffn(p, x))
+        elif spec.placement == "sandwich":
+            x = x + norm(spec, W, names[1],
+                         attention(p, norm(spec, W, names[0], x)))
+            x = x + norm(spec, W, names[3], ffn(p, norm(spec, W, names[2], x)))
         else:
             x = x + attention(p, norm(spec, W, names[0], x))
             x = x + ffn(p, norm(spec, W, names[1], x))
@@ -311,7 +352,10 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
     if spec.final_norm:
         x = norm(spec, W, "model.norm", x)
     head = W["model.embed_tokens.weight" if spec.tied else "lm_head.weight"]
-    return x @ head.T
+    logits = x @ head.T
+    if spec.final_softcap:
+        logits = spec.final_softcap * torch.tanh(logits / spec.final_softcap)
+    return logits
 
 
 def bench_prefill(spec, n, threads, runs):

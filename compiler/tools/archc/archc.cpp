@@ -292,7 +292,7 @@ int cmdCheck(int argc, char **argv) {
                  << ", \"classifier_flops_per_token\": "
                  << 2 * r.classifierParams
                  << ", \"decode_weight_bytes\": " << r.matmulParamsPerToken * 4
-                 << "}\n";
+                 << ", \"z_loss\": " << spec->output.zLoss << "}\n";
     return 0;
   }
   llvm::outs() << "model:                 " << spec->model.name << " ("
@@ -305,6 +305,9 @@ int cmdCheck(int argc, char **argv) {
                << "FLOPs per token:       decode at context " << ctx << ": "
                << llvm::format("%.4g", decode) << "; prefill of " << ctx
                << " tokens: " << llvm::format("%.4g", prefill) << "\n";
+  if (spec->output.zLoss > 0)
+    llvm::outs() << "z-loss coefficient:    " << llvm::format("%g", spec->output.zLoss)
+                 << " (a training-time term: no effect on inference)\n";
   return 0;
 }
 

@@ -97,6 +97,12 @@ LogicalResult LinearOp::verify() {
   return success();
 }
 
+LogicalResult SoftcapOp::verify() {
+  if (!(getCap().convertToFloat() > 0))
+    return emitOpError() << "cap must be positive";
+  return success();
+}
+
 LogicalResult LastTokenOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getResult().getType());
@@ -174,6 +180,8 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "result type must equal the query type";
   if (getLayer() < 0)
     return emitOpError() << "layer must be non-negative";
+  if (getSoftcap().convertToDouble() < 0)
+    return emitOpError() << "softcap must be positive (or 0 for none)";
   return success();
 }
 

@@ -52,8 +52,9 @@ def Arch_EmbedOp : Arch_Op<"embed", [Pure]> {
 def Arch_NormOp : Arch_Op<"norm", [Pure]> {
   let summary = "normalization over the last dimension";
   let description = [{
-    `rms`: x / sqrt(mean(x^2) + eps) * weight (+ bias).
-    `layer`: (x - mean(x)) / sqrt(var(x) + eps) * weight (+ bias).
+    `rms`: x / sqrt(mean(x^2) + eps) * (weight_offset + weight) (+ bias).
+    `layer`: (x - mean(x)) / sqrt(var(x) + eps) * (weight_offset + weight)
+    (+ bias). Gemma stores weights around 0 and scales by 1 + w.
 
     ```mlir
     %h = arch.norm rms %x, %w {eps = 1.0e-05 : f32}
@@ -64,7 +65,8 @@ def Arch_NormOp : Arch_Op<"norm", [Pure]> {
   }];
   let arguments = (ins F32Tensor:$input, F32Tensor:$weight,
                        Optional<F32Tensor>:$bias,
-                       Arch_NormKind:$kind, F32Attr:$eps);
+                       Arch_NormKind:$kind, F32Attr:$eps,
+                       DefaultValuedAttr<F32Attr, "0.0">:$weight_offset);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = "$kind $input `,` $weight (`,` $bias^)? attr-dict `:` "
                        "functional-type(operands, results)";
@@ -115,6 +117,21 @@ def Arch_ActivationOp : Arch_Op<"activation",
   let arguments = (ins F32Tensor:$input, Arch_Activation:$activation);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = "$activation $input attr-dict `:` type($result)";
+}
+
+def Arch_SoftcapOp : Arch_Op<"softcap", [Pure, SameOperandsAndResultType]> {
+  let summary = "soft-capping: cap * tanh(x / cap)";
+  let description = [{
+    Bounds logits smoothly to (-cap, cap) (Gemma 2's final logits: 30).
+
+    ```mlir
+    %c = arch.softcap %logits {cap = 3.0e+01 : f32} : tensor<1x256000xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$input, F32Attr:$cap);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def Arch_AddOp : Arch_Op<"add", [Pure, Commutative,
@@ -203,7 +220,9 @@ def Arch_AttentionOp : Arch_Op<"attention",
     at positions `pos ..`, then attends each query row `t` over cache
     positions `0 .. pos + t` (causal), with `n_heads` query heads sharing
     `n_kv_heads` key/value heads (MHA, GQA, MQA). The cache is state, so the
-    op reads and writes memory.
+    op reads and writes memory. With `softcap` > 0 the scaled scores become
+    softcap * tanh(scores / softcap) (Gemma 2); with `alibi` each head h
+    adds -slope_h * (query position - key position) (Press et al. 2022).
 
     ```mlir
     %a = arch.attention %q, %k, %v, %pos {layer = 0, n_heads = 6,
@@ -214,7 +233,9 @@ def Arch_AttentionOp : Arch_Op<"attention",
   }];
   let arguments = (ins F32Tensor:$query, F32Tensor:$key, F32Tensor:$value,
                        Index:$pos, I64Attr:$layer, I64Attr:$n_heads,
-                       I64Attr:$n_kv_heads, I64Attr:$head_dim, F64Attr:$scale);
+                       I64Attr:$n_kv_heads, I64Attr:$head_dim, F64Attr:$scale,
+                       DefaultValuedAttr<F64Attr, "0.0">:$softcap,
+                       UnitAttr:$alibi);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = "$query `,` $key `,` $value `,` $pos attr-dict `:` "
                        "functional-type(operands, results)";
