@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "lowering/Algorithms.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace Halide;
@@ -146,24 +147,86 @@ static void lowerEmbed(KernelFuncs &k) {
   k.lanes = vectorWidthFor(d, k.lanes);
 }
 
-/// Rotates pairs of dimensions of each head by (pos + t) * theta^(-2p/rot).
+/// The rotary frequencies of pairs 0 .. rot/2 - 1, after context-extension
+/// scaling (arch::RopeScaling by value), and the factor on cos and sin.
+static std::vector<double> ropeFrequencies(const KernelSpec &spec,
+                                           double &mscale) {
+  int64_t rot = spec.ints[2], scaling = spec.ints[4];
+  double orig = double(spec.ints[5]);
+  double theta = spec.reals[0], factor = spec.reals[1];
+  double low = spec.reals[2], high = spec.reals[3];
+  double betaFast = spec.reals[4], betaSlow = spec.reals[5];
+  if (scaling == 2) // NTK-aware: a larger base
+    theta *= std::pow(factor, double(rot) / double(rot - 2));
+  std::vector<double> freq;
+  for (int64_t p = 0; p < rot / 2; ++p)
+    freq.push_back(std::pow(theta, -2.0 * double(p) / double(rot)));
+  mscale = 1.0;
+  switch (scaling) {
+  case 1: // linear: positions / factor
+    for (double &f : freq)
+      f /= factor;
+    break;
+  case 3: { // YaRN
+    // The pair index whose wavelength fits `turns` rotations in `orig`.
+    auto dimFor = [&](double turns) {
+      return double(rot) * std::log(orig / (turns * 2 * M_PI)) /
+             (2 * std::log(theta));
+    };
+    double lo = std::max(0.0, std::floor(dimFor(betaFast)));
+    double hi = std::min(double(rot - 1), std::ceil(dimFor(betaSlow)));
+    if (lo == hi)
+      hi += 0.001;
+    for (size_t p = 0; p < freq.size(); ++p) {
+      double ramp = std::clamp((double(p) - lo) / (hi - lo), 0.0, 1.0);
+      double extrapolate = 1.0 - ramp;
+      freq[p] = freq[p] / factor * (1 - extrapolate) + freq[p] * extrapolate;
+    }
+    if (factor > 1)
+      mscale = 0.1 * std::log(factor) + 1.0;
+    break;
+  }
+  case 4: { // Llama 3.1
+    double lowWavelen = orig / low, highWavelen = orig / high;
+    for (double &f : freq) {
+      double wavelen = 2 * M_PI / f;
+      if (wavelen > lowWavelen) {
+        f /= factor;
+      } else if (wavelen >= highWavelen) {
+        double smooth = (orig / wavelen - low) / (high - low);
+        f = (1 - smooth) * f / factor + smooth * f;
+      }
+    }
+    break;
+  }
+  default:
+    break;
+  }
+  return freq;
+}
+
+/// Rotates pairs of dimensions of each head by (pos + t) * freq(p).
 static void lowerRope(KernelFuncs &k) {
   int64_t heads = k.spec.ints[0], hd = k.spec.ints[1], rot = k.spec.ints[2];
   bool interleaved = k.spec.ints[3] == 1;
-  double theta = k.spec.reals[0];
   ImageParam x = input(Float(32), {hd, heads}, "x", k);
   Param<int32_t> pos("pos");
   k.args.push_back(pos);
 
   Var j("j"), h("h"), t("t"), p("p");
   int half = int(rot / 2);
+  double mscale;
+  std::vector<double> freqs = ropeFrequencies(k.spec, mscale);
+  Buffer<float> table(half, "inv_freq_table");
+  for (int i = 0; i < half; ++i)
+    table(i) = float(freqs[size_t(i)]);
   Func freq("inv_freq");
-  freq(p) = pow(float(theta), -2.0f * cast<float>(p) / float(rot));
+  freq(p) = table(p);
   Func angle("angle");
   angle(p, t) = cast<float>(pos + t) * freq(p);
   Func cosv("cos_table"), sinv("sin_table");
-  cosv(p, t) = cos(angle(p, t));
-  sinv(p, t) = sin(angle(p, t));
+  cosv(p, t) = float(mscale) * cos(angle(p, t));
+  sinv(p, t) = float(mscale) * sin(angle(p, t));
 
   // Pair index, partner element and the sign of its term for element j.
   Expr pair, partner, sign;

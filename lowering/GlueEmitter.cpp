@@ -230,10 +230,16 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
   if (auto r = dyn_cast<RopeOp>(op)) {
     int64_t h = r.getNHeads(), hd = r.getHeadDim();
     ValueInfo in = info(r.getInput());
-    std::string k = kernel({KernelKind::Rope,
-                            {h, hd, int64_t(r.getRotaryDim()),
-                             int64_t(r.getStyle() == RopeStyle::interleaved)},
-                            {r.getTheta().convertToDouble()}});
+    std::string k = kernel(
+        {KernelKind::Rope,
+         {h, hd, int64_t(r.getRotaryDim()),
+          int64_t(r.getStyle() == RopeStyle::interleaved),
+          int64_t(r.getScaling()), int64_t(r.getOriginalMaxSeqLen())},
+         {r.getTheta().convertToDouble(), r.getFactor().convertToDouble(),
+          r.getLowFreqFactor().convertToDouble(),
+          r.getHighFreqFactor().convertToDouble(),
+          r.getBetaFast().convertToDouble(),
+          r.getBetaSlow().convertToDouble()}});
     defineResult(op, h * hd, in.rows);
     os << comment(op) << "  ARCHRT_CHECK(" << k << "("
        << f32(0, in.ptr, {s(hd), s(h), in.rows}) << ", pos, "

@@ -20,7 +20,9 @@ enum class KernelKind {
   Norm,       ///< ints: width, kind (0 rms, 1 layer), bias    reals: eps, weight offset
   LinearGemm, ///< ints: K, N, bias (>= 4 token rows)
   LinearGemv, ///< ints: K, N, bias (any rows; decode)
-  Rope,       ///< ints: n_heads, head_dim, rotary_dim, style   reals: theta
+  Rope,       ///< ints: n_heads, head_dim, rotary_dim, style, scaling,
+              ///<       original_max_seq_len
+              ///< reals: theta, factor, low/high freq factor, beta fast/slow
   Attention,  ///< ints: n_heads, n_kv_heads, head_dim, alibi   reals: scale, softcap
   Activation, ///< ints: width, activation (arch::Activation)
   Glu,        ///< ints: width, activation (arch::Activation)

@@ -87,9 +87,14 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
                           ? RopeStyle::half_split
                           : RopeStyle::interleaved;
     auto rope = [&](Value t, int64_t heads) -> Value {
-      return b.create<RopeOp>(rl, t.getType(), t, pos, style, heads,
-                              a.headDim, a.position.rotaryDim,
-                              llvm::APFloat(a.position.theta));
+      const PositionSpec &ps = a.position;
+      // spec::RopeScaling lists the dialect's cases in the same order.
+      return b.create<RopeOp>(
+          rl, t.getType(), t, pos, style, heads, a.headDim, ps.rotaryDim,
+          llvm::APFloat(ps.theta), static_cast<RopeScaling>(ps.scaling),
+          llvm::APFloat(ps.factor), ps.originalMaxSeqLen,
+          llvm::APFloat(ps.lowFreqFactor), llvm::APFloat(ps.highFreqFactor),
+          llvm::APFloat(ps.betaFast), llvm::APFloat(ps.betaSlow));
     };
     q = rope(q, a.nHeads);
     k = rope(k, a.nKVHeads);

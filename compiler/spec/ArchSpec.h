@@ -30,6 +30,9 @@ enum class NormKind { RMSNorm, LayerNorm };
 enum class NormPlacement { Pre, Post, Sandwich, PostSublayer };
 enum class PositionKind { None, Rope, Learned, Sinusoidal, ALiBi };
 enum class RopeStyle { HalfSplit, Interleaved };
+/// Context extension of RoPE: position interpolation (linear), NTK-aware
+/// base scaling, YaRN, and Llama 3.1's per-frequency scaling.
+enum class RopeScaling { None, Linear, NTK, YaRN, Llama3 };
 enum class FFNKind { GLU, MLP };
 /// The spelling of each in the spec is the same as in the dialect.
 enum class Activation {
@@ -64,6 +67,11 @@ struct PositionSpec {
   int64_t rotaryDim = 0; ///< 0 before validation; then defaults to head_dim.
   spec::RopeStyle style = spec::RopeStyle::HalfSplit;
   int64_t offset = 0; ///< learned: row of position 0 (OPT: 2)
+  spec::RopeScaling scaling = spec::RopeScaling::None;
+  double factor = 1.0;
+  int64_t originalMaxSeqLen = 0; ///< yarn, llama3: pre-extension context
+  double lowFreqFactor = 1.0, highFreqFactor = 4.0; ///< llama3
+  double betaFast = 32.0, betaSlow = 1.0;           ///< yarn
 };
 
 struct AttentionSpec {

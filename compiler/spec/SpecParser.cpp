@@ -355,7 +355,9 @@ void parseTables(Parser &p, const toml::table &root) {
   if (auto v = attn.getFloat("softcap", false))
     s.attention.softcap = *v;
   TableReader pos(p, attn.subtable("position"), "attention.position",
-                  {"kind", "theta", "rotary_dim", "style", "offset"});
+                  {"kind", "theta", "rotary_dim", "style", "offset", "scaling",
+                   "factor", "original_max_seq_len", "low_freq_factor",
+                   "high_freq_factor", "beta_fast", "beta_slow"});
   PositionSpec &ps = s.attention.position;
   if (auto k = pos.getEnum("kind", {"rope", "none", "learned", "sinusoidal",
                                     "alibi"}))
@@ -364,6 +366,20 @@ void parseTables(Parser &p, const toml::table &root) {
         PositionKind::Sinusoidal, PositionKind::ALiBi}[*k];
   if (auto v = pos.getInt("offset", false, 0))
     ps.offset = *v;
+  if (auto k = pos.getEnum("scaling", {"none", "linear", "ntk", "yarn", "llama3"}))
+    ps.scaling = RopeScaling(*k);
+  if (auto v = pos.getFloat("factor", false))
+    ps.factor = *v;
+  if (auto v = pos.getInt("original_max_seq_len", false))
+    ps.originalMaxSeqLen = *v;
+  if (auto v = pos.getFloat("low_freq_factor", false))
+    ps.lowFreqFactor = *v;
+  if (auto v = pos.getFloat("high_freq_factor", false))
+    ps.highFreqFactor = *v;
+  if (auto v = pos.getFloat("beta_fast", false))
+    ps.betaFast = *v;
+  if (auto v = pos.getFloat("beta_slow", false))
+    ps.betaSlow = *v;
   if (auto v = pos.getFloat("theta", false))
     ps.theta = *v;
   if (auto v = pos.getInt("rotary_dim", false))
@@ -458,7 +474,24 @@ void validate(Parser &p) {
       ps.kind != PositionKind::Learned)
     err("attention.position.offset",
         "offset applies only to learned positions");
-  for (const char *key : {"theta", "rotary_dim", "style"})
+  bool scaled = ps.scaling != RopeScaling::None;
+  if (scaled && !s.locs.count("attention.position.factor"))
+    err("attention.position.scaling",
+        "a RoPE scaling needs attention.position.factor");
+  bool needsOriginal = ps.scaling == RopeScaling::YaRN ||
+                       ps.scaling == RopeScaling::Llama3;
+  if (needsOriginal && ps.originalMaxSeqLen == 0)
+    err("attention.position.scaling",
+        "yarn and llama3 scaling need attention.position.original_max_seq_len");
+  if (ps.scaling == RopeScaling::Llama3 &&
+      ps.highFreqFactor <= ps.lowFreqFactor)
+    err("attention.position.high_freq_factor",
+        "high_freq_factor must exceed low_freq_factor");
+  for (const char *key : {"factor", "original_max_seq_len"})
+    if (s.locs.count(std::string("attention.position.") + key) && !scaled)
+      err(std::string("attention.position.") + key,
+          std::string(key) + " applies only with a RoPE scaling");
+  for (const char *key : {"theta", "rotary_dim", "style", "scaling"})
     if (s.locs.count(std::string("attention.position.") + key) &&
         ps.kind != PositionKind::Rope)
       err(std::string("attention.position.") + key,

@@ -58,6 +58,13 @@ class Spec:
         self.pos_kind = pos.get("kind", "rope")
         self.rope = self.pos_kind == "rope"
         self.pos_offset = pos.get("offset", 0)
+        self.scaling = pos.get("scaling", "none")
+        self.factor = pos.get("factor", 1.0)
+        self.orig_max = pos.get("original_max_seq_len", 0)
+        self.low_freq = pos.get("low_freq_factor", 1.0)
+        self.high_freq = pos.get("high_freq_factor", 4.0)
+        self.beta_fast = pos.get("beta_fast", 32.0)
+        self.beta_slow = pos.get("beta_slow", 1.0)
         self.theta = pos.get("theta", 10000.0)
         self.rotary_dim = pos.get("rotary_dim", self.head_dim)
         self.style = pos.get("style", "half_split")
@@ -252,14 +259,50 @@ def sinusoidal(T, d, dtype):
     return pe.to(dtype)
 
 
+def rope_frequencies(spec):
+    """Inverse frequencies of the rotary pairs and the cos/sin factor, with
+    context-extension scaling written from each method's paper."""
+    rot, theta, s = spec.rotary_dim, spec.theta, spec.factor
+    if spec.scaling == "ntk":  # "NTK-aware" scaled base (bloc97, 2023)
+        theta = theta * s ** (rot / (rot - 2))
+    i = torch.arange(0, rot, 2, dtype=torch.float64)
+    freq = 1.0 / theta ** (i / rot)
+    mscale = 1.0
+    if spec.scaling == "linear":  # position interpolation (Chen et al. 2023)
+        freq = freq / s
+    elif spec.scaling == "llama3":  # Llama 3.1 report, "rope_scaling"
+        wavelen = 2 * math.pi / freq
+        low_wl = spec.orig_max / spec.low_freq
+        high_wl = spec.orig_max / spec.high_freq
+        smooth = (spec.orig_max / wavelen - spec.low_freq) / (
+            spec.high_freq - spec.low_freq)
+        mid = (1 - smooth) * freq / s + smooth * freq
+        freq = torch.where(wavelen > low_wl, freq / s,
+                           torch.where(wavelen < high_wl, freq, mid))
+    elif spec.scaling == "yarn":  # Peng et al. 2023
+        def correction_dim(rotations):
+            return rot * math.log(spec.orig_max / (rotations * 2 * math.pi)) / (
+                2 * math.log(theta))
+        lo = max(math.floor(correction_dim(spec.beta_fast)), 0)
+        hi = min(math.ceil(correction_dim(spec.beta_slow)), rot - 1)
+        if lo == hi:
+            hi += 0.001
+        ramp = ((torch.arange(rot // 2, dtype=torch.float64) - lo) / (hi - lo)).clamp(0, 1)
+        keep = 1 - ramp  # share of the original (extrapolated) frequency
+        freq = freq / s * (1 - keep) + freq * keep
+        if s > 1:
+            mscale = 0.1 * math.log(s) + 1.0
+    return freq, mscale
+
+
 def rotate(x, spec):
     """RoPE on x [T, H, head_dim] at positions 0..T-1 (Su et al. 2021)."""
     T = x.shape[0]
     rot = spec.rotary_dim
-    i = torch.arange(rot // 2, dtype=torch.float64)
-    freq = spec.theta ** (-2.0 * i / rot)
+    freq, mscale = rope_frequencies(spec)
     ang = torch.arange(T, dtype=torch.float64)[:, None] * freq[None, :]
-    cos, sin = torch.cos(ang)[:, None, :], torch.sin(ang)[:, None, :]
+    cos = mscale * torch.cos(ang)[:, None, :]
+    sin = mscale * torch.sin(ang)[:, None, :]
     out = x.clone()
     if spec.style == "interleaved":
         a, b = x[..., 0:rot:2], x[..., 1:rot:2]

@@ -21,6 +21,21 @@ def Arch_RopeStyle : I32EnumAttr<"RopeStyle", "which dimensions RoPE pairs", [
   let cppNamespace = "::arch";
 }
 
+def Arch_RopeScaling : I32EnumAttr<"RopeScaling", "RoPE context extension", [
+    I32EnumAttrCase<"none", 0>,
+    // Position interpolation: inv_freq / factor (Chen et al. 2023).
+    I32EnumAttrCase<"linear", 1>,
+    // NTK-aware: theta * factor^(rotary_dim / (rotary_dim - 2)).
+    I32EnumAttrCase<"ntk", 2>,
+    // YaRN (Peng et al. 2023): per-frequency ramp between interpolation and
+    // extrapolation, cos/sin scaled by 0.1 ln(factor) + 1.
+    I32EnumAttrCase<"yarn", 3>,
+    // Llama 3.1: low frequencies / factor, high kept, smooth in between.
+    I32EnumAttrCase<"llama3", 4>,
+  ]> {
+  let cppNamespace = "::arch";
+}
+
 def Arch_Activation : I32EnumAttr<"Activation", "activation function", [
     I32EnumAttrCase<"silu", 0>,         // x * sigmoid(x)
     I32EnumAttrCase<"gelu", 1>,         // x * Phi(x), exact (erf)

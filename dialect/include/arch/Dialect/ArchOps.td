@@ -172,20 +172,33 @@ def Arch_RopeOp : Arch_Op<"rope", [Pure]> {
     Rotates the first `rotary_dim` dimensions of each of `n_heads` heads of
     `input` by angle `(pos + t) * theta^(-2i / rotary_dim)` for token `t`,
     pairing dimensions as `style` says. `pos` is the position of the first
-    token (the number already in the KV cache).
+    token (the number already in the KV cache). `scaling` and its factors
+    adjust the frequencies for context extension (see RopeScaling).
 
     ```mlir
     %qr = arch.rope interleaved %q, %pos {n_heads = 6, head_dim = 48,
         rotary_dim = 48, theta = 1.0e+04}
         : (tensor<?x288xf32>, index) -> tensor<?x288xf32>
+    %kr = arch.rope half_split scaling llama3 %k, %pos {factor = 8.0,
+        original_max_seq_len = 8192, n_heads = 8, head_dim = 128,
+        rotary_dim = 128, theta = 5.0e+05}
+        : (tensor<?x1024xf32>, index) -> tensor<?x1024xf32>
     ```
   }];
   let arguments = (ins F32Tensor:$input, Index:$pos, Arch_RopeStyle:$style,
                        I64Attr:$n_heads, I64Attr:$head_dim,
-                       I64Attr:$rotary_dim, F64Attr:$theta);
+                       I64Attr:$rotary_dim, F64Attr:$theta,
+                       DefaultValuedAttr<Arch_RopeScaling,
+                                         "::arch::RopeScaling::none">:$scaling,
+                       DefaultValuedAttr<F64Attr, "1.0">:$factor,
+                       DefaultValuedAttr<I64Attr, "0">:$original_max_seq_len,
+                       DefaultValuedAttr<F64Attr, "1.0">:$low_freq_factor,
+                       DefaultValuedAttr<F64Attr, "4.0">:$high_freq_factor,
+                       DefaultValuedAttr<F64Attr, "32.0">:$beta_fast,
+                       DefaultValuedAttr<F64Attr, "1.0">:$beta_slow);
   let results = (outs F32Tensor:$result);
-  let assemblyFormat = "$style $input `,` $pos attr-dict `:` "
-                       "functional-type(operands, results)";
+  let assemblyFormat = "$style (`scaling` $scaling^)? $input `,` $pos "
+                       "attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 
