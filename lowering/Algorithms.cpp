@@ -310,6 +310,8 @@ static void lowerAttention(KernelFuncs &k) {
 
   RDom past(0, len, "past");
   past.where(past <= pos + t);
+  if (int64_t window = k.spec.ints[4]) // the last `window` positions only
+    past.where(past > pos + t - int(window));
   Func rowMax("row_max");
   rowMax(h, t) = Float(32).min();
   rowMax(h, t) = max(rowMax(h, t), scaled(past, h, t));

@@ -171,20 +171,26 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     return success();
   }
   if (auto n = dyn_cast<NormOp>(op)) {
-    int64_t d = widthOf(n.getInput());
+    // Groups are rows of their own: [T, g * d] is [T * g, d].
+    int64_t g = n.getGroups();
+    int64_t d = widthOf(n.getInput()) / g;
     ValueInfo in = info(n.getInput());
+    if (g > 1)
+      in.rows = "(" + in.rows + ") * " + std::to_string(g);
     bool bias = bool(n.getBias());
     std::string k = kernel({KernelKind::Norm,
                             {d, int64_t(n.getKind() == NormKind::layer), bias},
                             {double(n.getEps().convertToFloat()),
                              double(n.getWeightOffset().convertToFloat())}});
-    defineResult(op, d, in.rows);
+    defineResult(op, d * g, in.rows);
     os << comment(op) << "  ARCHRT_CHECK(" << k << "("
        << f32(0, in.ptr, {s(d), in.rows}) << ", "
        << f32(1, info(n.getWeight()).ptr, {s(d)}) << ", ";
     if (bias)
       os << f32(2, info(n.getBias()).ptr, {s(d)}) << ", ";
     os << f32(3, info(n.getResult()).ptr, {s(d), in.rows}) << "));\n";
+    if (g > 1)
+      values[n.getResult()].rows = info(n.getInput()).rows;
     return success();
   }
   if (auto pe = dyn_cast<PosEmbedOp>(op)) {
@@ -254,7 +260,8 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     ValueInfo q = info(a.getQuery()), k = info(a.getKey()),
               v = info(a.getValue());
     std::string kn = kernel({KernelKind::Attention,
-                             {h, kvh, hd, int64_t(a.getAlibi())},
+                             {h, kvh, hd, int64_t(a.getAlibi()),
+                              int64_t(a.getWindow())},
                              {a.getScale().convertToDouble(),
                               a.getSoftcap().convertToDouble()}});
     defineResult(op, h * hd, q.rows);

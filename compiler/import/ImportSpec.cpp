@@ -40,7 +40,8 @@ private:
     return b.create<ParamOp>(l, RankedTensorType::get(shape, b.getF32Type()),
                              SymbolRefAttr::get(&ctx, name));
   }
-  Value norm(Location l, Value x, const std::string &prefix);
+  Value norm(Location l, Value x, const std::string &prefix,
+             int64_t groups = 1);
   Value linear(Location l, Value x, const std::string &prefix, int64_t out,
                bool bias);
   Value attention(int64_t i, Value h, Value pos);
@@ -52,14 +53,15 @@ private:
   OpBuilder b;
 };
 
-Value Importer::norm(Location l, Value x, const std::string &prefix) {
-  int64_t d = spec.model.dModel;
+Value Importer::norm(Location l, Value x, const std::string &prefix,
+                     int64_t groups) {
+  int64_t d = cast<RankedTensorType>(x.getType()).getDimSize(1) / groups;
   Value bias = spec.norm.bias ? param(l, prefix + ".bias", {d}) : Value();
   NormKind kind = spec.norm.kind == spec::NormKind::RMSNorm ? NormKind::rms
                                                              : NormKind::layer;
   return b.create<NormOp>(l, x.getType(), x, param(l, prefix + ".weight", {d}),
                           bias, kind, llvm::APFloat(float(spec.norm.eps)),
-                          llvm::APFloat(float(spec.norm.weightOffset)));
+                          llvm::APFloat(float(spec.norm.weightOffset)), groups);
 }
 
 Value Importer::linear(Location l, Value x, const std::string &prefix,
@@ -81,6 +83,12 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
   Value q = linear(al, h, p + "q_proj", spec.qDim(), a.qkvBias);
   Value k = linear(al, h, p + "k_proj", spec.kvDim(), a.qkvBias);
   Value v = linear(al, h, p + "v_proj", spec.kvDim(), a.qkvBias);
+  if (a.qkNorm != spec::QKNorm::None) {
+    Location ql = layerLoc(i, "attention.qk_norm");
+    bool perHead = a.qkNorm == spec::QKNorm::Head;
+    q = norm(ql, q, p + "q_norm", perHead ? a.nHeads : 1);
+    k = norm(ql, k, p + "k_norm", perHead ? a.nKVHeads : 1);
+  }
   if (a.position.kind == spec::PositionKind::Rope) {
     Location rl = layerLoc(i, "attention.position");
     RopeStyle style = a.position.style == spec::RopeStyle::HalfSplit
@@ -102,7 +110,7 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
   Value attn = b.create<AttentionOp>(
       al, q.getType(), q, k, v, pos, i, a.nHeads, a.nKVHeads, a.headDim,
       llvm::APFloat(a.scale), llvm::APFloat(a.softcap),
-      a.position.kind == spec::PositionKind::ALiBi);
+      a.position.kind == spec::PositionKind::ALiBi, a.window);
   return linear(al, attn, p + "o_proj", spec.model.dModel, a.outBias);
 }
 

@@ -39,6 +39,7 @@ enum class Activation {
   SiLU, GELU, GELUTanh, GELUSigmoid, ReLU, SquaredReLU, Sigmoid, Identity
 };
 enum class BlockLayout { Serial, Parallel };
+enum class QKNorm { None, Head, Full };
 } // namespace spec
 
 struct ModelSpec {
@@ -82,6 +83,10 @@ struct AttentionSpec {
   bool qkvBias = false;
   bool outBias = false;
   double softcap = 0.0; ///< Gemma 2: scores -> c * tanh(scores / c); 0 = off
+  /// QK-norm with the model's norm kind: over each head (Gemma 3, Qwen 3)
+  /// or over the whole q / k projection (OLMo 2).
+  spec::QKNorm qkNorm = spec::QKNorm::None;
+  int64_t window = 0; ///< sliding window: attend to the last `window` tokens
   PositionSpec position;
 };
 

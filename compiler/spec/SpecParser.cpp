@@ -339,7 +339,7 @@ void parseTables(Parser &p, const toml::table &root) {
   const toml::table *attnTbl = top.subtable("attention");
   TableReader attn(p, attnTbl, "attention",
                    {"n_heads", "n_kv_heads", "head_dim", "scale", "qkv_bias",
-                    "out_bias", "softcap", "position"});
+                    "out_bias", "softcap", "qk_norm", "window", "position"});
   if (auto v = attn.getInt("n_heads", true))
     s.attention.nHeads = *v;
   if (auto v = attn.getInt("n_kv_heads", false))
@@ -354,6 +354,10 @@ void parseTables(Parser &p, const toml::table &root) {
     s.attention.outBias = *v;
   if (auto v = attn.getFloat("softcap", false))
     s.attention.softcap = *v;
+  if (auto k = attn.getEnum("qk_norm", {"none", "head", "full"}))
+    s.attention.qkNorm = QKNorm(*k);
+  if (auto v = attn.getInt("window", false))
+    s.attention.window = *v;
   TableReader pos(p, attn.subtable("position"), "attention.position",
                   {"kind", "theta", "rotary_dim", "style", "offset", "scaling",
                    "factor", "original_max_seq_len", "low_freq_factor",

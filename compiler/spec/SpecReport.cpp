@@ -19,13 +19,18 @@ SpecReport analyzeSpec(const ArchSpec &s) {
   const int64_t attnBias = (s.attention.qkvBias ? q + 2 * kv : 0) +
                            (s.attention.outBias ? d : 0);
   const int64_t ffnBias = s.ffn.bias ? (glu ? 2 : 1) * ff + d : 0;
+  const int64_t normWidth = s.norm.bias ? 2 : 1; // weight (+ bias) per dim
+  const int64_t qkNorm =
+      s.attention.qkNorm == spec::QKNorm::Head
+          ? 2 * s.attention.headDim * normWidth
+          : s.attention.qkNorm == spec::QKNorm::Full ? (q + kv) * normWidth : 0;
   const int64_t normParams = s.norm.bias ? 2 * d : d;
   const bool oneNorm = s.block.layout == spec::BlockLayout::Parallel &&
                        s.block.sharedNorm;
   const int64_t normsPerLayer =
       oneNorm ? 1 : s.norm.placement == spec::NormPlacement::Sandwich ? 4 : 2;
   const int64_t perLayer =
-      attnMat + ffnMat + attnBias + ffnBias + normsPerLayer * normParams;
+      attnMat + ffnMat + attnBias + ffnBias + qkNorm + normsPerLayer * normParams;
   r.embeddingParams = v * d * (s.model.tieEmbeddings ? 1 : 2);
   if (s.attention.position.kind == spec::PositionKind::Learned)
     r.embeddingParams += (s.model.maxSeqLen + s.attention.position.offset) * d;

@@ -165,3 +165,19 @@ func.func @softcap_cap(%x: tensor<1x8xf32>) {
   %y = arch.softcap %x {cap = 0.0 : f32} : tensor<1x8xf32>
   return
 }
+
+// -----
+
+func.func @norm_groups(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{groups (3) must divide the input width 8}}
+  %y = arch.norm rms %x, %w {eps = 1.0e-5 : f32, groups = 3} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @norm_group_weight(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{weight must be tensor<4xf32>}}
+  %y = arch.norm rms %x, %w {eps = 1.0e-5 : f32, groups = 2} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}

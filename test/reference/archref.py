@@ -54,6 +54,8 @@ class Spec:
         self.qkv_bias = a.get("qkv_bias", False)
         self.out_bias = a.get("out_bias", False)
         self.softcap = a.get("softcap", 0.0)
+        self.qk_norm = a.get("qk_norm", "none")
+        self.window = a.get("window", 0)
         pos = a.get("position", {})
         self.pos_kind = pos.get("kind", "rope")
         self.rope = self.pos_kind == "rope"
@@ -98,10 +100,10 @@ class Spec:
             shapes["model.embed_positions.weight"] = (
                 self.max_seq + self.pos_offset, d)
 
-        def norm(prefix):
-            shapes[prefix + ".weight"] = (d,)
+        def norm(prefix, width=d):
+            shapes[prefix + ".weight"] = (width,)
             if self.norm_bias:
-                shapes[prefix + ".bias"] = (d,)
+                shapes[prefix + ".bias"] = (width,)
 
         def linear(prefix, n_out, n_in, bias):
             shapes[prefix + ".weight"] = (n_out, n_in)
@@ -115,6 +117,10 @@ class Spec:
             for name, n_out in [("q", q), ("k", kv), ("v", kv)]:
                 linear(p + f"self_attn.{name}_proj", n_out, d, self.qkv_bias)
             linear(p + "self_attn.o_proj", d, q, self.out_bias)
+            if self.qk_norm != "none":
+                per_head = self.qk_norm == "head"
+                norm(p + "self_attn.q_norm", self.head_dim if per_head else q)
+                norm(p + "self_attn.k_norm", self.head_dim if per_head else kv)
             linear(p + "mlp.up_proj", ff, d, self.ffn_bias)
             if self.glu:
                 linear(p + "mlp.gate_proj", ff, d, self.ffn_bias)
@@ -341,6 +347,8 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
     if spec.embedding_norm:
         x = norm(spec, W, "model.embed_layernorm", x)
     mask = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
+    if spec.window:  # sliding window: keys within the last `window` tokens
+        mask = mask + torch.full((T, T), float("-inf"), dtype=dtype).tril(-spec.window)
     bias = 0
     if spec.pos_kind == "alibi":
         dist = torch.arange(T)[:, None] - torch.arange(T)[None, :]
@@ -351,6 +359,12 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
         q = linear(W, p + "self_attn.q_proj", h).view(T, H, hd)
         k = linear(W, p + "self_attn.k_proj", h).view(T, KV, hd)
         v = linear(W, p + "self_attn.v_proj", h).view(T, KV, hd)
+        if spec.qk_norm == "head":  # each head normalized on its own
+            q = norm(spec, W, p + "self_attn.q_norm", q)
+            k = norm(spec, W, p + "self_attn.k_norm", k)
+        elif spec.qk_norm == "full":  # over the whole projection (OLMo 2)
+            q = norm(spec, W, p + "self_attn.q_norm", q.reshape(T, H * hd)).view(T, H, hd)
+            k = norm(spec, W, p + "self_attn.k_norm", k.reshape(T, KV * hd)).view(T, KV, hd)
         if spec.rope:
             q, k = rotate(q, spec).to(dtype), rotate(k, spec).to(dtype)
         k = k.repeat_interleave(H // KV, dim=1)

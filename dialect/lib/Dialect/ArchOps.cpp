@@ -56,6 +56,10 @@ LogicalResult NormOp::verify() {
   int64_t d = featureDim(*this, getInput(), "input");
   if (d < 0)
     return failure();
+  if (getGroups() < 1 || d % getGroups() != 0)
+    return emitOpError() << "groups (" << getGroups()
+                         << ") must divide the input width " << d;
+  d /= getGroups();
   auto w = cast<RankedTensorType>(getWeight().getType());
   if (w.getRank() != 1 || w.getDimSize(0) != d)
     return emitOpError() << "weight must be tensor<" << d << "xf32>, got "
@@ -180,6 +184,8 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "result type must equal the query type";
   if (getLayer() < 0)
     return emitOpError() << "layer must be non-negative";
+  if (getWindow() < 0)
+    return emitOpError() << "window must be non-negative";
   if (getSoftcap().convertToDouble() < 0)
     return emitOpError() << "softcap must be positive (or 0 for none)";
   return success();

@@ -54,7 +54,9 @@ def Arch_NormOp : Arch_Op<"norm", [Pure]> {
   let description = [{
     `rms`: x / sqrt(mean(x^2) + eps) * (weight_offset + weight) (+ bias).
     `layer`: (x - mean(x)) / sqrt(var(x) + eps) * (weight_offset + weight)
-    (+ bias). Gemma stores weights around 0 and scales by 1 + w.
+    (+ bias). Gemma stores weights around 0 and scales by 1 + w. With
+    `groups` = g > 1, each of g equal contiguous slices of a row is
+    normalized on its own with the same weight (QK-norm per head).
 
     ```mlir
     %h = arch.norm rms %x, %w {eps = 1.0e-05 : f32}
@@ -66,7 +68,8 @@ def Arch_NormOp : Arch_Op<"norm", [Pure]> {
   let arguments = (ins F32Tensor:$input, F32Tensor:$weight,
                        Optional<F32Tensor>:$bias,
                        Arch_NormKind:$kind, F32Attr:$eps,
-                       DefaultValuedAttr<F32Attr, "0.0">:$weight_offset);
+                       DefaultValuedAttr<F32Attr, "0.0">:$weight_offset,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = "$kind $input `,` $weight (`,` $bias^)? attr-dict `:` "
                        "functional-type(operands, results)";
@@ -235,7 +238,9 @@ def Arch_AttentionOp : Arch_Op<"attention",
     `n_kv_heads` key/value heads (MHA, GQA, MQA). The cache is state, so the
     op reads and writes memory. With `softcap` > 0 the scaled scores become
     softcap * tanh(scores / softcap) (Gemma 2); with `alibi` each head h
-    adds -slope_h * (query position - key position) (Press et al. 2022).
+    adds -slope_h * (query position - key position) (Press et al. 2022);
+    with `window` > 0 a query attends only to the last `window` positions
+    (sliding-window attention, Mistral, Gemma 2 local layers).
 
     ```mlir
     %a = arch.attention %q, %k, %v, %pos {layer = 0, n_heads = 6,
@@ -248,7 +253,8 @@ def Arch_AttentionOp : Arch_Op<"attention",
                        Index:$pos, I64Attr:$layer, I64Attr:$n_heads,
                        I64Attr:$n_kv_heads, I64Attr:$head_dim, F64Attr:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$softcap,
-                       UnitAttr:$alibi);
+                       UnitAttr:$alibi,
+                       DefaultValuedAttr<I64Attr, "0">:$window);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = "$query `,` $key `,` $value `,` $pos attr-dict `:` "
                        "functional-type(operands, results)";
