@@ -77,7 +77,7 @@ Value Importer::linear(Location l, Value x, const std::string &prefix,
 
 /// Self-attention of one layer on normalized input `h`, output projected.
 Value Importer::attention(int64_t i, Value h, Value pos) {
-  const AttentionSpec &a = spec.attention;
+  const AttentionSpec &a = spec.layers[size_t(i)].attention;
   const std::string p = "model.layers." + std::to_string(i) + ".self_attn.";
   Location al = layerLoc(i, "attention");
   Value q = linear(al, h, p + "q_proj", spec.qDim(), a.qkvBias);
@@ -117,7 +117,7 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
 /// The FFN of one layer on normalized input `h`: down(act(up h)) or, gated,
 /// down(act(gate h) * up h).
 Value Importer::ffn(int64_t i, Value h) {
-  const FFNSpec &f = spec.ffn;
+  const FFNSpec &f = spec.layers[size_t(i)].ffn;
   const std::string p = "model.layers." + std::to_string(i) + ".mlp.";
   Location fl = layerLoc(i, "ffn");
   // spec::Activation lists the dialect's cases in the same order.

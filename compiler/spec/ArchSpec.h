@@ -113,6 +113,13 @@ struct WeightsSpec {
   std::string naming = "hf-llama";
 };
 
+/// What one layer computes: the model's attention and FFN, with the keys of
+/// every [[layer_overrides]] entry that selects the layer applied in order.
+struct LayerSpec {
+  AttentionSpec attention;
+  FFNSpec ffn;
+};
+
 struct ArchSpec {
   std::string file;
   ModelSpec model;
@@ -122,6 +129,7 @@ struct ArchSpec {
   BlockSpec block;
   OutputSpec output;
   WeightsSpec weights;
+  std::vector<LayerSpec> layers; ///< n_layers entries after parsing
   /// Where each key or table came from, by dotted path ("attention.n_heads").
   std::map<std::string, SourceLoc> locs;
 

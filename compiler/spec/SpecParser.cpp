@@ -87,7 +87,7 @@ std::string suggest(const std::string &word,
 class Parser {
 public:
   Parser(std::string file, std::vector<SpecError> &errors)
-      : file(std::move(file)), errors(errors) {}
+      : file(std::move(file)), errors(errors), sink(&errors) {}
 
   SourceLoc loc(const toml::source_region &r) const {
     return SourceLoc{file, static_cast<unsigned>(r.begin.line),
@@ -95,11 +95,14 @@ public:
   }
   void error(const SourceLoc &l, const std::string &key,
              const std::string &msg) {
-    errors.push_back(SpecError{l, key, msg});
+    sink->push_back(SpecError{l, key, msg});
   }
 
   std::string file;
   std::vector<SpecError> &errors;
+  /// Where errors go: `errors`, or a scratch list while an override is
+  /// applied to its second and later layers (one report per key).
+  std::vector<SpecError> *sink;
   ArchSpec spec;
 };
 
@@ -247,6 +250,28 @@ public:
     return std::nullopt;
   }
 
+  /// An array of integers >= 0; false (and an error) on a bad element.
+  std::optional<std::vector<int64_t>> getIntArray(const std::string &key) {
+    const toml::node *n = node(key);
+    if (!n)
+      return std::nullopt;
+    if (!n->is_array()) {
+      wrongType(n, key, "an array of integers");
+      return std::nullopt;
+    }
+    std::vector<int64_t> out;
+    for (const toml::node &e : *n->as_array()) {
+      auto v = e.value_exact<int64_t>();
+      if (!e.is_integer() || !v || *v < 0) {
+        p.error(p.loc(e.source()), full(key),
+                "expected non-negative integers");
+        return std::nullopt;
+      }
+      out.push_back(*v);
+    }
+    return out;
+  }
+
   const toml::table *subtable(const std::string &key) {
     const toml::node *n = node(key);
     if (!n)
@@ -289,11 +314,68 @@ const std::vector<std::string> &activationNames() {
   return names;
 }
 
+/// The attention keys a layer override may set too (shapes stay global).
+void parseLayerAttention(Parser &p, TableReader &attn, AttentionSpec &a,
+                         const std::string &path) {
+  if (auto v = attn.getFloat("scale", false))
+    a.scale = *v;
+  if (auto v = attn.getFloat("softcap", false))
+    a.softcap = *v;
+  if (auto k = attn.getEnum("qk_norm", {"none", "head", "full"}))
+    a.qkNorm = QKNorm(*k);
+  if (auto v = attn.getInt("window", false, 0))
+    a.window = *v;
+  TableReader pos(p, attn.subtable("position"), path + ".position",
+                  {"kind", "theta", "rotary_dim", "style", "offset", "scaling",
+                   "factor", "original_max_seq_len", "low_freq_factor",
+                   "high_freq_factor", "beta_fast", "beta_slow"});
+  PositionSpec &ps = a.position;
+  if (auto k = pos.getEnum("kind", {"rope", "none", "learned", "sinusoidal",
+                                    "alibi"}))
+    ps.kind = std::array<PositionKind, 5>{
+        PositionKind::Rope, PositionKind::None, PositionKind::Learned,
+        PositionKind::Sinusoidal, PositionKind::ALiBi}[*k];
+  if (auto v = pos.getInt("offset", false, 0))
+    ps.offset = *v;
+  if (auto k = pos.getEnum("scaling", {"none", "linear", "ntk", "yarn", "llama3"}))
+    ps.scaling = RopeScaling(*k);
+  if (auto v = pos.getFloat("factor", false))
+    ps.factor = *v;
+  if (auto v = pos.getInt("original_max_seq_len", false))
+    ps.originalMaxSeqLen = *v;
+  if (auto v = pos.getFloat("low_freq_factor", false))
+    ps.lowFreqFactor = *v;
+  if (auto v = pos.getFloat("high_freq_factor", false))
+    ps.highFreqFactor = *v;
+  if (auto v = pos.getFloat("beta_fast", false))
+    ps.betaFast = *v;
+  if (auto v = pos.getFloat("beta_slow", false))
+    ps.betaSlow = *v;
+  if (auto v = pos.getFloat("theta", false))
+    ps.theta = *v;
+  if (auto v = pos.getInt("rotary_dim", false))
+    ps.rotaryDim = *v;
+  if (auto k = pos.getEnum("style", {"half_split", "interleaved"}))
+    ps.style = *k == 0 ? RopeStyle::HalfSplit : RopeStyle::Interleaved;
+  pos.finish();
+}
+
+void parseFFN(TableReader &ffn, FFNSpec &f, bool dffRequired) {
+  if (auto k = ffn.getEnum("kind", {"glu", "mlp"}))
+    f.kind = *k == 0 ? FFNKind::GLU : FFNKind::MLP;
+  if (auto k = ffn.getEnum("activation", activationNames()))
+    f.activation = Activation(*k);
+  if (auto v = ffn.getInt("d_ff", dffRequired))
+    f.dFF = *v;
+  if (auto v = ffn.getBool("bias"))
+    f.bias = *v;
+}
+
 void parseTables(Parser &p, const toml::table &root) {
   ArchSpec &s = p.spec;
   TableReader top(p, &root, "",
                   {"model", "norm", "attention", "ffn", "block", "output",
-                   "weights"});
+                   "weights", "layer_overrides"});
 
   TableReader model(p, top.subtable("model"), "model",
                     {"name", "vocab_size", "d_model", "n_layers",
@@ -336,8 +418,7 @@ void parseTables(Parser &p, const toml::table &root) {
     s.norm.finalNorm = *v;
   norm.finish();
 
-  const toml::table *attnTbl = top.subtable("attention");
-  TableReader attn(p, attnTbl, "attention",
+  TableReader attn(p, top.subtable("attention"), "attention",
                    {"n_heads", "n_kv_heads", "head_dim", "scale", "qkv_bias",
                     "out_bias", "softcap", "qk_norm", "window", "position"});
   if (auto v = attn.getInt("n_heads", true))
@@ -346,63 +427,16 @@ void parseTables(Parser &p, const toml::table &root) {
     s.attention.nKVHeads = *v;
   if (auto v = attn.getInt("head_dim", false))
     s.attention.headDim = *v;
-  if (auto v = attn.getFloat("scale", false))
-    s.attention.scale = *v;
   if (auto v = attn.getBool("qkv_bias"))
     s.attention.qkvBias = *v;
   if (auto v = attn.getBool("out_bias"))
     s.attention.outBias = *v;
-  if (auto v = attn.getFloat("softcap", false))
-    s.attention.softcap = *v;
-  if (auto k = attn.getEnum("qk_norm", {"none", "head", "full"}))
-    s.attention.qkNorm = QKNorm(*k);
-  if (auto v = attn.getInt("window", false))
-    s.attention.window = *v;
-  TableReader pos(p, attn.subtable("position"), "attention.position",
-                  {"kind", "theta", "rotary_dim", "style", "offset", "scaling",
-                   "factor", "original_max_seq_len", "low_freq_factor",
-                   "high_freq_factor", "beta_fast", "beta_slow"});
-  PositionSpec &ps = s.attention.position;
-  if (auto k = pos.getEnum("kind", {"rope", "none", "learned", "sinusoidal",
-                                    "alibi"}))
-    ps.kind = std::array<PositionKind, 5>{
-        PositionKind::Rope, PositionKind::None, PositionKind::Learned,
-        PositionKind::Sinusoidal, PositionKind::ALiBi}[*k];
-  if (auto v = pos.getInt("offset", false, 0))
-    ps.offset = *v;
-  if (auto k = pos.getEnum("scaling", {"none", "linear", "ntk", "yarn", "llama3"}))
-    ps.scaling = RopeScaling(*k);
-  if (auto v = pos.getFloat("factor", false))
-    ps.factor = *v;
-  if (auto v = pos.getInt("original_max_seq_len", false))
-    ps.originalMaxSeqLen = *v;
-  if (auto v = pos.getFloat("low_freq_factor", false))
-    ps.lowFreqFactor = *v;
-  if (auto v = pos.getFloat("high_freq_factor", false))
-    ps.highFreqFactor = *v;
-  if (auto v = pos.getFloat("beta_fast", false))
-    ps.betaFast = *v;
-  if (auto v = pos.getFloat("beta_slow", false))
-    ps.betaSlow = *v;
-  if (auto v = pos.getFloat("theta", false))
-    ps.theta = *v;
-  if (auto v = pos.getInt("rotary_dim", false))
-    ps.rotaryDim = *v;
-  if (auto k = pos.getEnum("style", {"half_split", "interleaved"}))
-    ps.style = *k == 0 ? RopeStyle::HalfSplit : RopeStyle::Interleaved;
-  pos.finish();
+  parseLayerAttention(p, attn, s.attention, "attention");
   attn.finish();
 
   TableReader ffn(p, top.subtable("ffn"), "ffn",
                   {"kind", "activation", "d_ff", "bias"});
-  if (auto k = ffn.getEnum("kind", {"glu", "mlp"}))
-    s.ffn.kind = *k == 0 ? FFNKind::GLU : FFNKind::MLP;
-  if (auto k = ffn.getEnum("activation", activationNames()))
-    s.ffn.activation = Activation(*k);
-  if (auto v = ffn.getInt("d_ff", true))
-    s.ffn.dFF = *v;
-  if (auto v = ffn.getBool("bias"))
-    s.ffn.bias = *v;
+  parseFFN(ffn, s.ffn, true);
   ffn.finish();
 
   TableReader block(p, top.subtable("block"), "block",
@@ -429,6 +463,57 @@ void parseTables(Parser &p, const toml::table &root) {
   top.finish();
 }
 
+/// Checks of one layer's attention keys (the model's, under `path` =
+/// "attention", or an override's), filling in defaults that depend on
+/// head_dim.
+void validateLayerAttention(Parser &p, AttentionSpec &a,
+                            const std::string &path) {
+  ArchSpec &s = p.spec;
+  auto has = [&](const std::string &key) { return s.locs.count(path + key); };
+  auto err = [&](const std::string &key, const std::string &msg) {
+    p.error(s.locOf(path + key), path + key, msg);
+  };
+  PositionSpec &ps = a.position;
+  if (ps.kind == PositionKind::Rope && a.headDim > 0) {
+    if (ps.rotaryDim == 0)
+      ps.rotaryDim = a.headDim;
+    if (ps.rotaryDim > a.headDim)
+      err(".position.rotary_dim",
+          "rotary_dim (" + std::to_string(ps.rotaryDim) +
+              ") is larger than head_dim (" + std::to_string(a.headDim) + ")");
+    else if (ps.rotaryDim % 2 != 0)
+      err(has(".position.rotary_dim") || path != "attention"
+              ? ".position.rotary_dim"
+              : ".head_dim",
+          "RoPE rotates pairs of dimensions: rotary dimension " +
+              std::to_string(ps.rotaryDim) + " is odd");
+  }
+  if (has(".position.offset") && ps.kind != PositionKind::Learned)
+    err(".position.offset", "offset applies only to learned positions");
+  bool scaled = ps.scaling != RopeScaling::None;
+  if (scaled && !has(".position.factor") && ps.factor == 1.0)
+    err(".position.scaling", "a RoPE scaling needs attention.position.factor");
+  bool needsOriginal = ps.scaling == RopeScaling::YaRN ||
+                       ps.scaling == RopeScaling::Llama3;
+  if (needsOriginal && ps.originalMaxSeqLen == 0)
+    err(".position.scaling",
+        "yarn and llama3 scaling need attention.position.original_max_seq_len");
+  if (ps.scaling == RopeScaling::Llama3 &&
+      ps.highFreqFactor <= ps.lowFreqFactor)
+    err(".position.high_freq_factor",
+        "high_freq_factor must exceed low_freq_factor");
+  for (const char *key : {"factor", "original_max_seq_len"})
+    if (has(std::string(".position.") + key) && !scaled)
+      err(std::string(".position.") + key,
+          std::string(key) + " applies only with a RoPE scaling");
+  for (const char *key : {"theta", "rotary_dim", "style", "scaling"})
+    if (has(std::string(".position.") + key) && ps.kind != PositionKind::Rope)
+      err(std::string(".position.") + key,
+          std::string(key) + " applies only to rope positions");
+  if (a.scale == 0 && a.headDim > 0)
+    a.scale = 1.0 / std::sqrt(static_cast<double>(a.headDim));
+}
+
 /// Cross-key checks, run only on a spec whose keys all parsed.
 void validate(Parser &p) {
   ArchSpec &s = p.spec;
@@ -452,21 +537,6 @@ void validate(Parser &p) {
     else
       a.headDim = s.model.dModel / a.nHeads;
   }
-  PositionSpec &ps = a.position;
-  if (ps.kind == PositionKind::Rope && a.headDim > 0) {
-    if (ps.rotaryDim == 0)
-      ps.rotaryDim = a.headDim;
-    if (ps.rotaryDim > a.headDim)
-      err("attention.position.rotary_dim",
-          "rotary_dim (" + std::to_string(ps.rotaryDim) +
-              ") is larger than head_dim (" + std::to_string(a.headDim) + ")");
-    else if (ps.rotaryDim % 2 != 0)
-      err(s.locs.count("attention.position.rotary_dim")
-              ? "attention.position.rotary_dim"
-              : "attention.head_dim",
-          "RoPE rotates pairs of dimensions: rotary dimension " +
-              std::to_string(ps.rotaryDim) + " is odd");
-  }
   if (s.block.layout == BlockLayout::Parallel &&
       s.norm.placement != NormPlacement::Pre)
     err("norm.placement", "parallel blocks (block.layout = \"parallel\") "
@@ -474,34 +544,98 @@ void validate(Parser &p) {
   if (s.locs.count("block.shared_norm") &&
       s.block.layout != BlockLayout::Parallel)
     err("block.shared_norm", "only parallel blocks share a norm");
-  if (s.locs.count("attention.position.offset") &&
-      ps.kind != PositionKind::Learned)
-    err("attention.position.offset",
-        "offset applies only to learned positions");
-  bool scaled = ps.scaling != RopeScaling::None;
-  if (scaled && !s.locs.count("attention.position.factor"))
-    err("attention.position.scaling",
-        "a RoPE scaling needs attention.position.factor");
-  bool needsOriginal = ps.scaling == RopeScaling::YaRN ||
-                       ps.scaling == RopeScaling::Llama3;
-  if (needsOriginal && ps.originalMaxSeqLen == 0)
-    err("attention.position.scaling",
-        "yarn and llama3 scaling need attention.position.original_max_seq_len");
-  if (ps.scaling == RopeScaling::Llama3 &&
-      ps.highFreqFactor <= ps.lowFreqFactor)
-    err("attention.position.high_freq_factor",
-        "high_freq_factor must exceed low_freq_factor");
-  for (const char *key : {"factor", "original_max_seq_len"})
-    if (s.locs.count(std::string("attention.position.") + key) && !scaled)
-      err(std::string("attention.position.") + key,
-          std::string(key) + " applies only with a RoPE scaling");
-  for (const char *key : {"theta", "rotary_dim", "style", "scaling"})
-    if (s.locs.count(std::string("attention.position.") + key) &&
-        ps.kind != PositionKind::Rope)
-      err(std::string("attention.position.") + key,
-          std::string(key) + " applies only to rope positions");
-  if (a.scale == 0 && a.headDim > 0)
-    a.scale = 1.0 / std::sqrt(static_cast<double>(a.headDim));
+  validateLayerAttention(p, a, "attention");
+}
+
+/// [[layer_overrides]]: each entry selects layers (every + offset, layers,
+/// or first) and sets attention / position / FFN keys on them, in order.
+void applyOverrides(Parser &p, const toml::table &root) {
+  ArchSpec &s = p.spec;
+  s.layers.assign(size_t(s.model.nLayers), LayerSpec{s.attention, s.ffn});
+  const toml::node *n = root.get("layer_overrides");
+  if (!n)
+    return;
+  if (!n->is_array_of_tables()) {
+    p.error(p.loc(n->source()), "layer_overrides",
+            "expected an array of tables ([[layer_overrides]])");
+    return;
+  }
+  int index = 0;
+  for (const toml::node &entry : *n->as_array()) {
+    std::string path = "layer_overrides." + std::to_string(index++);
+    const toml::table *tbl = entry.as_table();
+    TableReader sel(p, tbl, path,
+                    {"every", "offset", "layers", "first", "attention", "ffn"});
+    auto every = sel.getInt("every", false);
+    auto offset = sel.getInt("offset", false, 0);
+    auto list = sel.getIntArray("layers");
+    auto first = sel.getInt("first", false);
+    int kinds = bool(every) + bool(list) + bool(first);
+    std::vector<int64_t> chosen;
+    const int64_t L = s.model.nLayers;
+    if (kinds != 1) {
+      p.error(p.loc(tbl->source()), path,
+              "select layers with exactly one of 'every' (with 'offset'), "
+              "'layers' or 'first'");
+    } else if (every) {
+      if (*every > L || offset.value_or(0) >= *every)
+        p.error(s.locOf(path + (offset ? ".offset" : ".every")),
+                path + (offset ? ".offset" : ".every"),
+                "every = " + std::to_string(*every) + ", offset = " +
+                    std::to_string(offset.value_or(0)) +
+                    " selects no layer of " + std::to_string(L));
+      for (int64_t i = offset.value_or(0); i < L; i += *every)
+        chosen.push_back(i);
+    } else if (list) {
+      for (int64_t i : *list) {
+        if (i >= L)
+          p.error(s.locOf(path + ".layers"), path + ".layers",
+                  "layer " + std::to_string(i) + " does not exist (n_layers = " +
+                      std::to_string(L) + ")");
+        else
+          chosen.push_back(i);
+      }
+    } else if (*first > L) {
+      p.error(s.locOf(path + ".first"), path + ".first",
+              "first = " + std::to_string(*first) + " exceeds n_layers = " +
+                  std::to_string(L));
+    } else {
+      for (int64_t i = 0; i < *first; ++i)
+        chosen.push_back(i);
+    }
+    if (offset && !every)
+      p.error(s.locOf(path + ".offset"), path + ".offset",
+              "offset goes with 'every'");
+
+    const toml::table *attnTbl = sel.subtable("attention");
+    const toml::table *ffnTbl = sel.subtable("ffn");
+    std::vector<SpecError> scratch;
+    // With no layer chosen, still parse once so that key errors show.
+    size_t rounds = std::max<size_t>(chosen.size(), 1);
+    for (size_t k = 0; k < rounds; ++k) {
+      p.sink = k == 0 ? &p.errors : &scratch;
+      LayerSpec probe{s.attention, s.ffn};
+      LayerSpec &layer = chosen.empty() ? probe : s.layers[size_t(chosen[k])];
+      TableReader attn(p, attnTbl, path + ".attention",
+                       {"scale", "softcap", "qk_norm", "window", "position"});
+      parseLayerAttention(p, attn, layer.attention, path + ".attention");
+      attn.finish();
+      PositionKind kind = layer.attention.position.kind;
+      if (k == 0 && s.locs.count(path + ".attention.position.kind") &&
+          (kind == PositionKind::Learned || kind == PositionKind::Sinusoidal))
+        p.error(s.locOf(path + ".attention.position.kind"),
+                path + ".attention.position.kind",
+                "absolute positions (learned, sinusoidal) belong to the "
+                "whole model, not to a layer");
+      validateLayerAttention(p, layer.attention, path + ".attention");
+      TableReader ffn(p, ffnTbl, path + ".ffn",
+                      {"kind", "activation", "d_ff", "bias"});
+      parseFFN(ffn, layer.ffn, false);
+      ffn.finish();
+    }
+    p.sink = &p.errors;
+    sel.finish();
+  }
 }
 
 std::optional<ArchSpec> finishParse(Parser &p, const toml::table &root) {
@@ -510,6 +644,8 @@ std::optional<ArchSpec> finishParse(Parser &p, const toml::table &root) {
   parseTables(p, root);
   if (p.errors.size() == before)
     validate(p);
+  if (p.errors.size() == before)
+    applyOverrides(p, root);
   if (p.errors.size() != before)
     return std::nullopt;
   return std::move(p.spec);

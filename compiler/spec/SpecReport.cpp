@@ -12,34 +12,44 @@ namespace arch {
 SpecReport analyzeSpec(const ArchSpec &s) {
   SpecReport r;
   const int64_t d = s.model.dModel, v = s.model.vocabSize;
-  const int64_t q = s.qDim(), kv = s.kvDim(), ff = s.ffn.dFF;
-  const bool glu = s.ffn.kind == spec::FFNKind::GLU;
-  const int64_t attnMat = d * q + 2 * d * kv + q * d;
-  const int64_t ffnMat = (glu ? 3 : 2) * d * ff;
-  const int64_t attnBias = (s.attention.qkvBias ? q + 2 * kv : 0) +
-                           (s.attention.outBias ? d : 0);
-  const int64_t ffnBias = s.ffn.bias ? (glu ? 2 : 1) * ff + d : 0;
+  const int64_t q = s.qDim(), kv = s.kvDim();
   const int64_t normWidth = s.norm.bias ? 2 : 1; // weight (+ bias) per dim
-  const int64_t qkNorm =
-      s.attention.qkNorm == spec::QKNorm::Head
-          ? 2 * s.attention.headDim * normWidth
-          : s.attention.qkNorm == spec::QKNorm::Full ? (q + kv) * normWidth : 0;
-  const int64_t normParams = s.norm.bias ? 2 * d : d;
+  const int64_t normParams = normWidth * d;
   const bool oneNorm = s.block.layout == spec::BlockLayout::Parallel &&
                        s.block.sharedNorm;
   const int64_t normsPerLayer =
       oneNorm ? 1 : s.norm.placement == spec::NormPlacement::Sandwich ? 4 : 2;
-  const int64_t perLayer =
-      attnMat + ffnMat + attnBias + ffnBias + qkNorm + normsPerLayer * normParams;
+  const int64_t attnMat = d * q + 2 * d * kv + q * d;
+  const int64_t attnBias = (s.attention.qkvBias ? q + 2 * kv : 0) +
+                           (s.attention.outBias ? d : 0);
+  int64_t layerParams = 0, layerMatmul = 0;
+  // Layers may differ (overrides of the FFN or QK-norm).
+  for (const LayerSpec &l : s.layers.empty()
+                                ? std::vector<LayerSpec>(size_t(s.model.nLayers),
+                                                         {s.attention, s.ffn})
+                                : s.layers) {
+    const bool glu = l.ffn.kind == spec::FFNKind::GLU;
+    const int64_t ff = l.ffn.dFF;
+    const int64_t ffnMat = (glu ? 3 : 2) * d * ff;
+    const int64_t ffnBias = l.ffn.bias ? (glu ? 2 : 1) * ff + d : 0;
+    const int64_t qkNorm =
+        l.attention.qkNorm == spec::QKNorm::Head
+            ? 2 * s.attention.headDim * normWidth
+            : l.attention.qkNorm == spec::QKNorm::Full ? (q + kv) * normWidth
+                                                        : 0;
+    layerParams += attnMat + ffnMat + attnBias + ffnBias + qkNorm +
+                   normsPerLayer * normParams;
+    layerMatmul += attnMat + ffnMat;
+  }
   r.embeddingParams = v * d * (s.model.tieEmbeddings ? 1 : 2);
   if (s.attention.position.kind == spec::PositionKind::Learned)
     r.embeddingParams += (s.model.maxSeqLen + s.attention.position.offset) * d;
-  r.params = s.model.nLayers * perLayer + (s.norm.finalNorm ? normParams : 0) +
+  r.params = layerParams + (s.norm.finalNorm ? normParams : 0) +
              (s.norm.embeddingNorm ? normParams : 0) + r.embeddingParams;
   r.weightBytes = r.params * 4;
   r.kvBytesPerToken = 2 * s.model.nLayers * kv * 4;
   // The classifier is a matmul per token; the embedding is a lookup.
-  r.matmulParamsPerToken = s.model.nLayers * (attnMat + ffnMat) + v * d;
+  r.matmulParamsPerToken = layerMatmul + v * d;
   r.classifierParams = v * d;
   // q·k and p·v: 2 FLOPs each per head dim, per head, per past token.
   r.attnFlopsPerCtx = 2 * 2 * s.model.nLayers * q;

@@ -75,6 +75,48 @@ class Spec:
         self.glu = ffn.get("kind", "glu") == "glu"
         self.act = ffn.get("activation", "silu")
         self.ffn_bias = ffn.get("bias", False)
+        self.overrides = t.get("layer_overrides", [])
+
+    def selects(self, o, i):
+        if "every" in o:
+            return i % o["every"] == o.get("offset", 0)
+        if "layers" in o:
+            return i in o["layers"]
+        return i < o["first"]
+
+    def layer(self, i):
+        """This spec as layer i sees it: every override that selects i
+        applied in order."""
+        import copy
+        ls = copy.copy(self)
+        for o in self.overrides:
+            if not self.selects(o, i):
+                continue
+            a = o.get("attention", {})
+            for key, attr in [("scale", "scale"), ("softcap", "softcap"),
+                              ("qk_norm", "qk_norm"), ("window", "window")]:
+                if key in a:
+                    setattr(ls, attr, a[key])
+            pos = a.get("position", {})
+            for key, attr in [("kind", "pos_kind"), ("theta", "theta"),
+                              ("rotary_dim", "rotary_dim"), ("style", "style"),
+                              ("scaling", "scaling"), ("factor", "factor"),
+                              ("original_max_seq_len", "orig_max"),
+                              ("low_freq_factor", "low_freq"),
+                              ("high_freq_factor", "high_freq"),
+                              ("beta_fast", "beta_fast"),
+                              ("beta_slow", "beta_slow")]:
+                if key in pos:
+                    setattr(ls, attr, pos[key])
+            ls.rope = ls.pos_kind == "rope"
+            f = o.get("ffn", {})
+            if "kind" in f:
+                ls.glu = f["kind"] == "glu"
+            for key, attr in [("activation", "act"), ("d_ff", "d_ff"),
+                              ("bias", "ffn_bias")]:
+                if key in f:
+                    setattr(ls, attr, f[key])
+        return ls
 
     def norm_names(self, i):
         """The norms of layer i, in the order they apply."""
@@ -112,19 +154,21 @@ class Spec:
 
         for i in range(self.layers):
             p = f"model.layers.{i}."
+            ls = self.layer(i)
+            ff = ls.d_ff
             for n in self.norm_names(i):
                 norm(n)
             for name, n_out in [("q", q), ("k", kv), ("v", kv)]:
                 linear(p + f"self_attn.{name}_proj", n_out, d, self.qkv_bias)
             linear(p + "self_attn.o_proj", d, q, self.out_bias)
-            if self.qk_norm != "none":
-                per_head = self.qk_norm == "head"
+            if ls.qk_norm != "none":
+                per_head = ls.qk_norm == "head"
                 norm(p + "self_attn.q_norm", self.head_dim if per_head else q)
                 norm(p + "self_attn.k_norm", self.head_dim if per_head else kv)
-            linear(p + "mlp.up_proj", ff, d, self.ffn_bias)
-            if self.glu:
-                linear(p + "mlp.gate_proj", ff, d, self.ffn_bias)
-            linear(p + "mlp.down_proj", d, ff, self.ffn_bias)
+            linear(p + "mlp.up_proj", ff, d, ls.ffn_bias)
+            if ls.glu:
+                linear(p + "mlp.gate_proj", ff, d, ls.ffn_bias)
+            linear(p + "mlp.down_proj", d, ff, ls.ffn_bias)
         if self.final_norm:
             norm("model.norm")
         if self.embedding_norm:
@@ -346,64 +390,65 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
         x = x + sinusoidal(T, spec.d, dtype)
     if spec.embedding_norm:
         x = norm(spec, W, "model.embed_layernorm", x)
-    mask = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
-    if spec.window:  # sliding window: keys within the last `window` tokens
-        mask = mask + torch.full((T, T), float("-inf"), dtype=dtype).tril(-spec.window)
-    bias = 0
-    if spec.pos_kind == "alibi":
-        dist = torch.arange(T)[:, None] - torch.arange(T)[None, :]
-        slopes = torch.tensor(alibi_slopes(H), dtype=dtype)
-        bias = -slopes[:, None, None] * dist[None].to(dtype)
+    causal = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
+    dist = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).to(dtype)
 
-    def attention(p, h):
+    def attention(p, h, ls):
+        mask = causal
+        if ls.window:  # sliding window: keys within the last `window` tokens
+            mask = mask + torch.full((T, T), float("-inf"), dtype=dtype).tril(-ls.window)
         q = linear(W, p + "self_attn.q_proj", h).view(T, H, hd)
         k = linear(W, p + "self_attn.k_proj", h).view(T, KV, hd)
         v = linear(W, p + "self_attn.v_proj", h).view(T, KV, hd)
-        if spec.qk_norm == "head":  # each head normalized on its own
+        if ls.qk_norm == "head":  # each head normalized on its own
             q = norm(spec, W, p + "self_attn.q_norm", q)
             k = norm(spec, W, p + "self_attn.k_norm", k)
-        elif spec.qk_norm == "full":  # over the whole projection (OLMo 2)
+        elif ls.qk_norm == "full":  # over the whole projection (OLMo 2)
             q = norm(spec, W, p + "self_attn.q_norm", q.reshape(T, H * hd)).view(T, H, hd)
             k = norm(spec, W, p + "self_attn.k_norm", k.reshape(T, KV * hd)).view(T, KV, hd)
-        if spec.rope:
-            q, k = rotate(q, spec).to(dtype), rotate(k, spec).to(dtype)
+        if ls.rope:
+            q, k = rotate(q, ls).to(dtype), rotate(k, ls).to(dtype)
         k = k.repeat_interleave(H // KV, dim=1)
         v = v.repeat_interleave(H // KV, dim=1)
-        scores = torch.einsum("thd,shd->hts", q, k) * spec.scale
-        if spec.softcap:
-            scores = spec.softcap * torch.tanh(scores / spec.softcap)
-        scores = scores + bias + mask
+        scores = torch.einsum("thd,shd->hts", q, k) * ls.scale
+        if ls.softcap:
+            scores = ls.softcap * torch.tanh(scores / ls.softcap)
+        if ls.pos_kind == "alibi":
+            slopes = torch.tensor(alibi_slopes(H), dtype=dtype)
+            scores = scores - slopes[:, None, None] * dist[None]
+        scores = scores + mask
         a = torch.einsum("hts,shd->thd", torch.softmax(scores, -1), v)
         return linear(W, p + "self_attn.o_proj", a.reshape(T, H * hd))
 
-    def ffn(p, h):
+    def ffn(p, h, ls):
         up = linear(W, p + "mlp.up_proj", h)
-        if spec.glu:
-            m = activation(spec.act, linear(W, p + "mlp.gate_proj", h)) * up
+        if ls.glu:
+            m = activation(ls.act, linear(W, p + "mlp.gate_proj", h)) * up
         else:
-            m = activation(spec.act, up)
+            m = activation(ls.act, up)
         return linear(W, p + "mlp.down_proj", m)
 
     for i in range(spec.layers):
         p = f"model.layers.{i}."
         names = spec.norm_names(i)
+        ls = spec.layer(i)
         if spec.parallel:
             h1 = norm(spec, W, names[0], x)
             h2 = h1 if spec.shared_norm else norm(spec, W, names[1], x)
-            x = x + attention(p, h1) + ffn(p, h2)
+            x = x + attention(p, h1, ls) + ffn(p, h2, ls)
         elif spec.placement == "post":
-            x = norm(spec, W, names[0], x + attention(p, x))
-            x = norm(spec, W, names[1], x + ffn(p, x))
+            x = norm(spec, W, names[0], x + attention(p, x, ls))
+            x = norm(spec, W, names[1], x + ffn(p, x, ls))
         elif spec.placement == "post_sublayer":
-            x = x + norm(spec, W, names[0], attention(p, x))
-            x = x + norm(spec, W, names[1], ffn(p, x))
+            x = x + norm(spec, W, names[0], attention(p, x, ls))
+            x = x + norm(spec, W, names[1], ffn(p, x, ls))
         elif spec.placement == "sandwich":
             x = x + norm(spec, W, names[1],
-                         attention(p, norm(spec, W, names[0], x)))
-            x = x + norm(spec, W, names[3], ffn(p, norm(spec, W, names[2], x)))
+                         attention(p, norm(spec, W, names[0], x), ls))
+            x = x + norm(spec, W, names[3], ffn(p, norm(spec, W, names[2], x), ls))
         else:
-            x = x + attention(p, norm(spec, W, names[0], x))
-            x = x + ffn(p, norm(spec, W, names[1], x))
+            x = x + attention(p, norm(spec, W, names[0], x), ls)
+            x = x + ffn(p, norm(spec, W, names[1], x), ls)
     if last_only:
         x = x[-1:]
     if spec.final_norm:
