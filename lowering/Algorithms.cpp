@@ -274,6 +274,26 @@ static std::vector<double> alibiSlopes(int n) {
   return s;
 }
 
+/// Causal T5 buckets (Raffel et al. 2020) of distances 0 .. max_distance:
+/// half the buckets hold distances exactly, the rest grow logarithmically
+/// up to max_distance.
+static std::vector<int> t5Buckets(int64_t buckets, int64_t maxDistance) {
+  std::vector<int> out;
+  int64_t exact = buckets / 2;
+  for (int64_t n = 0; n <= maxDistance; ++n) {
+    if (n < exact) {
+      out.push_back(int(n));
+      continue;
+    }
+    double large = double(exact) + std::log(double(n) / double(exact)) /
+                                       std::log(double(maxDistance) /
+                                                double(exact)) *
+                                       double(buckets - exact);
+    out.push_back(int(std::min<int64_t>(int64_t(large), buckets - 1)));
+  }
+  return out;
+}
+
 /// Causal attention of query rows t over cache positions 0 .. pos + t, with
 /// query head h reading KV head h / (n_heads / n_kv_heads).
 static void lowerAttention(KernelFuncs &k) {
@@ -284,6 +304,13 @@ static void lowerAttention(KernelFuncs &k) {
   ImageParam q = input(Float(32), {hd, heads}, "q", k);
   ImageParam kc = input(Float(32), {hd, kvHeads}, "k_cache", k);
   ImageParam vc = input(Float(32), {hd, kvHeads}, "v_cache", k);
+  int64_t buckets = k.spec.ints[5], maxDistance = k.spec.ints[6];
+  ImageParam relBias(Float(32), 2, "rel_bias");
+  if (buckets) {
+    relBias.dim(0).set_bounds(0, int(heads)).set_stride(1);
+    relBias.dim(1).set_bounds(0, int(buckets)).set_stride(int(heads));
+    k.args.push_back(relBias);
+  }
   Param<int32_t> pos("pos");
   k.args.push_back(pos);
 
@@ -305,6 +332,16 @@ static void lowerAttention(KernelFuncs &k) {
     for (int i = 0; i < int(heads); ++i)
       slope(i) = float(slopes[size_t(i)]);
     sc -= slope(h) * cast<float>(pos + t - j);
+  }
+  if (buckets) {
+    // T5's bucket of each query-key distance up to max_distance (beyond it
+    // the last bucket), computed once at compile time.
+    std::vector<int> table = t5Buckets(buckets, maxDistance);
+    Buffer<int32_t> bucketOf(int(table.size()), "t5_bucket");
+    for (size_t i = 0; i < table.size(); ++i)
+      bucketOf(int(i)) = table[i];
+    Expr dist = clamp(pos + t - j, 0, int(maxDistance));
+    sc += relBias(h, clamp(bucketOf(dist), 0, int(buckets) - 1));
   }
   scaled(j, h, t) = sc;
 

@@ -259,9 +259,14 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     nLayers = std::max(nLayers, layer + 1);
     ValueInfo q = info(a.getQuery()), k = info(a.getKey()),
               v = info(a.getValue());
+    int64_t buckets =
+        a.getRelBias()
+            ? cast<RankedTensorType>(a.getRelBias().getType()).getDimSize(0)
+            : 0;
     std::string kn = kernel({KernelKind::Attention,
                              {h, kvh, hd, int64_t(a.getAlibi()),
-                              int64_t(a.getWindow())},
+                              int64_t(a.getWindow()), buckets,
+                              buckets ? int64_t(a.getT5MaxDistance()) : 0},
                              {a.getScale().convertToDouble(),
                               a.getSoftcap().convertToDouble()}});
     defineResult(op, h * hd, q.rows);
@@ -277,8 +282,11 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
        << "    ARCHRT_CHECK(" << kn << "("
        << f32(0, q.ptr, {s(hd), s(h), q.rows}) << ", "
        << f32(1, "kc", {s(hd), s(kvh), "pos + " + q.rows}) << ",\n        "
-       << f32(2, "vc", {s(hd), s(kvh), "pos + " + q.rows}) << ", pos, "
-       << f32(3, info(a.getResult()).ptr, {s(hd), s(h), q.rows})
+       << f32(2, "vc", {s(hd), s(kvh), "pos + " + q.rows}) << ", "
+       << (buckets ? f32(3, info(a.getRelBias()).ptr, {s(h), s(buckets)}) + ", "
+                   : std::string())
+       << "pos, "
+       << f32(buckets ? 4 : 3, info(a.getResult()).ptr, {s(hd), s(h), q.rows})
        << "));\n  }\n";
     return success();
   }
@@ -426,8 +434,8 @@ LogicalResult GlueEmitter::run() {
      << "  const int32_t T = c->n_tokens, pos = c->pos;\n"
      << "  float *const *P = c->params;\n"
      << "  float *const *S = c->slots;\n"
-     << "  halide_buffer_t B[4];\n"
-     << "  halide_dimension_t D[4][3];\n"
+     << "  halide_buffer_t B[5];\n"
+     << "  halide_dimension_t D[5][3];\n"
      << "  (void)S;\n\n"
      << body << "  return 0;\n}\n";
   out.glue = cs.str();

@@ -23,7 +23,8 @@ enum class KernelKind {
   Rope,       ///< ints: n_heads, head_dim, rotary_dim, style, scaling,
               ///<       original_max_seq_len
               ///< reals: theta, factor, low/high freq factor, beta fast/slow
-  Attention,  ///< ints: n_heads, n_kv_heads, head_dim, alibi, window
+  Attention,  ///< ints: n_heads, n_kv_heads, head_dim, alibi, window,
+              ///<       t5 buckets (0 = none), t5 max distance
               ///< reals: scale, softcap
   Activation, ///< ints: width, activation (arch::Activation)
   Glu,        ///< ints: width, activation (arch::Activation)

@@ -107,10 +107,16 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
     q = rope(q, a.nHeads);
     k = rope(k, a.nKVHeads);
   }
+  const PositionSpec &ps = a.position;
+  Value relBias;
+  if (ps.kind == spec::PositionKind::T5Bias)
+    relBias = param(layerLoc(i, "attention.position"),
+                    "model.relative_attention_bias.weight",
+                    {ps.buckets, a.nHeads});
   Value attn = b.create<AttentionOp>(
-      al, q.getType(), q, k, v, pos, i, a.nHeads, a.nKVHeads, a.headDim,
-      llvm::APFloat(a.scale), llvm::APFloat(a.softcap),
-      a.position.kind == spec::PositionKind::ALiBi, a.window);
+      al, q.getType(), q, k, v, pos, relBias, i, a.nHeads, a.nKVHeads,
+      a.headDim, llvm::APFloat(a.scale), llvm::APFloat(a.softcap),
+      ps.kind == spec::PositionKind::ALiBi, a.window, ps.maxDistance);
   return linear(al, attn, p + "o_proj", spec.model.dModel, a.outBias);
 }
 

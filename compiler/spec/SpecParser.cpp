@@ -328,13 +328,18 @@ void parseLayerAttention(Parser &p, TableReader &attn, AttentionSpec &a,
   TableReader pos(p, attn.subtable("position"), path + ".position",
                   {"kind", "theta", "rotary_dim", "style", "offset", "scaling",
                    "factor", "original_max_seq_len", "low_freq_factor",
-                   "high_freq_factor", "beta_fast", "beta_slow"});
+                   "high_freq_factor", "beta_fast", "beta_slow", "buckets",
+                   "max_distance"});
   PositionSpec &ps = a.position;
   if (auto k = pos.getEnum("kind", {"rope", "none", "learned", "sinusoidal",
-                                    "alibi"}))
-    ps.kind = std::array<PositionKind, 5>{
-        PositionKind::Rope, PositionKind::None, PositionKind::Learned,
-        PositionKind::Sinusoidal, PositionKind::ALiBi}[*k];
+                                    "alibi", "t5_bias"}))
+    ps.kind = std::array<PositionKind, 6>{
+        PositionKind::Rope,       PositionKind::None,  PositionKind::Learned,
+        PositionKind::Sinusoidal, PositionKind::ALiBi, PositionKind::T5Bias}[*k];
+  if (auto v = pos.getInt("buckets", false, 2))
+    ps.buckets = *v;
+  if (auto v = pos.getInt("max_distance", false, 2))
+    ps.maxDistance = *v;
   if (auto v = pos.getInt("offset", false, 0))
     ps.offset = *v;
   if (auto k = pos.getEnum("scaling", {"none", "linear", "ntk", "yarn", "llama3"}))
@@ -506,6 +511,15 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
     if (has(std::string(".position.") + key) && !scaled)
       err(std::string(".position.") + key,
           std::string(key) + " applies only with a RoPE scaling");
+  for (const char *key : {"buckets", "max_distance"})
+    if (has(std::string(".position.") + key) && ps.kind != PositionKind::T5Bias)
+      err(std::string(".position.") + key,
+          std::string(key) + " applies only to t5_bias positions");
+  if (ps.kind == PositionKind::T5Bias && ps.maxDistance <= ps.buckets / 2)
+    err(".position.max_distance",
+        "max_distance (" + std::to_string(ps.maxDistance) +
+            ") must exceed buckets / 2 (" + std::to_string(ps.buckets / 2) +
+            "), the exactly-bucketed distances");
   for (const char *key : {"theta", "rotary_dim", "style", "scaling"})
     if (has(std::string(".position.") + key) && ps.kind != PositionKind::Rope)
       err(std::string(".position.") + key,
@@ -622,11 +636,12 @@ void applyOverrides(Parser &p, const toml::table &root) {
       attn.finish();
       PositionKind kind = layer.attention.position.kind;
       if (k == 0 && s.locs.count(path + ".attention.position.kind") &&
-          (kind == PositionKind::Learned || kind == PositionKind::Sinusoidal))
+          (kind == PositionKind::Learned ||
+           kind == PositionKind::Sinusoidal || kind == PositionKind::T5Bias))
         p.error(s.locOf(path + ".attention.position.kind"),
                 path + ".attention.position.kind",
-                "absolute positions (learned, sinusoidal) belong to the "
-                "whole model, not to a layer");
+                "absolute positions (learned, sinusoidal) and the shared T5 "
+                "bias belong to the whole model, not to a layer");
       validateLayerAttention(p, layer.attention, path + ".attention");
       TableReader ffn(p, ffnTbl, path + ".ffn",
                       {"kind", "activation", "d_ff", "bias"});

@@ -44,6 +44,9 @@ SpecReport analyzeSpec(const ArchSpec &s) {
   r.embeddingParams = v * d * (s.model.tieEmbeddings ? 1 : 2);
   if (s.attention.position.kind == spec::PositionKind::Learned)
     r.embeddingParams += (s.model.maxSeqLen + s.attention.position.offset) * d;
+  // T5: one [buckets, heads] table shared by every layer.
+  if (s.attention.position.kind == spec::PositionKind::T5Bias)
+    r.embeddingParams += s.attention.position.buckets * s.attention.nHeads;
   r.params = layerParams + (s.norm.finalNorm ? normParams : 0) +
              (s.norm.embeddingNorm ? normParams : 0) + r.embeddingParams;
   r.weightBytes = r.params * 4;

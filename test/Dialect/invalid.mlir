@@ -181,3 +181,11 @@ func.func @norm_group_weight(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
   %y = arch.norm rms %x, %w {eps = 1.0e-5 : f32, groups = 2} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @t5_table(%q: tensor<?x8xf32>, %p: index, %t: tensor<32x3xf32>) {
+  // expected-error @+1 {{rel_bias must be a static [buckets, 2] tensor}}
+  %y = arch.attention %q, %q, %q, %p bias %t {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<32x3xf32>) -> tensor<?x8xf32>
+  return
+}

@@ -63,3 +63,12 @@ func.func @stability(%q: tensor<?x8xf32>, %k: tensor<?x4xf32>, %pos: index, %l: 
   %c = arch.softcap %l {cap = 30.0 : f32} : tensor<1x16xf32>
   return %c : tensor<1x16xf32>
 }
+
+// -----
+// CHECK-LABEL: func.func @t5_bias
+func.func @t5_bias(%q: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
+  %t = arch.param @rel : tensor<32x2xf32>
+  // CHECK: arch.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias %{{.*}} {head_dim = 4 : i64, layer = 0 : i64, n_heads = 2 : i64, n_kv_heads = 2 : i64, scale = 1.000000e+00 : f64}
+  %a = arch.attention %q, %q, %q, %pos bias %t {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<32x2xf32>) -> tensor<?x8xf32>
+  return %a : tensor<?x8xf32>
+}

@@ -67,6 +67,8 @@ class Spec:
         self.high_freq = pos.get("high_freq_factor", 4.0)
         self.beta_fast = pos.get("beta_fast", 32.0)
         self.beta_slow = pos.get("beta_slow", 1.0)
+        self.buckets = pos.get("buckets", 32)
+        self.max_distance = pos.get("max_distance", 128)
         self.theta = pos.get("theta", 10000.0)
         self.rotary_dim = pos.get("rotary_dim", self.head_dim)
         self.style = pos.get("style", "half_split")
@@ -138,6 +140,8 @@ class Spec:
         d, q, kv, ff = self.d, self.heads * self.head_dim, \
             self.kv_heads * self.head_dim, self.d_ff
         shapes = {"model.embed_tokens.weight": (self.vocab, d)}
+        if self.pos_kind == "t5_bias":
+            shapes["model.relative_attention_bias.weight"] = (self.buckets, self.heads)
         if self.pos_kind == "learned":
             shapes["model.embed_positions.weight"] = (
                 self.max_seq + self.pos_offset, d)
@@ -378,6 +382,19 @@ def alibi_slopes(n):
     return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][:n - closest]
 
 
+def t5_bucket(relative_position, num_buckets, max_distance):
+    """T5's unidirectional bucketing (Raffel et al. 2020, as in the released
+    mesh-tensorflow code): relative_position = key - query <= 0."""
+    n = torch.clamp(-relative_position, min=0)
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    large = max_exact + (torch.log(n.double().clamp(min=1) / max_exact)
+                         / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).long()
+    large = torch.clamp(large, max=num_buckets - 1)
+    return torch.where(is_small, n, large)
+
+
 def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
     """Logits [T, vocab] of a whole token sequence (causal); with last_only,
     the final norm and classifier run on the last position only."""
@@ -413,6 +430,11 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
         scores = torch.einsum("thd,shd->hts", q, k) * ls.scale
         if ls.softcap:
             scores = ls.softcap * torch.tanh(scores / ls.softcap)
+        if ls.pos_kind == "t5_bias":
+            rel = torch.arange(T)[None, :] - torch.arange(T)[:, None]
+            bucket = t5_bucket(rel, spec.buckets, spec.max_distance)
+            table = W["model.relative_attention_bias.weight"]  # [buckets, H]
+            scores = scores + table[bucket].permute(2, 0, 1)
         if ls.pos_kind == "alibi":
             slopes = torch.tensor(alibi_slopes(H), dtype=dtype)
             scores = scores - slopes[:, None, None] * dist[None]

@@ -186,6 +186,17 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "layer must be non-negative";
   if (getWindow() < 0)
     return emitOpError() << "window must be non-negative";
+  if (getRelBias()) {
+    auto t = cast<RankedTensorType>(getRelBias().getType());
+    if (t.getRank() != 2 || !t.hasStaticShape() || t.getDimSize(1) != heads ||
+        t.getDimSize(0) < 2)
+      return emitOpError() << "rel_bias must be a static [buckets, " << heads
+                           << "] tensor, got " << t;
+    if (getT5MaxDistance() <= t.getDimSize(0) / 2)
+      return emitOpError() << "t5_max_distance must exceed buckets / 2";
+    if (getAlibi())
+      return emitOpError() << "takes ALiBi or a T5 bias, not both";
+  }
   if (getSoftcap().convertToDouble() < 0)
     return emitOpError() << "softcap must be positive (or 0 for none)";
   return success();

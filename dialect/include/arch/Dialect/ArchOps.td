@@ -240,7 +240,10 @@ def Arch_AttentionOp : Arch_Op<"attention",
     softcap * tanh(scores / softcap) (Gemma 2); with `alibi` each head h
     adds -slope_h * (query position - key position) (Press et al. 2022);
     with `window` > 0 a query attends only to the last `window` positions
-    (sliding-window attention, Mistral, Gemma 2 local layers).
+    (sliding-window attention, Mistral, Gemma 2 local layers). With a
+    `rel_bias` table [t5_buckets, n_heads], scores add
+    rel_bias[bucket(query - key), h] with T5's causal log buckets
+    (Raffel et al. 2020) up to `t5_max_distance`.
 
     ```mlir
     %a = arch.attention %q, %k, %v, %pos {layer = 0, n_heads = 6,
@@ -250,13 +253,16 @@ def Arch_AttentionOp : Arch_Op<"attention",
     ```
   }];
   let arguments = (ins F32Tensor:$query, F32Tensor:$key, F32Tensor:$value,
-                       Index:$pos, I64Attr:$layer, I64Attr:$n_heads,
+                       Index:$pos, Optional<F32Tensor>:$rel_bias,
+                       I64Attr:$layer, I64Attr:$n_heads,
                        I64Attr:$n_kv_heads, I64Attr:$head_dim, F64Attr:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$softcap,
                        UnitAttr:$alibi,
-                       DefaultValuedAttr<I64Attr, "0">:$window);
+                       DefaultValuedAttr<I64Attr, "0">:$window,
+                       DefaultValuedAttr<I64Attr, "128">:$t5_max_distance);
   let results = (outs F32Tensor:$result);
-  let assemblyFormat = "$query `,` $key `,` $value `,` $pos attr-dict `:` "
+  let assemblyFormat = "$query `,` $key `,` $value `,` $pos "
+                       "(`bias` $rel_bias^)? attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
 }
