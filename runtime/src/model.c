@@ -109,8 +109,9 @@ archrt_status archrt_init_random(archrt_model *m, uint64_t seed) {
   int64_t total = 0;
   for (int i = 0; i < d->n_params; ++i)
     total += archrt_param_numel(&d->params[i]);
-  float **params = calloc((size_t)d->n_params, sizeof *params);
-  float *block = malloc((size_t)total * sizeof(float));
+  size_t n_params = d->n_params > 0 ? (size_t)d->n_params : 1;
+  float **params = calloc(n_params, sizeof *params);
+  float *block = malloc((size_t)(total > 0 ? total : 1) * sizeof(float));
   if (!params || !block) {
     free(params);
     free(block);

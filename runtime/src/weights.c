@@ -392,7 +392,8 @@ archrt_status archrt_load_safetensors(archrt_model *m, const char *path) {
     const uint8_t *src = data + t->begin;
     int64_t n = archrt_param_numel(&d->params[i]);
     if (!strcmp(t->dtype, "F32") && !((uintptr_t)src & 3)) {
-      params[i] = (float *)src;
+      /* In place: the mapping is private and read-only. */
+      params[i] = (float *)(uintptr_t)src;
       continue;
     }
     params[i] = next;

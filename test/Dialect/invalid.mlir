@@ -189,3 +189,11 @@ func.func @t5_table(%q: tensor<?x8xf32>, %p: index, %t: tensor<32x3xf32>) {
   %y = arch.attention %q, %q, %q, %p bias %t {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<32x3xf32>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @attention_window(%q: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{window must be non-negative}}
+  %y = arch.attention %q, %q, %q, %p {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0, window = -3} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}

@@ -123,7 +123,7 @@ LogicalResult PosEmbedOp::verify() {
     return failure();
   if (getResult().getType() != getInput().getType())
     return emitOpError() << "result type must equal the input type";
-  if (getOffset() < 0)
+  if (int64_t(getOffset()) < 0)
     return emitOpError() << "offset must be non-negative";
   bool learned = getKind() == PosEmbedKind::learned;
   if (learned != bool(getTable()))
@@ -132,7 +132,7 @@ LogicalResult PosEmbedOp::verify() {
   if (learned) {
     auto t = cast<RankedTensorType>(getTable().getType());
     if (t.getRank() != 2 || !t.hasStaticShape() || t.getDimSize(1) != d ||
-        t.getDimSize(0) <= getOffset())
+        t.getDimSize(0) <= int64_t(getOffset()))
       return emitOpError() << "table must be a static [positions, " << d
                            << "] tensor with more than offset rows, got " << t;
   } else if (d % 2 != 0) {
@@ -182,9 +182,9 @@ LogicalResult AttentionOp::verify() {
                          << " and " << v;
   if (getResult().getType() != getQuery().getType())
     return emitOpError() << "result type must equal the query type";
-  if (getLayer() < 0)
+  if (int64_t(getLayer()) < 0)
     return emitOpError() << "layer must be non-negative";
-  if (getWindow() < 0)
+  if (int64_t(getWindow()) < 0)
     return emitOpError() << "window must be non-negative";
   if (getRelBias()) {
     auto t = cast<RankedTensorType>(getRelBias().getType());
@@ -192,7 +192,7 @@ LogicalResult AttentionOp::verify() {
         t.getDimSize(0) < 2)
       return emitOpError() << "rel_bias must be a static [buckets, " << heads
                            << "] tensor, got " << t;
-    if (getT5MaxDistance() <= t.getDimSize(0) / 2)
+    if (int64_t(getT5MaxDistance()) <= t.getDimSize(0) / 2)
       return emitOpError() << "t5_max_distance must exceed buckets / 2";
     if (getAlibi())
       return emitOpError() << "takes ALiBi or a T5 bias, not both";
