@@ -311,15 +311,31 @@ static void lowerAttention(KernelFuncs &k) {
     relBias.dim(1).set_bounds(0, int(buckets)).set_stride(int(heads));
     k.args.push_back(relBias);
   }
+  int64_t clip = k.spec.ints[7];
+  ImageParam relKey(Float(32), 2, "rel_key"), relValue(Float(32), 2, "rel_value");
+  if (clip) {
+    for (ImageParam *rel : {&relKey, &relValue}) {
+      rel->dim(0).set_bounds(0, int(hd)).set_stride(1);
+      rel->dim(1).set_bounds(0, int(2 * clip + 1)).set_stride(int(hd));
+      k.args.push_back(*rel);
+    }
+  }
   Param<int32_t> pos("pos");
   k.args.push_back(pos);
 
   Var j("j"), h("h"), t("t"), dd("dd");
+  // Shaw: the table row of key position j for query row t.
+  auto relRow = [&](Expr key) {
+    return clamp(key - (pos + t), -int(clip), int(clip)) + int(clip);
+  };
   Expr len = pos + q.dim(2).extent();
   RDom rd(0, int(hd), "rd");
   Func score("score");
   score(j, h, t) = 0.0f;
-  score(j, h, t) += q(rd, h, t) * kc(rd, h / group, j);
+  Expr key = kc(rd, h / group, j);
+  if (clip)
+    key += relKey(rd, relRow(j));
+  score(j, h, t) += q(rd, h, t) * key;
   Func scaled("scaled_score");
   Expr sc = score(j, h, t) * scale;
   float cap = float(k.spec.reals[1]);
@@ -359,7 +375,10 @@ static void lowerAttention(KernelFuncs &k) {
   rowSum(h, t) += prob(past, h, t);
   Func pv("pv");
   pv(dd, h, t) = 0.0f;
-  pv(dd, h, t) += prob(past, h, t) * vc(dd, h / group, past);
+  Expr value = vc(dd, h / group, past);
+  if (clip)
+    value += relValue(dd, relRow(past));
+  pv(dd, h, t) += prob(past, h, t) * value;
   Func out("attention");
   out(dd, h, t) = pv(dd, h, t) / rowSum(h, t);
   k.out = out;

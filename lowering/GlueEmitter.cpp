@@ -266,7 +266,8 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     std::string kn = kernel({KernelKind::Attention,
                              {h, kvh, hd, int64_t(a.getAlibi()),
                               int64_t(a.getWindow()), buckets,
-                              buckets ? int64_t(a.getT5MaxDistance()) : 0},
+                              buckets ? int64_t(a.getT5MaxDistance()) : 0,
+                              int64_t(a.getShawClip())},
                              {a.getScale().convertToDouble(),
                               a.getSoftcap().convertToDouble()}});
     defineResult(op, h * hd, q.rows);
@@ -284,9 +285,14 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
        << f32(1, "kc", {s(hd), s(kvh), "pos + " + q.rows}) << ",\n        "
        << f32(2, "vc", {s(hd), s(kvh), "pos + " + q.rows}) << ", "
        << (buckets ? f32(3, info(a.getRelBias()).ptr, {s(h), s(buckets)}) + ", "
-                   : std::string())
-       << "pos, "
-       << f32(buckets ? 4 : 3, info(a.getResult()).ptr, {s(hd), s(h), q.rows})
+                   : std::string());
+    if (a.getRelKey()) {
+      std::string rows = s(2 * int64_t(a.getShawClip()) + 1);
+      os << f32(4, info(a.getRelKey()).ptr, {s(hd), rows}) << ", "
+         << f32(5, info(a.getRelValue()).ptr, {s(hd), rows}) << ", ";
+    }
+    os << "pos, "
+       << f32(6, info(a.getResult()).ptr, {s(hd), s(h), q.rows})
        << "));\n  }\n";
     return success();
   }
@@ -434,8 +440,8 @@ LogicalResult GlueEmitter::run() {
      << "  const int32_t T = c->n_tokens, pos = c->pos;\n"
      << "  float *const *P = c->params;\n"
      << "  float *const *S = c->slots;\n"
-     << "  halide_buffer_t B[5];\n"
-     << "  halide_dimension_t D[5][3];\n"
+     << "  halide_buffer_t B[7];\n"
+     << "  halide_dimension_t D[7][3];\n"
      << "  (void)S;\n\n"
      << body << "  return 0;\n}\n";
   out.glue = cs.str();

@@ -30,7 +30,8 @@ std::string cParameters(const KernelSpec &k) {
   switch (k.kind) {
   case KernelKind::Rope: before = 1, pos = true, after = 1; break;
   case KernelKind::Attention:
-    before = 3 + int(k.ints[5] > 0), pos = true, after = 1;
+    before = 3 + int(k.ints[5] > 0) + 2 * int(k.ints[7] > 0), pos = true,
+    after = 1;
     break;
   case KernelKind::PosEmbed:
     before = k.ints[1] == 0 ? 2 : 1, pos = true, after = 1;

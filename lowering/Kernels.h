@@ -24,7 +24,7 @@ enum class KernelKind {
               ///<       original_max_seq_len
               ///< reals: theta, factor, low/high freq factor, beta fast/slow
   Attention,  ///< ints: n_heads, n_kv_heads, head_dim, alibi, window,
-              ///<       t5 buckets (0 = none), t5 max distance
+              ///<       t5 buckets (0 = none), t5 max distance, shaw clip
               ///< reals: scale, softcap
   Activation, ///< ints: width, activation (arch::Activation)
   Glu,        ///< ints: width, activation (arch::Activation)

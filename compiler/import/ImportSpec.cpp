@@ -113,10 +113,17 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
     relBias = param(layerLoc(i, "attention.position"),
                     "model.relative_attention_bias.weight",
                     {ps.buckets, a.nHeads});
+  Value relKey, relValue;
+  if (ps.kind == spec::PositionKind::Shaw) {
+    Location sl = layerLoc(i, "attention.position");
+    relKey = param(sl, p + "rel_key.weight", {2 * ps.clip + 1, a.headDim});
+    relValue = param(sl, p + "rel_value.weight", {2 * ps.clip + 1, a.headDim});
+  }
   Value attn = b.create<AttentionOp>(
-      al, q.getType(), q, k, v, pos, relBias, i, a.nHeads, a.nKVHeads,
-      a.headDim, llvm::APFloat(a.scale), llvm::APFloat(a.softcap),
-      ps.kind == spec::PositionKind::ALiBi, a.window, ps.maxDistance);
+      al, q.getType(), q, k, v, pos, relBias, relKey, relValue, i, a.nHeads,
+      a.nKVHeads, a.headDim, llvm::APFloat(a.scale), llvm::APFloat(a.softcap),
+      ps.kind == spec::PositionKind::ALiBi, a.window, ps.maxDistance,
+      ps.kind == spec::PositionKind::Shaw ? ps.clip : 0);
   return linear(al, attn, p + "o_proj", spec.model.dModel, a.outBias);
 }
 

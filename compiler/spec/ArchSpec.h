@@ -28,7 +28,7 @@ enum class NormKind { RMSNorm, LayerNorm };
 /// pre: x + f(norm(x)); post: norm(x + f(x)); sandwich: x + norm(f(norm(x)))
 /// (Gemma 2/3); post_sublayer: x + norm(f(x)) (OLMo 2).
 enum class NormPlacement { Pre, Post, Sandwich, PostSublayer };
-enum class PositionKind { None, Rope, Learned, Sinusoidal, ALiBi, T5Bias };
+enum class PositionKind { None, Rope, Learned, Sinusoidal, ALiBi, T5Bias, Shaw };
 enum class RopeStyle { HalfSplit, Interleaved };
 /// Context extension of RoPE: position interpolation (linear), NTK-aware
 /// base scaling, YaRN, and Llama 3.1's per-frequency scaling.
@@ -74,6 +74,7 @@ struct PositionSpec {
   double lowFreqFactor = 1.0, highFreqFactor = 4.0; ///< llama3
   double betaFast = 32.0, betaSlow = 1.0;           ///< yarn
   int64_t buckets = 32, maxDistance = 128;          ///< t5_bias
+  int64_t clip = 16; ///< shaw: relative distances clipped to [-clip, clip]
 };
 
 struct AttentionSpec {

@@ -329,13 +329,16 @@ void parseLayerAttention(Parser &p, TableReader &attn, AttentionSpec &a,
                   {"kind", "theta", "rotary_dim", "style", "offset", "scaling",
                    "factor", "original_max_seq_len", "low_freq_factor",
                    "high_freq_factor", "beta_fast", "beta_slow", "buckets",
-                   "max_distance"});
+                   "max_distance", "clip"});
   PositionSpec &ps = a.position;
   if (auto k = pos.getEnum("kind", {"rope", "none", "learned", "sinusoidal",
-                                    "alibi", "t5_bias"}))
-    ps.kind = std::array<PositionKind, 6>{
+                                    "alibi", "t5_bias", "shaw"}))
+    ps.kind = std::array<PositionKind, 7>{
         PositionKind::Rope,       PositionKind::None,  PositionKind::Learned,
-        PositionKind::Sinusoidal, PositionKind::ALiBi, PositionKind::T5Bias}[*k];
+        PositionKind::Sinusoidal, PositionKind::ALiBi, PositionKind::T5Bias,
+        PositionKind::Shaw}[*k];
+  if (auto v = pos.getInt("clip", false))
+    ps.clip = *v;
   if (auto v = pos.getInt("buckets", false, 2))
     ps.buckets = *v;
   if (auto v = pos.getInt("max_distance", false, 2))
@@ -511,6 +514,8 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
     if (has(std::string(".position.") + key) && !scaled)
       err(std::string(".position.") + key,
           std::string(key) + " applies only with a RoPE scaling");
+  if (has(".position.clip") && ps.kind != PositionKind::Shaw)
+    err(".position.clip", "clip applies only to shaw positions");
   for (const char *key : {"buckets", "max_distance"})
     if (has(std::string(".position.") + key) && ps.kind != PositionKind::T5Bias)
       err(std::string(".position.") + key,

@@ -37,7 +37,12 @@ SpecReport analyzeSpec(const ArchSpec &s) {
             ? 2 * s.attention.headDim * normWidth
             : l.attention.qkNorm == spec::QKNorm::Full ? (q + kv) * normWidth
                                                         : 0;
-    layerParams += attnMat + ffnMat + attnBias + ffnBias + qkNorm +
+    // Shaw: relative key and value tables [2 clip + 1, head_dim] per layer.
+    const int64_t shaw = l.attention.position.kind == spec::PositionKind::Shaw
+                             ? 2 * (2 * l.attention.position.clip + 1) *
+                                   s.attention.headDim
+                             : 0;
+    layerParams += attnMat + ffnMat + attnBias + ffnBias + qkNorm + shaw +
                    normsPerLayer * normParams;
     layerMatmul += attnMat + ffnMat;
   }

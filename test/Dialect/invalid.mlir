@@ -197,3 +197,11 @@ func.func @attention_window(%q: tensor<?x8xf32>, %p: index) {
   %y = arch.attention %q, %q, %q, %p {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0, window = -3} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @shaw_rows(%q: tensor<?x8xf32>, %p: index, %t: tensor<4x4xf32>) {
+  // expected-error @+1 {{Shaw tables must be tensor<5x4xf32> (2 shaw_clip + 1 rows)}}
+  %y = arch.attention %q, %q, %q, %p shaw %t, %t {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0, shaw_clip = 2} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<?x8xf32>
+  return
+}

@@ -72,3 +72,13 @@ func.func @t5_bias(%q: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   %a = arch.attention %q, %q, %q, %pos bias %t {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<32x2xf32>) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
+
+// -----
+// CHECK-LABEL: func.func @shaw
+func.func @shaw(%q: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
+  %rk = arch.param @rk : tensor<5x4xf32>
+  %rv = arch.param @rv : tensor<5x4xf32>
+  // CHECK: arch.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} shaw %{{.*}}, %{{.*}} {head_dim = 4 : i64, layer = 0 : i64, n_heads = 2 : i64, n_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, shaw_clip = 2 : i64}
+  %a = arch.attention %q, %q, %q, %pos shaw %rk, %rv {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5, shaw_clip = 2} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<?x8xf32>
+  return %a : tensor<?x8xf32>
+}

@@ -68,6 +68,7 @@ class Spec:
         self.beta_fast = pos.get("beta_fast", 32.0)
         self.beta_slow = pos.get("beta_slow", 1.0)
         self.buckets = pos.get("buckets", 32)
+        self.clip = pos.get("clip", 16)
         self.max_distance = pos.get("max_distance", 128)
         self.theta = pos.get("theta", 10000.0)
         self.rotary_dim = pos.get("rotary_dim", self.head_dim)
@@ -165,6 +166,10 @@ class Spec:
             for name, n_out in [("q", q), ("k", kv), ("v", kv)]:
                 linear(p + f"self_attn.{name}_proj", n_out, d, self.qkv_bias)
             linear(p + "self_attn.o_proj", d, q, self.out_bias)
+            if ls.pos_kind == "shaw":
+                for name in ("rel_key", "rel_value"):
+                    shapes[p + f"self_attn.{name}.weight"] = (
+                        2 * ls.clip + 1, self.head_dim)
             if ls.qk_norm != "none":
                 per_head = ls.qk_norm == "head"
                 norm(p + "self_attn.q_norm", self.head_dim if per_head else q)
@@ -427,7 +432,15 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
             q, k = rotate(q, ls).to(dtype), rotate(k, ls).to(dtype)
         k = k.repeat_interleave(H // KV, dim=1)
         v = v.repeat_interleave(H // KV, dim=1)
-        scores = torch.einsum("thd,shd->hts", q, k) * ls.scale
+        if ls.pos_kind == "shaw":  # Shaw et al. 2018, eq. 3-5
+            idx = (torch.arange(T)[None, :] - torch.arange(T)[:, None]).clamp(
+                -ls.clip, ls.clip) + ls.clip  # [query t, key s]
+            rel_k = W[p + "self_attn.rel_key.weight"][idx]    # [t, s, hd]
+            rel_v = W[p + "self_attn.rel_value.weight"][idx]
+            scores = (torch.einsum("thd,shd->hts", q, k)
+                      + torch.einsum("thd,tsd->hts", q, rel_k)) * ls.scale
+        else:
+            scores = torch.einsum("thd,shd->hts", q, k) * ls.scale
         if ls.softcap:
             scores = ls.softcap * torch.tanh(scores / ls.softcap)
         if ls.pos_kind == "t5_bias":
@@ -439,7 +452,10 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
             slopes = torch.tensor(alibi_slopes(H), dtype=dtype)
             scores = scores - slopes[:, None, None] * dist[None]
         scores = scores + mask
-        a = torch.einsum("hts,shd->thd", torch.softmax(scores, -1), v)
+        probs = torch.softmax(scores, -1)
+        a = torch.einsum("hts,shd->thd", probs, v)
+        if ls.pos_kind == "shaw":
+            a = a + torch.einsum("hts,tsd->thd", probs, rel_v)
         return linear(W, p + "self_attn.o_proj", a.reshape(T, H * hd))
 
     def ffn(p, h, ls):

@@ -197,6 +197,19 @@ LogicalResult AttentionOp::verify() {
     if (getAlibi())
       return emitOpError() << "takes ALiBi or a T5 bias, not both";
   }
+  if (bool(getRelKey()) != bool(getRelValue()))
+    return emitOpError() << "Shaw positions need both rel_key and rel_value";
+  if (getRelKey()) {
+    int64_t rows = 2 * int64_t(getShawClip()) + 1;
+    for (Value t : {getRelKey(), getRelValue()}) {
+      auto ty = cast<RankedTensorType>(t.getType());
+      if (ty.getRank() != 2 || ty.getDimSize(0) != rows ||
+          ty.getDimSize(1) != hd)
+        return emitOpError() << "Shaw tables must be tensor<" << rows << "x"
+                             << hd << "xf32> (2 shaw_clip + 1 rows), got "
+                             << ty;
+    }
+  }
   if (getSoftcap().convertToDouble() < 0)
     return emitOpError() << "softcap must be positive (or 0 for none)";
   return success();

@@ -229,7 +229,7 @@ def Arch_PosEmbedOp : Arch_Op<"pos_embed", [Pure]> {
 }
 
 def Arch_AttentionOp : Arch_Op<"attention",
-    [MemoryEffects<[MemRead, MemWrite]>]> {
+    [MemoryEffects<[MemRead, MemWrite]>, AttrSizedOperandSegments]> {
   let summary = "causal scaled-dot-product attention with a KV cache";
   let description = [{
     Appends the rows of `key` and `value` to the KV cache of layer `layer`
@@ -243,7 +243,10 @@ def Arch_AttentionOp : Arch_Op<"attention",
     (sliding-window attention, Mistral, Gemma 2 local layers). With a
     `rel_bias` table [t5_buckets, n_heads], scores add
     rel_bias[bucket(query - key), h] with T5's causal log buckets
-    (Raffel et al. 2020) up to `t5_max_distance`.
+    (Raffel et al. 2020) up to `t5_max_distance`. With `rel_key` and
+    `rel_value` tables [2 shaw_clip + 1, head_dim] (Shaw et al. 2018), the
+    key and value of position j for query position i gain row
+    clip(j - i, -shaw_clip, shaw_clip) + shaw_clip.
 
     ```mlir
     %a = arch.attention %q, %k, %v, %pos {layer = 0, n_heads = 6,
@@ -254,15 +257,19 @@ def Arch_AttentionOp : Arch_Op<"attention",
   }];
   let arguments = (ins F32Tensor:$query, F32Tensor:$key, F32Tensor:$value,
                        Index:$pos, Optional<F32Tensor>:$rel_bias,
+                       Optional<F32Tensor>:$rel_key,
+                       Optional<F32Tensor>:$rel_value,
                        I64Attr:$layer, I64Attr:$n_heads,
                        I64Attr:$n_kv_heads, I64Attr:$head_dim, F64Attr:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$softcap,
                        UnitAttr:$alibi,
                        DefaultValuedAttr<I64Attr, "0">:$window,
-                       DefaultValuedAttr<I64Attr, "128">:$t5_max_distance);
+                       DefaultValuedAttr<I64Attr, "128">:$t5_max_distance,
+                       DefaultValuedAttr<I64Attr, "0">:$shaw_clip);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = "$query `,` $key `,` $value `,` $pos "
-                       "(`bias` $rel_bias^)? attr-dict `:` "
+                       "(`bias` $rel_bias^)? "
+                       "(`shaw` $rel_key^ `,` $rel_value)? attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
 }
