@@ -417,6 +417,8 @@ static void lowerElementwise(KernelFuncs &k) {
   Func out(kindName(k.spec.kind));
   if (k.spec.kind == KernelKind::Activation) {
     out(i, t) = activate(a(i, t), k.spec.ints[1]);
+  } else if (k.spec.kind == KernelKind::Scale) {
+    out(i, t) = a(i, t) * float(k.spec.reals[0]);
   } else if (k.spec.kind == KernelKind::Softcap) {
     float cap = float(k.spec.reals[0]);
     out(i, t) = cap * tanh(a(i, t) / cap);
@@ -492,6 +494,7 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
     break;
   case KernelKind::Activation:
   case KernelKind::Softcap:
+  case KernelKind::Scale:
   case KernelKind::Glu:
   case KernelKind::Add:
     lowerElementwise(k);

@@ -296,7 +296,7 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
        << "));\n  }\n";
     return success();
   }
-  if (isa<GluOp, AddOp, ActivationOp, SoftcapOp>(op)) {
+  if (isa<GluOp, AddOp, ActivationOp, SoftcapOp, ScaleOp>(op)) {
     int64_t d = widthOf(op->getResult(0));
     ValueInfo x = info(op->getOperand(0));
     KernelSpec spec{KernelKind::Add, {d}, {}};
@@ -306,6 +306,8 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     } else if (auto a = dyn_cast<ActivationOp>(op)) {
       dFF = d;
       spec = {KernelKind::Activation, {d, int64_t(a.getActivation())}, {}};
+    } else if (auto sc = dyn_cast<ScaleOp>(op)) {
+      spec = {KernelKind::Scale, {d}, {double(sc.getFactor().convertToFloat())}};
     } else if (auto c = dyn_cast<SoftcapOp>(op)) {
       spec = {KernelKind::Softcap, {d}, {double(c.getCap().convertToFloat())}};
     }

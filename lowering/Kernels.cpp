@@ -18,6 +18,7 @@ const char *kindName(KernelKind k) {
   case KernelKind::Glu: return "glu";
   case KernelKind::PosEmbed: return "pos_embed";
   case KernelKind::Softcap: return "softcap";
+  case KernelKind::Scale: return "scale";
   case KernelKind::Add: return "add";
   }
   return "unknown";
@@ -37,7 +38,8 @@ std::string cParameters(const KernelSpec &k) {
     before = k.ints[1] == 0 ? 2 : 1, pos = true, after = 1;
     break;
   case KernelKind::Activation:
-  case KernelKind::Softcap: before = 2; break;
+  case KernelKind::Softcap:
+  case KernelKind::Scale: before = 2; break;
   case KernelKind::LinearGemm:
   case KernelKind::LinearGemv:
   case KernelKind::Norm: before = 3 + int(k.ints[2] != 0); break;

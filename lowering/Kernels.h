@@ -31,6 +31,7 @@ enum class KernelKind {
   Add,        ///< ints: width
   PosEmbed,   ///< ints: d_model, kind (0 learned, 1 sinusoidal), offset, rows
   Softcap,    ///< ints: width                      reals: cap
+  Scale,      ///< ints: width                      reals: factor
 };
 
 struct KernelSpec {

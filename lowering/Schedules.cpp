@@ -95,6 +95,7 @@ void scheduleKernel(KernelFuncs &k, const Target &) {
   case KernelKind::Embed:
   case KernelKind::Activation:
   case KernelKind::Softcap:
+  case KernelKind::Scale:
   case KernelKind::Glu:
   case KernelKind::PosEmbed:
   case KernelKind::Add: scheduleRowwise(k); break;

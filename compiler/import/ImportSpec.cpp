@@ -244,7 +244,13 @@ OwningOpRef<ModuleOp> Importer::run() {
   Value cls = spec.model.tieEmbeddings
                   ? table
                   : param(cl, "lm_head.weight", {vocab, d});
-  Value logits = b.create<LinearOp>(cl, logitsTy, h, cls, Value());
+  Value clsBias = spec.output.bias
+                      ? param(loc("output.bias"), "lm_head.bias", {vocab})
+                      : Value();
+  Value logits = b.create<LinearOp>(cl, logitsTy, h, cls, clsBias);
+  if (spec.output.logitScale != 1.0)
+    logits = b.create<ScaleOp>(loc("output.logit_scale"), logits,
+                               llvm::APFloat(float(spec.output.logitScale)));
   if (spec.output.finalSoftcap > 0)
     logits = b.create<SoftcapOp>(loc("output.final_softcap"), logits,
                                  llvm::APFloat(float(spec.output.finalSoftcap)));

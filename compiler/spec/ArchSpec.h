@@ -109,6 +109,8 @@ struct BlockSpec {
 struct OutputSpec {
   double finalSoftcap = 0.0; ///< Gemma 2: logits -> c * tanh(logits / c)
   double zLoss = 0.0;        ///< training-time term: reported, no effect
+  bool bias = false;         ///< the classifier adds lm_head.bias (GPT-J)
+  double logitScale = 1.0;   ///< logits times this (Command R: 0.0625)
 };
 
 struct WeightsSpec {

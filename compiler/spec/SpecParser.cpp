@@ -456,11 +456,15 @@ void parseTables(Parser &p, const toml::table &root) {
   block.finish();
 
   TableReader output(p, top.subtable("output"), "output",
-                     {"final_softcap", "z_loss"});
+                     {"final_softcap", "z_loss", "bias", "logit_scale"});
   if (auto v = output.getFloat("final_softcap", false))
     s.output.finalSoftcap = *v;
   if (auto v = output.getFloat("z_loss", false))
     s.output.zLoss = *v;
+  if (auto v = output.getBool("bias"))
+    s.output.bias = *v;
+  if (auto v = output.getFloat("logit_scale", false))
+    s.output.logitScale = *v;
   output.finish();
 
   TableReader weights(p, top.subtable("weights"), "weights", {"naming"});

@@ -46,7 +46,8 @@ SpecReport analyzeSpec(const ArchSpec &s) {
                    normsPerLayer * normParams;
     layerMatmul += attnMat + ffnMat;
   }
-  r.embeddingParams = v * d * (s.model.tieEmbeddings ? 1 : 2);
+  r.embeddingParams = v * d * (s.model.tieEmbeddings ? 1 : 2) +
+                      (s.output.bias ? v : 0);
   if (s.attention.position.kind == spec::PositionKind::Learned)
     r.embeddingParams += (s.model.maxSeqLen + s.attention.position.offset) * d;
   // T5: one [buckets, heads] table shared by every layer.

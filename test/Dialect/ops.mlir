@@ -82,3 +82,11 @@ func.func @shaw(%q: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   %a = arch.attention %q, %q, %q, %pos shaw %rk, %rv {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5, shaw_clip = 2} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
+
+// -----
+// CHECK-LABEL: func.func @scale
+func.func @scale(%l: tensor<1x16xf32>) -> tensor<1x16xf32> {
+  // CHECK: arch.scale %{{.*}} {factor = 6.250000e-02 : f32} : tensor<1x16xf32>
+  %s = arch.scale %l {factor = 0.0625 : f32} : tensor<1x16xf32>
+  return %s : tensor<1x16xf32>
+}

@@ -44,6 +44,8 @@ class Spec:
         self.embedding_norm = norm.get("embedding_norm", False)
         out = t.get("output", {})
         self.final_softcap = out.get("final_softcap", 0.0)
+        self.lm_bias = out.get("bias", False)
+        self.logit_scale = out.get("logit_scale", 1.0)
         block = t.get("block", {})
         self.parallel = block.get("layout", "serial") == "parallel"
         self.shared_norm = block.get("shared_norm", True)
@@ -184,6 +186,8 @@ class Spec:
             norm("model.embed_layernorm")
         if not self.tied:
             shapes["lm_head.weight"] = (self.vocab, d)
+        if self.lm_bias:
+            shapes["lm_head.bias"] = (self.vocab,)
         return shapes
 
 
@@ -493,6 +497,9 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
         x = norm(spec, W, "model.norm", x)
     head = W["model.embed_tokens.weight" if spec.tied else "lm_head.weight"]
     logits = x @ head.T
+    if spec.lm_bias:
+        logits = logits + W["lm_head.bias"]
+    logits = logits * spec.logit_scale
     if spec.final_softcap:
         logits = spec.final_softcap * torch.tanh(logits / spec.final_softcap)
     return logits

@@ -137,6 +137,18 @@ def Arch_SoftcapOp : Arch_Op<"softcap", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Arch_ScaleOp : Arch_Op<"scale", [Pure, SameOperandsAndResultType]> {
+  let summary = "multiplication by a constant (logit scale)";
+  let description = [{
+    ```mlir
+    %s = arch.scale %logits {factor = 6.250000e-02 : f32} : tensor<1x256000xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$input, F32Attr:$factor);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 def Arch_AddOp : Arch_Op<"add", [Pure, Commutative,
                                  SameOperandsAndResultType]> {
   let summary = "elementwise sum (residual connection)";
