@@ -83,16 +83,21 @@ static void lowerLinear(KernelFuncs &k) {
 static void lowerNorm(KernelFuncs &k) {
   int64_t d = k.spec.ints[0];
   bool layer = k.spec.ints[1] == 1, hasBias = k.spec.ints[2] != 0;
+  // Groups with their own weight: row t of the [T * g, d] view is group t % g.
+  int groups = int(k.spec.ints[3]);
   float eps = float(k.spec.reals[0]);
   int vl = vectorWidthFor(d, k.lanes);
   ImageParam x = input(Float(32), {d}, "x", k);
-  ImageParam w(Float(32), 1, "w"), bias(Float(32), 1, "bias");
-  w.dim(0).set_bounds(0, int(d));
-  k.args.push_back(w);
-  if (hasBias) {
-    bias.dim(0).set_bounds(0, int(d));
-    k.args.push_back(bias);
+  int wdims = groups ? 2 : 1;
+  ImageParam w(Float(32), wdims, "w"), bias(Float(32), wdims, "bias");
+  for (ImageParam *p : {&w, &bias}) {
+    p->dim(0).set_bounds(0, int(d)).set_stride(1);
+    if (groups)
+      p->dim(1).set_bounds(0, groups).set_stride(int(d));
   }
+  k.args.push_back(w);
+  if (hasBias)
+    k.args.push_back(bias);
 
   Var i("i"), t("t"), kk("kk");
   RDom r(0, int(d / vl), "r");
@@ -116,9 +121,10 @@ static void lowerNorm(KernelFuncs &k) {
   inv(t) = 1.0f / sqrt(sum(sq(lane, t)) / float(d) + eps);
   Func out(layer ? "layernorm" : "rmsnorm");
   float offset = float(k.spec.reals[1]);
-  Expr scaleBy = offset == 0.0f ? w(i) : w(i) + offset;
+  Expr wi = groups ? w(i, t % groups) : w(i);
+  Expr scaleBy = offset == 0.0f ? wi : wi + offset;
   Expr y = centered(i, t) * inv(t) * scaleBy;
-  out(i, t) = hasBias ? y + bias(i) : y;
+  out(i, t) = hasBias ? y + (groups ? bias(i, t % groups) : bias(i)) : y;
   k.out = out;
   k.funcs["sq"] = sq;
   k.funcs["inv"] = inv;

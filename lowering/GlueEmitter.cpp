@@ -178,16 +178,21 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     if (g > 1)
       in.rows = "(" + in.rows + ") * " + std::to_string(g);
     bool bias = bool(n.getBias());
+    bool separate =
+        cast<RankedTensorType>(n.getWeight().getType()).getRank() == 2;
     std::string k = kernel({KernelKind::Norm,
-                            {d, int64_t(n.getKind() == NormKind::layer), bias},
+                            {d, int64_t(n.getKind() == NormKind::layer), bias,
+                             separate ? g : 0},
                             {double(n.getEps().convertToFloat()),
                              double(n.getWeightOffset().convertToFloat())}});
     defineResult(op, d * g, in.rows);
     os << comment(op) << "  ARCHRT_CHECK(" << k << "("
        << f32(0, in.ptr, {s(d), in.rows}) << ", "
-       << f32(1, info(n.getWeight()).ptr, {s(d)}) << ", ";
+       << f32(1, info(n.getWeight()).ptr, {s(d), separate ? s(g) : "0"})
+       << ", ";
     if (bias)
-      os << f32(2, info(n.getBias()).ptr, {s(d)}) << ", ";
+      os << f32(2, info(n.getBias()).ptr, {s(d), separate ? s(g) : "0"})
+         << ", ";
     os << f32(3, info(n.getResult()).ptr, {s(d), in.rows}) << "));\n";
     if (g > 1)
       values[n.getResult()].rows = info(n.getInput()).rows;

@@ -17,7 +17,9 @@ namespace arch {
 
 enum class KernelKind {
   Embed,      ///< ints: vocab, d_model             reals: scale
-  Norm,       ///< ints: width, kind (0 rms, 1 layer), bias    reals: eps, weight offset
+  Norm,       ///< ints: width, kind (0 rms, 1 layer), bias, groups with
+              ///<       their own weight (0 = one shared weight)
+              ///< reals: eps, weight offset
   LinearGemm, ///< ints: K, N, bias (>= 4 token rows)
   LinearGemv, ///< ints: K, N, bias (any rows; decode)
   Rope,       ///< ints: n_heads, head_dim, rotary_dim, style, scaling,

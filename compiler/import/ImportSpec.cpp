@@ -41,7 +41,7 @@ private:
                              SymbolRefAttr::get(&ctx, name));
   }
   Value norm(Location l, Value x, const std::string &prefix,
-             int64_t groups = 1);
+             int64_t groups = 1, bool separate = false);
   Value linear(Location l, Value x, const std::string &prefix, int64_t out,
                bool bias);
   Value attention(int64_t i, Value h, Value pos);
@@ -54,12 +54,16 @@ private:
 };
 
 Value Importer::norm(Location l, Value x, const std::string &prefix,
-                     int64_t groups) {
+                     int64_t groups, bool separate) {
   int64_t d = cast<RankedTensorType>(x.getType()).getDimSize(1) / groups;
-  Value bias = spec.norm.bias ? param(l, prefix + ".bias", {d}) : Value();
+  // A weight per group is [groups, d]; a shared one [d].
+  llvm::SmallVector<int64_t, 2> shape{d};
+  if (separate)
+    shape.insert(shape.begin(), groups);
+  Value bias = spec.norm.bias ? param(l, prefix + ".bias", shape) : Value();
   NormKind kind = spec.norm.kind == spec::NormKind::RMSNorm ? NormKind::rms
                                                              : NormKind::layer;
-  return b.create<NormOp>(l, x.getType(), x, param(l, prefix + ".weight", {d}),
+  return b.create<NormOp>(l, x.getType(), x, param(l, prefix + ".weight", shape),
                           bias, kind, llvm::APFloat(float(spec.norm.eps)),
                           llvm::APFloat(float(spec.norm.weightOffset)), groups);
 }
@@ -85,9 +89,10 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
   Value v = linear(al, h, p + "v_proj", spec.kvDim(), a.qkvBias);
   if (a.qkNorm != spec::QKNorm::None) {
     Location ql = layerLoc(i, "attention.qk_norm");
-    bool perHead = a.qkNorm == spec::QKNorm::Head;
-    q = norm(ql, q, p + "q_norm", perHead ? a.nHeads : 1);
-    k = norm(ql, k, p + "k_norm", perHead ? a.nKVHeads : 1);
+    bool perHead = a.qkNorm != spec::QKNorm::Full;
+    bool separate = a.qkNorm == spec::QKNorm::HeadSeparate;
+    q = norm(ql, q, p + "q_norm", perHead ? a.nHeads : 1, separate);
+    k = norm(ql, k, p + "k_norm", perHead ? a.nKVHeads : 1, separate);
   }
   if (a.position.kind == spec::PositionKind::Rope) {
     Location rl = layerLoc(i, "attention.position");

@@ -39,7 +39,7 @@ enum class Activation {
   SiLU, GELU, GELUTanh, GELUSigmoid, ReLU, SquaredReLU, Sigmoid, Identity
 };
 enum class BlockLayout { Serial, Parallel };
-enum class QKNorm { None, Head, Full };
+enum class QKNorm { None, Head, Full, HeadSeparate };
 } // namespace spec
 
 struct ModelSpec {
@@ -85,8 +85,9 @@ struct AttentionSpec {
   bool qkvBias = false;
   bool outBias = false;
   double softcap = 0.0; ///< Gemma 2: scores -> c * tanh(scores / c); 0 = off
-  /// QK-norm with the model's norm kind: over each head (Gemma 3, Qwen 3)
-  /// or over the whole q / k projection (OLMo 2).
+  /// QK-norm with the model's norm kind: over each head with one shared
+  /// weight (Gemma 3, Qwen 3) or a weight per head (Command R+), or over the
+  /// whole q / k projection (OLMo 2).
   spec::QKNorm qkNorm = spec::QKNorm::None;
   int64_t window = 0; ///< sliding window: attend to the last `window` tokens
   PositionSpec position;

@@ -321,7 +321,8 @@ void parseLayerAttention(Parser &p, TableReader &attn, AttentionSpec &a,
     a.scale = *v;
   if (auto v = attn.getFloat("softcap", false))
     a.softcap = *v;
-  if (auto k = attn.getEnum("qk_norm", {"none", "head", "full"}))
+  if (auto k = attn.getEnum("qk_norm",
+                            {"none", "head", "full", "head_separate"}))
     a.qkNorm = QKNorm(*k);
   if (auto v = attn.getInt("window", false, 0))
     a.window = *v;

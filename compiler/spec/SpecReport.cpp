@@ -35,8 +35,10 @@ SpecReport analyzeSpec(const ArchSpec &s) {
     const int64_t qkNorm =
         l.attention.qkNorm == spec::QKNorm::Head
             ? 2 * s.attention.headDim * normWidth
-            : l.attention.qkNorm == spec::QKNorm::Full ? (q + kv) * normWidth
-                                                        : 0;
+        : l.attention.qkNorm == spec::QKNorm::Full ||
+                  l.attention.qkNorm == spec::QKNorm::HeadSeparate
+            ? (q + kv) * normWidth
+            : 0;
     // Shaw: relative key and value tables [2 clip + 1, head_dim] per layer.
     const int64_t shaw = l.attention.position.kind == spec::PositionKind::Shaw
                              ? 2 * (2 * l.attention.position.clip + 1) *

@@ -145,7 +145,7 @@ func.func @pos_embed_sinusoidal_table(%x: tensor<?x8xf32>, %p: index, %t: tensor
 // -----
 
 func.func @norm_bias(%x: tensor<?x8xf32>, %w: tensor<8xf32>, %b: tensor<4xf32>) {
-  // expected-error @+1 {{bias must be tensor<8xf32>}}
+  // expected-error @+1 {{bias must have the weight's type 'tensor<8xf32>'}}
   %y = arch.norm layer %x, %w, %b {eps = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>, tensor<4xf32>) -> tensor<?x8xf32>
   return
 }

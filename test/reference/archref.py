@@ -150,9 +150,10 @@ class Spec:
                 self.max_seq + self.pos_offset, d)
 
         def norm(prefix, width=d):
-            shapes[prefix + ".weight"] = (width,)
+            shape = width if isinstance(width, tuple) else (width,)
+            shapes[prefix + ".weight"] = shape
             if self.norm_bias:
-                shapes[prefix + ".bias"] = (width,)
+                shapes[prefix + ".bias"] = shape
 
         def linear(prefix, n_out, n_in, bias):
             shapes[prefix + ".weight"] = (n_out, n_in)
@@ -172,10 +173,13 @@ class Spec:
                 for name in ("rel_key", "rel_value"):
                     shapes[p + f"self_attn.{name}.weight"] = (
                         2 * ls.clip + 1, self.head_dim)
-            if ls.qk_norm != "none":
+            if ls.qk_norm in ("head", "full"):
                 per_head = ls.qk_norm == "head"
                 norm(p + "self_attn.q_norm", self.head_dim if per_head else q)
                 norm(p + "self_attn.k_norm", self.head_dim if per_head else kv)
+            elif ls.qk_norm == "head_separate":  # a weight per head
+                norm(p + "self_attn.q_norm", (self.heads, self.head_dim))
+                norm(p + "self_attn.k_norm", (self.kv_heads, self.head_dim))
             linear(p + "mlp.up_proj", ff, d, ls.ffn_bias)
             if ls.glu:
                 linear(p + "mlp.gate_proj", ff, d, ls.ffn_bias)
@@ -199,7 +203,7 @@ def random_weights(spec, seed):
     for name, shape in spec.param_shapes().items():
         if name.endswith(".bias"):
             w[name] = 0.1 * torch.randn(shape, generator=g)
-        elif len(shape) == 1:
+        elif len(shape) == 1 or name.split(".")[-2].endswith("norm"):
             w[name] = 1.0 + 0.1 * torch.randn(shape, generator=g)
         elif name == "model.embed_tokens.weight":
             w[name] = torch.randn(shape, generator=g)
@@ -426,7 +430,7 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
         q = linear(W, p + "self_attn.q_proj", h).view(T, H, hd)
         k = linear(W, p + "self_attn.k_proj", h).view(T, KV, hd)
         v = linear(W, p + "self_attn.v_proj", h).view(T, KV, hd)
-        if ls.qk_norm == "head":  # each head normalized on its own
+        if ls.qk_norm in ("head", "head_separate"):  # each head on its own
             q = norm(spec, W, p + "self_attn.q_norm", q)
             k = norm(spec, W, p + "self_attn.k_norm", k)
         elif ls.qk_norm == "full":  # over the whole projection (OLMo 2)

@@ -59,16 +59,19 @@ LogicalResult NormOp::verify() {
   if (getGroups() < 1 || d % getGroups() != 0)
     return emitOpError() << "groups (" << getGroups()
                          << ") must divide the input width " << d;
-  d /= getGroups();
+  int64_t g = int64_t(getGroups());
+  d /= g;
+  // One weight for every group ([d]) or one per group ([groups, d]).
   auto w = cast<RankedTensorType>(getWeight().getType());
-  if (w.getRank() != 1 || w.getDimSize(0) != d)
-    return emitOpError() << "weight must be tensor<" << d << "xf32>, got "
-                         << w;
-  if (getBias()) {
-    auto b = cast<RankedTensorType>(getBias().getType());
-    if (b.getRank() != 1 || b.getDimSize(0) != d)
-      return emitOpError() << "bias must be tensor<" << d << "xf32>, got " << b;
-  }
+  bool shared = w.getRank() == 1 && w.getDimSize(0) == d;
+  bool perGroup = w.getRank() == 2 && w.getDimSize(0) == g &&
+                  w.getDimSize(1) == d;
+  if (!shared && !perGroup)
+    return emitOpError() << "weight must be tensor<" << d << "xf32> or tensor<"
+                         << g << "x" << d << "xf32>, got " << w;
+  if (getBias() && getBias().getType() != getWeight().getType())
+    return emitOpError() << "bias must have the weight's type " << w
+                         << ", got " << getBias().getType();
   if (getResult().getType() != getInput().getType())
     return emitOpError() << "result type must equal the input type";
   if (getEps().convertToFloat() <= 0)
