@@ -175,8 +175,7 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     int64_t g = n.getGroups();
     int64_t d = widthOf(n.getInput()) / g;
     ValueInfo in = info(n.getInput());
-    if (g > 1)
-      in.rows = "(" + in.rows + ") * " + std::to_string(g);
+    std::string rows = g > 1 ? "(" + in.rows + ") * " + s(g) : in.rows;
     bool bias = bool(n.getBias());
     bool separate =
         cast<RankedTensorType>(n.getWeight().getType()).getRank() == 2;
@@ -187,15 +186,13 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
                              double(n.getWeightOffset().convertToFloat())}});
     defineResult(op, d * g, in.rows);
     os << comment(op) << "  ARCHRT_CHECK(" << k << "("
-       << f32(0, in.ptr, {s(d), in.rows}) << ", "
+       << f32(0, in.ptr, {s(d), rows}) << ", "
        << f32(1, info(n.getWeight()).ptr, {s(d), separate ? s(g) : "0"})
        << ", ";
     if (bias)
       os << f32(2, info(n.getBias()).ptr, {s(d), separate ? s(g) : "0"})
          << ", ";
-    os << f32(3, info(n.getResult()).ptr, {s(d), in.rows}) << "));\n";
-    if (g > 1)
-      values[n.getResult()].rows = info(n.getInput()).rows;
+    os << f32(3, info(n.getResult()).ptr, {s(d), rows}) << "));\n";
     return success();
   }
   if (auto pe = dyn_cast<PosEmbedOp>(op)) {

@@ -176,6 +176,7 @@ struct SpecReport {
   int64_t attnFlopsPerCtx = 0;      ///< attention FLOPs per (token, past token)
 };
 
+/// Needs a parsed spec: one LayerSpec per layer.
 SpecReport analyzeSpec(const ArchSpec &spec);
 
 } // namespace arch

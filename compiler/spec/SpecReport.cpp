@@ -24,10 +24,7 @@ SpecReport analyzeSpec(const ArchSpec &s) {
                            (s.attention.outBias ? d : 0);
   int64_t layerParams = 0, layerMatmul = 0;
   // Layers may differ (overrides of the FFN or QK-norm).
-  for (const LayerSpec &l : s.layers.empty()
-                                ? std::vector<LayerSpec>(size_t(s.model.nLayers),
-                                                         {s.attention, s.ffn})
-                                : s.layers) {
+  for (const LayerSpec &l : s.layers) {
     const bool glu = l.ffn.kind == spec::FFNKind::GLU;
     const int64_t ff = l.ffn.dFF;
     const int64_t ffnMat = (glu ? 3 : 2) * d * ff;
