@@ -56,7 +56,7 @@ private:
   llvm::DenseMap<Value, Value> owner;         ///< alias -> slot owner
   std::vector<int64_t> slotWidth;
   std::vector<bool> slotFree;
-  std::vector<std::pair<std::string, std::vector<int64_t>>> params;
+  std::vector<ParamOp> params; ///< first use of each, in table order
   std::map<std::string, int> paramIndex;
   Value returned;
   // Model facts for the descriptor, taken from the IR.
@@ -147,11 +147,13 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     auto shape = cast<RankedTensorType>(p.getType()).getShape();
     auto [it, added] = paramIndex.try_emplace(name, int(params.size()));
     if (added)
-      params.push_back({name, std::vector<int64_t>(shape.begin(), shape.end())});
-    else if (params[it->second].second !=
-             std::vector<int64_t>(shape.begin(), shape.end()))
+      params.push_back(p);
+    else if (params[it->second].getType() != p.getType() ||
+             params[it->second].getSourceAttr() != p.getSourceAttr() ||
+             params[it->second].getRowsAttr() != p.getRowsAttr())
       return p.emitOpError() << "parameter '" << name
-                             << "' is used with two different shapes";
+                             << "' is used with two different shapes or "
+                                "sources";
     ValueInfo &vi = values[p.getResult()];
     vi.ptr = "P[" + std::to_string(it->second) + "]";
     vi.width = shape.back();
@@ -362,14 +364,33 @@ static std::string cString(const std::string &text) {
 }
 
 std::string GlueEmitter::emitDesc() {
+  std::string prefix;
+  if (auto a = module->getAttrOfType<StringAttr>("arch.checkpoint_prefix"))
+    prefix = a.str();
   std::string d;
   llvm::raw_string_ostream ds(d);
   ds << "static const archrt_gen_param params[" << params.size() << "] = {\n";
-  for (auto &[name, shape] : params) {
-    ds << "    {" << cString(name) << ", " << shape.size() << ", {";
-    for (size_t i = 0; i < shape.size(); ++i)
-      ds << (i ? ", " : "") << shape[i];
-    ds << "}},\n";
+  auto list = [&](llvm::ArrayRef<int64_t> v) {
+    ds << v.size() << ", {";
+    for (size_t i = 0; i < v.size(); ++i)
+      ds << (i ? ", " : "") << v[i];
+    ds << "}";
+  };
+  for (ParamOp p : params) {
+    auto shape = cast<RankedTensorType>(p.getType()).getShape();
+    ds << "    {" << cString(p.getName().str()) << ", ";
+    list(shape);
+    if (p.getSource()) {
+      ds << ", " << cString(p.getSource()->str()) << ", ";
+      list(*p.getSourceShape());
+      ds << ", " << (p.getTranspose() ? 1 : 0);
+      if (p.getRows()) {
+        ArrayRef<int64_t> r = *p.getRows();
+        ds << ", {" << r[0] << ", " << r[1] << ", " << r[2] << ", " << r[3]
+           << "}";
+      }
+    }
+    ds << "},\n";
   }
   ds << "};\n\nstatic const int64_t slot_width[" << slotWidth.size()
      << "] = {";
@@ -386,6 +407,8 @@ std::string GlueEmitter::emitDesc() {
      << nKVHeads * headDim << ", .max_chunk = "
      << std::min(opts.maxChunk, maxSeq) << ",\n"
      << "    .n_params = " << params.size() << ", .params = params,\n"
+     << "    .checkpoint_prefix = "
+     << (prefix.empty() ? std::string("0") : cString(prefix)) << ",\n"
      << "    .n_slots = " << slotWidth.size()
      << ", .slot_width = slot_width,\n};\n";
   return ds.str();

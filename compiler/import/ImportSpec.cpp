@@ -8,6 +8,7 @@
 #include "compiler/import/ImportSpec.h"
 #include "arch/Dialect/ArchDialect.h"
 #include "compiler/spec/ArchSpec.h"
+#include "compiler/spec/Checkpoint.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -35,10 +36,27 @@ private:
   RankedTensorType act(int64_t width) {
     return RankedTensorType::get({ShapedType::kDynamic, width}, b.getF32Type());
   }
+  /// A parameter, with where its checkpoint keeps it unless that is the
+  /// tensor of the same name.
   Value param(Location l, const std::string &name,
               llvm::ArrayRef<int64_t> shape) {
-    return b.create<ParamOp>(l, RankedTensorType::get(shape, b.getF32Type()),
-                             SymbolRefAttr::get(&ctx, name));
+    auto op = b.create<ParamOp>(
+        l, RankedTensorType::get(shape, b.getF32Type()),
+        FlatSymbolRefAttr::get(&ctx, name), StringAttr(), DenseI64ArrayAttr(),
+        UnitAttr(), DenseI64ArrayAttr());
+    auto src = checkpointSource(spec, name, {shape.begin(), shape.end()});
+    if (src) {
+      // The spec parser rejected schemes that cannot name a parameter.
+      assert(!src->tensor.empty() && "naming scheme checked by the parser");
+      op.setSourceAttr(b.getStringAttr(src->tensor));
+      op.setSourceShapeAttr(b.getDenseI64ArrayAttr(src->shape));
+      if (src->transpose)
+        op.setTransposeAttr(b.getUnitAttr());
+      if (src->groups > 0)
+        op.setRowsAttr(b.getDenseI64ArrayAttr(
+            {src->groups, src->stride, src->offset, src->length}));
+    }
+    return op;
   }
   Value norm(Location l, Value x, const std::string &prefix,
              int64_t groups = 1, bool separate = false);
@@ -206,6 +224,10 @@ OwningOpRef<ModuleOp> Importer::run() {
                                   b.getI64IntegerAttr(spec.model.maxSeqLen));
   module->getOperation()->setAttr("arch.n_layers",
                                   b.getI64IntegerAttr(spec.model.nLayers));
+  if (spec.weights.naming != spec::Naming::Llama)
+    module->getOperation()->setAttr(
+        "arch.checkpoint_prefix",
+        b.getStringAttr(namingBasePrefix(spec.weights.naming)));
 
   b.setInsertionPointToEnd(module->getBody());
   auto tokensTy =

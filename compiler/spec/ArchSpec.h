@@ -40,6 +40,8 @@ enum class Activation {
 };
 enum class BlockLayout { Serial, Parallel };
 enum class QKNorm { None, Head, Full, HeadSeparate };
+/// Hugging Face tensor-naming schemes (see compiler/spec/Checkpoint.h).
+enum class Naming { Llama, GPT2, GPTJ, GPTNeoX, OPT, Bloom, Falcon, Phi3 };
 } // namespace spec
 
 struct ModelSpec {
@@ -115,7 +117,8 @@ struct OutputSpec {
 };
 
 struct WeightsSpec {
-  std::string naming = "hf-llama";
+  /// The tensor names and layouts of the model family's checkpoints.
+  spec::Naming naming = spec::Naming::Llama;
 };
 
 /// What one layer computes: the model's attention and FFN, with the keys of

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/spec/ArchSpec.h"
+#include "compiler/spec/Checkpoint.h"
 
 #include <toml++/toml.h>
 
@@ -469,8 +470,8 @@ void parseTables(Parser &p, const toml::table &root) {
   output.finish();
 
   TableReader weights(p, top.subtable("weights"), "weights", {"naming"});
-  if (weights.getEnum("naming", {"hf-llama"}))
-    s.weights.naming = "hf-llama";
+  if (auto k = weights.getEnum("naming", namingNames()))
+    s.weights.naming = spec::Naming(*k);
   weights.finish();
 
   top.finish();
@@ -671,6 +672,11 @@ std::optional<ArchSpec> finishParse(Parser &p, const toml::table &root) {
     validate(p);
   if (p.errors.size() == before)
     applyOverrides(p, root);
+  if (p.errors.size() == before) {
+    std::string why = namingProblem(p.spec);
+    if (!why.empty())
+      p.error(p.spec.locOf("weights.naming"), "weights.naming", why);
+  }
   if (p.errors.size() != before)
     return std::nullopt;
   return std::move(p.spec);

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define ARCHRT_ABI_VERSION 1
+#define ARCHRT_ABI_VERSION 2
 
 typedef enum archrt_status {
   ARCHRT_OK = 0,
@@ -50,10 +50,13 @@ typedef struct archrt_model_info {
 } archrt_model_info;
 
 typedef struct archrt_param_info {
-  const char *name;  /* checkpoint name, e.g. "model.norm.weight" */
+  const char *name;  /* archc's name, e.g. "model.norm.weight" */
   const char *dtype; /* "F32" */
   int32_t ndim;
   int64_t shape[4];
+  /* The checkpoint tensor that holds it under the spec's naming scheme
+   * (e.g. "transformer.ln_f.weight"); may be fused or transposed. */
+  const char *source;
 } archrt_param_info;
 
 archrt_status archrt_model_create(archrt_model **out);
@@ -66,10 +69,15 @@ archrt_status archrt_param_info_get(const archrt_model *model, int32_t index,
 /* ---- Weights ------------------------------------------------------------
  * Safetensors (memory-mapped; F32 used in place, F16 and BF16 converted)
  * and llama2.c legacy checkpoints. Every tensor is checked against the
- * parameter table: a missing, unexpected or misshapen tensor is named. */
+ * parameter table: a missing, unexpected or misshapen tensor is named.
+ * Tensor names follow the spec's naming scheme ([weights] naming): fused
+ * q/k/v or gate/up tensors are split and Conv1D weights transposed at load.
+ * archrt_load_safetensors takes one .safetensors file, a sharded
+ * checkpoint's model.safetensors.index.json, or a directory holding either
+ * (the index first, else model.safetensors). */
 archrt_status archrt_load_safetensors(archrt_model *model, const char *path);
 archrt_status archrt_load_llama2c(archrt_model *model, const char *path);
-/* Picks the loader from the file's contents. */
+/* Picks the loader from the path and the file's contents. */
 archrt_status archrt_load_weights(archrt_model *model, const char *path);
 /* Fills every parameter with seeded uniform noise (benchmarks). */
 archrt_status archrt_init_random(archrt_model *model, uint64_t seed);

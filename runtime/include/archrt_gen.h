@@ -17,10 +17,19 @@
 extern "C" {
 #endif
 
+/* A parameter, and where a checkpoint keeps it (arch.param's `from`): a
+ * NULL source is the tensor `name` of this shape. Otherwise the tensor
+ * `source` of source_shape, transposed first if `transpose`; rows[0] > 0
+ * takes rows g * rows[1] + rows[2] ..< + rows[3] for g < rows[0]. */
 typedef struct archrt_gen_param {
   const char *name;
   int32_t ndim;
   int64_t shape[4];
+  const char *source;
+  int32_t source_ndim;
+  int64_t source_shape[4];
+  int32_t transpose;
+  int64_t rows[4];
 } archrt_gen_param;
 
 typedef struct archrt_gen_model {
@@ -32,6 +41,9 @@ typedef struct archrt_gen_model {
   int32_t max_chunk; /* most tokens one forward call takes */
   int32_t n_params;
   const archrt_gen_param *params;
+  /* Hugging Face's base-model prefix ("transformer."): checkpoints saved
+   * from the bare model leave it out of their names. NULL: hf-llama. */
+  const char *checkpoint_prefix;
   int32_t n_slots;           /* activation buffers */
   const int64_t *slot_width; /* floats per token in each */
 } archrt_gen_model;

@@ -7,13 +7,19 @@
 
 #include <stddef.h>
 
+/* A memory-mapped file. */
+typedef struct archrt_mapping {
+  void *data;
+  size_t size;
+} archrt_mapping;
+
 struct archrt_model {
   const archrt_gen_model *desc;
   float **params; /* n_params pointers; NULL until weights are loaded */
   /* What the current weights live in (released on reload and free). */
-  void *map;
-  size_t map_size;
-  void *owned; /* converted / generated tensors */
+  archrt_mapping *maps; /* n_maps files (shards), malloc'd */
+  int n_maps;
+  void *owned; /* converted / assembled / generated tensors */
 };
 
 /* Records a formatted message as this thread's last error; returns status. */
@@ -24,10 +30,10 @@ void archrt_clear_error(void);
 const char *archrt_kernel_error(void);
 void archrt_install_error_handler(void);
 
-/* Replaces the model's weights with `params`, taking ownership of `map`
- * (munmap'd later) and `owned` (free'd later). */
-void archrt_model_set_weights(archrt_model *m, float **params, void *map,
-                              size_t map_size, void *owned);
+/* Replaces the model's weights with `params`, taking ownership of `maps`
+ * (each munmap'd later, the array free'd) and `owned` (free'd later). */
+void archrt_model_set_weights(archrt_model *m, float **params,
+                              archrt_mapping *maps, int n_maps, void *owned);
 
 /* Product of a parameter's dims. */
 int64_t archrt_param_numel(const archrt_gen_param *p);

@@ -36,11 +36,13 @@ archrt_status archrt_model_create(archrt_model **out) {
 
 static void release_weights(archrt_model *m) {
   free(m->params);
-  if (m->map)
-    munmap(m->map, m->map_size);
+  for (int i = 0; i < m->n_maps; ++i)
+    munmap(m->maps[i].data, m->maps[i].size);
+  free(m->maps);
   free(m->owned);
   m->params = NULL;
-  m->map = NULL;
+  m->maps = NULL;
+  m->n_maps = 0;
   m->owned = NULL;
 }
 
@@ -51,12 +53,12 @@ void archrt_model_free(archrt_model *m) {
   free(m);
 }
 
-void archrt_model_set_weights(archrt_model *m, float **params, void *map,
-                              size_t map_size, void *owned) {
+void archrt_model_set_weights(archrt_model *m, float **params,
+                              archrt_mapping *maps, int n_maps, void *owned) {
   release_weights(m);
   m->params = params;
-  m->map = map;
-  m->map_size = map_size;
+  m->maps = maps;
+  m->n_maps = n_maps;
   m->owned = owned;
 }
 
@@ -95,6 +97,7 @@ archrt_status archrt_param_info_get(const archrt_model *m, int32_t index,
   const archrt_gen_param *p = &m->desc->params[index];
   memset(out, 0, sizeof *out);
   out->name = p->name;
+  out->source = p->source ? p->source : p->name;
   out->dtype = "F32";
   out->ndim = p->ndim;
   for (int i = 0; i < p->ndim; ++i)

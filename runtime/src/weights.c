@@ -17,12 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-typedef struct mapped_file {
-  void *data;
-  size_t size;
-} mapped_file;
-
-static archrt_status map_file(const char *path, mapped_file *out) {
+static archrt_status map_file(const char *path, archrt_mapping *out) {
   int fd = open(path, O_RDONLY);
   if (fd < 0)
     return archrt_fail(ARCHRT_ERR_IO, "%s: cannot open: %s", path,
@@ -147,6 +142,7 @@ typedef struct st_tensor {
   int ndim;
   int64_t shape[8];
   int64_t begin, end;
+  int file; /* which file of its st_set */
   int matched;
 } st_tensor;
 
@@ -243,35 +239,56 @@ static void format_shape(char *buf, size_t cap, int ndim, const int64_t *s) {
     snprintf(buf + n, cap - n, "]");
 }
 
-archrt_status archrt_load_safetensors(archrt_model *m, const char *path) {
-  if (!m || !path)
-    return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
-                       "archrt_load_safetensors: NULL argument");
-  mapped_file f;
+/* The tensors of one safetensors file or of every shard of a sharded
+ * checkpoint. */
+typedef struct st_set {
+  archrt_mapping *files;
+  int n_files;
+  st_tensor *tensors;
+  int n_tensors, cap;
+} st_set;
+
+static void st_set_free(st_set *s) {
+  for (int i = 0; i < s->n_files; ++i)
+    munmap(s->files[i].data, s->files[i].size);
+  free(s->files);
+  free(s->tensors);
+  memset(s, 0, sizeof *s);
+}
+
+static const uint8_t *st_data(const st_set *s, const st_tensor *t) {
+  const uint8_t *base = (const uint8_t *)s->files[t->file].data;
+  uint64_t hlen;
+  memcpy(&hlen, base, 8);
+  return base + 8 + hlen + t->begin;
+}
+
+/* Maps `path` and appends its tensors to `s` (the mapping is s's even on
+ * failure). A malformed file is an ARCHRT_ERR_FORMAT naming it. */
+static archrt_status st_add_file(st_set *s, const char *path) {
+  archrt_mapping f;
   archrt_status st = map_file(path, &f);
   if (st)
     return st;
-  const archrt_gen_model *d = m->desc;
-  st_tensor *tensors = NULL;
-  float **params = NULL;
-  uint8_t *owned = NULL;
-  int n_tensors = 0, cap = 0;
+  archrt_mapping *nf = realloc(s->files, (size_t)(s->n_files + 1) * sizeof *nf);
+  if (!nf) {
+    munmap(f.data, f.size);
+    return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
+  s->files = nf;
+  s->files[s->n_files++] = f;
+  int file = s->n_files - 1, first = s->n_tensors;
 
   uint64_t hlen = 0;
-  if (f.size < 8) {
-    st = archrt_fail(ARCHRT_ERR_FORMAT, "%s: too short for a safetensors file",
-                     path);
-    goto fail;
-  }
+  if (f.size < 8)
+    return archrt_fail(ARCHRT_ERR_FORMAT, "%s: too short for a safetensors file",
+                       path);
   memcpy(&hlen, f.data, 8);
-  if (hlen < 2 || hlen > f.size - 8 || hlen > (100u << 20)) {
-    st = archrt_fail(ARCHRT_ERR_FORMAT,
-                     "%s: header length %llu does not fit a file of %zu bytes "
-                     "(not a safetensors file?)",
-                     path, (unsigned long long)hlen, f.size);
-    goto fail;
-  }
-  const uint8_t *data = (const uint8_t *)f.data + 8 + hlen;
+  if (hlen < 2 || hlen > f.size - 8 || hlen > (100u << 20))
+    return archrt_fail(ARCHRT_ERR_FORMAT,
+                       "%s: header length %llu does not fit a file of %zu "
+                       "bytes (not a safetensors file?)",
+                       path, (unsigned long long)hlen, f.size);
   size_t data_size = f.size - 8 - hlen;
   json j = {(const char *)f.data + 8, (const char *)f.data + 8 + hlen, NULL};
   if (!expect(&j, '{'))
@@ -288,18 +305,19 @@ archrt_status archrt_load_safetensors(archrt_model *m, const char *path) {
         if (!skip_value(&j))
           goto bad_json;
       } else {
-        if (n_tensors == cap) {
-          cap = cap ? 2 * cap : 64;
-          st_tensor *nt = realloc(tensors, (size_t)cap * sizeof *nt);
-          if (!nt) {
-            st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-            goto fail;
-          }
-          tensors = nt;
+        if (s->n_tensors == s->cap) {
+          int cap = s->cap ? 2 * s->cap : 64;
+          st_tensor *nt = realloc(s->tensors, (size_t)cap * sizeof *nt);
+          if (!nt)
+            return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory",
+                               path);
+          s->tensors = nt;
+          s->cap = cap;
         }
-        st_tensor *t = &tensors[n_tensors++];
+        st_tensor *t = &s->tensors[s->n_tensors++];
         memset(t, 0, sizeof *t);
         snprintf(t->name, sizeof t->name, "%s", name);
+        t->file = file;
         if (!read_tensor(&j, t))
           goto bad_json;
       }
@@ -312,121 +330,385 @@ archrt_status archrt_load_safetensors(archrt_model *m, const char *path) {
         goto bad_json;
       break;
     }
-
-  archrt_problems probs = {{0}, 0, 0};
-  for (int i = 0; i < n_tensors; ++i) {
-    st_tensor *t = &tensors[i];
+  for (int i = first; i < s->n_tensors; ++i) {
+    st_tensor *t = &s->tensors[i];
     int es = dtype_size(t->dtype);
     int64_t numel = 1;
     for (int k = 0; k < t->ndim && k < 8; ++k)
       numel *= t->shape[k];
-    if (t->ndim < 0 || t->begin < 0 || !t->dtype[0])
-      archrt_problem(&probs, "tensor '%s' lacks dtype, shape or data_offsets",
-                     t->name);
-    else if (!es)
-      archrt_problem(&probs, "tensor '%s' has dtype %s (supported: F32, F16, BF16)",
-                     t->name, t->dtype);
-    else if (t->end < t->begin || (uint64_t)t->end > data_size ||
-             t->end - t->begin != numel * es)
-      archrt_problem(&probs,
-                     "tensor '%s' has data_offsets [%lld, %lld] that do not "
-                     "hold %lld %s values within the %zu data bytes",
-                     t->name, (long long)t->begin, (long long)t->end,
-                     (long long)numel, t->dtype, data_size);
+    if (t->ndim < 0 || t->ndim > 8 || t->begin < 0 || !t->dtype[0])
+      return archrt_fail(ARCHRT_ERR_FORMAT,
+                         "%s: tensor '%s' lacks dtype, shape or data_offsets",
+                         path, t->name);
+    /* Unsupported dtypes fail only if a parameter needs the tensor. */
+    if (t->end < t->begin || (uint64_t)t->end > data_size ||
+        (es && t->end - t->begin != numel * es))
+      return archrt_fail(ARCHRT_ERR_FORMAT,
+                         "%s: tensor '%s' has data_offsets [%lld, %lld] that "
+                         "do not hold %lld %s values within the %zu data bytes",
+                         path, t->name, (long long)t->begin, (long long)t->end,
+                         (long long)numel, t->dtype, data_size);
   }
-
-  params = calloc((size_t)d->n_params, sizeof *params);
-  int *which = calloc((size_t)d->n_params, sizeof *which);
-  if (!params || !which) {
-    free(which);
-    st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    goto fail;
-  }
-  size_t convert_floats = 0;
-  for (int i = 0; i < d->n_params; ++i) {
-    const archrt_gen_param *p = &d->params[i];
-    which[i] = -1;
-    for (int k = 0; k < n_tensors; ++k)
-      if (!strcmp(tensors[k].name, p->name)) {
-        which[i] = k;
-        tensors[k].matched = 1;
-        break;
-      }
-    if (which[i] < 0) {
-      archrt_problem(&probs, "missing tensor '%s'", p->name);
-      continue;
-    }
-    st_tensor *t = &tensors[which[i]];
-    int same = t->ndim == p->ndim;
-    for (int k = 0; same && k < p->ndim; ++k)
-      same = t->shape[k] == p->shape[k];
-    if (!same) {
-      char got[96], want[96];
-      format_shape(got, sizeof got, t->ndim < 8 ? t->ndim : 8, t->shape);
-      format_shape(want, sizeof want, p->ndim, p->shape);
-      archrt_problem(&probs, "tensor '%s' has shape %s, the model expects %s",
-                     p->name, got, want);
-    }
-    if (strcmp(t->dtype, "F32") || ((uintptr_t)(data + t->begin) & 3))
-      convert_floats += (size_t)archrt_param_numel(p);
-  }
-  for (int k = 0; k < n_tensors; ++k)
-    if (!tensors[k].matched)
-      archrt_problem(&probs, "unexpected tensor '%s' (not a parameter of %s)",
-                     tensors[k].name, d->name);
-  if (probs.count) {
-    free(which);
-    st = archrt_fail(ARCHRT_ERR_MISMATCH, "%s: %d problem%s: %s", path,
-                     probs.count, probs.count > 1 ? "s" : "", probs.buf);
-    goto fail;
-  }
-  if (convert_floats &&
-      !(owned = malloc(convert_floats * sizeof(float)))) {
-    free(which);
-    st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    goto fail;
-  }
-  float *next = (float *)owned;
-  for (int i = 0; i < d->n_params; ++i) {
-    st_tensor *t = &tensors[which[i]];
-    const uint8_t *src = data + t->begin;
-    int64_t n = archrt_param_numel(&d->params[i]);
-    if (!strcmp(t->dtype, "F32") && !((uintptr_t)src & 3)) {
-      /* In place: the mapping is private and read-only. */
-      params[i] = (float *)(uintptr_t)src;
-      continue;
-    }
-    params[i] = next;
-    for (int64_t e = 0; e < n; ++e) {
-      if (!strcmp(t->dtype, "F32")) {
-        memcpy(&next[e], src + 4 * e, 4);
-      } else {
-        uint16_t h;
-        memcpy(&h, src + 2 * e, 2);
-        if (!strcmp(t->dtype, "BF16")) {
-          uint32_t bits = (uint32_t)h << 16;
-          memcpy(&next[e], &bits, 4);
-        } else {
-          next[e] = half_to_float(h);
-        }
-      }
-    }
-    next += n;
-  }
-  free(which);
-  free(tensors);
-  archrt_model_set_weights(m, params, f.data, f.size, owned);
   return ARCHRT_OK;
 
 bad_json:
-  st = archrt_fail(ARCHRT_ERR_FORMAT, "%s: safetensors header: %s at byte %ld",
-                   path, j.err ? j.err : "malformed JSON",
+  return archrt_fail(ARCHRT_ERR_FORMAT, "%s: safetensors header: %s at byte %ld",
+                     path, j.err ? j.err : "malformed JSON",
+                     (long)(j.p - (const char *)f.data));
+}
+
+static st_tensor *st_find(st_set *s, const char *name) {
+  for (int k = 0; k < s->n_tensors; ++k)
+    if (!strcmp(s->tensors[k].name, name))
+      return &s->tensors[k];
+  return NULL;
+}
+
+/* Tensors that Hugging Face checkpoints carry besides parameters: causal
+ * masks and rotary tables saved as buffers, and a tied classifier. */
+static int ignorable(const archrt_gen_model *d, const char *name) {
+  static const char *buffers[] = {".attn.bias", ".attn.masked_bias",
+                                  ".attention.bias", ".attention.masked_bias",
+                                  ".rotary_emb.inv_freq"};
+  size_t n = strlen(name);
+  for (size_t i = 0; i < sizeof buffers / sizeof *buffers; ++i) {
+    size_t b = strlen(buffers[i]);
+    if (n > b && !strcmp(name + n - b, buffers[i]))
+      return 1;
+  }
+  if (strcmp(name, "lm_head.weight"))
+    return 0;
+  for (int i = 0; i < d->n_params; ++i) {
+    const archrt_gen_param *p = &d->params[i];
+    if (!strcmp(p->source ? p->source : p->name, "lm_head.weight"))
+      return 0;
+  }
+  return 1; /* the model ties its classifier to the embedding */
+}
+
+/* The checkpoint tensor parameter `p` comes from: its source name, or that
+ * name without the base-model prefix (checkpoints saved from the bare
+ * model). */
+static st_tensor *source_tensor(st_set *s, const archrt_gen_model *d,
+                                const archrt_gen_param *p) {
+  const char *want = p->source ? p->source : p->name;
+  st_tensor *t = st_find(s, want);
+  const char *prefix = d->checkpoint_prefix;
+  size_t n = prefix ? strlen(prefix) : 0;
+  if (!t && n && !strncmp(want, prefix, n))
+    t = st_find(s, want + n);
+  return t;
+}
+
+static float read_value(int dtype_bytes, int bf16, const uint8_t *src) {
+  if (dtype_bytes == 4) {
+    float f;
+    memcpy(&f, src, 4);
+    return f;
+  }
+  uint16_t h;
+  memcpy(&h, src, 2);
+  if (!bf16)
+    return half_to_float(h);
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* The first source row of parameter `p`'s row r (rows of the transposed
+ * tensor when p->transpose). */
+static int64_t source_row(const archrt_gen_param *p, int64_t r) {
+  if (!p->source || p->rows[0] <= 0)
+    return r;
+  return (r / p->rows[3]) * p->rows[1] + p->rows[2] + r % p->rows[3];
+}
+
+/* Whether parameter `p` is a contiguous run of f32 tensor `t` that can be
+ * used in place. */
+static int in_place(const st_set *s, const st_tensor *t,
+                    const archrt_gen_param *p) {
+  if (strcmp(t->dtype, "F32") || ((uintptr_t)st_data(s, t) & 3))
+    return 0;
+  return !p->source || (!p->transpose && p->rows[0] <= 1);
+}
+
+/* Copies (converting, transposing, gathering rows) parameter `p` out of `t`. */
+static void assemble(const st_set *s, const st_tensor *t,
+                     const archrt_gen_param *p, float *out) {
+  const uint8_t *src = st_data(s, t);
+  int es = dtype_size(t->dtype), bf16 = !strcmp(t->dtype, "BF16");
+  int64_t rows = p->shape[0], cols = p->ndim == 2 ? p->shape[1] : 1;
+  /* Rows of the stored tensor; a transposed one is stored [cols, rows]. */
+  int64_t stored_rows = p->source ? p->source_shape[p->transpose ? 1 : 0]
+                                  : rows;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t sr = source_row(p, r);
+    float *o = out + r * cols;
+    if (p->source && p->transpose)
+      for (int64_t c = 0; c < cols; ++c)
+        o[c] = read_value(es, bf16, src + (c * stored_rows + sr) * es);
+    else
+      for (int64_t c = 0; c < cols; ++c)
+        o[c] = read_value(es, bf16, src + (sr * cols + c) * es);
+  }
+}
+
+/* Binds every parameter of `m` to the tensors of `s` and installs them; on
+ * success the mappings move into the model. */
+static archrt_status bind_params(archrt_model *m, st_set *s, const char *path) {
+  const archrt_gen_model *d = m->desc;
+  archrt_problems probs = {{0}, 0, 0};
+  st_tensor **which = calloc((size_t)d->n_params + 1, sizeof *which);
+  if (!which)
+    return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  size_t convert_floats = 0;
+  for (int i = 0; i < d->n_params; ++i) {
+    const archrt_gen_param *p = &d->params[i];
+    const char *want = p->source ? p->source : p->name;
+    st_tensor *t = which[i] = source_tensor(s, d, p);
+    if (!t) {
+      if (p->source && strcmp(p->source, p->name))
+        archrt_problem(&probs, "missing tensor '%s' (holds %s)", want, p->name);
+      else
+        archrt_problem(&probs, "missing tensor '%s'", want);
+      continue;
+    }
+    t->matched = 1;
+    int ndim = p->source ? p->source_ndim : p->ndim;
+    const int64_t *shape = p->source ? p->source_shape : p->shape;
+    int same = t->ndim == ndim;
+    for (int k = 0; same && k < ndim; ++k)
+      same = t->shape[k] == shape[k];
+    if (!dtype_size(t->dtype))
+      archrt_problem(&probs, "tensor '%s' has dtype %s (supported: F32, F16, "
+                             "BF16)", t->name, t->dtype);
+    if (!same) {
+      char got[96], wanted[96];
+      format_shape(got, sizeof got, t->ndim, t->shape);
+      format_shape(wanted, sizeof wanted, ndim, shape);
+      archrt_problem(&probs, "tensor '%s' has shape %s, the model expects %s",
+                     t->name, got, wanted);
+    }
+    if (!same || !dtype_size(t->dtype)) {
+      which[i] = NULL;
+    } else if (!in_place(s, t, p)) {
+      convert_floats += (size_t)archrt_param_numel(p);
+    }
+  }
+  for (int k = 0; k < s->n_tensors; ++k)
+    if (!s->tensors[k].matched && !ignorable(d, s->tensors[k].name))
+      archrt_problem(&probs, "unexpected tensor '%s' (not a parameter of %s)",
+                     s->tensors[k].name, d->name);
+  if (probs.count) {
+    free(which);
+    return archrt_fail(ARCHRT_ERR_MISMATCH, "%s: %d problem%s: %s", path,
+                       probs.count, probs.count > 1 ? "s" : "", probs.buf);
+  }
+  float **params = calloc((size_t)d->n_params + 1, sizeof *params);
+  float *owned = convert_floats ? malloc(convert_floats * sizeof(float)) : NULL;
+  if (!params || (convert_floats && !owned)) {
+    free(which);
+    free(params);
+    free(owned);
+    return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
+                       "%s: cannot allocate %zu floats for converted tensors",
+                       path, convert_floats);
+  }
+  float *next = owned;
+  for (int i = 0; i < d->n_params; ++i) {
+    const archrt_gen_param *p = &d->params[i];
+    const st_tensor *t = which[i];
+    if (in_place(s, t, p)) {
+      /* The mapping is private and read-only. */
+      int64_t skip = p->source ? p->rows[2] * (p->ndim == 2 ? p->shape[1] : 1)
+                               : 0;
+      params[i] = (float *)(uintptr_t)st_data(s, t) + skip;
+      continue;
+    }
+    params[i] = next;
+    assemble(s, t, p, next);
+    next += archrt_param_numel(p);
+  }
+  free(which);
+  archrt_model_set_weights(m, params, s->files, s->n_files, owned);
+  s->files = NULL;
+  s->n_files = 0;
+  return ARCHRT_OK;
+}
+
+/* Reads model.safetensors.index.json at `path`: maps every shard its
+ * weight_map names (relative to the index's directory) into `s`, and checks
+ * that each listed tensor is in its shard. */
+static archrt_status st_add_index(st_set *s, const char *path) {
+  archrt_mapping f;
+  archrt_status st = map_file(path, &f);
+  if (st)
+    return st;
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  int dlen = slash ? (int)(slash - path + 1) : 0;
+  if (dlen >= (int)sizeof dir - 256) {
+    munmap(f.data, f.size);
+    return archrt_fail(ARCHRT_ERR_IO, "%s: path too long", path);
+  }
+  memcpy(dir, path, (size_t)dlen);
+  /* weight_map entries, (tensor, shard) pairs, kept to check afterwards. */
+  typedef struct entry { char tensor[256], shard[256]; } entry;
+  entry *entries = NULL;
+  int *shard_of = NULL;
+  int n_entries = 0, cap = 0, seen_map = 0;
+  json j = {(const char *)f.data, (const char *)f.data + f.size, NULL};
+  if (!expect(&j, '{'))
+    goto bad_json;
+  skip_ws(&j);
+  if (j.p < j.end && *j.p == '}')
+    j.p++;
+  else
+    for (;;) {
+      char key[64];
+      if (!read_string(&j, key, sizeof key) || !expect(&j, ':'))
+        goto bad_json;
+      if (strcmp(key, "weight_map")) {
+        if (!skip_value(&j))
+          goto bad_json;
+      } else {
+        seen_map = 1;
+        if (!expect(&j, '{'))
+          goto bad_json;
+        skip_ws(&j);
+        if (j.p < j.end && *j.p == '}')
+          j.p++;
+        else
+          for (;;) {
+            if (n_entries == cap) {
+              cap = cap ? 2 * cap : 256;
+              entry *ne = realloc(entries, (size_t)cap * sizeof *ne);
+              if (!ne) {
+                st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory",
+                                 path);
+                goto done;
+              }
+              entries = ne;
+            }
+            entry *e = &entries[n_entries++];
+            if (!read_string(&j, e->tensor, sizeof e->tensor) ||
+                !expect(&j, ':') || !read_string(&j, e->shard, sizeof e->shard))
+              goto bad_json;
+            skip_ws(&j);
+            if (j.p < j.end && *j.p == ',') {
+              j.p++;
+              continue;
+            }
+            if (!expect(&j, '}'))
+              goto bad_json;
+            break;
+          }
+      }
+      skip_ws(&j);
+      if (j.p < j.end && *j.p == ',') {
+        j.p++;
+        continue;
+      }
+      if (!expect(&j, '}'))
+        goto bad_json;
+      break;
+    }
+  if (!seen_map || n_entries == 0) {
+    st = archrt_fail(ARCHRT_ERR_FORMAT, "%s: index has no weight_map entries",
+                     path);
+    goto done;
+  }
+  /* Each distinct shard once, in order of first mention: entry i's shard
+   * is file shard_of[i] of s. */
+  shard_of = malloc((size_t)n_entries * sizeof *shard_of);
+  if (!shard_of) {
+    st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    goto done;
+  }
+  for (int i = 0; i < n_entries; ++i) {
+    const char *shard = entries[i].shard;
+    shard_of[i] = -1;
+    for (int k = 0; k < i && shard_of[i] < 0; ++k)
+      if (!strcmp(entries[k].shard, shard))
+        shard_of[i] = shard_of[k];
+    if (shard_of[i] >= 0)
+      continue;
+    if (!shard[0] || strchr(shard, '/')) {
+      st = archrt_fail(ARCHRT_ERR_FORMAT,
+                       "%s: shard '%s' is not a file name beside the index",
+                       path, shard);
+      goto done;
+    }
+    snprintf(dir + dlen, sizeof dir - (size_t)dlen, "%s", shard);
+    if ((st = st_add_file(s, dir)))
+      goto done;
+    shard_of[i] = s->n_files - 1;
+  }
+  for (int k = 0; k < s->n_tensors; ++k)
+    for (int i = k + 1; i < s->n_tensors; ++i)
+      if (!strcmp(s->tensors[k].name, s->tensors[i].name)) {
+        st = archrt_fail(ARCHRT_ERR_FORMAT,
+                         "%s: tensor '%s' is in more than one shard", path,
+                         s->tensors[k].name);
+        goto done;
+      }
+  for (int i = 0; i < n_entries; ++i) {
+    st_tensor *t = st_find(s, entries[i].tensor);
+    if (!t || t->file != shard_of[i]) {
+      st = archrt_fail(ARCHRT_ERR_FORMAT,
+                       "%s: weight_map puts tensor '%s' in '%s', which does "
+                       "not hold it",
+                       path, entries[i].tensor, entries[i].shard);
+      goto done;
+    }
+  }
+  st = ARCHRT_OK;
+  goto done;
+
+bad_json:
+  st = archrt_fail(ARCHRT_ERR_FORMAT, "%s: index JSON: %s at byte %ld", path,
+                   j.err ? j.err : "malformed JSON",
                    (long)(j.p - (const char *)f.data));
-fail:
-  free(tensors);
-  free(params);
-  free(owned);
+done:
+  free(entries);
+  free(shard_of);
   munmap(f.data, f.size);
+  return st;
+}
+
+archrt_status archrt_load_safetensors(archrt_model *m, const char *path) {
+  if (!m || !path)
+    return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                       "archrt_load_safetensors: NULL argument");
+  st_set s;
+  memset(&s, 0, sizeof s);
+  archrt_status st;
+  size_t n = strlen(path);
+  struct stat sb;
+  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s/model.safetensors.index.json", path);
+    if (access(buf, F_OK) == 0) {
+      st = st_add_index(&s, buf);
+    } else {
+      snprintf(buf, sizeof buf, "%s/model.safetensors", path);
+      st = access(buf, F_OK) == 0
+               ? st_add_file(&s, buf)
+               : archrt_fail(ARCHRT_ERR_IO,
+                             "%s: directory holds neither "
+                             "model.safetensors.index.json nor "
+                             "model.safetensors",
+                             path);
+    }
+  } else if (n >= 5 && !strcmp(path + n - 5, ".json")) {
+    st = st_add_index(&s, path);
+  } else {
+    st = st_add_file(&s, path);
+  }
+  if (!st)
+    st = bind_params(m, &s, path);
+  st_set_free(&s);
   return st;
 }
 
@@ -470,7 +752,7 @@ archrt_status archrt_load_llama2c(archrt_model *m, const char *path) {
   if (!m || !path)
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
                        "archrt_load_llama2c: NULL argument");
-  mapped_file f;
+  archrt_mapping f;
   archrt_status st = map_file(path, &f);
   if (st)
     return st;
@@ -568,7 +850,14 @@ archrt_status archrt_load_llama2c(archrt_model *m, const char *path) {
     return archrt_fail(ARCHRT_ERR_MISMATCH, "%s: %d problem%s: %s", path,
                        probs.count, probs.count > 1 ? "s" : "", probs.buf);
   }
-  archrt_model_set_weights(m, params, f.data, f.size, NULL);
+  archrt_mapping *maps = malloc(sizeof *maps);
+  if (!maps) {
+    free(params);
+    munmap(f.data, f.size);
+    return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
+  *maps = f;
+  archrt_model_set_weights(m, params, maps, 1, NULL);
   return ARCHRT_OK;
 }
 
@@ -576,6 +865,12 @@ archrt_status archrt_load_weights(archrt_model *m, const char *path) {
   if (!m || !path)
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
                        "archrt_load_weights: NULL argument");
+  /* A directory or an index is a (sharded) safetensors checkpoint. */
+  size_t len = strlen(path);
+  struct stat sb;
+  if ((stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) ||
+      (len >= 5 && !strcmp(path + len - 5, ".json")))
+    return archrt_load_safetensors(m, path);
   FILE *fp = fopen(path, "rb");
   if (!fp)
     return archrt_fail(ARCHRT_ERR_IO, "%s: cannot open: %s", path,

@@ -31,6 +31,11 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--check-json", help="output of archc check --json: its "
                     "parameter count must equal the reference's")
+    ap.add_argument("--shards", type=int, default=1,
+                    help="write the checkpoint as this many shards with a "
+                    "model.safetensors.index.json")
+    ap.add_argument("--strip-prefix", action="store_true",
+                    help="leave the base-model prefix out of tensor names")
     args = ap.parse_args()
 
     spec = archref.Spec(args.spec)
@@ -51,9 +56,12 @@ def main():
 
     lib = archrt.Lib(args.lib)
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "weights.safetensors")
-        archref.write_safetensors(path, weights)
-        model = lib.model(path)
+        # The family's Hugging Face layout (names, fused and transposed
+        # tensors), loaded from the directory.
+        archref.write_checkpoint(tmp, spec, weights, args.shards,
+                                 args.strip_prefix)
+        print(f"checkpoint: {spec.naming}, {len(os.listdir(tmp))} file(s)")
+        model = lib.model(tmp)
     seq = lib.seq(model)
 
     worst, failures = 0.0, 0

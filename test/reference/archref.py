@@ -81,6 +81,7 @@ class Spec:
         self.act = ffn.get("activation", "silu")
         self.ffn_bias = ffn.get("bias", False)
         self.overrides = t.get("layer_overrides", [])
+        self.naming = t.get("weights", {}).get("naming", "hf-llama")
 
     def selects(self, o, i):
         if "every" in o:
@@ -227,6 +228,171 @@ def write_safetensors(path, tensors):
         f.write(text)
         for b in blobs:
             f.write(b)
+
+
+# Each family's Hugging Face checkpoint layout, as its modeling code reads
+# it: (our module, theirs) per layer and for the whole model. Fused q/k/v
+# and gate/up tensors and GPT-2's Conv1D are built in hf_checkpoint.
+HF_NAMES = {
+    "hf-gpt2": ("transformer.h.{}.", {
+        "input_layernorm": "ln_1", "post_attention_layernorm": "ln_2",
+        "self_attn.o_proj": "attn.c_proj", "mlp.up_proj": "mlp.c_fc",
+        "mlp.down_proj": "mlp.c_proj"}, {
+        "model.embed_tokens": "transformer.wte",
+        "model.embed_positions": "transformer.wpe",
+        "model.norm": "transformer.ln_f", "lm_head": "lm_head"}),
+    "hf-gptj": ("transformer.h.{}.", {
+        "input_layernorm": "ln_1", "self_attn.q_proj": "attn.q_proj",
+        "self_attn.k_proj": "attn.k_proj", "self_attn.v_proj": "attn.v_proj",
+        "self_attn.o_proj": "attn.out_proj", "mlp.up_proj": "mlp.fc_in",
+        "mlp.down_proj": "mlp.fc_out"}, {
+        "model.embed_tokens": "transformer.wte",
+        "model.norm": "transformer.ln_f", "lm_head": "lm_head"}),
+    "hf-gpt-neox": ("gpt_neox.layers.{}.", {
+        "input_layernorm": "input_layernorm",
+        "post_attention_layernorm": "post_attention_layernorm",
+        "self_attn.o_proj": "attention.dense",
+        "mlp.up_proj": "mlp.dense_h_to_4h",
+        "mlp.down_proj": "mlp.dense_4h_to_h"}, {
+        "model.embed_tokens": "gpt_neox.embed_in",
+        "model.norm": "gpt_neox.final_layer_norm", "lm_head": "embed_out"}),
+    "hf-opt": ("model.decoder.layers.{}.", {
+        "input_layernorm": "self_attn_layer_norm",
+        "post_attention_layernorm": "final_layer_norm",
+        "self_attn.q_proj": "self_attn.q_proj",
+        "self_attn.k_proj": "self_attn.k_proj",
+        "self_attn.v_proj": "self_attn.v_proj",
+        "self_attn.o_proj": "self_attn.out_proj", "mlp.up_proj": "fc1",
+        "mlp.down_proj": "fc2"}, {
+        "model.embed_tokens": "model.decoder.embed_tokens",
+        "model.embed_positions": "model.decoder.embed_positions",
+        "model.norm": "model.decoder.final_layer_norm", "lm_head": "lm_head"}),
+    "hf-bloom": ("transformer.h.{}.", {
+        "input_layernorm": "input_layernorm",
+        "post_attention_layernorm": "post_attention_layernorm",
+        "self_attn.o_proj": "self_attention.dense",
+        "mlp.up_proj": "mlp.dense_h_to_4h",
+        "mlp.down_proj": "mlp.dense_4h_to_h"}, {
+        "model.embed_tokens": "transformer.word_embeddings",
+        "model.embed_layernorm": "transformer.word_embeddings_layernorm",
+        "model.norm": "transformer.ln_f", "lm_head": "lm_head"}),
+    "hf-falcon": ("transformer.h.{}.", {
+        "self_attn.o_proj": "self_attention.dense",
+        "mlp.up_proj": "mlp.dense_h_to_4h",
+        "mlp.down_proj": "mlp.dense_4h_to_h"}, {
+        "model.embed_tokens": "transformer.word_embeddings",
+        "model.norm": "transformer.ln_f", "lm_head": "lm_head"}),
+    "hf-phi3": ("model.layers.{}.", {
+        "input_layernorm": "input_layernorm",
+        "post_attention_layernorm": "post_attention_layernorm",
+        "self_attn.o_proj": "self_attn.o_proj",
+        "mlp.down_proj": "mlp.down_proj"}, {
+        "model.embed_tokens": "model.embed_tokens", "model.norm": "model.norm",
+        "lm_head": "lm_head"}),
+}
+
+HF_FUSED_QKV = {"hf-gpt2": "attn.c_attn",
+                "hf-gpt-neox": "attention.query_key_value",
+                "hf-bloom": "self_attention.query_key_value",
+                "hf-falcon": "self_attention.query_key_value",
+                "hf-phi3": "self_attn.qkv_proj"}
+
+
+def hf_checkpoint(spec, w):
+    """Our weights as the spec's family stores them in a Hugging Face
+    checkpoint, with the buffers such checkpoints carry (causal masks) that
+    a loader must skip."""
+    if spec.naming == "hf-llama":
+        return dict(w)
+    layer_prefix, per_layer, whole = HF_NAMES[spec.naming]
+    per_layer = dict(per_layer)
+    if spec.naming == "hf-falcon":
+        two = spec.parallel and not spec.shared_norm  # Falcon 40B/180B
+        per_layer["input_layernorm"] = "ln_attn" if two else "input_layernorm"
+        per_layer["post_attention_layernorm"] = (
+            "ln_mlp" if two else "post_attention_layernorm")
+    out = {}
+    used = set()
+
+    def take(ours, suffix):
+        used.add(ours + suffix)
+        return w.get(ours + suffix)
+
+    for ours, theirs in whole.items():
+        for suffix in (".weight", ".bias"):
+            t = take(ours, suffix)
+            if t is not None:
+                out[theirs + suffix] = t
+    H, KV, hd = spec.heads, spec.kv_heads, spec.head_dim
+    for i in range(spec.layers):
+        p, h = f"model.layers.{i}.", layer_prefix.format(i)
+        conv1d = spec.naming == "hf-gpt2"
+        for ours, theirs in per_layer.items():
+            for suffix in (".weight", ".bias"):
+                t = take(p + ours, suffix)
+                if t is None:
+                    continue
+                if conv1d and t.dim() == 2:
+                    t = t.t()  # Conv1D: y = x @ W + b, W is [in, out]
+                out[h + theirs + suffix] = t
+        fused = HF_FUSED_QKV.get(spec.naming)
+        for suffix in (".weight", ".bias"):
+            q, k, v = (take(p + f"self_attn.{n}_proj", suffix) for n in "qkv")
+            if fused is None or q is None:
+                continue
+            if spec.naming in ("hf-gpt2", "hf-phi3"):
+                qkv = torch.cat([q, k, v], 0)  # [all q; all k; all v]
+            else:
+                # Falcon: view(n_kv, q_per_kv + 2, head_dim); NeoX and
+                # BLOOM are the n_kv == n_heads case, view(n_heads, 3, hd).
+                rest = q.shape[1:]
+                qkv = torch.cat([q.reshape(KV, H // KV, hd, *rest),
+                                 k.reshape(KV, 1, hd, *rest),
+                                 v.reshape(KV, 1, hd, *rest)], 1)
+                qkv = qkv.reshape(-1, *rest)
+            out[h + fused + suffix] = qkv.t() if conv1d and qkv.dim() == 2 \
+                else qkv
+        if spec.naming == "hf-phi3":
+            for suffix in (".weight", ".bias"):
+                g, u = take(p + "mlp.gate_proj", suffix), \
+                    take(p + "mlp.up_proj", suffix)
+                if g is not None:
+                    # Phi3MLP: gate, up = gate_up_proj(x).chunk(2, dim=-1)
+                    out[h + "mlp.gate_up_proj" + suffix] = torch.cat([g, u], 0)
+        if spec.naming == "hf-gpt2":
+            out[h + "attn.bias"] = torch.tril(torch.ones(1, 1, 8, 8))
+    missing = set(w) - used
+    if missing:
+        raise ValueError(f"{spec.naming} has no name for {sorted(missing)}")
+    return {k: v.contiguous() for k, v in out.items()}
+
+
+def write_checkpoint(directory, spec, w, shards=1, strip_prefix=False):
+    """Writes `w` in the family's Hugging Face layout into `directory`: one
+    model.safetensors, or `shards` files and model.safetensors.index.json.
+    strip_prefix drops the base-model prefix ("transformer.") as checkpoints
+    saved from the bare model do (BLOOM's)."""
+    import os
+    tensors = hf_checkpoint(spec, w)
+    if strip_prefix:
+        tensors = {(k.split(".", 1)[1] if k.startswith(("transformer.",
+                   "gpt_neox.", "model.")) else k): v
+                   for k, v in tensors.items()}
+    if shards <= 1:
+        write_safetensors(os.path.join(directory, "model.safetensors"), tensors)
+        return directory
+    names = sorted(tensors)
+    weight_map = {}
+    for s in range(shards):
+        part = names[s::shards]
+        fname = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        write_safetensors(os.path.join(directory, fname),
+                          {n: tensors[n] for n in part})
+        weight_map.update({n: fname for n in part})
+    with open(os.path.join(directory, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": 4 * sum(
+            t.numel() for t in tensors.values())}, "weight_map": weight_map}, f)
+    return directory
 
 
 def load_llama2c(spec, path):

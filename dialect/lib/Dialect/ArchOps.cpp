@@ -35,7 +35,49 @@ static LogicalResult checkStatic(Operation *op, Value v, StringRef what) {
 }
 
 LogicalResult ParamOp::verify() {
-  return checkStatic(*this, getResult(), "parameter");
+  if (failed(checkStatic(*this, getResult(), "parameter")))
+    return failure();
+  auto shape = cast<RankedTensorType>(getType()).getShape();
+  if (!getSource()) {
+    if (getSourceShape() || getTranspose() || getRows())
+      return emitOpError() << "has a source layout but no source tensor";
+    return success();
+  }
+  if (!getSourceShape())
+    return emitOpError() << "source tensor needs its stored shape";
+  llvm::SmallVector<int64_t, 2> view(*getSourceShape());
+  if (view.size() != shape.size())
+    return emitOpError() << "source tensor has rank " << view.size()
+                         << ", the parameter " << shape.size();
+  if (getTranspose()) {
+    if (view.size() != 2)
+      return emitOpError() << "only a rank-2 source can be transposed";
+    std::swap(view[0], view[1]);
+  }
+  for (size_t i = 1; i < view.size(); ++i)
+    if (view[i] != shape[i])
+      return emitOpError() << "source dimension " << i << " is " << view[i]
+                           << ", the parameter's " << shape[i];
+  if (!getRows()) {
+    if (view[0] != shape[0])
+      return emitOpError() << "source has " << view[0]
+                           << " rows, the parameter " << shape[0];
+    return success();
+  }
+  ArrayRef<int64_t> r = *getRows();
+  if (r.size() != 4)
+    return emitOpError() << "rows must be [groups, stride, offset, length]";
+  int64_t groups = r[0], stride = r[1], offset = r[2], length = r[3];
+  if (groups <= 0 || length <= 0 || offset < 0 || offset + length > stride)
+    return emitOpError() << "rows [" << groups << ", " << stride << ", "
+                         << offset << ", " << length
+                         << "] do not select a block within each group";
+  if (groups * stride != view[0] || groups * length != shape[0])
+    return emitOpError() << "rows of " << groups << " groups of " << stride
+                         << " take " << groups * length << " of "
+                         << view[0] << " source rows, the parameter has "
+                         << shape[0];
+  return success();
 }
 
 LogicalResult EmbedOp::verify() {

@@ -14,16 +14,34 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 def Arch_ParamOp : Arch_Op<"param", [Pure]> {
   let summary = "a named weight tensor";
   let description = [{
-    A model parameter, named as in the checkpoint. The runtime binds the
-    name to a loaded tensor of exactly this static shape.
+    A model parameter. The runtime binds the name to a loaded tensor of
+    exactly this static shape.
 
     ```mlir
     %wq = arch.param @"model.layers.0.self_attn.q_proj.weight" : tensor<288x288xf32>
     ```
+
+    Under a naming scheme other than hf-llama, `from` names the checkpoint
+    tensor that holds the values and its stored shape; `transposed` says it
+    is stored [in, out] (GPT-2's Conv1D); `rows [groups, stride, offset,
+    length]` takes rows g * stride + offset ..< + length of the (transposed)
+    tensor for every g < groups, as from a fused query_key_value.
+
+    ```mlir
+    %wk = arch.param @"model.layers.0.self_attn.k_proj.weight"
+        from "gpt_neox.layers.0.attention.query_key_value.weight" [192, 64]
+        rows [4, 48, 16, 16] : tensor<64x64xf32>
+    ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$name);
+  let arguments = (ins FlatSymbolRefAttr:$name, OptionalAttr<StrAttr>:$source,
+                       OptionalAttr<DenseI64ArrayAttr>:$source_shape,
+                       UnitAttr:$transpose,
+                       OptionalAttr<DenseI64ArrayAttr>:$rows);
   let results = (outs F32Tensor:$result);
-  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $name (`from` $source^ $source_shape)? (`transposed` $transpose^)?
+    (`rows` $rows^)? attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 
