@@ -45,7 +45,9 @@ private:
         FlatSymbolRefAttr::get(&ctx, name), StringAttr(), DenseI64ArrayAttr(),
         UnitAttr(), DenseI64ArrayAttr());
     auto src = checkpointSource(spec, name, {shape.begin(), shape.end()});
-    if (src) {
+    bool same = src && src->tensor == name && !src->transpose &&
+                src->groups == 0;
+    if (src && !same) {
       // The spec parser rejected schemes that cannot name a parameter.
       assert(!src->tensor.empty() && "naming scheme checked by the parser");
       op.setSourceAttr(b.getStringAttr(src->tensor));

@@ -205,3 +205,67 @@ func.func @shaw_rows(%q: tensor<?x8xf32>, %p: index, %t: tensor<4x4xf32>) {
   %y = arch.attention %q, %q, %q, %p shaw %t, %t {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0, shaw_clip = 2} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @param_layout_without_source() {
+  // expected-error @+1 {{has a source layout but no source tensor}}
+  %w = arch.param @w {transpose} : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @param_source_rank() {
+  // expected-error @+1 {{source tensor has rank 1, the parameter 2}}
+  %w = arch.param @w from "t" [16] : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @param_transpose_rank1() {
+  // expected-error @+1 {{only a rank-2 source can be transposed}}
+  %w = arch.param @w from "t" [4] transposed : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @param_source_columns() {
+  // expected-error @+1 {{source dimension 1 is 12, the parameter's 4}}
+  %w = arch.param @w from "t" [4, 12] rows [1, 4, 0, 4] : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @param_source_rows() {
+  // expected-error @+1 {{source has 8 rows, the parameter 4}}
+  %w = arch.param @w from "t" [8, 4] : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @param_rows_arity() {
+  // expected-error @+1 {{rows must be [groups, stride, offset, length]}}
+  %w = arch.param @w from "t" [12, 4] rows [1, 12, 4] : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @param_rows_outside_group() {
+  // expected-error @+1 {{rows [2, 6, 4, 4] do not select a block within each group}}
+  %w = arch.param @w from "t" [12, 4] rows [2, 6, 4, 4] : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @param_rows_count() {
+  // expected-error @+1 {{rows of 2 groups of 6 take 4 of 12 source rows, the parameter has 6}}
+  %w = arch.param @w from "t" [12, 4] rows [2, 6, 0, 2] : tensor<6x4xf32>
+  return
+}

@@ -90,3 +90,16 @@ func.func @scale(%l: tensor<1x16xf32>) -> tensor<1x16xf32> {
   %s = arch.scale %l {factor = 0.0625 : f32} : tensor<1x16xf32>
   return %s : tensor<1x16xf32>
 }
+
+// -----
+// Parameters kept elsewhere in a checkpoint: renamed, fused, transposed.
+// CHECK-LABEL: func.func @param_sources
+func.func @param_sources() -> (tensor<8x4xf32>, tensor<4x4xf32>, tensor<2xf32>) {
+  // CHECK: arch.param @wte from "transformer.wte.weight" [8, 4] : tensor<8x4xf32>
+  %e = arch.param @wte from "transformer.wte.weight" [8, 4] : tensor<8x4xf32>
+  // CHECK: arch.param @k from "h.0.attn.c_attn.weight" [4, 12] transposed rows [1, 12, 4, 4] : tensor<4x4xf32>
+  %k = arch.param @k from "h.0.attn.c_attn.weight" [4, 12] transposed rows [1, 12, 4, 4] : tensor<4x4xf32>
+  // CHECK: arch.param @kb from "qkv.bias" [12] rows [2, 6, 2, 1] : tensor<2xf32>
+  %b = arch.param @kb from "qkv.bias" [12] rows [2, 6, 2, 1] : tensor<2xf32>
+  return %e, %k, %b : tensor<8x4xf32>, tensor<4x4xf32>, tensor<2xf32>
+}

@@ -29,8 +29,8 @@ int main(int argc, char **argv) {
   printf("spec: %.*s\n", nl ? (int)(nl - info.spec_toml) : 0, info.spec_toml);
   archrt_param_info p;
   CHECK(archrt_param_info_get(model, 0, &p));
-  printf("param 0: %s %s [%lld, %lld]\n", p.name, p.dtype,
-         (long long)p.shape[0], (long long)p.shape[1]);
+  printf("param 0: %s %s [%lld, %lld] from %s\n", p.name, p.dtype,
+         (long long)p.shape[0], (long long)p.shape[1], p.source);
   if (archrt_param_info_get(model, info.n_tensors, &p) == ARCHRT_OK)
     return 1;
   printf("error: %s\n", archrt_last_error());

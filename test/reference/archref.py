@@ -213,11 +213,17 @@ def random_weights(spec, seed):
     return {k: v.float().contiguous() for k, v in w.items()}
 
 
-def write_safetensors(path, tensors):
+def write_safetensors(path, tensors, dtype="F32"):
+    """F32, F16 or BF16 (rounded to nearest even)."""
     header, offset, blobs = {}, 0, []
     for name in sorted(tensors):
-        data = tensors[name].numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
+        t = tensors[name].contiguous()
+        if dtype == "F32":
+            data = t.numpy().astype("<f4").tobytes()
+        else:
+            half = torch.float16 if dtype == "F16" else torch.bfloat16
+            data = t.to(half).view(torch.int16).numpy().astype("<i2").tobytes()
+        header[name] = {"dtype": dtype, "shape": list(tensors[name].shape),
                         "data_offsets": [offset, offset + len(data)]}
         offset += len(data)
         blobs.append(data)
@@ -367,7 +373,8 @@ def hf_checkpoint(spec, w):
     return {k: v.contiguous() for k, v in out.items()}
 
 
-def write_checkpoint(directory, spec, w, shards=1, strip_prefix=False):
+def write_checkpoint(directory, spec, w, shards=1, strip_prefix=False,
+                     dtype="F32"):
     """Writes `w` in the family's Hugging Face layout into `directory`: one
     model.safetensors, or `shards` files and model.safetensors.index.json.
     strip_prefix drops the base-model prefix ("transformer.") as checkpoints
@@ -379,7 +386,8 @@ def write_checkpoint(directory, spec, w, shards=1, strip_prefix=False):
                    "gpt_neox.", "model.")) else k): v
                    for k, v in tensors.items()}
     if shards <= 1:
-        write_safetensors(os.path.join(directory, "model.safetensors"), tensors)
+        write_safetensors(os.path.join(directory, "model.safetensors"), tensors,
+                          dtype)
         return directory
     names = sorted(tensors)
     weight_map = {}
@@ -387,7 +395,7 @@ def write_checkpoint(directory, spec, w, shards=1, strip_prefix=False):
         part = names[s::shards]
         fname = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
         write_safetensors(os.path.join(directory, fname),
-                          {n: tensors[n] for n in part})
+                          {n: tensors[n] for n in part}, dtype)
         weight_map.update({n: fname for n in part})
     with open(os.path.join(directory, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {"total_size": 4 * sum(
@@ -706,7 +714,12 @@ def main():
     wr = sub.add_parser("weights", help="write seeded random safetensors")
     wr.add_argument("--spec", required=True)
     wr.add_argument("--seed", type=int, default=0)
-    wr.add_argument("--out", required=True)
+    wr.add_argument("--out", required=True,
+                    help="a .safetensors file, or with --hf a directory")
+    wr.add_argument("--hf", action="store_true",
+                    help="the spec family's Hugging Face layout and names")
+    wr.add_argument("--shards", type=int, default=1)
+    wr.add_argument("--dtype", default="F32", choices=["F32", "F16", "BF16"])
     gen = sub.add_parser("greedy", help="greedy tokens from a checkpoint")
     gen.add_argument("--spec", required=True)
     gen.add_argument("--llama2c", required=True)
@@ -721,8 +734,14 @@ def main():
     spec = Spec(args.spec)
     if args.cmd == "bench":
         print(f"{bench_prefill(spec, args.prompt_len, args.threads, args.runs):.2f}")
+    elif args.cmd == "weights" and args.hf:
+        import os
+        os.makedirs(args.out, exist_ok=True)
+        write_checkpoint(args.out, spec, random_weights(spec, args.seed),
+                         args.shards, dtype=args.dtype)
     elif args.cmd == "weights":
-        write_safetensors(args.out, random_weights(spec, args.seed))
+        write_safetensors(args.out, random_weights(spec, args.seed),
+                          args.dtype)
     else:
         prompt = [int(t) for t in args.prompt.split(",")]
         w = load_llama2c(spec, args.llama2c)

@@ -14,6 +14,7 @@
 #include "arch/Dialect/ArchDialect.h"
 #include "compiler/import/ImportSpec.h"
 #include "compiler/spec/ArchSpec.h"
+#include "compiler/spec/Checkpoint.h"
 #include "lowering/GlueEmitter.h"
 #include "lowering/HalideEmitter.h"
 #include "lowering/LibraryBuilder.h"
@@ -292,7 +293,9 @@ int cmdCheck(int argc, char **argv) {
                  << ", \"classifier_flops_per_token\": "
                  << 2 * r.classifierParams
                  << ", \"decode_weight_bytes\": " << r.matmulParamsPerToken * 4
-                 << ", \"z_loss\": " << spec->output.zLoss << "}\n";
+                 << ", \"z_loss\": " << spec->output.zLoss
+                 << ", \"naming\": \"" << namingNames()[size_t(spec->weights.naming)]
+                 << "\"}\n";
     return 0;
   }
   llvm::outs() << "model:                 " << spec->model.name << " ("
@@ -304,7 +307,9 @@ int cmdCheck(int argc, char **argv) {
                << " bytes (fp32)\n"
                << "FLOPs per token:       decode at context " << ctx << ": "
                << llvm::format("%.4g", decode) << "; prefill of " << ctx
-               << " tokens: " << llvm::format("%.4g", prefill) << "\n";
+               << " tokens: " << llvm::format("%.4g", prefill) << "\n"
+               << "checkpoint names:      "
+               << namingNames()[size_t(spec->weights.naming)] << "\n";
   if (spec->output.zLoss > 0)
     llvm::outs() << "z-loss coefficient:    " << llvm::format("%g", spec->output.zLoss)
                  << " (a training-time term: no effect on inference)\n";
