@@ -377,7 +377,8 @@ int cmdRun(int argc, char **argv) {
                              cl::desc("<spec.toml | lib.so>"),
                              cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> weights("weights", cl::Required,
-                               cl::desc("safetensors or llama2.c checkpoint"),
+                               cl::desc("llama2.c checkpoint, .safetensors, "
+                                        "index.json or checkpoint directory"),
                                cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> tokenizer("tokenizer",
                                  cl::desc("llama2.c tokenizer.bin; without "
