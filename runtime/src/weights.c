@@ -136,6 +136,27 @@ static int skip_value(json *j) {
   return 1;
 }
 
+/* Steps through the members of a JSON object: start with *first = 1.
+ * Returns 1 with the next member's key read (and its ':' consumed), 0 after
+ * the closing '}' or on malformed input (then j->err is set). */
+static int next_member(json *j, int *first, char *key, size_t cap) {
+  skip_ws(j);
+  if (*first) {
+    *first = 0;
+    if (!expect(j, '{'))
+      return 0;
+    skip_ws(j);
+    if (j->p < j->end && *j->p == '}')
+      return j->p++, 0;
+  } else if (j->p < j->end && *j->p == ',') {
+    j->p++;
+  } else {
+    expect(j, '}');
+    return 0;
+  }
+  return read_string(j, key, cap) && expect(j, ':');
+}
+
 typedef struct st_tensor {
   char name[256];
   char dtype[16];
@@ -291,51 +312,39 @@ static archrt_status st_add_file(st_set *s, const char *path) {
                        path, (unsigned long long)hlen, f.size);
   size_t data_size = f.size - 8 - hlen;
   json j = {(const char *)f.data + 8, (const char *)f.data + 8 + hlen, NULL};
-  if (!expect(&j, '{'))
-    goto bad_json;
-  skip_ws(&j);
-  if (j.p < j.end && *j.p == '}')
-    j.p++;
-  else
-    for (;;) {
-      char name[256];
-      if (!read_string(&j, name, sizeof name) || !expect(&j, ':'))
+  char name[256];
+  int start = 1;
+  while (next_member(&j, &start, name, sizeof name)) {
+    if (!strcmp(name, "__metadata__")) {
+      if (!skip_value(&j))
         goto bad_json;
-      if (!strcmp(name, "__metadata__")) {
-        if (!skip_value(&j))
-          goto bad_json;
-      } else {
-        if (s->n_tensors == s->cap) {
-          int cap = s->cap ? 2 * s->cap : 64;
-          st_tensor *nt = realloc(s->tensors, (size_t)cap * sizeof *nt);
-          if (!nt)
-            return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory",
-                               path);
-          s->tensors = nt;
-          s->cap = cap;
-        }
-        st_tensor *t = &s->tensors[s->n_tensors++];
-        memset(t, 0, sizeof *t);
-        snprintf(t->name, sizeof t->name, "%s", name);
-        t->file = file;
-        if (!read_tensor(&j, t))
-          goto bad_json;
-      }
-      skip_ws(&j);
-      if (j.p < j.end && *j.p == ',') {
-        j.p++;
-        continue;
-      }
-      if (!expect(&j, '}'))
-        goto bad_json;
-      break;
+      continue;
     }
+    if (s->n_tensors == s->cap) {
+      int cap = s->cap ? 2 * s->cap : 64;
+      st_tensor *nt = realloc(s->tensors, (size_t)cap * sizeof *nt);
+      if (!nt)
+        return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+      s->tensors = nt;
+      s->cap = cap;
+    }
+    st_tensor *t = &s->tensors[s->n_tensors++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->file = file;
+    if (!read_tensor(&j, t))
+      goto bad_json;
+  }
+  if (j.err)
+    goto bad_json;
   for (int i = first; i < s->n_tensors; ++i) {
     st_tensor *t = &s->tensors[i];
     int es = dtype_size(t->dtype);
     int64_t numel = 1;
     for (int k = 0; k < t->ndim && k < 8; ++k)
-      numel *= t->shape[k];
+      numel = t->shape[k] && numel > INT64_MAX / 8 / t->shape[k]
+                  ? INT64_MAX / 8 /* cannot fit any file: fails below */
+                  : numel * t->shape[k];
     if (t->ndim < 0 || t->ndim > 8 || t->begin < 0 || !t->dtype[0])
       return archrt_fail(ARCHRT_ERR_FORMAT,
                          "%s: tensor '%s' lacks dtype, shape or data_offsets",
@@ -559,61 +568,36 @@ static archrt_status st_add_index(st_set *s, const char *path) {
   int *shard_of = NULL;
   int n_entries = 0, cap = 0, seen_map = 0;
   json j = {(const char *)f.data, (const char *)f.data + f.size, NULL};
-  if (!expect(&j, '{'))
-    goto bad_json;
-  skip_ws(&j);
-  if (j.p < j.end && *j.p == '}')
-    j.p++;
-  else
-    for (;;) {
-      char key[64];
-      if (!read_string(&j, key, sizeof key) || !expect(&j, ':'))
+  char key[256];
+  int start = 1;
+  while (next_member(&j, &start, key, sizeof key)) {
+    if (strcmp(key, "weight_map")) {
+      if (!skip_value(&j))
         goto bad_json;
-      if (strcmp(key, "weight_map")) {
-        if (!skip_value(&j))
-          goto bad_json;
-      } else {
-        seen_map = 1;
-        if (!expect(&j, '{'))
-          goto bad_json;
-        skip_ws(&j);
-        if (j.p < j.end && *j.p == '}')
-          j.p++;
-        else
-          for (;;) {
-            if (n_entries == cap) {
-              cap = cap ? 2 * cap : 256;
-              entry *ne = realloc(entries, (size_t)cap * sizeof *ne);
-              if (!ne) {
-                st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory",
-                                 path);
-                goto done;
-              }
-              entries = ne;
-            }
-            entry *e = &entries[n_entries++];
-            if (!read_string(&j, e->tensor, sizeof e->tensor) ||
-                !expect(&j, ':') || !read_string(&j, e->shard, sizeof e->shard))
-              goto bad_json;
-            skip_ws(&j);
-            if (j.p < j.end && *j.p == ',') {
-              j.p++;
-              continue;
-            }
-            if (!expect(&j, '}'))
-              goto bad_json;
-            break;
-          }
-      }
-      skip_ws(&j);
-      if (j.p < j.end && *j.p == ',') {
-        j.p++;
-        continue;
-      }
-      if (!expect(&j, '}'))
-        goto bad_json;
-      break;
+      continue;
     }
+    seen_map = 1;
+    int map_start = 1;
+    while (next_member(&j, &map_start, key, sizeof key)) {
+      if (n_entries == cap) {
+        cap = cap ? 2 * cap : 256;
+        entry *ne = realloc(entries, (size_t)cap * sizeof *ne);
+        if (!ne) {
+          st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+          goto done;
+        }
+        entries = ne;
+      }
+      entry *e = &entries[n_entries++];
+      snprintf(e->tensor, sizeof e->tensor, "%s", key);
+      if (!read_string(&j, e->shard, sizeof e->shard))
+        goto bad_json;
+    }
+    if (j.err)
+      goto bad_json;
+  }
+  if (j.err)
+    goto bad_json;
   if (!seen_map || n_entries == 0) {
     st = archrt_fail(ARCHRT_ERR_FORMAT, "%s: index has no weight_map entries",
                      path);

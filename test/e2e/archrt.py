@@ -7,6 +7,23 @@ class Error(RuntimeError):
     pass
 
 
+class Cases:
+    """Test cases of a script: prints "ok NAME" or "FAIL NAME: why" for
+    each, and a closing count."""
+
+    def __init__(self):
+        self.failed = []
+
+    def __call__(self, name, cond, why=""):
+        print(("ok " if cond else "FAIL ") + name + ("" if cond else ": " + why))
+        if not cond:
+            self.failed.append(name)
+
+    def summary(self):
+        print(f"{len(self.failed)} failed")
+        return 1 if self.failed else 0
+
+
 class Lib:
     def __init__(self, path):
         self.lib = L = C.CDLL(path)

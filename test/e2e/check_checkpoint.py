@@ -18,13 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reference"))
 import archref  # noqa: E402
 import archrt  # noqa: E402
 
-failures = []
-
-
-def case(name, cond, why=""):
-    print(("ok " if cond else "FAIL ") + name + ("" if cond else ": " + why))
-    if not cond:
-        failures.append(name)
+case = archrt.Cases()
 
 
 class ParamInfo(C.Structure):
@@ -212,8 +206,7 @@ def main():
     L.archrt_model_free(model)
 
     shutil.rmtree(tmp)
-    print(f"{len(failures)} failed")
-    return 1 if failures else 0
+    return case.summary()
 
 
 if __name__ == "__main__":

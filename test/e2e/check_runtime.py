@@ -20,13 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reference"))
 import archref  # noqa: E402
 import archrt  # noqa: E402
 
-failures = []
-
-
-def case(name, cond, why=""):
-    print(("ok " if cond else "FAIL ") + name + ("" if cond else ": " + why))
-    if not cond:
-        failures.append(name)
+case = archrt.Cases()
 
 
 def expect_error(lib, name, status, *fragments):
@@ -102,6 +96,12 @@ def main():
                           bytes(8))
     expect_error(lib, "data offsets beyond file",
                  L.archrt_load_weights(model, p("offsets.safetensors").encode()),
+                 "data_offsets")
+    write_raw_safetensors(p("huge.safetensors"),
+                          {first: {"dtype": "F32", "shape": [1 << 40, 1 << 40, 1 << 40],
+                                   "data_offsets": [0, 8]}}, bytes(8))
+    expect_error(lib, "shape whose size overflows",
+                 L.archrt_load_weights(model, p("huge.safetensors").encode()),
                  "data_offsets")
 
     # llama2.c: wrong dimensions in the header, and a truncated file.
@@ -242,8 +242,7 @@ def main():
     L.archrt_tokenizer_free(tk)
     L.archrt_model_free(model)
 
-    print(f"{len(failures)} failed")
-    return 1 if failures else 0
+    return case.summary()
 
 
 if __name__ == "__main__":
