@@ -15,8 +15,8 @@
   } while (0)
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: host WEIGHTS\n");
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr, "usage: host WEIGHTS [BAD-WEIGHTS]\n");
     return 2;
   }
   archrt_model *model;
@@ -37,6 +37,11 @@ int main(int argc, char **argv) {
   if (archrt_load_weights(model, "/nonexistent.safetensors") == ARCHRT_OK)
     return 1;
   printf("error: %s\n", archrt_last_error());
+  if (argc == 3) { /* a checkpoint that must fail after being mapped */
+    if (archrt_load_weights(model, argv[2]) == ARCHRT_OK)
+      return 1;
+    printf("error: %s\n", archrt_last_error());
+  }
   /* Loading twice replaces the first weights (and releases them). */
   CHECK(archrt_load_weights(model, argv[1]));
   CHECK(archrt_load_weights(model, argv[1]));
