@@ -150,6 +150,7 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
       params.push_back(p);
     else if (params[it->second].getType() != p.getType() ||
              params[it->second].getSourceAttr() != p.getSourceAttr() ||
+             params[it->second].getTranspose() != p.getTranspose() ||
              params[it->second].getRowsAttr() != p.getRowsAttr())
       return p.emitOpError() << "parameter '" << name
                              << "' is used with two different shapes or "

@@ -121,6 +121,8 @@ const Scheme &scheme(Naming n) {
        {"mlp.gate_proj", "mlp.gate_up_proj", Part::Gate},
        {"mlp.up_proj", "mlp.gate_up_proj", Part::Up},
        {"mlp.down_proj", "mlp.down_proj"}}};
+  // Our own names: nothing to rename.
+  static const Scheme llama{"model.", "model.layers.", false, {}, {}};
   switch (n) {
   case Naming::GPT2: return gpt2;
   case Naming::GPTJ: return gptj;
@@ -128,10 +130,10 @@ const Scheme &scheme(Naming n) {
   case Naming::OPT: return opt;
   case Naming::Bloom: return bloom;
   case Naming::Falcon: return falcon;
-  case Naming::Phi3:
+  case Naming::Phi3: return phi3;
   case Naming::Llama: break;
   }
-  return phi3;
+  return llama;
 }
 
 const Rename *find(const std::vector<Rename> &table, const std::string &ours) {
@@ -157,9 +159,7 @@ const std::vector<std::string> &namingNames() {
   return names;
 }
 
-const char *namingBasePrefix(Naming n) {
-  return n == Naming::Llama ? "model." : scheme(n).basePrefix;
-}
+const char *namingBasePrefix(Naming n) { return scheme(n).basePrefix; }
 
 std::string namingProblem(const ArchSpec &s) {
   const Naming n = s.weights.naming;
