@@ -40,6 +40,16 @@ static archrt_status map_file(const char *path, archrt_mapping *out) {
   return ARCHRT_OK;
 }
 
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n > k && !strcmp(s + n - k, suffix);
+}
+
+static int is_directory(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* ---- A JSON reader for the safetensors header --------------------------*/
 
 typedef struct json {
@@ -379,12 +389,9 @@ static int ignorable(const archrt_gen_model *d, const char *name) {
   static const char *buffers[] = {".attn.bias", ".attn.masked_bias",
                                   ".attention.bias", ".attention.masked_bias",
                                   ".rotary_emb.inv_freq"};
-  size_t n = strlen(name);
-  for (size_t i = 0; i < sizeof buffers / sizeof *buffers; ++i) {
-    size_t b = strlen(buffers[i]);
-    if (n > b && !strcmp(name + n - b, buffers[i]))
+  for (size_t i = 0; i < sizeof buffers / sizeof *buffers; ++i)
+    if (ends_with(name, buffers[i]))
       return 1;
-  }
   if (strcmp(name, "lm_head.weight"))
     return 0;
   for (int i = 0; i < d->n_params; ++i) {
@@ -668,9 +675,7 @@ archrt_status archrt_load_safetensors(archrt_model *m, const char *path) {
   st_set s;
   memset(&s, 0, sizeof s);
   archrt_status st;
-  size_t n = strlen(path);
-  struct stat sb;
-  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+  if (is_directory(path)) {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s/model.safetensors.index.json", path);
     if (access(buf, F_OK) == 0) {
@@ -685,7 +690,7 @@ archrt_status archrt_load_safetensors(archrt_model *m, const char *path) {
                              "model.safetensors",
                              path);
     }
-  } else if (n >= 5 && !strcmp(path + n - 5, ".json")) {
+  } else if (ends_with(path, ".json")) {
     st = st_add_index(&s, path);
   } else {
     st = st_add_file(&s, path);
@@ -850,10 +855,7 @@ archrt_status archrt_load_weights(archrt_model *m, const char *path) {
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
                        "archrt_load_weights: NULL argument");
   /* A directory or an index is a (sharded) safetensors checkpoint. */
-  size_t len = strlen(path);
-  struct stat sb;
-  if ((stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) ||
-      (len >= 5 && !strcmp(path + len - 5, ".json")))
+  if (is_directory(path) || ends_with(path, ".json"))
     return archrt_load_safetensors(m, path);
   FILE *fp = fopen(path, "rb");
   if (!fp)

@@ -24,6 +24,13 @@ class Cases:
         return 1 if self.failed else 0
 
 
+class ParamInfo(C.Structure):
+    """archrt_param_info."""
+    _fields_ = [("name", C.c_char_p), ("dtype", C.c_char_p),
+                ("ndim", C.c_int32), ("shape", C.c_int64 * 4),
+                ("source", C.c_char_p)]
+
+
 class Lib:
     def __init__(self, path):
         self.lib = L = C.CDLL(path)
@@ -33,6 +40,8 @@ class Lib:
             "archrt_model_create": (st, [C.POINTER(vp)]),
             "archrt_model_free": (None, [vp]),
             "archrt_load_weights": (st, [vp, C.c_char_p]),
+            "archrt_load_safetensors": (st, [vp, C.c_char_p]),
+            "archrt_param_info_get": (st, [vp, i32, C.POINTER(ParamInfo)]),
             "archrt_init_random": (st, [vp, C.c_uint64]),
             "archrt_seq_create": (st, [vp, i32, C.POINTER(vp)]),
             "archrt_seq_free": (None, [vp]),

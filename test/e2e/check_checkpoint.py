@@ -21,12 +21,6 @@ import archrt  # noqa: E402
 case = archrt.Cases()
 
 
-class ParamInfo(C.Structure):
-    _fields_ = [("name", C.c_char_p), ("dtype", C.c_char_p),
-                ("ndim", C.c_int32), ("shape", C.c_int64 * 4),
-                ("source", C.c_char_p)]
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -35,9 +29,6 @@ def main():
     spec = archref.Spec(args.spec)
     lib = archrt.Lib(args.lib)
     L = lib.lib
-    L.archrt_param_info_get.argtypes = [C.c_void_p, C.c_int32,
-                                        C.POINTER(ParamInfo)]
-    L.archrt_load_safetensors.argtypes = [C.c_void_p, C.c_char_p]
     tmp = tempfile.mkdtemp()
     weights = archref.random_weights(spec, 5)
     tokens = [3, 1, 4, 1, 5, 9, 2]
@@ -69,7 +60,7 @@ def main():
 
     # --- the parameter table names the checkpoint's tensors ----------------
     model = lib.model()
-    info, sources = ParamInfo(), {}
+    info, sources = archrt.ParamInfo(), {}
     i = 0
     while L.archrt_param_info_get(model, i, C.byref(info)) == 0:
         sources[info.name.decode()] = info.source.decode()
