@@ -160,8 +160,8 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
     if (!ec)
       fs::rename(side, outPath, ec);
     if (ec) {
-      fs::remove(side, ec);
       error = "cannot write " + outPath + ": " + ec.message();
+      fs::remove(side, ec);
       return false;
     }
   }

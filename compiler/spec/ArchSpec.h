@@ -156,6 +156,33 @@ struct SpecError {
   std::string str() const;
 };
 
+/// The range every numeric spec key must fall in (docs/spec.md lists the
+/// same table; `archc check --limits` prints it). The bounds keep every
+/// derived count inside int64, every dimension inside the library's int32
+/// descriptors and the kernels' indexing, and every derived float finite in
+/// f32. Keys are matched by their last component.
+struct KeyBound {
+  const char *key;
+  double min, max;
+  bool integer;
+  const char *why;
+};
+const std::vector<KeyBound> &keyBounds();
+/// The bound of a key by its last component; null for keys without one.
+const KeyBound *findKeyBound(const std::string &key);
+
+/// Model names become C identifiers' neighbours and file names: letters,
+/// digits, '_', '.' and '-', starting with a letter or digit, at most this
+/// many bytes.
+constexpr size_t kMaxModelNameLength = 64;
+/// Spec files larger than this are rejected before parsing.
+constexpr size_t kMaxSpecBytes = 1 << 20;
+
+/// Reads a spec file: a regular file of at most kMaxSpecBytes (a FIFO or a
+/// device is refused without blocking). False with `error` set otherwise.
+bool readSpecText(const std::string &path, std::string &text,
+                  std::string &error);
+
 /// Parses and validates a spec. Returns nothing and fills `errors` on failure.
 std::optional<ArchSpec> parseSpecFile(const std::string &path,
                                       std::vector<SpecError> &errors);

@@ -12,8 +12,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -83,6 +89,148 @@ std::string suggest(const std::string &word,
     }
   }
   return best;
+}
+
+/// Every dotted key deeper than this is rejected before TOML++ sees it: its
+/// parser recurses once per key component.
+constexpr int kMaxKeyDepth = 64;
+
+/// The first place in `text` where a dotted key has more than
+/// kMaxKeyDepth components, as (line, col); (0, 0) if none. Strings and
+/// comments are skipped; a chain of key segments is broken by any character
+/// that cannot continue a key.
+std::pair<unsigned, unsigned> deepKey(const std::string &text) {
+  unsigned line = 1, col = 0;
+  int depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    ++col;
+    if (c == '\n') {
+      ++line;
+      col = 0;
+      depth = 0;
+      continue;
+    }
+    if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n')
+        ++i;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      // A quoted key segment or a string value: skip to its end.
+      bool multi = text.compare(i, 3, std::string(3, c)) == 0;
+      size_t j = i + (multi ? 3 : 1);
+      for (; j < text.size(); ++j) {
+        if (c == '"' && text[j] == '\\') {
+          ++j;
+          continue;
+        }
+        if (text[j] == '\n') {
+          ++line;
+          col = 0;
+        }
+        if (text[j] == c && (!multi || text.compare(j, 3, std::string(3, c)) == 0)) {
+          j += multi ? 2 : 0;
+          break;
+        }
+        ++col;
+      }
+      i = j;
+      continue;
+    }
+    if (c == '.') {
+      if (++depth > kMaxKeyDepth)
+        return {line, col};
+    } else if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+                 c == '-' || c == ' ' || c == '\t')) {
+      depth = 0;
+    }
+  }
+  return {0, 0};
+}
+
+} // namespace
+
+const std::vector<KeyBound> &keyBounds() {
+  // Products of these stay far inside int64 (parameter counts reach about
+  // 2^52), widths times the 256-row chunk inside int32, and every float
+  // derived from them (RoPE frequencies, scales, caps) finite in f32.
+  static const std::vector<KeyBound> bounds = {
+      {"vocab_size", 1, 1 << 22, true, "int32 ids; a chunk of logits < 2^31"},
+      {"d_model", 1, 1 << 16, true, "weights and activations inside int64 / int32"},
+      {"n_layers", 1, 4096, true, "parameter counts inside int64"},
+      {"max_seq_len", 1, 1 << 24, true, "positions inside int32 and f32"},
+      {"n_heads", 1, 1024, true, "n_heads * head_dim inside 2^20"},
+      {"n_kv_heads", 1, 1024, true, "as n_heads"},
+      {"head_dim", 1, 1024, true, "as n_heads"},
+      {"d_ff", 1, 1 << 20, true, "a chunk of FFN activations < 2^31"},
+      {"window", 0, 1 << 24, true, "as max_seq_len (0 = none)"},
+      {"rotary_dim", 1, 1024, true, "at most head_dim"},
+      {"offset", 0, 1 << 16, true, "learned-position offset; layer-selector offset"},
+      {"original_max_seq_len", 1, 1 << 24, true, "as max_seq_len"},
+      {"buckets", 2, 1 << 16, true, "T5 bias table rows"},
+      {"max_distance", 2, 1 << 24, true, "as max_seq_len"},
+      {"clip", 1, 1 << 16, true, "Shaw tables of 2 clip + 1 rows"},
+      {"every", 1, 4096, true, "as n_layers"},
+      {"first", 1, 4096, true, "as n_layers"},
+      {"layers", 0, 4095, true, "layer indices, as n_layers"},
+      {"eps", 1e-12, 1, false, "added to a variance in f32"},
+      {"theta", 1, 1e12, false, "RoPE frequencies theta^(-2i/d) normal in f32"},
+      {"scale", 1e-6, 1e6, false, "attention scores finite in f32"},
+      {"softcap", 1e-3, 1e6, false, "c * tanh(x / c) finite in f32"},
+      {"final_softcap", 1e-3, 1e6, false, "as softcap"},
+      {"embedding_scale", 1e-6, 1e6, false, "embeddings finite in f32"},
+      {"weight_offset", 1e-6, 1e3, false, "norm weights finite in f32"},
+      {"factor", 1e-3, 1e6, false, "scaled RoPE frequencies finite in f32"},
+      {"low_freq_factor", 1e-3, 1e6, false, "as factor"},
+      {"high_freq_factor", 1e-3, 1e6, false, "as factor"},
+      {"beta_fast", 1e-3, 1e6, false, "as factor"},
+      {"beta_slow", 1e-3, 1e6, false, "as factor"},
+      {"z_loss", 1e-12, 1e3, false, "reported only"},
+      {"logit_scale", 1e-6, 1e6, false, "logits finite in f32"},
+  };
+  return bounds;
+}
+
+const KeyBound *findKeyBound(const std::string &key) {
+  std::string leaf = key.substr(key.rfind('.') + 1);
+  for (const KeyBound &b : keyBounds())
+    if (leaf == b.key)
+      return &b;
+  return nullptr;
+}
+
+namespace {
+
+/// Why `name` cannot name a model ("" if it can): it becomes the library's
+/// file name and appears in generated C.
+std::string modelNameProblem(const std::string &name) {
+  if (name.empty())
+    return "must not be empty";
+  if (name.size() > kMaxModelNameLength)
+    return "is " + std::to_string(name.size()) + " bytes long; at most " +
+           std::to_string(kMaxModelNameLength) + " are allowed";
+  for (size_t i = 0; i < name.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    bool ok = std::isalnum(c) || (i > 0 && (c == '_' || c == '.' || c == '-'));
+    if (!ok || c >= 0x80) {
+      char hex[8];
+      snprintf(hex, sizeof hex, "0x%02x", c);
+      return std::string("byte ") + hex + " at offset " + std::to_string(i) +
+             " is not allowed: a model name is letters, digits, '_', '.' and "
+             "'-', starting with a letter or digit";
+    }
+  }
+  return "";
+}
+
+std::string formatBound(double v, bool integer) {
+  std::ostringstream os;
+  if (integer)
+    os << static_cast<int64_t>(v);
+  else
+    os << v;
+  return os.str();
 }
 
 class Parser {
@@ -158,9 +306,26 @@ public:
     }
   }
 
-  /// A positive integer key; `required` ones report their absence.
-  std::optional<int64_t> getInt(const std::string &key, bool required,
-                                int64_t min = 1) {
+  /// Reports `v` outside the key's bound (keyBounds()); true if inside.
+  bool inBounds(const toml::node &n, const std::string &key, double v) {
+    const KeyBound *b = findKeyBound(key);
+    if (!b || (v >= b->min && v <= b->max))
+      return true;
+    std::string got = b->integer ? std::to_string(*n.value<int64_t>())
+                                 : formatBound(v, false);
+    std::string msg =
+        v < b->min ? "must be >= " + formatBound(b->min, b->integer)
+                   : "must be <= " + formatBound(b->max, b->integer);
+    msg += ", got " + got;
+    // The lower bound of an integer is its meaning; any other is a limit.
+    if (!(b->integer && v < b->min))
+      msg += std::string(" (limit: ") + b->why + ")";
+    p.error(p.loc(n.source()), full(key), msg);
+    return false;
+  }
+
+  /// An integer key within its bound; `required` ones report their absence.
+  std::optional<int64_t> getInt(const std::string &key, bool required) {
     const toml::node *n = node(key);
     if (!n) {
       if (required)
@@ -172,16 +337,12 @@ public:
       wrongType(n, key, "an integer");
       return std::nullopt;
     }
-    if (*v < min) {
-      p.error(p.loc(n->source()), full(key),
-              "must be >= " + std::to_string(min) + ", got " +
-                  std::to_string(*v));
+    if (!inBounds(*n, key, double(*v)))
       return std::nullopt;
-    }
     return *v;
   }
 
-  /// A positive float key; integers are accepted.
+  /// A positive float key within its bound; integers are accepted.
   std::optional<double> getFloat(const std::string &key, bool required) {
     const toml::node *n = node(key);
     if (!n) {
@@ -203,6 +364,8 @@ public:
               "must be a positive finite number");
       return std::nullopt;
     }
+    if (!inBounds(*n, key, v))
+      return std::nullopt;
     return v;
   }
 
@@ -268,6 +431,8 @@ public:
                 "expected non-negative integers");
         return std::nullopt;
       }
+      if (!inBounds(e, key, double(*v)))
+        return std::nullopt;
       out.push_back(*v);
     }
     return out;
@@ -325,7 +490,7 @@ void parseLayerAttention(Parser &p, TableReader &attn, AttentionSpec &a,
   if (auto k = attn.getEnum("qk_norm",
                             {"none", "head", "full", "head_separate"}))
     a.qkNorm = QKNorm(*k);
-  if (auto v = attn.getInt("window", false, 0))
+  if (auto v = attn.getInt("window", false))
     a.window = *v;
   TableReader pos(p, attn.subtable("position"), path + ".position",
                   {"kind", "theta", "rotary_dim", "style", "offset", "scaling",
@@ -341,11 +506,11 @@ void parseLayerAttention(Parser &p, TableReader &attn, AttentionSpec &a,
         PositionKind::Shaw}[*k];
   if (auto v = pos.getInt("clip", false))
     ps.clip = *v;
-  if (auto v = pos.getInt("buckets", false, 2))
+  if (auto v = pos.getInt("buckets", false))
     ps.buckets = *v;
-  if (auto v = pos.getInt("max_distance", false, 2))
+  if (auto v = pos.getInt("max_distance", false))
     ps.maxDistance = *v;
-  if (auto v = pos.getInt("offset", false, 0))
+  if (auto v = pos.getInt("offset", false))
     ps.offset = *v;
   if (auto k = pos.getEnum("scaling", {"none", "linear", "ntk", "yarn", "llama3"}))
     ps.scaling = RopeScaling(*k);
@@ -390,10 +555,12 @@ void parseTables(Parser &p, const toml::table &root) {
   TableReader model(p, top.subtable("model"), "model",
                     {"name", "vocab_size", "d_model", "n_layers",
                      "max_seq_len", "tie_embeddings", "embedding_scale"});
-  if (!model.present())
-    model.missing("name");
-  if (auto v = model.getString("name", true))
+  if (auto v = model.getString("name", true)) {
     s.model.name = *v;
+    std::string why = modelNameProblem(*v);
+    if (!why.empty())
+      p.error(s.locOf("model.name"), "model.name", why);
+  }
   if (auto v = model.getInt("vocab_size", true))
     s.model.vocabSize = *v;
   if (auto v = model.getInt("d_model", true))
@@ -592,13 +759,19 @@ void applyOverrides(Parser &p, const toml::table &root) {
     TableReader sel(p, tbl, path,
                     {"every", "offset", "layers", "first", "attention", "ffn"});
     auto every = sel.getInt("every", false);
-    auto offset = sel.getInt("offset", false, 0);
+    auto offset = sel.getInt("offset", false);
     auto list = sel.getIntArray("layers");
     auto first = sel.getInt("first", false);
-    int kinds = bool(every) + bool(list) + bool(first);
+    // Count the selectors written, valid or not: a bad value is its own
+    // error, not a missing selector.
+    int kinds = 0;
+    for (const char *key : {".every", ".layers", ".first"})
+      kinds += s.locs.count(path + key) ? 1 : 0;
     std::vector<int64_t> chosen;
     const int64_t L = s.model.nLayers;
-    if (kinds != 1) {
+    if (kinds == 1 && !every && !list && !first) {
+      // The selector's value was reported.
+    } else if (kinds != 1) {
       p.error(p.loc(tbl->source()), path,
               "select layers with exactly one of 'every' (with 'offset'), "
               "'layers' or 'first'");
@@ -609,7 +782,8 @@ void applyOverrides(Parser &p, const toml::table &root) {
                 "every = " + std::to_string(*every) + ", offset = " +
                     std::to_string(offset.value_or(0)) +
                     " selects no layer of " + std::to_string(L));
-      for (int64_t i = offset.value_or(0); i < L; i += *every)
+      else
+        for (int64_t i = offset.value_or(0); i < L; i += *every)
         chosen.push_back(i);
     } else if (list) {
       for (int64_t i : *list) {
@@ -683,6 +857,19 @@ std::optional<ArchSpec> finishParse(Parser &p, const toml::table &root) {
 }
 
 std::optional<ArchSpec> parseWith(Parser &p, const std::string &text) {
+  if (text.size() > kMaxSpecBytes) {
+    p.error(SourceLoc{p.file, 0, 0}, "",
+            "spec is " + std::to_string(text.size()) + " bytes; at most " +
+                std::to_string(kMaxSpecBytes) + " are read");
+    return std::nullopt;
+  }
+  auto [line, col] = deepKey(text);
+  if (line) {
+    p.error(SourceLoc{p.file, line, col}, "",
+            "dotted key with more than " + std::to_string(kMaxKeyDepth) +
+                " components");
+    return std::nullopt;
+  }
 #if TOML_EXCEPTIONS
   try {
     toml::table root = toml::parse(text, p.file);
@@ -711,17 +898,52 @@ std::optional<ArchSpec> parseSpecString(const std::string &text,
   return parseWith(p, text);
 }
 
+bool readSpecText(const std::string &path, std::string &text,
+                  std::string &error) {
+  // O_NONBLOCK: a FIFO or device given as a spec must not block the open.
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    error = std::string("cannot open spec file: ") + strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    error = "cannot open spec file: not a regular file";
+    return false;
+  }
+  if (size_t(st.st_size) > kMaxSpecBytes) {
+    close(fd);
+    error = "spec is " + std::to_string(st.st_size) + " bytes; at most " +
+            std::to_string(kMaxSpecBytes) + " are read";
+    return false;
+  }
+  text.assign(size_t(st.st_size), '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = read(fd, &text[got], text.size() - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    got += size_t(n);
+  }
+  close(fd);
+  if (got != text.size()) {
+    error = "cannot read spec file";
+    return false;
+  }
+  return true;
+}
+
 std::optional<ArchSpec> parseSpecFile(const std::string &path,
                                       std::vector<SpecError> &errors) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    errors.push_back(SpecError{SourceLoc{path, 0, 0}, "",
-                               "cannot open spec file"});
+  std::string text, why;
+  if (!readSpecText(path, text, why)) {
+    errors.push_back(SpecError{SourceLoc{path, 0, 0}, "", why});
     return std::nullopt;
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parseSpecString(buf.str(), path, errors);
+  return parseSpecString(text, path, errors);
 }
 
 } // namespace arch

@@ -31,7 +31,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +54,9 @@ double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+/// Halide's pool takes at most this many threads (and so does --threads).
+constexpr int kMaxThreads = 256;
+
 int fail(const std::string &msg) {
   llvm::errs() << "archc: error: " << msg << "\n";
   return 1;
@@ -62,16 +67,6 @@ std::string withCommas(int64_t v) {
   for (int i = int(s.size()) - 3; i > (v < 0 ? 1 : 0); i -= 3)
     s.insert(size_t(i), ",");
   return s;
-}
-
-bool readFile(const std::string &path, std::string &text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  text = ss.str();
-  return true;
 }
 
 /// Writes `text` to `path` ("-" = stdout) through a temporary file, so a
@@ -86,8 +81,9 @@ bool writeOutput(const std::string &path, const std::string &text,
   {
     std::ofstream out(tmp, std::ios::binary);
     out << text;
+    out.flush();
     if (!out) {
-      error = "cannot write " + path;
+      error = "cannot write " + path + ": " + std::strerror(errno);
       std::error_code ec;
       fs::remove(tmp, ec);
       return false;
@@ -105,8 +101,9 @@ bool writeOutput(const std::string &path, const std::string &text,
 
 std::optional<ArchSpec> loadSpec(const std::string &path, std::string &text) {
   std::vector<SpecError> errors;
-  if (!readFile(path, text)) {
-    fail(path + ": cannot open spec file");
+  std::string why;
+  if (!readSpecText(path, text, why)) {
+    fail(path + ": " + why);
     return std::nullopt;
   }
   auto spec = parseSpecString(text, path, errors);
@@ -116,6 +113,25 @@ std::optional<ArchSpec> loadSpec(const std::string &path, std::string &text) {
     llvm::errs() << errors.size() << " error" << (errors.size() > 1 ? "s" : "")
                  << " in " << path << "\n";
   return spec;
+}
+
+/// `text` as a JSON string literal.
+std::string jsonString(const std::string &text) {
+  std::string s = "\"";
+  for (char ch : text) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      s += '\\';
+      s += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\u%04x", c);
+      s += buf;
+    } else {
+      s += ch;
+    }
+  }
+  return s + "\"";
 }
 
 bool showProgress(bool quiet) { return !quiet && isatty(2); }
@@ -263,16 +279,30 @@ int cmdCompile(int argc, char **argv) {
 int cmdCheck(int argc, char **argv) {
   // A subcommand of its own: libLLVM registers a global -threads.
   cl::SubCommand sub("check", "analytic report");
-  cl::opt<std::string> input(cl::Positional, cl::Required,
-                             cl::desc("<spec.toml>"), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> input(cl::Positional, cl::desc("<spec.toml>"),
+                             cl::cat(archcCat), cl::sub(sub));
   cl::opt<bool> json("json", cl::desc("machine-readable output"),
                      cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> limits("limits",
+                       cl::desc("print the bounds of every numeric spec key "
+                                "(a Markdown table)"),
+                       cl::cat(archcCat), cl::sub(sub));
   cl::opt<int64_t> context("context",
                            cl::desc("context length for FLOPs (default: "
                                     "max_seq_len)"),
                            cl::init(0), cl::cat(archcCat), cl::sub(sub));
   cl::HideUnrelatedOptions(archcCat, sub);
   cl::ParseCommandLineOptions(argc, argv, "archc check: analytic report\n");
+  if (limits) {
+    llvm::outs() << "| key | min | max | why |\n|---|---|---|---|\n";
+    for (const KeyBound &b : keyBounds())
+      llvm::outs() << "| `" << b.key << "` | " << llvm::format("%.15g", b.min)
+                   << " | " << llvm::format("%.15g", b.max) << " | " << b.why
+                   << " |\n";
+    return 0;
+  }
+  if (input.empty())
+    return fail("archc check needs a spec file");
   std::string text;
   auto spec = loadSpec(input, text);
   if (!spec)
@@ -281,8 +311,8 @@ int cmdCheck(int argc, char **argv) {
   int64_t ctx = context > 0 ? int64_t(context) : spec->model.maxSeqLen;
   double decode = r.decodeFlopsPerToken(ctx), prefill = r.prefillFlopsPerToken(ctx);
   if (json) {
-    llvm::outs() << "{\"model\": \"" << spec->model.name
-                 << "\", \"params\": " << r.params
+    llvm::outs() << "{\"model\": " << jsonString(spec->model.name)
+                 << ", \"params\": " << r.params
                  << ", \"embedding_params\": " << r.embeddingParams
                  << ", \"weight_bytes\": " << r.weightBytes
                  << ", \"kv_bytes_per_token\": " << r.kvBytesPerToken
@@ -403,6 +433,9 @@ int cmdRun(int argc, char **argv) {
 
   if (steps < 0)
     return fail("-n must be >= 0");
+  if (threads < 0 || threads > kMaxThreads)
+    return fail("--threads must be in [0, " + std::to_string(kMaxThreads) +
+                "], got " + std::to_string(threads));
   Runnable r;
   if (!r.prepare(input, quiet))
     return 1;
@@ -530,8 +563,11 @@ int cmdBench(int argc, char **argv) {
   cl::HideUnrelatedOptions(archcCat, sub);
   cl::ParseCommandLineOptions(argc, argv, "archc bench: throughput\n");
 
-  if (promptLen < 1 || gen < 0 || runs < 1)
-    return fail("--prompt-len must be >= 1, --gen >= 0, --runs >= 1");
+  if (promptLen < 1 || gen < 0 || runs < 1 || runs > 1000)
+    return fail("--prompt-len must be >= 1, --gen >= 0, --runs in [1, 1000]");
+  if (threads < 0 || threads > kMaxThreads)
+    return fail("--threads must be in [0, " + std::to_string(kMaxThreads) +
+                "], got " + std::to_string(threads));
   if (random && !weights.empty())
     return fail("--random-weights and --weights exclude each other");
   Runnable r;
@@ -550,8 +586,9 @@ int cmdBench(int argc, char **argv) {
     CHECK_RT(lib, lib.archrt_init_random(m.model, 1234));
   else
     CHECK_RT(lib, lib.archrt_load_weights(m.model, weights.c_str()));
-  if (promptLen + gen > info.max_seq_len)
-    return fail("--prompt-len + --gen (" + std::to_string(promptLen + gen) +
+  int64_t needed = int64_t(promptLen) + int64_t(gen);
+  if (needed > info.max_seq_len)
+    return fail("--prompt-len + --gen (" + std::to_string(needed) +
                 ") exceeds max_seq_len " + std::to_string(info.max_seq_len));
 
   std::vector<int32_t> prompt(size_t(promptLen.getValue()));
@@ -593,7 +630,7 @@ int cmdBench(int argc, char **argv) {
   double peakMiB = double(ru.ru_maxrss) / 1024.0;
   double pf = median(prefill), dc = decode.empty() ? 0 : median(decode);
   if (json) {
-    llvm::outs() << "{\"model\": \"" << info.name << "\", \"params\": "
+    llvm::outs() << "{\"model\": " << jsonString(info.name) << ", \"params\": "
                  << info.n_params << ", \"threads\": " << threads
                  << ", \"prompt_len\": " << promptLen << ", \"gen\": " << gen
                  << ", \"runs\": " << runs
