@@ -82,13 +82,16 @@ archrt_status archrt_load_weights(archrt_model *model, const char *path);
 /* Fills every parameter with seeded uniform noise (benchmarks). */
 archrt_status archrt_init_random(archrt_model *model, uint64_t seed);
 
-/* Halide's thread pool; 0 = one per core. */
+/* Halide's thread pool; 0 = one per core (negative counts are taken as 0,
+ * counts above 256 as 256). */
 void archrt_set_num_threads(int n);
 
 /* ---- Sequences ----------------------------------------------------------
  * A sequence owns its KV cache for up to max_tokens positions (0 = the
  * model's max_seq_len). Prefill appends a prompt, decode appends one token;
- * both leave the logits of the last appended token in archrt_logits(). */
+ * both leave the logits of the last appended token in archrt_logits().
+ * A sequence keeps its model alive: archrt_model_free may come before
+ * archrt_seq_free, and the model is released with its last sequence. */
 archrt_status archrt_seq_create(archrt_model *model, int32_t max_tokens,
                                 archrt_seq **out);
 void archrt_seq_free(archrt_seq *seq);

@@ -5,6 +5,7 @@
 #include "archrt.h"
 #include "archrt_gen.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 /* A memory-mapped file. */
@@ -15,12 +16,21 @@ typedef struct archrt_mapping {
 
 struct archrt_model {
   const archrt_gen_model *desc;
+  /* The host's handle and each live sequence hold one reference: freeing
+   * the model before its sequences is safe (the last one releases it). */
+  atomic_int refs;
   float **params; /* n_params pointers; NULL until weights are loaded */
   /* What the current weights live in (released on reload and free). */
   archrt_mapping *maps; /* n_maps files (shards), malloc'd */
   int n_maps;
   void *owned; /* converted / assembled / generated tensors */
 };
+
+/* Opens a regular file for reading (anything else is an error, without
+ * blocking) and gives its size. */
+archrt_status archrt_open_file(const char *path, int *fd, size_t *size);
+/* Maps a non-empty regular file read-only. */
+archrt_status archrt_map_file(const char *path, archrt_mapping *out);
 
 /* Records a formatted message as this thread's last error; returns status. */
 archrt_status archrt_fail(archrt_status status, const char *fmt, ...)

@@ -12,7 +12,11 @@
 
 int archrt_abi_version(void) { return ARCHRT_ABI_VERSION; }
 
-void archrt_set_num_threads(int n) { halide_set_num_threads(n); }
+/* Halide aborts on a negative count: clamp instead (the call has no
+ * status to return). */
+void archrt_set_num_threads(int n) {
+  halide_set_num_threads(n < 0 ? 0 : n > 256 ? 256 : n);
+}
 
 int64_t archrt_param_numel(const archrt_gen_param *p) {
   int64_t n = 1;
@@ -30,6 +34,7 @@ archrt_status archrt_model_create(archrt_model **out) {
   if (!m)
     return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "archrt_model_create: out of memory");
   m->desc = &archrt_gen_model_desc;
+  atomic_init(&m->refs, 1);
   *out = m;
   return ARCHRT_OK;
 }
@@ -46,11 +51,16 @@ static void release_weights(archrt_model *m) {
   m->owned = NULL;
 }
 
-void archrt_model_free(archrt_model *m) {
-  if (!m)
+static void model_unref(archrt_model *m) {
+  if (atomic_fetch_sub(&m->refs, 1) != 1)
     return;
   release_weights(m);
   free(m);
+}
+
+void archrt_model_free(archrt_model *m) {
+  if (m)
+    model_unref(m);
 }
 
 void archrt_model_set_weights(archrt_model *m, float **params,
@@ -168,7 +178,9 @@ void archrt_seq_free(archrt_seq *s) {
   free(s->kcache);
   free(s->vcache);
   free(s->logits);
+  archrt_model *m = s->model;
   free(s);
+  model_unref(m);
 }
 
 archrt_status archrt_seq_create(archrt_model *m, int32_t max_tokens,
@@ -186,6 +198,7 @@ archrt_status archrt_seq_create(archrt_model *m, int32_t max_tokens,
   if (!s)
     return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "archrt_seq_create: out of memory");
   s->model = m;
+  atomic_fetch_add(&m->refs, 1);
   s->capacity = max_tokens ? max_tokens : d->max_seq_len;
   size_t cache = (size_t)d->n_layers * (size_t)s->capacity * (size_t)d->kv_dim;
   s->kcache = alloc_floats(cache);

@@ -77,10 +77,20 @@ archrt_status archrt_sample(archrt_sampler *s, const float *logits,
                             int32_t *token) {
   if (!s || !logits || !token)
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT, "archrt_sample: NULL argument");
-  int32_t best = 0;
-  for (int32_t i = 1; i < s->vocab; ++i)
-    if (logits[i] > logits[best])
+  /* NaN or +inf logits (a diverged model, bad weights) have no
+   * distribution to sample; -inf is a token masked out. */
+  int32_t best = -1;
+  for (int32_t i = 0; i < s->vocab; ++i) {
+    if (isnan(logits[i]) || logits[i] == INFINITY)
+      return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                         "archrt_sample: logit %d is %s", i,
+                         isnan(logits[i]) ? "NaN" : "+inf");
+    if (logits[i] > -INFINITY && (best < 0 || logits[i] > logits[best]))
       best = i;
+  }
+  if (best < 0)
+    return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                       "archrt_sample: every logit is -inf");
   if (s->temperature == 0) {
     *token = best;
     return ARCHRT_OK;
@@ -100,11 +110,15 @@ archrt_status archrt_sample(archrt_sampler *s, const float *logits,
   }
   /* Nucleus: the smallest set of most likely tokens whose mass exceeds
    * top_p. Tokens below (1 - top_p) / (V - 1) can never be in it. */
-  float cutoff = (1.0f - s->top_p) / (float)(s->vocab - 1);
+  float cutoff = s->vocab > 1 ? (1.0f - s->top_p) / (float)(s->vocab - 1) : 0;
   int32_t n = 0;
   for (int32_t i = 0; i < s->vocab; ++i)
     if (s->probs[i] >= cutoff)
       s->sorted[n++] = (prob_index){s->probs[i], i};
+  /* With a flat distribution every probability can fall below the cutoff;
+   * the most likely token always stays. */
+  if (n == 0)
+    s->sorted[n++] = (prob_index){s->probs[best], best};
   qsort(s->sorted, (size_t)n, sizeof *s->sorted, by_prob_desc);
   float mass = 0;
   int32_t last = n - 1;

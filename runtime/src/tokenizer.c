@@ -3,12 +3,16 @@
  * Encoding follows llama2.c: optional BOS, a dummy-prefix space, one token
  * per UTF-8 code point (byte fallback <0xXX> = id byte + 3 otherwise), then
  * repeatedly merge the adjacent pair whose merged string has the highest
- * score.
+ * score (the leftmost of equals). A heap of candidate pairs over a linked
+ * list of symbols makes that O(n log n) in the text's length; llama2.c's
+ * rescan after every merge is O(n^2).
  *
  *===---------------------------------------------------------------------===*/
 #include "internal.h"
 
 #include <errno.h>
+#include <math.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,11 +56,26 @@ archrt_status archrt_tokenizer_load(const char *path, int32_t vocab_size,
   if (vocab_size <= 0)
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
                        "archrt_tokenizer_load: vocab_size must be positive");
-  FILE *fp = fopen(path, "rb");
-  if (!fp)
+  int fd;
+  size_t size;
+  archrt_status st = archrt_open_file(path, &fd, &size);
+  if (st)
+    return st;
+  /* Each token takes at least 8 bytes: refuse a file that cannot hold
+   * vocab_size of them before allocating for them. */
+  if (size < 4 || (size - 4) / 8 < (size_t)vocab_size) {
+    close(fd);
+    return archrt_fail(ARCHRT_ERR_FORMAT,
+                       "%s: %zu bytes cannot hold %d tokens (vocab_size "
+                       "mismatch?)",
+                       path, size, vocab_size);
+  }
+  FILE *fp = fdopen(fd, "rb");
+  if (!fp) {
+    close(fd);
     return archrt_fail(ARCHRT_ERR_IO, "%s: cannot open: %s", path,
                        strerror(errno));
-  archrt_status st = ARCHRT_OK;
+  }
   archrt_tokenizer *t = calloc(1, sizeof *t);
   int32_t max_len = 0;
   if (!t || !(t->vocab = calloc((size_t)vocab_size, sizeof *t->vocab)) ||
@@ -123,6 +142,70 @@ static int32_t lookup(const archrt_tokenizer *t, const char *s) {
   return e ? e->id : -1;
 }
 
+/* A candidate merge of the adjacent symbols at left and right (indices
+ * into the symbol array); valid while both still hold the versions seen
+ * when it was pushed. */
+typedef struct merge {
+  float score;
+  int32_t left, right, id;
+  uint32_t left_version, right_version;
+} merge;
+
+/* Whether a comes before b: higher score, then leftmost. */
+static int merge_before(const merge *a, const merge *b) {
+  return a->score > b->score || (a->score == b->score && a->left < b->left);
+}
+
+static void heap_push(merge *heap, int32_t *n, merge m) {
+  int32_t i = (*n)++;
+  while (i > 0 && merge_before(&m, &heap[(i - 1) / 2])) {
+    heap[i] = heap[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  heap[i] = m;
+}
+
+static merge heap_pop(merge *heap, int32_t *n) {
+  merge top = heap[0], last = heap[--*n];
+  int32_t i = 0;
+  for (;;) {
+    int32_t c = 2 * i + 1;
+    if (c >= *n)
+      break;
+    if (c + 1 < *n && merge_before(&heap[c + 1], &heap[c]))
+      c++;
+    if (!merge_before(&heap[c], &last))
+      break;
+    heap[i] = heap[c];
+    i = c;
+  }
+  if (*n > 0)
+    heap[i] = last;
+  return top;
+}
+
+typedef struct symbols {
+  int32_t *id, *prev, *next;
+  uint32_t *version;
+} symbols;
+
+/* Pushes the merge of symbol i with its right neighbour, if the vocabulary
+ * has the merged string (llama2.c never merges at scores <= -1e10). */
+static void push_pair(const archrt_tokenizer *t, const symbols *sy,
+                      merge *heap, int32_t *n_heap, int32_t i) {
+  int32_t j = sy->next[i];
+  if (j < 0)
+    return;
+  const char *a = t->vocab[sy->id[i]], *b = t->vocab[sy->id[j]];
+  size_t la = strlen(a), lb = strlen(b);
+  memcpy(t->scratch, a, la);
+  memcpy(t->scratch + la, b, lb + 1);
+  int32_t id = lookup(t, t->scratch);
+  if (id >= 0 && t->scores[id] > -1e10f)
+    heap_push(heap, n_heap,
+              (merge){t->scores[id], i, j, id, sy->version[i], sy->version[j]});
+}
+
 archrt_status archrt_tokenizer_encode(const archrt_tokenizer *t,
                                       const char *text, int bos, int eos,
                                       int32_t *tokens, int32_t max_tokens,
@@ -130,74 +213,111 @@ archrt_status archrt_tokenizer_encode(const archrt_tokenizer *t,
   if (!t || !text || !tokens || !n_tokens)
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
                        "archrt_tokenizer_encode: NULL argument");
+  *n_tokens = 0;
+  if (max_tokens < 0)
+    return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                       "archrt_tokenizer_encode: max_tokens is negative");
+  if ((bos || eos) && t->vocab_size < 3)
+    return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                       "archrt_tokenizer_encode: BOS (1) and EOS (2) are not "
+                       "in a vocabulary of %d",
+                       t->vocab_size);
   size_t len = strlen(text);
-  /* Before merging: BOS, prefix, at most one token per byte, EOS. */
-  int32_t *work = malloc((len + 3) * sizeof *work);
-  char *buf = malloc(len + 8 > 64 ? len + 8 : 64);
-  if (!work || !buf) {
-    free(work);
-    free(buf);
-    return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
-                       "archrt_tokenizer_encode: out of memory");
+  if (len > (size_t)INT32_MAX / 4)
+    return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                       "archrt_tokenizer_encode: text of %zu bytes is too long",
+                       len);
+  /* Before merging: BOS, prefix, at most one symbol per byte, EOS. */
+  size_t cap = len + 3;
+  symbols sy = {malloc(cap * sizeof *sy.id), malloc(cap * sizeof *sy.prev),
+                malloc(cap * sizeof *sy.next), calloc(cap, sizeof *sy.version)};
+  merge *heap = malloc(3 * cap * sizeof *heap);
+  char buf[8];
+  archrt_status st = ARCHRT_OK;
+  if (!sy.id || !sy.prev || !sy.next || !sy.version || !heap) {
+    st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
+                     "archrt_tokenizer_encode: out of memory");
+    goto done;
   }
   int32_t n = 0;
   if (bos)
-    work[n++] = 1;
+    sy.id[n++] = 1;
   if (len) {
     int32_t space = lookup(t, " ");
     if (space >= 0)
-      work[n++] = space;
+      sy.id[n++] = space;
   }
   for (size_t i = 0; i < len;) {
     /* One UTF-8 code point: a lead byte and its continuation bytes. */
-    size_t j = i + 1;
-    while (j < len && j - i < 4 && ((unsigned char)text[j] & 0xC0) == 0x80)
-      j++;
-    memcpy(buf, text + i, j - i);
-    buf[j - i] = 0;
+    size_t k = i + 1;
+    while (k < len && k - i < 4 && ((unsigned char)text[k] & 0xC0) == 0x80)
+      k++;
+    memcpy(buf, text + i, k - i);
+    buf[k - i] = 0;
     int32_t id = lookup(t, buf);
-    if (id >= 0)
-      work[n++] = id;
-    else
-      for (size_t k = i; k < j; ++k)
-        work[n++] = (int32_t)(unsigned char)text[k] + 3;
-    i = j;
-  }
-  for (;;) {
-    float best_score = -1e10f;
-    int32_t best_id = -1, best_at = -1;
-    for (int32_t i = 0; i + 1 < n; ++i) {
-      const char *a = t->vocab[work[i]], *b = t->vocab[work[i + 1]];
-      size_t la = strlen(a), lb = strlen(b);
-      char *merged = t->scratch;
-      memcpy(merged, a, la);
-      memcpy(merged + la, b, lb + 1);
-      int32_t id = lookup(t, merged);
-      if (id >= 0 && t->scores[id] > best_score) {
-        best_score = t->scores[id];
-        best_id = id;
-        best_at = i;
+    if (id >= 0) {
+      sy.id[n++] = id;
+    } else {
+      for (size_t b = i; b < k; ++b) {
+        int32_t fallback = (int32_t)(unsigned char)text[b] + 3;
+        if (fallback >= t->vocab_size) {
+          st = archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                           "archrt_tokenizer_encode: byte 0x%02x at offset "
+                           "%zu is not in the vocabulary and its byte token "
+                           "%d is outside it (vocab_size %d)",
+                           (unsigned char)text[b], b, fallback, t->vocab_size);
+          goto done;
+        }
+        sy.id[n++] = fallback;
       }
     }
-    if (best_at < 0)
-      break;
-    work[best_at] = best_id;
-    memmove(&work[best_at + 1], &work[best_at + 2],
-            (size_t)(n - best_at - 2) * sizeof *work);
-    n--;
+    i = k;
   }
-  if (eos)
-    work[n++] = 2;
-  archrt_status st = ARCHRT_OK;
-  if (n > max_tokens)
+  for (int32_t i = 0; i < n; ++i) {
+    sy.prev[i] = i - 1;
+    sy.next[i] = i + 1 < n ? i + 1 : -1;
+  }
+  int32_t n_heap = 0, alive = n;
+  for (int32_t i = 0; i < n; ++i)
+    push_pair(t, &sy, heap, &n_heap, i);
+  while (n_heap > 0) {
+    merge m = heap_pop(heap, &n_heap);
+    if (sy.version[m.left] != m.left_version ||
+        sy.version[m.right] != m.right_version || sy.next[m.left] != m.right)
+      continue; /* stale: a neighbour merged since */
+    /* The left symbol becomes the merged one; the right leaves the list. */
+    sy.id[m.left] = m.id;
+    sy.version[m.left]++;
+    sy.version[m.right]++;
+    int32_t after = sy.next[m.right];
+    sy.next[m.left] = after;
+    if (after >= 0)
+      sy.prev[after] = m.left;
+    sy.next[m.right] = -1;
+    alive--;
+    if (sy.prev[m.left] >= 0)
+      push_pair(t, &sy, heap, &n_heap, sy.prev[m.left]);
+    push_pair(t, &sy, heap, &n_heap, m.left);
+  }
+  int32_t total = alive + (eos ? 1 : 0);
+  if (total > max_tokens) {
     st = archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
                      "archrt_tokenizer_encode: text needs %d tokens, room for %d",
-                     n, max_tokens);
-  else
-    memcpy(tokens, work, (size_t)n * sizeof *work);
-  *n_tokens = st ? 0 : n;
-  free(work);
-  free(buf);
+                     total, max_tokens);
+    goto done;
+  }
+  int32_t out = 0;
+  for (int32_t i = n ? 0 : -1; i >= 0; i = sy.next[i])
+    tokens[out++] = sy.id[i];
+  if (eos)
+    tokens[out++] = 2;
+  *n_tokens = out;
+done:
+  free(sy.id);
+  free(sy.prev);
+  free(sy.next);
+  free(sy.version);
+  free(heap);
   return st;
 }
 

@@ -8,6 +8,7 @@
  *===---------------------------------------------------------------------===*/
 #include "internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,29 +17,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static archrt_status map_file(const char *path, archrt_mapping *out) {
-  int fd = open(path, O_RDONLY);
-  if (fd < 0)
-    return archrt_fail(ARCHRT_ERR_IO, "%s: cannot open: %s", path,
-                       strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return archrt_fail(ARCHRT_ERR_IO, "%s: not a regular file", path);
-  }
-  out->size = (size_t)st.st_size;
-  if (out->size == 0) {
-    close(fd);
-    return archrt_fail(ARCHRT_ERR_FORMAT, "%s: file is empty", path);
-  }
-  out->data = mmap(NULL, out->size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (out->data == MAP_FAILED)
-    return archrt_fail(ARCHRT_ERR_IO, "%s: cannot map: %s", path,
-                       strerror(errno));
-  return ARCHRT_OK;
-}
 
 static int ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);
@@ -50,12 +28,25 @@ static int is_directory(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* ---- A JSON reader for the safetensors header --------------------------*/
+/* ---- A JSON reader for safetensors headers and index files --------------
+ * Bounded by [p, end) everywhere (the header is not NUL-terminated), nested
+ * at most JSON_MAX_DEPTH deep, with strings decoded exactly (every escape,
+ * \u with surrogate pairs to UTF-8) and rejected when they hold raw control
+ * bytes or, where they name something, NUL. */
+
+enum { JSON_MAX_DEPTH = 64 };
 
 typedef struct json {
   const char *p, *end;
   const char *err;
+  int depth;
 } json;
+
+static int json_fail(json *j, const char *msg) {
+  if (!j->err)
+    j->err = msg;
+  return 0;
+}
 
 static void skip_ws(json *j) {
   while (j->p < j->end &&
@@ -69,68 +60,155 @@ static int expect(json *j, char c) {
     j->p++;
     return 1;
   }
-  if (!j->err)
-    j->err = "malformed JSON header";
-  return 0;
+  return json_fail(j, j->p < j->end ? "malformed JSON" : "truncated JSON");
 }
 
-/* Reads a string into buf (escapes kept verbatim except \" and \\). */
+static int hex4(json *j, uint32_t *v) {
+  if (j->end - j->p < 4)
+    return json_fail(j, "truncated \\u escape");
+  *v = 0;
+  for (int i = 0; i < 4; ++i) {
+    char c = *j->p++;
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0)
+      return json_fail(j, "bad hex digit in \\u escape");
+    *v = *v << 4 | (uint32_t)d;
+  }
+  return 1;
+}
+
+/* Appends code point `cp` as UTF-8 to buf (when buf is not NULL). */
+static int put_utf8(json *j, char *buf, size_t cap, size_t *n, uint32_t cp) {
+  char u[4];
+  size_t k;
+  if (cp < 0x80)
+    u[0] = (char)cp, k = 1;
+  else if (cp < 0x800)
+    u[0] = (char)(0xC0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3F)), k = 2;
+  else if (cp < 0x10000)
+    u[0] = (char)(0xE0 | cp >> 12), u[1] = (char)(0x80 | ((cp >> 6) & 0x3F)),
+    u[2] = (char)(0x80 | (cp & 0x3F)), k = 3;
+  else
+    u[0] = (char)(0xF0 | cp >> 18), u[1] = (char)(0x80 | ((cp >> 12) & 0x3F)),
+    u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), u[3] = (char)(0x80 | (cp & 0x3F)),
+    k = 4;
+  if (!buf)
+    return 1;
+  if (*n + k >= cap)
+    return json_fail(j, "string too long");
+  memcpy(buf + *n, u, k);
+  *n += k;
+  return 1;
+}
+
+/* Reads a JSON string, decoded, into buf (cap bytes with its NUL); with buf
+ * NULL the string is only checked and skipped. A name (buf set) may not
+ * hold NUL. */
 static int read_string(json *j, char *buf, size_t cap) {
   if (!expect(j, '"'))
     return 0;
   size_t n = 0;
-  while (j->p < j->end && *j->p != '"') {
-    char c = *j->p++;
-    if (c == '\\' && j->p < j->end)
-      c = *j->p++;
-    if (n + 1 < cap)
-      buf[n++] = c;
+  for (;;) {
+    if (j->p >= j->end)
+      return json_fail(j, "unterminated string");
+    unsigned char c = (unsigned char)*j->p++;
+    if (c == '"')
+      break;
+    if (c < 0x20)
+      return json_fail(j, "control character in string");
+    uint32_t cp = c;
+    if (c == '\\') {
+      if (j->p >= j->end)
+        return json_fail(j, "unterminated string");
+      char e = *j->p++;
+      switch (e) {
+      case '"': case '\\': case '/': cp = (uint32_t)e; break;
+      case 'b': cp = '\b'; break;
+      case 'f': cp = '\f'; break;
+      case 'n': cp = '\n'; break;
+      case 'r': cp = '\r'; break;
+      case 't': cp = '\t'; break;
+      case 'u': {
+        if (!hex4(j, &cp))
+          return 0;
+        if (cp >= 0xDC00 && cp <= 0xDFFF)
+          return json_fail(j, "lone low surrogate in \\u escape");
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          uint32_t lo;
+          if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u')
+            return json_fail(j, "high surrogate without its low half");
+          j->p += 2;
+          if (!hex4(j, &lo))
+            return 0;
+          if (lo < 0xDC00 || lo > 0xDFFF)
+            return json_fail(j, "high surrogate without its low half");
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        }
+        if (cp == 0 && buf)
+          return json_fail(j, "NUL in a name");
+        break;
+      }
+      default:
+        return json_fail(j, "bad escape in string");
+      }
+      if (!put_utf8(j, buf, cap, &n, cp))
+        return 0;
+      continue;
+    }
+    if (buf) {
+      if (n + 1 >= cap)
+        return json_fail(j, "string too long");
+      buf[n++] = (char)c;
+    }
   }
-  buf[n] = 0;
-  if (j->p >= j->end) {
-    j->err = "unterminated string in JSON header";
-    return 0;
-  }
-  j->p++;
+  if (buf)
+    buf[n] = 0;
   return 1;
 }
 
+/* A non-negative integer that fits int64. */
 static int read_int(json *j, int64_t *v) {
   skip_ws(j);
-  char *e;
-  errno = 0;
-  long long x = strtoll(j->p, &e, 10);
-  if (e == j->p || e > j->end || errno || x < 0) {
-    j->err = "expected a non-negative integer in JSON header";
-    return 0;
+  if (j->p >= j->end || *j->p < '0' || *j->p > '9')
+    return json_fail(j, "expected a non-negative integer");
+  int64_t x = 0;
+  while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+    int d = *j->p++ - '0';
+    if (x > (INT64_MAX - d) / 10)
+      return json_fail(j, "integer out of range");
+    x = x * 10 + d;
   }
-  j->p = e;
+  if (j->p < j->end && (*j->p == '.' || *j->p == 'e' || *j->p == 'E'))
+    return json_fail(j, "expected an integer");
   *v = x;
   return 1;
 }
 
-/* Skips any JSON value (used for __metadata__). */
+/* Skips any JSON value (used for __metadata__ and unknown keys). */
 static int skip_value(json *j) {
   skip_ws(j);
   if (j->p >= j->end)
-    return j->err = "truncated JSON header", 0;
+    return json_fail(j, "truncated JSON");
   char c = *j->p;
-  if (c == '"') {
-    char tmp[8];
-    return read_string(j, tmp, sizeof tmp);
-  }
+  if (c == '"')
+    return read_string(j, NULL, 0);
   if (c == '{' || c == '[') {
+    if (++j->depth > JSON_MAX_DEPTH)
+      return json_fail(j, "JSON nested more than 64 levels deep");
     char close = c == '{' ? '}' : ']';
     j->p++;
     skip_ws(j);
-    if (j->p < j->end && *j->p == close)
-      return j->p++, 1;
+    if (j->p < j->end && *j->p == close) {
+      j->p++;
+      j->depth--;
+      return 1;
+    }
     for (;;) {
-      if (c == '{') {
-        char tmp[8];
-        if (!read_string(j, tmp, sizeof tmp) || !expect(j, ':'))
-          return 0;
-      }
+      if (c == '{' && (!read_string(j, NULL, 0) || !expect(j, ':')))
+        return 0;
       if (!skip_value(j))
         return 0;
       skip_ws(j);
@@ -138,12 +216,25 @@ static int skip_value(json *j) {
         j->p++;
         continue;
       }
-      return expect(j, close);
+      if (!expect(j, close))
+        return 0;
+      j->depth--;
+      return 1;
     }
   }
-  while (j->p < j->end && *j->p != ',' && *j->p != '}' && *j->p != ']')
+  /* A number or true / false / null. */
+  const char *start = j->p;
+  while (j->p < j->end && (isalnum((unsigned char)*j->p) || *j->p == '-' ||
+                           *j->p == '+' || *j->p == '.'))
     j->p++;
-  return 1;
+  return j->p > start ? 1 : json_fail(j, "malformed JSON");
+}
+
+/* After the top-level value only whitespace may follow (safetensors pads its
+ * header with spaces). */
+static int expect_end(json *j) {
+  skip_ws(j);
+  return j->p == j->end ? 1 : json_fail(j, "data after the JSON value");
 }
 
 /* Steps through the members of a JSON object: start with *first = 1.
@@ -184,7 +275,7 @@ static int read_tensor(json *j, st_tensor *t) {
   t->begin = t->end = -1;
   t->dtype[0] = 0;
   for (;;) {
-    char key[32];
+    char key[64];
     if (!read_string(j, key, sizeof key) || !expect(j, ':'))
       return 0;
     if (!strcmp(key, "dtype")) {
@@ -202,9 +293,9 @@ static int read_tensor(json *j, st_tensor *t) {
           int64_t v;
           if (!read_int(j, &v))
             return 0;
-          if (t->ndim < 8)
-            t->shape[t->ndim] = v;
-          t->ndim++;
+          if (t->ndim == 8)
+            return json_fail(j, "shape of more than 8 dimensions");
+          t->shape[t->ndim++] = v;
           skip_ws(j);
           if (j->p < j->end && *j->p == ',') {
             j->p++;
@@ -277,6 +368,8 @@ typedef struct st_set {
   int n_files;
   st_tensor *tensors;
   int n_tensors, cap;
+  /* Tensors sorted by name (st_index), for lookups in O(log n). */
+  st_tensor **by_name;
 } st_set;
 
 static void st_set_free(st_set *s) {
@@ -284,6 +377,7 @@ static void st_set_free(st_set *s) {
     munmap(s->files[i].data, s->files[i].size);
   free(s->files);
   free(s->tensors);
+  free(s->by_name);
   memset(s, 0, sizeof *s);
 }
 
@@ -294,11 +388,61 @@ static const uint8_t *st_data(const st_set *s, const st_tensor *t) {
   return base + 8 + hlen + t->begin;
 }
 
+static int by_begin(const void *a, const void *b) {
+  const st_tensor *x = *(st_tensor *const *)a, *y = *(st_tensor *const *)b;
+  if (x->begin != y->begin)
+    return x->begin < y->begin ? -1 : 1;
+  return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* The safetensors rule that makes a file unambiguous: the tensors' byte
+ * ranges tile the data section exactly, no overlap (two tensors aliasing
+ * the same bytes), no gap and nothing after the last one. */
+static archrt_status st_check_tiling(st_set *s, int first, size_t data_size,
+                                     const char *path) {
+  int n = s->n_tensors - first;
+  if (n == 0)
+    return data_size == 0
+               ? ARCHRT_OK
+               : archrt_fail(ARCHRT_ERR_FORMAT,
+                             "%s: %zu data bytes but no tensor", path,
+                             data_size);
+  st_tensor **order = malloc((size_t)n * sizeof *order);
+  if (!order)
+    return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  for (int i = 0; i < n; ++i)
+    order[i] = &s->tensors[first + i];
+  qsort(order, (size_t)n, sizeof *order, by_begin);
+  archrt_status st = ARCHRT_OK;
+  int64_t at = 0;
+  for (int i = 0; i < n && !st; ++i) {
+    const st_tensor *t = order[i];
+    if (t->begin < at)
+      st = archrt_fail(ARCHRT_ERR_FORMAT,
+                       "%s: tensor '%s' data_offsets [%lld, %lld] overlap "
+                       "tensor '%s' [%lld, %lld]",
+                       path, t->name, (long long)t->begin, (long long)t->end,
+                       order[i - 1]->name, (long long)order[i - 1]->begin,
+                       (long long)order[i - 1]->end);
+    else if (t->begin > at)
+      st = archrt_fail(ARCHRT_ERR_FORMAT,
+                       "%s: data bytes [%lld, %lld) belong to no tensor", path,
+                       (long long)at, (long long)t->begin);
+    at = t->end;
+  }
+  if (!st && (uint64_t)at != data_size)
+    st = archrt_fail(ARCHRT_ERR_FORMAT,
+                     "%s: %llu bytes after the last tensor's data", path,
+                     (unsigned long long)(data_size - (uint64_t)at));
+  free(order);
+  return st;
+}
+
 /* Maps `path` and appends its tensors to `s` (the mapping is s's even on
  * failure). A malformed file is an ARCHRT_ERR_FORMAT naming it. */
 static archrt_status st_add_file(st_set *s, const char *path) {
   archrt_mapping f;
-  archrt_status st = map_file(path, &f);
+  archrt_status st = archrt_map_file(path, &f);
   if (st)
     return st;
   archrt_mapping *nf = realloc(s->files, (size_t)(s->n_files + 1) * sizeof *nf);
@@ -321,7 +465,7 @@ static archrt_status st_add_file(st_set *s, const char *path) {
                        "bytes (not a safetensors file?)",
                        path, (unsigned long long)hlen, f.size);
   size_t data_size = f.size - 8 - hlen;
-  json j = {(const char *)f.data + 8, (const char *)f.data + 8 + hlen, NULL};
+  json j = {(const char *)f.data + 8, (const char *)f.data + 8 + hlen, NULL, 0};
   char name[256];
   int start = 1;
   while (next_member(&j, &start, name, sizeof name)) {
@@ -340,22 +484,22 @@ static archrt_status st_add_file(st_set *s, const char *path) {
     }
     st_tensor *t = &s->tensors[s->n_tensors++];
     memset(t, 0, sizeof *t);
-    snprintf(t->name, sizeof t->name, "%s", name);
+    memcpy(t->name, name, sizeof t->name);
     t->file = file;
     if (!read_tensor(&j, t))
       goto bad_json;
   }
-  if (j.err)
+  if (j.err || !expect_end(&j))
     goto bad_json;
   for (int i = first; i < s->n_tensors; ++i) {
     st_tensor *t = &s->tensors[i];
     int es = dtype_size(t->dtype);
     int64_t numel = 1;
-    for (int k = 0; k < t->ndim && k < 8; ++k)
+    for (int k = 0; k < t->ndim; ++k)
       numel = t->shape[k] && numel > INT64_MAX / 8 / t->shape[k]
                   ? INT64_MAX / 8 /* cannot fit any file: fails below */
                   : numel * t->shape[k];
-    if (t->ndim < 0 || t->ndim > 8 || t->begin < 0 || !t->dtype[0])
+    if (t->ndim < 0 || t->begin < 0 || !t->dtype[0])
       return archrt_fail(ARCHRT_ERR_FORMAT,
                          "%s: tensor '%s' lacks dtype, shape or data_offsets",
                          path, t->name);
@@ -368,7 +512,7 @@ static archrt_status st_add_file(st_set *s, const char *path) {
                          path, t->name, (long long)t->begin, (long long)t->end,
                          (long long)numel, t->dtype, data_size);
   }
-  return ARCHRT_OK;
+  return st_check_tiling(s, first, data_size, path);
 
 bad_json:
   return archrt_fail(ARCHRT_ERR_FORMAT, "%s: safetensors header: %s at byte %ld",
@@ -376,11 +520,45 @@ bad_json:
                      (long)(j.p - (const char *)f.data));
 }
 
+static int by_name(const void *a, const void *b) {
+  return strcmp((*(st_tensor *const *)a)->name, (*(st_tensor *const *)b)->name);
+}
+
+/* Sorts the tensors of every file by name; a name twice (in one header or
+ * in two shards) is an error. */
+static archrt_status st_index(st_set *s, const char *path) {
+  free(s->by_name);
+  s->by_name = malloc(((size_t)s->n_tensors + 1) * sizeof *s->by_name);
+  if (!s->by_name)
+    return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  for (int i = 0; i < s->n_tensors; ++i)
+    s->by_name[i] = &s->tensors[i];
+  qsort(s->by_name, (size_t)s->n_tensors, sizeof *s->by_name, by_name);
+  for (int i = 1; i < s->n_tensors; ++i) {
+    const st_tensor *a = s->by_name[i - 1], *b = s->by_name[i];
+    if (strcmp(a->name, b->name))
+      continue;
+    if (a->file == b->file)
+      return archrt_fail(ARCHRT_ERR_FORMAT,
+                         "%s: tensor '%s' appears twice in one header", path,
+                         a->name);
+    return archrt_fail(ARCHRT_ERR_FORMAT,
+                       "%s: tensor '%s' is in more than one shard", path,
+                       a->name);
+  }
+  return ARCHRT_OK;
+}
+
+/* Needs st_index. */
 static st_tensor *st_find(st_set *s, const char *name) {
-  for (int k = 0; k < s->n_tensors; ++k)
-    if (!strcmp(s->tensors[k].name, name))
-      return &s->tensors[k];
-  return NULL;
+  st_tensor key, *k = &key;
+  size_t n = strlen(name);
+  if (n >= sizeof key.name)
+    return NULL;
+  memcpy(key.name, name, n + 1);
+  st_tensor **hit = bsearch(&k, s->by_name, (size_t)s->n_tensors,
+                            sizeof *s->by_name, by_name);
+  return hit ? *hit : NULL;
 }
 
 /* Tensors that Hugging Face checkpoints carry besides parameters: causal
@@ -553,12 +731,48 @@ static archrt_status bind_params(archrt_model *m, st_set *s, const char *path) {
   return ARCHRT_OK;
 }
 
+/* One weight_map entry; names point into the arena of st_add_index. */
+typedef struct index_entry {
+  union { size_t off; const char *str; } tensor, shard;
+  int file; /* which file of the st_set holds the shard */
+} index_entry;
+
+static int entry_by_shard(const void *a, const void *b) {
+  return strcmp(((const index_entry *)a)->shard.str,
+                ((const index_entry *)b)->shard.str);
+}
+
+static int entry_by_tensor(const void *a, const void *b) {
+  return strcmp(((const index_entry *)a)->tensor.str,
+                ((const index_entry *)b)->tensor.str);
+}
+
+/* Appends `text` with its NUL to the arena; returns its offset or -1. */
+static int64_t arena_add(char **arena, size_t *len, size_t *cap,
+                         const char *text) {
+  size_t n = strlen(text) + 1;
+  if (*len + n > *cap) {
+    size_t c = *cap ? *cap : 4096;
+    while (c < *len + n)
+      c *= 2;
+    char *na = realloc(*arena, c);
+    if (!na)
+      return -1;
+    *arena = na;
+    *cap = c;
+  }
+  memcpy(*arena + *len, text, n);
+  *len += n;
+  return (int64_t)(*len - n);
+}
+
 /* Reads model.safetensors.index.json at `path`: maps every shard its
  * weight_map names (relative to the index's directory) into `s`, and checks
- * that each listed tensor is in its shard. */
+ * that each listed tensor is in its shard. Sorting keeps it O(n log n) in
+ * the number of entries. */
 static archrt_status st_add_index(st_set *s, const char *path) {
   archrt_mapping f;
-  archrt_status st = map_file(path, &f);
+  archrt_status st = archrt_map_file(path, &f);
   if (st)
     return st;
   char dir[4096];
@@ -569,13 +783,12 @@ static archrt_status st_add_index(st_set *s, const char *path) {
     return archrt_fail(ARCHRT_ERR_IO, "%s: path too long", path);
   }
   memcpy(dir, path, (size_t)dlen);
-  /* weight_map entries, (tensor, shard) pairs, kept to check afterwards. */
-  typedef struct entry { char tensor[256], shard[256]; } entry;
-  entry *entries = NULL;
-  int *shard_of = NULL;
-  int n_entries = 0, cap = 0, seen_map = 0;
-  json j = {(const char *)f.data, (const char *)f.data + f.size, NULL};
-  char key[256];
+  index_entry *entries = NULL;
+  char *arena = NULL;
+  size_t arena_len = 0, arena_cap = 0, n_entries = 0, cap = 0;
+  int seen_map = 0;
+  json j = {(const char *)f.data, (const char *)f.data + f.size, NULL, 0};
+  char key[256], shard[256];
   int start = 1;
   while (next_member(&j, &start, key, sizeof key)) {
     if (strcmp(key, "weight_map")) {
@@ -583,74 +796,83 @@ static archrt_status st_add_index(st_set *s, const char *path) {
         goto bad_json;
       continue;
     }
-    seen_map = 1;
+    if (seen_map++) {
+      j.err = "weight_map given twice";
+      goto bad_json;
+    }
     int map_start = 1;
     while (next_member(&j, &map_start, key, sizeof key)) {
+      if (!read_string(&j, shard, sizeof shard))
+        goto bad_json;
       if (n_entries == cap) {
         cap = cap ? 2 * cap : 256;
-        entry *ne = realloc(entries, (size_t)cap * sizeof *ne);
+        index_entry *ne = realloc(entries, cap * sizeof *ne);
         if (!ne) {
           st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
           goto done;
         }
         entries = ne;
       }
-      entry *e = &entries[n_entries++];
-      snprintf(e->tensor, sizeof e->tensor, "%s", key);
-      if (!read_string(&j, e->shard, sizeof e->shard))
-        goto bad_json;
+      int64_t t = arena_add(&arena, &arena_len, &arena_cap, key);
+      int64_t h = t < 0 ? -1 : arena_add(&arena, &arena_len, &arena_cap, shard);
+      if (h < 0) {
+        st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+      }
+      entries[n_entries].tensor.off = (size_t)t;
+      entries[n_entries].shard.off = (size_t)h;
+      n_entries++;
     }
     if (j.err)
       goto bad_json;
   }
-  if (j.err)
+  if (j.err || !expect_end(&j))
     goto bad_json;
   if (!seen_map || n_entries == 0) {
     st = archrt_fail(ARCHRT_ERR_FORMAT, "%s: index has no weight_map entries",
                      path);
     goto done;
   }
-  /* Each distinct shard once, in order of first mention: entry i's shard
-   * is file shard_of[i] of s. */
-  shard_of = malloc((size_t)n_entries * sizeof *shard_of);
-  if (!shard_of) {
-    st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    goto done;
+  for (size_t i = 0; i < n_entries; ++i) {
+    entries[i].tensor.str = arena + entries[i].tensor.off;
+    entries[i].shard.str = arena + entries[i].shard.off;
   }
-  for (int i = 0; i < n_entries; ++i) {
-    const char *shard = entries[i].shard;
-    shard_of[i] = -1;
-    for (int k = 0; k < i && shard_of[i] < 0; ++k)
-      if (!strcmp(entries[k].shard, shard))
-        shard_of[i] = shard_of[k];
-    if (shard_of[i] >= 0)
-      continue;
-    if (!shard[0] || strchr(shard, '/')) {
+  qsort(entries, n_entries, sizeof *entries, entry_by_tensor);
+  for (size_t i = 1; i < n_entries; ++i)
+    if (!strcmp(entries[i - 1].tensor.str, entries[i].tensor.str)) {
       st = archrt_fail(ARCHRT_ERR_FORMAT,
-                       "%s: shard '%s' is not a file name beside the index",
-                       path, shard);
+                       "%s: weight_map lists tensor '%s' twice", path,
+                       entries[i].tensor.str);
       goto done;
     }
-    snprintf(dir + dlen, sizeof dir - (size_t)dlen, "%s", shard);
+  /* Each distinct shard is mapped once. */
+  qsort(entries, n_entries, sizeof *entries, entry_by_shard);
+  for (size_t i = 0; i < n_entries; ++i) {
+    const char *name = entries[i].shard.str;
+    if (i > 0 && !strcmp(entries[i - 1].shard.str, name)) {
+      entries[i].file = entries[i - 1].file;
+      continue;
+    }
+    if (!name[0] || strchr(name, '/')) {
+      st = archrt_fail(ARCHRT_ERR_FORMAT,
+                       "%s: shard '%s' is not a file name beside the index",
+                       path, name);
+      goto done;
+    }
+    snprintf(dir + dlen, sizeof dir - (size_t)dlen, "%s", name);
     if ((st = st_add_file(s, dir)))
       goto done;
-    shard_of[i] = s->n_files - 1;
+    entries[i].file = s->n_files - 1;
   }
-  for (int k = 0; k < s->n_tensors; ++k)
-    for (int i = k + 1; i < s->n_tensors; ++i)
-      if (!strcmp(s->tensors[k].name, s->tensors[i].name)) {
-        st = archrt_fail(ARCHRT_ERR_FORMAT,
-                         "%s: tensor '%s' is in more than one shard", path,
-                         s->tensors[k].name);
-        goto done;
-      }
-  for (int i = 0; i < n_entries; ++i) {
-    st_tensor *t = st_find(s, entries[i].tensor);
-    if (!t || t->file != shard_of[i]) {
+  if ((st = st_index(s, path)))
+    goto done;
+  for (size_t i = 0; i < n_entries; ++i) {
+    st_tensor *t = st_find(s, entries[i].tensor.str);
+    if (!t || t->file != entries[i].file) {
       st = archrt_fail(ARCHRT_ERR_FORMAT,
                        "%s: weight_map puts tensor '%s' in '%s', which does "
                        "not hold it",
-                       path, entries[i].tensor, entries[i].shard);
+                       path, entries[i].tensor.str, entries[i].shard.str);
       goto done;
     }
   }
@@ -663,7 +885,7 @@ bad_json:
                    (long)(j.p - (const char *)f.data));
 done:
   free(entries);
-  free(shard_of);
+  free(arena);
   munmap(f.data, f.size);
   return st;
 }
@@ -695,6 +917,8 @@ archrt_status archrt_load_safetensors(archrt_model *m, const char *path) {
   } else {
     st = st_add_file(&s, path);
   }
+  if (!st)
+    st = st_index(&s, path);
   if (!st)
     st = bind_params(m, &s, path);
   st_set_free(&s);
@@ -742,7 +966,7 @@ archrt_status archrt_load_llama2c(archrt_model *m, const char *path) {
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
                        "archrt_load_llama2c: NULL argument");
   archrt_mapping f;
-  archrt_status st = map_file(path, &f);
+  archrt_status st = archrt_map_file(path, &f);
   if (st)
     return st;
   const archrt_gen_model *d = m->desc;
@@ -754,17 +978,18 @@ archrt_status archrt_load_llama2c(archrt_model *m, const char *path) {
   }
   memcpy(h, f.data, sizeof h);
   int shared = h[5] > 0;
-  int32_t vocab = h[5] < 0 ? -h[5] : h[5];
+  int64_t vocab = h[5] < 0 ? -(int64_t)h[5] : h[5];
   archrt_problems probs = {{0}, 0, 0};
-  struct { const char *what; int32_t got, want; } dims[] = {
+  struct { const char *what; int64_t got, want; } dims[] = {
       {"dim", h[0], d->d_model},       {"hidden_dim", h[1], d->d_ff},
       {"n_layers", h[2], d->n_layers}, {"n_heads", h[3], d->n_heads},
       {"n_kv_heads", h[4], d->n_kv_heads}, {"vocab_size", vocab, d->vocab_size},
   };
   for (size_t i = 0; i < sizeof dims / sizeof *dims; ++i)
     if (dims[i].got != dims[i].want)
-      archrt_problem(&probs, "header %s is %d, the model has %d", dims[i].what,
-                     dims[i].got, dims[i].want);
+      archrt_problem(&probs, "header %s is %lld, the model has %lld",
+                     dims[i].what, (long long)dims[i].got,
+                     (long long)dims[i].want);
   if (h[6] <= 0)
     archrt_problem(&probs, "header seq_len is %d", h[6]);
   if (!probs.count && d->head_dim * d->n_heads != d->d_model)
@@ -857,15 +1082,31 @@ archrt_status archrt_load_weights(archrt_model *m, const char *path) {
   /* A directory or an index is a (sharded) safetensors checkpoint. */
   if (is_directory(path) || ends_with(path, ".json"))
     return archrt_load_safetensors(m, path);
-  FILE *fp = fopen(path, "rb");
-  if (!fp)
-    return archrt_fail(ARCHRT_ERR_IO, "%s: cannot open: %s", path,
-                       strerror(errno));
-  unsigned char head[9] = {0};
-  size_t n = fread(head, 1, sizeof head, fp);
-  fclose(fp);
+  int fd;
+  size_t size;
+  archrt_status st = archrt_open_file(path, &fd, &size);
+  if (st)
+    return st;
+  unsigned char head[28] = {0};
+  ssize_t n = read(fd, head, sizeof head);
+  close(fd);
   /* Safetensors: 8-byte little-endian header length, then '{'. */
-  if (n == 9 && head[8] == '{')
+  if (n >= 9 && head[8] == '{')
     return archrt_load_safetensors(m, path);
-  return archrt_load_llama2c(m, path);
+  /* llama2.c: seven int32 dimensions, each within the spec's limits in
+   * size (vocab_size's sign says whether the classifier is shared). */
+  int32_t h[7];
+  memcpy(h, head, sizeof h);
+  int plausible = n == (ssize_t)sizeof head;
+  for (int i = 0; i < 7; ++i) {
+    int64_t v = i == 5 && h[i] < 0 ? -(int64_t)h[i] : h[i];
+    plausible &= v > 0 && v <= (1 << 24);
+  }
+  if (plausible)
+    return archrt_load_llama2c(m, path);
+  return archrt_fail(ARCHRT_ERR_FORMAT,
+                     "%s: neither a safetensors file (8-byte header length, "
+                     "then a JSON object) nor a llama2.c checkpoint (7 "
+                     "int32 dimensions in (0, 2^24], then floats)",
+                     path);
 }
