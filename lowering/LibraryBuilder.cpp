@@ -127,10 +127,22 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
     }
   }
   std::string log = tmp.path + "/cc.log";
-  if (!run({"cc", "-std=c11", "-O2", "-fPIC", "-c", glueC, "-o", glueO,
-            "-I" ARCHC_RUNTIME_INCLUDE, "-I" ARCHC_HALIDE_INCLUDE},
-           log, error))
+  // The flags archrt_san was built with (CMake joins them with spaces).
+  std::vector<std::string> sanitize;
+  if (opts.sanitize) {
+    std::stringstream flags(ARCHC_SANITIZE_FLAGS);
+    for (std::string f; flags >> f;)
+      sanitize.push_back(f);
+  }
+  std::vector<std::string> cc = {"cc", "-std=c11", "-O2", "-fPIC", "-c",
+                                 glueC, "-o", glueO,
+                                 "-I" ARCHC_RUNTIME_INCLUDE,
+                                 "-I" ARCHC_HALIDE_INCLUDE};
+  cc.insert(cc.end(), sanitize.begin(), sanitize.end());
+  if (!run(cc, log, error))
     return false;
+  const char *runtime =
+      opts.sanitize ? ARCHC_RUNTIME_SAN_LIBRARY : ARCHC_RUNTIME_LIBRARY;
   objects.insert(objects.begin(), glueO);
 
   std::string staged = tmp.path + "/out";
@@ -138,12 +150,13 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
   if (opts.relocatable) {
     link.insert(link.end(), {"-r", "-nostdlib", "-o", staged});
     link.insert(link.end(), objects.begin(), objects.end());
-    link.insert(link.end(), {"-Wl,--whole-archive", ARCHC_RUNTIME_LIBRARY,
+    link.insert(link.end(), {"-Wl,--whole-archive", runtime,
                              "-Wl,--no-whole-archive"});
   } else {
     link.insert(link.end(), {"-shared", "-o", staged});
     link.insert(link.end(), objects.begin(), objects.end());
-    link.insert(link.end(), {"-Wl,--whole-archive", ARCHC_RUNTIME_LIBRARY,
+    link.insert(link.end(), sanitize.begin(), sanitize.end());
+    link.insert(link.end(), {"-Wl,--whole-archive", runtime,
                              "-Wl,--no-whole-archive", "-lm", "-lpthread",
                              "-ldl", "-Wl,-z,defs"});
   }

@@ -13,6 +13,9 @@ struct BuildOptions {
   std::string target = "host";
   /// A relocatable object (--emit=obj) instead of a shared library.
   bool relocatable = false;
+  /// Glue and runtime built with AddressSanitizer and UBSan (a host loads
+  /// the library with the sanitizer runtimes, e.g. LD_PRELOAD=libasan.so).
+  bool sanitize = false;
   /// Called after each kernel compiles: (kernels done, kernels total).
   std::function<void(size_t, size_t)> progress;
 };

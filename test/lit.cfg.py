@@ -8,9 +8,25 @@ config.name = "archc"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".toml", ".test"]
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt",
-                   "reference", "Inputs"]
+                   "reference", "Inputs", "fuzz"]
 config.test_source_root = os.path.dirname(__file__)
-config.test_exec_root = os.path.join(config.archc_obj_root, "test")
+# --param sanitize=1: every library the tests compile carries the runtime
+# and glue built with ASan and UBSan (ARCHC_SANITIZE makes archc compile
+# --sanitize the default), and every process starts with the sanitizer
+# runtime preloaded; leaks are left to the C host (Python and LLVM keep
+# memory until exit). Its outputs live apart, so both runs can go at once.
+sanitize = lit_config.params.get("sanitize", "0") == "1"
+config.test_exec_root = os.path.join(config.archc_obj_root,
+                                     "test-sanitize" if sanitize else "test")
+if sanitize:
+    import subprocess
+    asan = subprocess.check_output(["cc", "-print-file-name=libasan.so"],
+                                   text=True).strip()
+    config.environment["ARCHC_SANITIZE"] = "1"
+    config.environment["LD_PRELOAD"] = asan
+    config.environment["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=0"
+    config.environment["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"
+    config.available_features.add("sanitize")
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -95,16 +95,38 @@ std::string suggest(const std::string &word,
 /// parser recurses once per key component.
 constexpr int kMaxKeyDepth = 64;
 
-/// The first place in `text` where a dotted key has more than
-/// kMaxKeyDepth components, as (line, col); (0, 0) if none. Strings and
-/// comments are skipped; a chain of key segments is broken by any character
-/// that cannot continue a key.
-std::pair<unsigned, unsigned> deepKey(const std::string &text) {
+/// What a lexical pass finds wrong before TOML++ parses the text.
+struct LexProblem {
+  unsigned line = 0, col = 0; ///< 0: none
+  std::string message;
+};
+
+/// What TOML++ 3.3 does not survive, found without parsing: a dotted
+/// key of more than kMaxKeyDepth components (its parser recurses per
+/// component and overflows the stack), and a non-ASCII byte outside a
+/// comment (its whitespace classifier reaches __builtin_unreachable on some
+/// code points, and it classifies bytes ahead of a bad value; every string a
+/// spec holds is ASCII anyway); control bytes, which TOML forbids
+/// everywhere, are refused first. Strings and comments are
+/// skipped; a chain of key segments is broken by any character that cannot
+/// continue a key.
+LexProblem lexCheck(const std::string &text) {
   unsigned line = 1, col = 0;
   int depth = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
+  // A UTF-8 byte-order mark may open the file.
+  size_t start = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  for (size_t i = start; i < text.size(); ++i) {
     char c = text[i];
     ++col;
+    // TOML allows no control character but tab and line breaks anywhere,
+    // not even in strings (they must be escaped) or comments.
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' &&
+         c != '\r') ||
+        c == 0x7f) {
+      char hex[8];
+      snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(c));
+      return {line, col, std::string("control byte ") + hex};
+    }
     if (c == '\n') {
       ++line;
       col = 0;
@@ -121,9 +143,23 @@ std::pair<unsigned, unsigned> deepKey(const std::string &text) {
       bool multi = text.compare(i, 3, std::string(3, c)) == 0;
       size_t j = i + (multi ? 3 : 1);
       for (; j < text.size(); ++j) {
+        unsigned char b = static_cast<unsigned char>(text[j]);
+        if (b >= 0x80 || (b < 0x20 && b != '\t' && b != '\n' && b != '\r') ||
+            b == 0x7f) {
+          char hex[8];
+          snprintf(hex, sizeof hex, "0x%02x", b);
+          return {line, col + unsigned(j - i),
+                  std::string(b >= 0x80 ? "non-ASCII" : "control") + " byte " +
+                      hex + " in a string (spec strings are ASCII)"};
+        }
         if (c == '"' && text[j] == '\\') {
           ++j;
           continue;
+        }
+        // A one-line string ends at the line's end (TOML++ reports it).
+        if (text[j] == '\n' && !multi) {
+          --j;
+          break;
         }
         if (text[j] == '\n') {
           ++line;
@@ -138,15 +174,24 @@ std::pair<unsigned, unsigned> deepKey(const std::string &text) {
       i = j;
       continue;
     }
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      char hex[8];
+      snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(c));
+      return {line, col,
+              std::string("non-ASCII byte ") + hex +
+                  " outside a comment (spec text is ASCII but for comments)"};
+    }
     if (c == '.') {
       if (++depth > kMaxKeyDepth)
-        return {line, col};
+        return {line, col,
+                "dotted key with more than " + std::to_string(kMaxKeyDepth) +
+                    " components"};
     } else if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
                  c == '-' || c == ' ' || c == '\t')) {
       depth = 0;
     }
   }
-  return {0, 0};
+  return {};
 }
 
 } // namespace
@@ -863,11 +908,9 @@ std::optional<ArchSpec> parseWith(Parser &p, const std::string &text) {
                 std::to_string(kMaxSpecBytes) + " are read");
     return std::nullopt;
   }
-  auto [line, col] = deepKey(text);
-  if (line) {
-    p.error(SourceLoc{p.file, line, col}, "",
-            "dotted key with more than " + std::to_string(kMaxKeyDepth) +
-                " components");
+  LexProblem lex = lexCheck(text);
+  if (lex.line) {
+    p.error(SourceLoc{p.file, lex.line, lex.col}, "", lex.message);
     return std::nullopt;
   }
 #if TOML_EXCEPTIONS

@@ -134,6 +134,13 @@ std::string jsonString(const std::string &text) {
   return s + "\"";
 }
 
+/// ARCHC_SANITIZE=1: every library archc builds carries the sanitized
+/// runtime (the sanitizer test suite sets it).
+bool sanitizeByDefault() {
+  const char *v = getenv("ARCHC_SANITIZE");
+  return v && std::string(v) == "1";
+}
+
 bool showProgress(bool quiet) { return !quiet && isatty(2); }
 
 /// Only `archc compile` registers MLIR's pass-manager options.
@@ -210,6 +217,13 @@ int cmdCompile(int argc, char **argv) {
       cl::init("host"), cl::cat(archcCat));
   cl::opt<bool> quiet("quiet", cl::desc("no progress output"),
                       cl::cat(archcCat));
+  cl::opt<bool> sanitize(
+      "sanitize",
+      cl::desc("build the glue and the runtime with AddressSanitizer and "
+               "UBSan (load with the sanitizer runtimes preloaded; "
+               "ARCHC_SANITIZE=1 makes it the default)"),
+      cl::init(sanitizeByDefault()),
+      cl::cat(archcCat));
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
@@ -230,6 +244,7 @@ int cmdCompile(int argc, char **argv) {
     BuildOptions opts;
     opts.target = target;
     opts.relocatable = emit == Emit::Obj;
+    opts.sanitize = sanitize;
     BuildStats stats;
     auto t0 = Clock::now();
     if (!compileToLibrary(*spec, input, text, opts, out, quiet, &stats))
@@ -375,7 +390,9 @@ struct Runnable {
     tmpDir = tmpl;
     libPath = tmpDir + "/lib" + spec->model.name + ".so";
     auto t0 = Clock::now();
-    if (!compileToLibrary(*spec, input, text, BuildOptions(), libPath, quiet,
+    BuildOptions opts;
+    opts.sanitize = sanitizeByDefault();
+    if (!compileToLibrary(*spec, input, text, opts, libPath, quiet,
                           nullptr))
       return false;
     compileSeconds = since(t0);

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses of test/fuzz with clang-19 (ASan + UBSan +
+# libFuzzer) and runs each for SECONDS, starting from its seed corpus in
+# test/fuzz/corpus/NAME (runs keep what they find in build-fuzz/corpus/NAME,
+# outside git). Any crash, leak, timeout or sanitizer report fails the run.
+#
+#   scripts/fuzz.sh SECONDS [NAME ...]    (default: every harness)
+#   ARCHC_FUZZ_RUNS=1000000 scripts/fuzz.sh 0   (a fixed number of runs each)
+#
+# Needs archc built (it writes the tiny model's glue) and clang-19 with
+# libclang-rt-19-dev (scripts/install-deps.sh installs both). Built with
+# NDEBUG, as the release build is: TOML++'s internal debug assertions are
+# stricter than its error paths (it reports "[)" as an error either way).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:?usage: scripts/fuzz.sh SECONDS [NAME ...]}"
+shift
+all=(spec safetensors index llama2c tokenizer abi)
+names=("$@")
+[ "${#names[@]}" -gt 0 ] || names=("${all[@]}")
+build="${ARCHC_BUILD:-build}"
+out="${ARCHC_FUZZ_BUILD:-build-fuzz}"
+mkdir -p "$out"
+cc=clang-19
+cxx=clang++-19
+flags=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
+       -fno-sanitize-recover=undefined)
+
+# The runtime harnesses see the tiny model through its generated glue, with
+# stub kernels and a stub Halide runtime.
+spec=specs/tiny/llama-gqa-half-split.toml
+"$build"/bin/archc compile "$spec" --emit=c -o "$out/glue.c"
+sed -n 's/^int \(archk_[A-Za-z0-9_]*\)(.*);$/int \1(void) { return 0; }/p' \
+  "$out/glue.c" > "$out/kernel_stubs.c"
+runtime=(runtime/src/*.c "$out/glue.c" "$out/kernel_stubs.c" test/fuzz/halide_stubs.c)
+inc=(-Iruntime/include -I/usr/include/halide14 -Itest/fuzz)
+
+build_one() {
+  local name=$1 bin="$out/fuzz_$1"
+  case "$name" in
+    spec)
+      "$cxx" "${flags[@]}" -std=c++17 -fexceptions -DTOML_HEADER_ONLY=1 -DNDEBUG -I. \
+        compiler/spec/SpecParser.cpp compiler/spec/SpecReport.cpp \
+        compiler/spec/Checkpoint.cpp test/fuzz/fuzz_spec.cpp -o "$bin" ;;
+    *)
+      "$cc" "${flags[@]}" -std=c11 -D_GNU_SOURCE "${inc[@]}" "${runtime[@]}" \
+        "test/fuzz/fuzz_$name.c" -o "$bin" -lm -lpthread ;;
+  esac
+}
+
+passed=0
+failed=0
+for name in "${names[@]}"; do
+  echo "fuzz: building fuzz_$name" >&2
+  build_one "$name"
+  corpus="$out/corpus/$name"
+  mkdir -p "$corpus" "$out/artifacts/$name"
+  log="$out/fuzz_$name.log"
+  rc=0
+  limit=(-max_total_time="$seconds")
+  [ -z "${ARCHC_FUZZ_RUNS:-}" ] || limit=(-runs="$ARCHC_FUZZ_RUNS")
+  "$out/fuzz_$name" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 \
+    -max_len=65536 -print_final_stats=1 \
+    -artifact_prefix="$out/artifacts/$name/" \
+    "$corpus" "test/fuzz/corpus/$name" > "$log" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  if [ "$rc" -eq 0 ]; then
+    echo "fuzz_$name: ok, ${execs:-0} executions in $SECONDS s"
+    passed=$((passed + 1))
+  else
+    echo "fuzz_$name: FAILED (exit $rc), ${execs:-0} executions; log: $log"
+    grep -E 'ERROR|SUMMARY|runtime error' "$log" | head -5 || true
+    failed=$((failed + 1))
+  fi
+done
+echo "fuzz: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,107 @@
+/*===- fuzz_abi.c - Random sequences of archrt calls -----------------------===*
+ * Each input byte is one call (the low 4 bits pick it, later bytes its
+ * arguments) on up to 2 models and 4 sequences of the tiny model, in any
+ * order: freeing a model before its sequences, prefill past capacity,
+ * tokens out of range, sampling before logits exist. Kernels are stubs: the
+ * ABI's bookkeeping is what is fuzzed (the kernels run under ASan in
+ * test/e2e/sanitizers.test). */
+#include "fuzz_common.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc, (void)argv;
+  return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  archrt_model *models[2] = {0};
+  archrt_seq *seqs[4] = {0};
+  archrt_sampler *sampler = NULL;
+  size_t at = 0;
+#define NEXT() (at < size ? data[at++] : 0)
+  while (at < size) {
+    uint8_t op = NEXT();
+    int m = op >> 4 & 1, q = op >> 5 & 3;
+    archrt_status st = ARCHRT_OK;
+    switch (op & 15) {
+    case 0:
+      if (!models[m])
+        st = archrt_model_create(&models[m]);
+      break;
+    case 1:
+      archrt_model_free(models[m]);
+      models[m] = NULL;
+      break;
+    case 2:
+      st = archrt_init_random(models[m], NEXT());
+      break;
+    case 3:
+      if (!seqs[q] && models[m])
+        st = archrt_seq_create(models[m], (int8_t)NEXT(), &seqs[q]);
+      break;
+    case 4:
+      archrt_seq_free(seqs[q]);
+      seqs[q] = NULL;
+      break;
+    case 5: {
+      int32_t tokens[16], n = (int8_t)NEXT() % 17;
+      for (int i = 0; i < 16; ++i)
+        tokens[i] = (int8_t)NEXT() * 7;
+      if (seqs[q])
+        st = archrt_prefill(seqs[q], tokens, n);
+      break;
+    }
+    case 6: {
+      int lo = NEXT(), hi = NEXT();
+      if (seqs[q])
+        st = archrt_decode(seqs[q], (int16_t)(lo | hi << 8));
+      break;
+    }
+    case 7:
+      if (seqs[q])
+        st = archrt_seq_reset(seqs[q]);
+      break;
+    case 8: {
+      archrt_param_info p;
+      if (models[m])
+        st = archrt_param_info_get(models[m], (int8_t)NEXT(), &p);
+      break;
+    }
+    case 9: {
+      archrt_model_info info;
+      st = archrt_model_info_get(models[m], &info);
+      break;
+    }
+    case 10: {
+      archrt_sampler_free(sampler);
+      sampler = NULL;
+      int vocab = (int8_t)NEXT(), temp = (int8_t)NEXT(), top = (int8_t)NEXT();
+      st = archrt_sampler_create(vocab, temp / 16.0f, top / 64.0f, NEXT(),
+                                 &sampler);
+      break;
+    }
+    case 11: {
+      int32_t token;
+      const float *logits = seqs[q] ? archrt_logits(seqs[q]) : NULL;
+      if (sampler && logits)
+        st = archrt_sample(sampler, logits, &token);
+      break;
+    }
+    case 12:
+      archrt_set_num_threads((int8_t)NEXT());
+      break;
+    case 13:
+      (void)archrt_seq_length(seqs[q]);
+      break;
+    default:
+      break;
+    }
+    fuzz_expect_message(st);
+  }
+#undef NEXT
+  for (int i = 0; i < 4; ++i)
+    archrt_seq_free(seqs[i]);
+  archrt_model_free(models[0]);
+  archrt_model_free(models[1]);
+  archrt_sampler_free(sampler);
+  return 0;
+}

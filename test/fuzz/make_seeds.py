@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""Writes the seed corpora of the fuzz harnesses (test/fuzz/corpus/NAME),
+small valid inputs the fuzzers mutate. Rerun after changing the tiny model
+the runtime harnesses link (specs/tiny/llama-gqa-half-split.toml):
+
+    /usr/bin/python3 test/fuzz/make_seeds.py build/bin/archc
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.join(here, "..", "..")
+sys.path.insert(0, os.path.join(root, "test", "e2e"))
+import archrt  # noqa: E402
+
+SPEC = os.path.join(root, "specs", "tiny", "llama-gqa-half-split.toml")
+
+
+def put(harness, name, data):
+    d = os.path.join(here, "corpus", harness)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def safetensors(tensors):
+    header, blobs, off = {}, b"", 0
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape,
+                        "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        blobs += raw
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text + blobs
+
+
+def main():
+    archc = sys.argv[1]
+    tmp = tempfile.mkdtemp()
+    lib_path = os.path.join(tmp, "tiny.so")
+    subprocess.check_call([archc, "compile", SPEC, "-o", lib_path, "--quiet"])
+    lib = archrt.Lib(lib_path)
+    model = lib.model()
+    params = []
+    i = 0
+    while True:
+        info = archrt.ParamInfo()
+        if lib.lib.archrt_param_info_get(model, i, info) != 0:
+            break
+        params.append((info.source.decode(), list(info.shape[: info.ndim])))
+        i += 1
+
+    for name in ["llama-gqa-half-split", "gemma2", "falcon", "t5-bias", "command"]:
+        shutil.copy(os.path.join(root, "specs", "tiny", name + ".toml"),
+                    os.path.join(here, "corpus", "spec", name))
+
+    norm = next(p for p in params if len(p[1]) == 1)
+    one = {norm[0]: ("F32", norm[1], bytes(4 * norm[1][0]))}
+    put("safetensors", "norm-f32", b"\0" + safetensors(one))
+    put("safetensors", "norm-bf16-sniffed", b"\1" + safetensors(
+        {norm[0]: ("BF16", norm[1], bytes(2 * norm[1][0]))}))
+    text = json.dumps({"__metadata__": {"format": "pt", "a": [1, {"b": "\\u00e9"}]},
+                       norm[0]: {"dtype": "F32", "shape": norm[1],
+                                 "data_offsets": [0, 4 * norm[1][0]]}}).encode()
+    put("safetensors", "metadata", b"\0" + struct.pack("<Q", len(text)) + text +
+        bytes(4 * norm[1][0]))
+
+    weight_map = {name: ("a.safetensors" if k % 2 == 0 else "b.safetensors")
+                  for k, (name, _) in enumerate(params)}
+    put("index", "valid", json.dumps({"metadata": {"total_size": 1},
+                                      "weight_map": weight_map}).encode())
+    put("index", "one-shard", json.dumps(
+        {"weight_map": {params[0][0]: "a.safetensors"}}).encode())
+
+    # dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len
+    put("llama2c", "header", struct.pack("<7i", 64, 192, 2, 4, 2, 400, 64) + bytes(64))
+    put("llama2c", "header-separate", struct.pack("<7i", 64, 192, 2, 4, 2, -400, 64))
+
+    pieces = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(8)]
+    pieces += [" ", "a", "b", "ab", " ab"]
+    tok = struct.pack("<i", 8)
+    for k, piece in enumerate(pieces):
+        raw = piece.encode()
+        tok += struct.pack("<fi", float(k % 3), len(raw)) + raw
+    vocab = len(pieces) - 1  # the harness adds 1
+    text = b"ab abba"
+    put("tokenizer", "small", struct.pack("<HBB", vocab, 0xff, len(text)) + text + tok)
+
+    put("abi", "prefill-sample", bytes([0x00, 0x02, 7, 0x03, 16, 0x05, 4, 1, 2, 3, 4,
+                                        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, 50,
+                                        16, 32, 9, 0x0b, 0x06, 5, 0, 0x0b]))
+    put("abi", "free-model-first", bytes([0x00, 0x02, 1, 0x03, 0, 0x01, 0x05, 2, 3, 4,
+                                          0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                          0x04]))
+    lib.lib.archrt_model_free(model)
+    shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    main()
