@@ -26,13 +26,18 @@ cxx=clang++-19
 flags=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined)
 
-# The runtime harnesses see the tiny model through its generated glue, with
-# stub kernels and a stub Halide runtime.
-spec=specs/tiny/llama-gqa-half-split.toml
-"$build"/bin/archc compile "$spec" --emit=c -o "$out/glue.c"
-sed -n 's/^int \(archk_[A-Za-z0-9_]*\)(.*);$/int \1(void) { return 0; }/p' \
-  "$out/glue.c" > "$out/kernel_stubs.c"
-runtime=(runtime/src/*.c "$out/glue.c" "$out/kernel_stubs.c" test/fuzz/halide_stubs.c)
+# The runtime harnesses see a tiny model through its generated glue, with
+# stub kernels and a stub Halide runtime (fuzz_abi a micro one, for speed).
+glue() {
+  local spec=$1 dir="$out/glue-$2"
+  mkdir -p "$dir"
+  "$build"/bin/archc compile "$spec" --emit=c -o "$dir/glue.c"
+  sed -n 's/^int \(archk_[A-Za-z0-9_]*\)(.*);$/int \1(void) { return 0; }/p' \
+    "$dir/glue.c" > "$dir/kernel_stubs.c"
+  echo "$dir/glue.c $dir/kernel_stubs.c"
+}
+tiny=$(glue specs/tiny/llama-gqa-half-split.toml tiny)
+micro=$(glue test/fuzz/micro.toml micro)
 inc=(-Iruntime/include -I/usr/include/halide14 -Itest/fuzz)
 
 build_one() {
@@ -43,8 +48,12 @@ build_one() {
         compiler/spec/SpecParser.cpp compiler/spec/SpecReport.cpp \
         compiler/spec/Checkpoint.cpp test/fuzz/fuzz_spec.cpp -o "$bin" ;;
     *)
-      "$cc" "${flags[@]}" -std=c11 -D_GNU_SOURCE "${inc[@]}" "${runtime[@]}" \
-        "test/fuzz/fuzz_$name.c" -o "$bin" -lm -lpthread ;;
+      local model=$tiny
+      [ "$name" != abi ] || model=$micro
+      # shellcheck disable=SC2086
+      "$cc" "${flags[@]}" -std=c11 -D_GNU_SOURCE "${inc[@]}" runtime/src/*.c \
+        $model test/fuzz/halide_stubs.c "test/fuzz/fuzz_$name.c" -o "$bin" \
+        -lm -lpthread ;;
   esac
 }
 

@@ -148,7 +148,7 @@ LexProblem lexCheck(const std::string &text) {
             b == 0x7f) {
           char hex[8];
           snprintf(hex, sizeof hex, "0x%02x", b);
-          return {line, col + unsigned(j - i),
+          return {line, col + 1,
                   std::string(b >= 0x80 ? "non-ASCII" : "control") + " byte " +
                       hex + " in a string (spec strings are ASCII)"};
         }

@@ -104,7 +104,9 @@ const float *archrt_logits(const archrt_seq *seq); /* vocab_size floats */
 
 /* ---- Sampling -----------------------------------------------------------
  * temperature 0 is greedy (argmax); otherwise softmax(logits / T), then
- * nucleus filtering when 0 < top_p < 1. Seeded: same seed, same tokens. */
+ * nucleus filtering when 0 < top_p < 1. Seeded: same seed, same tokens.
+ * archrt_sample reads the sampler's vocab_size floats from `logits`; NaN or
+ * +inf logits, or all -inf, are an error (no token is made up). */
 archrt_status archrt_sampler_create(int32_t vocab_size, float temperature,
                                     float top_p, uint64_t seed,
                                     archrt_sampler **out);

@@ -1,10 +1,10 @@
 /*===- fuzz_abi.c - Random sequences of archrt calls -----------------------===*
  * Each input byte is one call (the low 4 bits pick it, later bytes its
- * arguments) on up to 2 models and 4 sequences of the tiny model, in any
- * order: freeing a model before its sequences, prefill past capacity,
+ * arguments) on up to 2 models and 4 sequences of test/fuzz/micro.toml, in
+ * any order: freeing a model before its sequences, prefill past capacity,
  * tokens out of range, sampling before logits exist. Kernels are stubs: the
- * ABI's bookkeeping is what is fuzzed (the kernels run under ASan in
- * test/e2e/sanitizers.test). */
+ * ABI's bookkeeping is what is fuzzed (the kernels run under ASan in the
+ * sanitized e2e suite, ctest's lit-e2e-sanitize). */
 #include "fuzz_common.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -74,7 +74,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 10: {
       archrt_sampler_free(sampler);
       sampler = NULL;
-      int vocab = (int8_t)NEXT(), temp = (int8_t)NEXT(), top = (int8_t)NEXT();
+      /* At most the model's 16 logits: archrt_sample cannot know how many
+       * floats a pointer holds (its documented precondition). */
+      int vocab = (int8_t)NEXT() % 17, temp = (int8_t)NEXT(),
+          top = (int8_t)NEXT();
       st = archrt_sampler_create(vocab, temp / 16.0f, top / 64.0f, NEXT(),
                                  &sampler);
       break;
