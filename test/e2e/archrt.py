@@ -19,9 +19,26 @@ class Cases:
         if not cond:
             self.failed.append(name)
 
+    def error(self, lib, name, status, *fragments, msg=None):
+        """A case that expects a failed call whose message holds every
+        fragment (`msg`: the message, when read on another thread)."""
+        if msg is None:
+            msg = lib.lib.archrt_last_error().decode(errors="replace")
+        ok = status != 0 and all(f in msg for f in fragments)
+        self(name, ok, f"status {status}, message {msg!r}, wanted {fragments}")
+
     def summary(self):
         print(f"{len(self.failed)} failed")
         return 1 if self.failed else 0
+
+
+def script_args(doc):
+    """The --lib LIB --spec SPEC every check script takes."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--spec", required=True)
+    return ap.parse_args()
 
 
 class ParamInfo(C.Structure):

@@ -3,7 +3,6 @@
 fused and transposed tensors, sharded files with an index, names without
 the base-model prefix, buffers to skip, half precision, and every error of
 an index or of a fused tensor. Prints one line per case and a summary."""
-import argparse
 import ctypes as C
 import json
 import os
@@ -22,10 +21,7 @@ case = archrt.Cases()
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--spec", required=True)
-    args = ap.parse_args()
+    args = archrt.script_args(__doc__)
     spec = archref.Spec(args.spec)
     lib = archrt.Lib(args.lib)
     L = lib.lib

@@ -8,7 +8,6 @@ sequence. Every case asserts the status and the message.
 Each case prints "ok NAME" or "FAIL NAME: why"; exit status 1 on failure.
 Run it under the sanitizer build too (test/e2e/sanitizers.test).
 """
-import argparse
 import ctypes as C
 import json
 import os
@@ -25,13 +24,6 @@ import archref  # noqa: E402
 import archrt  # noqa: E402
 
 case = archrt.Cases()
-
-
-def expect_error(lib, name, status, *fragments, msg=None):
-    if msg is None:
-        msg = lib.lib.archrt_last_error().decode(errors="replace")
-    ok = status != 0 and all(f in msg for f in fragments)
-    case(name, ok, f"status {status}, message {msg!r}, wanted {fragments}")
 
 
 def safetensors_bytes(header_text, data=b""):
@@ -68,7 +60,7 @@ def bounded(lib, name, fn, *fragments, seconds=60):
     if t.is_alive():
         case(name, False, f"still running after {seconds} s")
     else:
-        expect_error(lib, name, out["status"], *fragments, msg=out["msg"])
+        case.error(lib, name, out["status"], *fragments, msg=out["msg"])
 
 
 def naive_bpe(pieces, scores, text, bos, eos):
@@ -107,10 +99,7 @@ def write_tokenizer(path, pieces, scores, max_len=None):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--spec", required=True)
-    args = ap.parse_args()
+    args = archrt.script_args(__doc__)
     spec = archref.Spec(args.spec)
     lib = archrt.Lib(args.lib)
     L = lib.lib
@@ -132,7 +121,7 @@ def main():
 
     def load_error(name, blob, *fragments):
         path = write(name, blob)
-        expect_error(lib, name, L.archrt_load_weights(model, path), *fragments)
+        case.error(lib, name, L.archrt_load_weights(model, path), *fragments)
 
     # --- parsers that cannot overrun -----------------------------------------
     # A header that ends in the middle of a number at the end of a page: the
@@ -211,7 +200,7 @@ def main():
     hdr = struct.pack("<7i", spec.d, spec.d_ff, spec.layers, spec.heads,
                       spec.kv_heads, -2**31, spec.max_seq)
     path = write("ckpt-min.bin", hdr + bytes(64))
-    expect_error(lib, "llama2.c vocab_size INT32_MIN",
+    case.error(lib, "llama2.c vocab_size INT32_MIN",
                  L.archrt_load_llama2c(model, path), "header vocab_size is 2147483648")
     sq = lib.seq(model)
     case("a failed load keeps the old weights",
@@ -231,11 +220,11 @@ def main():
     path = write("deep.index.json",
                  ('{"metadata":' + "{\"a\":" * 100000 + "1" + "}" * 100000 +
                   ', "weight_map": {}}').encode())
-    expect_error(lib, "index nested 100000 deep", L.archrt_load_weights(model, path),
+    case.error(lib, "index nested 100000 deep", L.archrt_load_weights(model, path),
                  "nested more than 64 levels deep")
     twice = '{"weight_map": {"%s": "%s", "%s": "%s"}}' % (first, shard, first, shard)
     path = write("twice.index.json", twice.encode())
-    expect_error(lib, "index lists a tensor twice", L.archrt_load_weights(model, path),
+    case.error(lib, "index lists a tensor twice", L.archrt_load_weights(model, path),
                  f"lists tensor '{first}' twice")
 
     # --- no blocking on FIFOs -------------------------------------------------
@@ -259,11 +248,11 @@ def main():
                                       C.byref(tk)), "small tokenizer")
     out = (C.c_int32 * 64)()
     n = C.c_int32()
-    expect_error(lib, "byte fallback beyond a small vocabulary",
+    case.error(lib, "byte fallback beyond a small vocabulary",
                  L.archrt_tokenizer_encode(tk, b"ab\xff", 1, 0, out, 64, C.byref(n)),
                  "byte 0xff at offset 2", "vocab_size 6")
     L.archrt_tokenizer_free(tk)
-    expect_error(lib, "tokenizer file too small for its vocab_size",
+    case.error(lib, "tokenizer file too small for its vocab_size",
                  L.archrt_tokenizer_load(p("small.bin").encode(), 2**30, C.byref(tk)),
                  "cannot hold 1073741824 tokens")
 
@@ -314,10 +303,10 @@ def main():
     case("flat logits, tiny top_p: a token in range", st == 0 and 0 <= tok.value < V,
          f"status {st}, token {tok.value}")
     nan = (C.c_float * V)(*([float("nan")] * V))
-    expect_error(lib, "NaN logits", L.archrt_sample(smp, nan, C.byref(tok)),
+    case.error(lib, "NaN logits", L.archrt_sample(smp, nan, C.byref(tok)),
                  "logit 0 is NaN")
     ninf = (C.c_float * V)(*([float("-inf")] * V))
-    expect_error(lib, "every logit -inf", L.archrt_sample(smp, ninf, C.byref(tok)),
+    case.error(lib, "every logit -inf", L.archrt_sample(smp, ninf, C.byref(tok)),
                  "every logit is -inf")
     L.archrt_sampler_free(smp)
     lib.check(L.archrt_sampler_create(1, 0.7, 0.5, 3, C.byref(smp)), "sampler V=1")

@@ -5,7 +5,6 @@ that names the problem, never a crash. Also checks weight conversion
 
 Each case prints "ok NAME" or "FAIL NAME: why"; exit status 1 on failure.
 """
-import argparse
 import ctypes as C
 import json
 import os
@@ -23,12 +22,6 @@ import archrt  # noqa: E402
 case = archrt.Cases()
 
 
-def expect_error(lib, name, status, *fragments):
-    msg = lib.lib.archrt_last_error().decode()
-    ok = status != 0 and all(f in msg for f in fragments)
-    case(name, ok, f"status {status}, message {msg!r}, wanted {fragments}")
-
-
 def write_raw_safetensors(path, header, data=b""):
     text = json.dumps(header).encode()
     with open(path, "wb") as f:
@@ -36,10 +29,7 @@ def write_raw_safetensors(path, header, data=b""):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--spec", required=True)
-    args = ap.parse_args()
+    args = archrt.script_args(__doc__)
     spec = archref.Spec(args.spec)
     lib = archrt.Lib(args.lib)
     L = lib.lib
@@ -51,56 +41,56 @@ def main():
     first = sorted(weights)[0]
 
     # --- weights files -----------------------------------------------------
-    expect_error(lib, "missing file", L.archrt_load_weights(model, p("nope").encode()),
+    case.error(lib, "missing file", L.archrt_load_weights(model, p("nope").encode()),
                  "nope", "cannot open")
     open(p("empty"), "wb").close()
-    expect_error(lib, "empty file", L.archrt_load_safetensors(model, p("empty").encode()),
+    case.error(lib, "empty file", L.archrt_load_safetensors(model, p("empty").encode()),
                  "empty")
     with open(p("junk.safetensors"), "wb") as f:
         f.write(struct.pack("<Q", 1 << 40) + b"{}")
-    expect_error(lib, "header length beyond file",
+    case.error(lib, "header length beyond file",
                  L.archrt_load_safetensors(model, p("junk.safetensors").encode()),
                  "header length")
     with open(p("badjson.safetensors"), "wb") as f:
         f.write(struct.pack("<Q", 6) + b'{"a":[')
-    expect_error(lib, "malformed JSON header",
+    case.error(lib, "malformed JSON header",
                  L.archrt_load_safetensors(model, p("badjson.safetensors").encode()),
                  "safetensors header")
 
     w = dict(weights)
     del w[first]
     archref.write_safetensors(p("missing.safetensors"), w)
-    expect_error(lib, "missing tensor",
+    case.error(lib, "missing tensor",
                  L.archrt_load_weights(model, p("missing.safetensors").encode()),
                  f"missing tensor '{first}'")
     w = dict(weights)
     w[first] = w[first].reshape(-1)[: w[first].numel() - 1].clone()
     archref.write_safetensors(p("shape.safetensors"), w)
-    expect_error(lib, "wrong shape",
+    case.error(lib, "wrong shape",
                  L.archrt_load_weights(model, p("shape.safetensors").encode()),
                  f"tensor '{first}' has shape", "the model expects")
     w = dict(weights)
     w["extra.weight"] = torch.zeros(2)
     archref.write_safetensors(p("extra.safetensors"), w)
-    expect_error(lib, "unexpected tensor",
+    case.error(lib, "unexpected tensor",
                  L.archrt_load_weights(model, p("extra.safetensors").encode()),
                  "unexpected tensor 'extra.weight'")
     write_raw_safetensors(p("dtype.safetensors"),
                           {first: {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}},
                           bytes(8))
-    expect_error(lib, "unsupported dtype",
+    case.error(lib, "unsupported dtype",
                  L.archrt_load_weights(model, p("dtype.safetensors").encode()),
                  "dtype I64")
     write_raw_safetensors(p("offsets.safetensors"),
                           {first: {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}},
                           bytes(8))
-    expect_error(lib, "data offsets beyond file",
+    case.error(lib, "data offsets beyond file",
                  L.archrt_load_weights(model, p("offsets.safetensors").encode()),
                  "data_offsets")
     write_raw_safetensors(p("huge.safetensors"),
                           {first: {"dtype": "F32", "shape": [1 << 40, 1 << 40, 1 << 40],
                                    "data_offsets": [0, 8]}}, bytes(8))
-    expect_error(lib, "shape whose size overflows",
+    case.error(lib, "shape whose size overflows",
                  L.archrt_load_weights(model, p("huge.safetensors").encode()),
                  "data_offsets")
 
@@ -109,41 +99,41 @@ def main():
            spec.vocab, spec.max_seq]
     with open(p("ckpt.bin"), "wb") as f:
         f.write(struct.pack("<7i", *hdr) + bytes(64))
-    expect_error(lib, "llama2.c header mismatch",
+    case.error(lib, "llama2.c header mismatch",
                  L.archrt_load_llama2c(model, p("ckpt.bin").encode()),
                  f"header dim is {spec.d + 1}, the model has {spec.d}")
     hdr[0] = spec.d
     with open(p("ckpt.bin"), "wb") as f:
         f.write(struct.pack("<7i", *hdr) + bytes(64))
-    expect_error(lib, "llama2.c truncated",
+    case.error(lib, "llama2.c truncated",
                  L.archrt_load_llama2c(model, p("ckpt.bin").encode()),
                  "file has", "bytes")
 
     # --- state and arguments ------------------------------------------------
     seq = lib.seq(model)
     one = (C.c_int32 * 1)(1)
-    expect_error(lib, "prefill before weights", L.archrt_prefill(seq, one, 1),
+    case.error(lib, "prefill before weights", L.archrt_prefill(seq, one, 1),
                  "no weights loaded")
     L.archrt_seq_free(seq)
     archref.write_safetensors(p("good.safetensors"), weights)
     lib.check(L.archrt_load_weights(model, p("good.safetensors").encode()), "load")
     s = C.c_void_p()
-    expect_error(lib, "seq longer than max_seq_len",
+    case.error(lib, "seq longer than max_seq_len",
                  L.archrt_seq_create(model, spec.max_seq + 1, C.byref(s)),
                  "max_tokens")
     seq = lib.seq(model, 8)
     bad = (C.c_int32 * 2)(1, spec.vocab)
-    expect_error(lib, "token outside vocabulary", L.archrt_prefill(seq, bad, 2),
+    case.error(lib, "token outside vocabulary", L.archrt_prefill(seq, bad, 2),
                  f"token {spec.vocab} at index 1")
-    expect_error(lib, "zero tokens", L.archrt_prefill(seq, one, 0), "positive")
-    expect_error(lib, "NULL tokens", L.archrt_prefill(seq, None, 1), "NULL")
+    case.error(lib, "zero tokens", L.archrt_prefill(seq, one, 0), "positive")
+    case.error(lib, "NULL tokens", L.archrt_prefill(seq, None, 1), "NULL")
     nine = (C.c_int32 * 9)(*range(9))
-    expect_error(lib, "prompt beyond capacity", L.archrt_prefill(seq, nine, 9),
+    case.error(lib, "prompt beyond capacity", L.archrt_prefill(seq, nine, 9),
                  "do not fit")
     case("no logits before a call", not L.archrt_logits(seq))
-    expect_error(lib, "NULL model", L.archrt_model_create(None), "NULL")
+    case.error(lib, "NULL model", L.archrt_model_create(None), "NULL")
     lib.prefill(seq, list(range(8)))
-    expect_error(lib, "decode into a full sequence", L.archrt_decode(seq, 1),
+    case.error(lib, "decode into a full sequence", L.archrt_decode(seq, 1),
                  "do not fit")
     L.archrt_seq_free(seq)
 
@@ -178,10 +168,10 @@ def main():
     L.archrt_sample.argtypes = [C.c_void_p, C.POINTER(C.c_float),
                                 C.POINTER(C.c_int32)]
     L.archrt_sampler_free.argtypes = [C.c_void_p]
-    expect_error(lib, "negative temperature",
+    case.error(lib, "negative temperature",
                  L.archrt_sampler_create(V, -1.0, 1.0, 1, C.byref(smp)),
                  "temperature")
-    expect_error(lib, "top_p out of range",
+    case.error(lib, "top_p out of range",
                  L.archrt_sampler_create(V, 1.0, 1.5, 1, C.byref(smp)), "top_p")
     lib.check(L.archrt_sampler_create(V, 0.0, 1.0, 1, C.byref(smp)), "sampler")
     tok = C.c_int32()
@@ -217,10 +207,10 @@ def main():
             b = piece.encode()
             f.write(struct.pack("<fi", score, len(b)) + b)
     tk = C.c_void_p()
-    expect_error(lib, "tokenizer vocab mismatch",
+    case.error(lib, "tokenizer vocab mismatch",
                  L.archrt_tokenizer_load(p("tok.bin").encode(), len(pieces) + 1,
                                          C.byref(tk)), "truncated")
-    expect_error(lib, "tokenizer missing file",
+    case.error(lib, "tokenizer missing file",
                  L.archrt_tokenizer_load(p("none.bin").encode(), 10, C.byref(tk)),
                  "cannot open")
     lib.check(L.archrt_tokenizer_load(p("tok.bin").encode(), len(pieces),
@@ -232,7 +222,7 @@ def main():
     got = list(out[: n.value])
     want = [1, pieces.index(" ab"), pieces.index("\u00e9"), ord("z") + 3, 2]
     case("BPE merges by score, byte fallback", got == want, f"{got} != {want}")
-    expect_error(lib, "encode into too small a buffer",
+    case.error(lib, "encode into too small a buffer",
                  L.archrt_tokenizer_encode(tk, b"abab", 1, 0, out, 1, C.byref(n)),
                  "room for 1")
     dec = L.archrt_tokenizer_decode(tk, 1, pieces.index(" ab"))
