@@ -14,6 +14,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -432,6 +433,14 @@ LogicalResult GlueEmitter::run() {
       return failure();
     releaseDead(&op);
   }
+
+  // A weight, or one layer's KV cache, past 2^31 - 1 elements needs
+  // Halide's 64-bit buffer indexing (PaLM's and Nemotron-4's embeddings).
+  const int64_t int32Max = std::numeric_limits<int32_t>::max();
+  out.largeBuffers = maxSeq * nKVHeads * headDim > int32Max;
+  for (ParamOp p : params)
+    out.largeBuffers |=
+        cast<RankedTensorType>(p.getType()).getNumElements() > int32Max;
 
   std::string c;
   llvm::raw_string_ostream cs(c);

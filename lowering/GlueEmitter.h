@@ -17,6 +17,9 @@ struct LoweredModel {
   std::string name;
   std::vector<KernelSpec> kernels;
   std::string glue;
+  /// Some tensor has more than 2^31 - 1 elements: kernels are compiled
+  /// with Halide's 64-bit buffer indexing (target feature large_buffers).
+  bool largeBuffers = false;
 };
 
 struct GlueOptions {

@@ -90,6 +90,8 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
   std::string target;
   if (!resolveTarget(opts.target, target, error))
     return false;
+  if (model.largeBuffers)
+    target += "-large_buffers";
 
   std::vector<std::string> objects;
   auto t0 = std::chrono::steady_clock::now();

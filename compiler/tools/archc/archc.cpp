@@ -275,6 +275,8 @@ int cmdCompile(int argc, char **argv) {
       std::string canonical;
       if (!resolveTarget(target, canonical, error))
         return fail(error);
+      if (lowered.largeBuffers)
+        canonical += "-large_buffers";
       for (const KernelSpec &k : lowered.kernels) {
         std::string stmt;
         if (!kernelLoweredStmt(k, canonical, stmt, error))
