@@ -61,7 +61,11 @@ public:
       path = tmpl;
   }
   ~TempDir() {
-    if (!path.empty() && !getenv("ARCHC_KEEP_TEMPS")) {
+    if (!path.empty() && getenv("ARCHC_KEEP_TEMPS")) {
+      // Kernel objects, the Halide runtime and glue.c, for a debugger or
+      // for scripts/fuzz.sh (which links them with a sanitized runtime).
+      fprintf(stderr, "archc: kept build files in %s\n", path.c_str());
+    } else if (!path.empty()) {
       std::error_code ec;
       fs::remove_all(path, ec);
     }

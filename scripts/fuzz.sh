@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh SECONDS [NAME ...]    (default: every harness)
 #   ARCHC_FUZZ_RUNS=1000000 scripts/fuzz.sh 0   (a fixed number of runs each)
 #
-# Needs archc built (it writes the tiny model's glue) and clang-19 with
+# Needs archc built (it writes the models' glue and kernels) and clang-19 with
 # libclang-rt-19-dev (scripts/install-deps.sh installs both). Built with
 # NDEBUG, as the release build is: TOML++'s internal debug assertions are
 # stricter than its error paths (it reports "[)" as an error either way).
@@ -26,18 +26,23 @@ cxx=clang++-19
 flags=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined)
 
-# The runtime harnesses see a tiny model through its generated glue, with
-# stub kernels and a stub Halide runtime (fuzz_abi a micro one, for speed).
+# The loader harnesses see the tiny model through its generated glue, with
+# stub kernels and a stub Halide runtime (they never run a kernel).
 glue() {
   local spec=$1 dir="$out/glue-$2"
   mkdir -p "$dir"
   "$build"/bin/archc compile "$spec" --emit=c -o "$dir/glue.c"
   sed -n 's/^int \(archk_[A-Za-z0-9_]*\)(.*);$/int \1(void) { return 0; }/p' \
     "$dir/glue.c" > "$dir/kernel_stubs.c"
-  echo "$dir/glue.c $dir/kernel_stubs.c"
+  echo "$dir/glue.c $dir/kernel_stubs.c test/fuzz/halide_stubs.c"
 }
 tiny=$(glue specs/tiny/llama-gqa-half-split.toml tiny)
-micro=$(glue test/fuzz/micro.toml micro)
+# fuzz_abi runs the micro model's real compiled kernels and Halide runtime;
+# its glue and the runtime are rebuilt here with the sanitizers.
+kept=$(ARCHC_KEEP_TEMPS=1 "$build"/bin/archc compile test/fuzz/micro.toml \
+         -o "$out/micro.so" --quiet 2>&1 | sed -n 's/^archc: kept build files in //p')
+rm -rf "$out/micro" && mv "$kept" "$out/micro"
+micro="$out/micro/glue.c $(ls "$out"/micro/archk_*.o) $out/micro/halide_runtime.o"
 inc=(-Iruntime/include -I/usr/include/halide14 -Itest/fuzz)
 
 build_one() {
@@ -52,8 +57,7 @@ build_one() {
       [ "$name" != abi ] || model=$micro
       # shellcheck disable=SC2086
       "$cc" "${flags[@]}" -std=c11 -D_GNU_SOURCE "${inc[@]}" runtime/src/*.c \
-        $model test/fuzz/halide_stubs.c "test/fuzz/fuzz_$name.c" -o "$bin" \
-        -lm -lpthread ;;
+        $model "test/fuzz/fuzz_$name.c" -o "$bin" -lm -lpthread -ldl ;;
   esac
 }
 

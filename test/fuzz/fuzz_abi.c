@@ -2,9 +2,9 @@
  * Each input byte is one call (the low 4 bits pick it, later bytes its
  * arguments) on up to 2 models and 4 sequences of test/fuzz/micro.toml, in
  * any order: freeing a model before its sequences, prefill past capacity,
- * tokens out of range, sampling before logits exist. Kernels are stubs: the
- * ABI's bookkeeping is what is fuzzed (the kernels run under ASan in the
- * sanitized e2e suite, ctest's lit-e2e-sanitize). */
+ * tokens out of range, sampling before logits exist. The model's real
+ * kernels run (compiled by archc), with the runtime and glue under ASan
+ * and UBSan. */
 #include "fuzz_common.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
