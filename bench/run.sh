@@ -1,55 +1,89 @@
 #!/usr/bin/env bash
 # Prefill and decode throughput of the compiled libraries, 1 and 2 threads,
-# with achieved GFLOP/s (prefill; the classifier counted for the last
-# token only, as computed), weight-streaming GB/s (decode), the ratio to
-# PyTorch eager fp32 prefill on the same shapes and threads, and the
-# 2-thread / 1-thread ratio. Figures are medians of $RUNS repetitions.
-#   bench/run.sh [SPEC...]   (default: stories15M and the 156M Llama shape)
+# against this machine's own ceilings measured in the same run
+# (bench/ceilings.c: FP32 FMA peak, read bandwidth): achieved prefill
+# GFLOP/s (the classifier counted for the last token only, as computed) as
+# a share of the peak, decode weight-streaming GB/s as a share of the read
+# bandwidth, the first forward call against the median of the later ones,
+# and resident memory after load against the weights' bytes. Each spec is
+# also built with each pass of the default pipeline disabled, side by side
+# (a pass that leaves a spec's IR unchanged is skipped); PyTorch eager fp32
+# prefill is the reference column for the default build. Figures are
+# medians of $RUNS repetitions after a warm-up call.
+#   bench/run.sh [SPEC...]   (default: the 156M Llama and Falcon shapes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${ARCHC_BUILD:-build}"
 archc="$build/bin/archc"
 specs=("$@")
-[ "${#specs[@]}" -gt 0 ] || specs=(specs/llama/stories15M.toml specs/llama/bench-156m.toml)
+[ "${#specs[@]}" -gt 0 ] || specs=(specs/llama/bench-156m.toml specs/falcon/bench-falcon-160m.toml)
 prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}"
+passes=(arch-fuse-qkv arch-fuse-parallel-block arch-pack-weights arch-hoist-param-prep)
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
+cc -O3 -march=native -pthread bench/ceilings.c -o "$out/ceilings"
+for t in 1 2; do "$out/ceilings" "$t" > "$out/ceilings.$t"; done
+grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /' > "$out/cpu"
 for spec in "${specs[@]}"; do
   name="$(basename "$spec" .toml)"
-  start=$(date +%s.%N)
-  "$archc" compile "$spec" -o "$out/lib$name.so" --quiet
-  compile=$(echo "$(date +%s.%N) - $start" | bc)
   "$archc" check "$spec" --json --context "$prompt" > "$out/$name.check.json"
+  "$archc" compile "$spec" --emit=mlir > "$out/$name.default.mlir"
+  variants=(default)
+  for p in "${passes[@]}"; do
+    "$archc" compile "$spec" --emit=mlir --disable-pass="$p" > "$out/$name.no-$p.mlir"
+    cmp -s "$out/$name.default.mlir" "$out/$name.no-$p.mlir" || variants+=("no-$p")
+  done
+  for v in "${variants[@]}"; do
+    flag=()
+    [ "$v" = default ] || flag=(--disable-pass="${v#no-}")
+    start=$(date +%s.%N)
+    "$archc" compile "$spec" -o "$out/$name.$v.so" --quiet "${flag[@]}"
+    echo "$(date +%s.%N) - $start" | bc > "$out/$name.$v.compile"
+    for t in 1 2; do
+      "$archc" bench "$out/$name.$v.so" --random-weights --prompt-len "$prompt" \
+        --gen "$gen" --threads "$t" --runs "$runs" --json > "$out/$name.$v.$t.json"
+    done
+  done
   for t in 1 2; do
-    "$archc" bench "$out/lib$name.so" --random-weights --prompt-len "$prompt" \
-      --gen "$gen" --threads "$t" --runs "$runs" --json > "$out/$name.$t.json"
     OMP_WAIT_POLICY=passive /usr/bin/python3 test/reference/archref.py bench \
       --spec "$spec" --prompt-len "$prompt" --threads "$t" --runs "$runs" \
       > "$out/$name.$t.torch"
   done
-  echo "$compile" > "$out/$name.compile"
+  printf '%s\n' "${variants[@]}" > "$out/$name.variants"
 done
 /usr/bin/python3 - "$out" "${specs[@]}" <<'PY'
 import json, os, sys
 out, specs = sys.argv[1], sys.argv[2:]
-print(f"{'model':<12} {'thr':>3} {'compile s':>9} {'prefill tok/s':>13} {'GFLOP/s':>8} "
-      f"{'vs torch':>8} {'decode tok/s':>12} {'GB/s':>6} {'peak MiB':>8}")
+ceil = {}
+for t in (1, 2):
+    kv = dict(x.split("=") for x in open(f"{out}/ceilings.{t}").read().split())
+    ceil[t] = (float(kv["peak_gflops"]), float(kv["read_gbs"]))
+print(open(f"{out}/cpu").read().strip())
+for t in (1, 2):
+    print(f"ceilings, {t} thread(s): FP32 FMA peak {ceil[t][0]:.1f} GFLOP/s, "
+          f"read bandwidth {ceil[t][1]:.1f} GB/s")
+print(f"{'model':<18} {'build':<27} {'thr':>3} {'compile s':>9} {'prefill tok/s':>13} "
+      f"{'GFLOP/s':>8} {'of peak':>7} {'vs torch':>8} {'decode tok/s':>12} "
+      f"{'GB/s':>6} {'of bw':>6} {'1st/med':>7} {'load MiB':>8} {'weights':>7}")
 for spec in specs:
     name = os.path.basename(spec)[:-5]
     chk = json.load(open(f"{out}/{name}.check.json"))
-    comp = float(open(f"{out}/{name}.compile").read())
-    r = {t: json.load(open(f"{out}/{name}.{t}.json")) for t in (1, 2)}
-    for t in (1, 2):
-        b = r[t]
-        n = b["prompt_len"]
-        flops = chk["prefill_flops_per_token"] - chk["classifier_flops_per_token"] * (n - 1) / n
-        gf = b["prefill_tokens_per_s"] * flops / 1e9
-        gb = b["decode_tokens_per_s"] * chk["decode_weight_bytes"] / 1e9
-        torch_tps = float(open(f"{out}/{name}.{t}.torch").read())
-        print(f"{b['model']:<12} {t:>3} {comp:>9.2f} {b['prefill_tokens_per_s']:>13.1f} "
-              f"{gf:>8.1f} {b['prefill_tokens_per_s'] / torch_tps:>7.2f}x "
-              f"{b['decode_tokens_per_s']:>12.1f} {gb:>6.1f} {b['peak_rss_mib']:>8.1f}")
-    p = r[2]["prefill_tokens_per_s"] / r[1]["prefill_tokens_per_s"]
-    d = r[2]["decode_tokens_per_s"] / max(r[1]["decode_tokens_per_s"], 1e-9)
-    print(f"{'':<12} 2/1 thread ratio: prefill {p:.2f}x, decode {d:.2f}x")
+    for v in open(f"{out}/{name}.variants").read().split():
+        comp = float(open(f"{out}/{name}.{v}.compile").read())
+        for t in (1, 2):
+            b = json.load(open(f"{out}/{name}.{v}.{t}.json"))
+            n = b["prompt_len"]
+            flops = (chk["prefill_flops_per_token"]
+                     - chk["classifier_flops_per_token"] * (n - 1) / n)
+            gf = b["prefill_tokens_per_s"] * flops / 1e9
+            gb = b["decode_tokens_per_s"] * chk["decode_weight_bytes"] / 1e9
+            torch = float(open(f"{out}/{name}.{t}.torch").read())
+            vs = (f"{b['prefill_tokens_per_s'] / torch:>7.1f}x" if v == "default"
+                  else f"{'':>8}")
+            print(f"{b['model']:<18} {v:<27} {t:>3} {comp:>9.2f} "
+                  f"{b['prefill_tokens_per_s']:>13.1f} {gf:>8.1f} "
+                  f"{gf / ceil[t][0]:>6.0%} {vs} {b['decode_tokens_per_s']:>12.1f} "
+                  f"{gb:>6.1f} {gb / ceil[t][1]:>5.0%} "
+                  f"{b['first_prefill_tokens_per_s'] / b['prefill_tokens_per_s']:>7.2f} "
+                  f"{b['load_rss_mib']:>8.1f} {b['weight_mib']:>7.1f}")
 PY

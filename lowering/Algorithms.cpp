@@ -26,33 +26,47 @@ int vectorWidthFor(int64_t extent, int lanes) {
 
 /// Fixes the static feature extents of a token-major buffer so that the
 /// kernel indexes it with constants; the last dimension (tokens or
-/// positions) stays dynamic but starts at 0.
-static void constrain(OutputImageParam p, const std::vector<int64_t> &dims) {
+/// positions) stays dynamic but starts at 0. Its stride is fixed too when
+/// `denseRows`; inputs leave it free, so that they may be views of some
+/// columns of a wider tensor (the q, k and v of a fused projection).
+static void constrain(OutputImageParam p, const std::vector<int64_t> &dims,
+                      bool denseRows) {
   int stride = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
     p.dim(i).set_bounds(0, int(dims[i])).set_stride(stride);
     stride *= int(dims[i]);
   }
-  p.dim(dims.size()).set_min(0).set_stride(stride);
+  p.dim(dims.size()).set_min(0);
+  if (denseRows)
+    p.dim(dims.size()).set_stride(stride);
 }
 
 static ImageParam input(Type t, const std::vector<int64_t> &staticDims,
                         const char *name, KernelFuncs &k) {
   ImageParam p(t, int(staticDims.size()) + 1, name);
-  constrain(p, staticDims);
+  constrain(p, staticDims, /*denseRows=*/false);
   k.args.push_back(p);
   return p;
 }
 
 /// x (K, T) . w (K, N) -> (N, T). The reduction over K is split into
 /// `lanes`-wide partial sums (acc) so the inner loop is a vector FMA.
+/// With a packed weight (panel > 0), w is (panel, K, panels) and acc keeps
+/// a partial sum per output column instead, column n in panel n / panel:
+/// the inner loop is a vector FMA along a panel row.
 static void lowerLinear(KernelFuncs &k) {
-  int64_t K = k.spec.ints[0], N = k.spec.ints[1];
-  int vl = vectorWidthFor(K, k.lanes);
+  int64_t K = k.spec.ints[0], N = k.spec.ints[1], panel = k.spec.ints[3];
   ImageParam x = input(Float(32), {K}, "x", k);
-  ImageParam w(Float(32), 2, "w");
-  w.dim(0).set_bounds(0, int(K)).set_stride(1);
-  w.dim(1).set_bounds(0, int(N)).set_stride(int(K));
+  ImageParam w(Float(32), panel ? 3 : 2, "w");
+  if (panel) {
+    w.dim(0).set_bounds(0, int(panel)).set_stride(1);
+    w.dim(1).set_bounds(0, int(K)).set_stride(int(panel));
+    w.dim(2).set_bounds(0, int((N + panel - 1) / panel))
+        .set_stride(int(K * panel));
+  } else {
+    w.dim(0).set_bounds(0, int(K)).set_stride(1);
+    w.dim(1).set_bounds(0, int(N)).set_stride(int(K));
+  }
   k.args.push_back(w);
   bool hasBias = k.spec.ints[2] != 0;
   ImageParam bias(Float(32), 1, "bias");
@@ -62,74 +76,101 @@ static void lowerLinear(KernelFuncs &k) {
   }
 
   Var kk("kk"), n("n"), t("t");
-  RDom r(0, int(K / vl), "r");
   Func acc("acc");
-  acc(kk, n, t) = 0.0f;
-  acc(kk, n, t) += x(r * vl + kk, t) * w(r * vl + kk, n);
-  RDom lane(0, vl, "lane");
   Func out("linear");
-  Expr dot = sum(acc(lane, n, t), "lane_sum");
+  Expr dot;
+  if (panel) {
+    RDom r(0, int(K), "r");
+    acc(n, t) = 0.0f;
+    acc(n, t) += x(r, t) * w(n % int(panel), r, n / int(panel));
+    dot = acc(n, t);
+    k.rdoms["r"] = r;
+    k.lanes = vectorWidthFor(panel, k.lanes);
+  } else {
+    int vl = vectorWidthFor(K, k.lanes);
+    RDom r(0, int(K / vl), "r");
+    acc(kk, n, t) = 0.0f;
+    acc(kk, n, t) += x(r * vl + kk, t) * w(r * vl + kk, n);
+    RDom lane(0, vl, "lane");
+    dot = sum(acc(lane, n, t), "lane_sum");
+    k.rdoms["r"] = r;
+    k.lanes = vl;
+  }
   out(n, t) = hasBias ? dot + bias(n) : dot;
   k.out = out;
   k.funcs["acc"] = acc;
   k.vars = {{"kk", kk}, {"n", n}, {"t", t}};
-  k.rdoms["r"] = r;
-  k.lanes = vl;
 }
 
-/// Per token: rms: x / sqrt(mean(x^2) + eps) * w (+ b);
+/// w (K, N) -> (panel, K, panels): column p * panel + j of row k, zero past N.
+static void lowerPack(KernelFuncs &k) {
+  int64_t K = k.spec.ints[0], N = k.spec.ints[1], panel = k.spec.ints[2];
+  ImageParam w(Float(32), 2, "w");
+  w.dim(0).set_bounds(0, int(K)).set_stride(1);
+  w.dim(1).set_bounds(0, int(N)).set_stride(int(K));
+  k.args.push_back(w);
+  Var j("j"), kk("kk"), p("p");
+  Expr col = p * int(panel) + j;
+  Func out("pack");
+  out(j, kk, p) = select(col < int(N), w(kk, min(col, int(N) - 1)), 0.0f);
+  k.out = out;
+  k.vars = {{"j", j}, {"kk", kk}, {"p", p}};
+}
+
+/// Per token and group: rms: x / sqrt(mean(x^2) + eps) * w (+ b);
 /// layer: (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * w (+ b).
 /// Both reductions are split into `lanes`-wide partial sums.
 static void lowerNorm(KernelFuncs &k) {
   int64_t d = k.spec.ints[0];
   bool layer = k.spec.ints[1] == 1, hasBias = k.spec.ints[2] != 0;
-  // Groups with their own weight: row t of the [T * g, d] view is group t % g.
-  int groups = int(k.spec.ints[3]);
+  // Groups with their own weight (0: one weight shared by all groups).
+  int separate = int(k.spec.ints[3]);
+  int64_t groups = k.spec.ints[4];
   float eps = float(k.spec.reals[0]);
   int vl = vectorWidthFor(d, k.lanes);
-  ImageParam x = input(Float(32), {d}, "x", k);
-  int wdims = groups ? 2 : 1;
+  ImageParam x = input(Float(32), {d, groups}, "x", k);
+  int wdims = separate ? 2 : 1;
   ImageParam w(Float(32), wdims, "w"), bias(Float(32), wdims, "bias");
   for (ImageParam *p : {&w, &bias}) {
     p->dim(0).set_bounds(0, int(d)).set_stride(1);
-    if (groups)
-      p->dim(1).set_bounds(0, groups).set_stride(int(d));
+    if (separate)
+      p->dim(1).set_bounds(0, separate).set_stride(int(d));
   }
   k.args.push_back(w);
   if (hasBias)
     k.args.push_back(bias);
 
-  Var i("i"), t("t"), kk("kk");
+  Var i("i"), g("g"), t("t"), kk("kk");
   RDom r(0, int(d / vl), "r");
   RDom lane(0, vl, "lane");
   Func mean("mean");
   if (layer) {
     Func s1("sum_lanes");
-    s1(kk, t) = 0.0f;
-    s1(kk, t) += x(r * vl + kk, t);
-    mean(t) = sum(s1(lane, t)) / float(d);
+    s1(kk, g, t) = 0.0f;
+    s1(kk, g, t) += x(r * vl + kk, g, t);
+    mean(g, t) = sum(s1(lane, g, t)) / float(d);
     k.funcs["s1"] = s1;
   } else {
-    mean(t) = 0.0f;
+    mean(g, t) = 0.0f;
   }
   Func centered("centered");
-  centered(i, t) = x(i, t) - mean(t);
+  centered(i, g, t) = x(i, g, t) - mean(g, t);
   Func sq("sumsq_lanes");
-  sq(kk, t) = 0.0f;
-  sq(kk, t) += centered(r * vl + kk, t) * centered(r * vl + kk, t);
+  sq(kk, g, t) = 0.0f;
+  sq(kk, g, t) += centered(r * vl + kk, g, t) * centered(r * vl + kk, g, t);
   Func inv("inv_std");
-  inv(t) = 1.0f / sqrt(sum(sq(lane, t)) / float(d) + eps);
+  inv(g, t) = 1.0f / sqrt(sum(sq(lane, g, t)) / float(d) + eps);
   Func out(layer ? "layernorm" : "rmsnorm");
   float offset = float(k.spec.reals[1]);
-  Expr wi = groups ? w(i, t % groups) : w(i);
+  Expr wi = separate ? w(i, g) : w(i);
   Expr scaleBy = offset == 0.0f ? wi : wi + offset;
-  Expr y = centered(i, t) * inv(t) * scaleBy;
-  out(i, t) = hasBias ? y + (groups ? bias(i, t % groups) : bias(i)) : y;
+  Expr y = centered(i, g, t) * inv(g, t) * scaleBy;
+  out(i, g, t) = hasBias ? y + (separate ? bias(i, g) : bias(i)) : y;
   k.out = out;
   k.funcs["sq"] = sq;
   k.funcs["inv"] = inv;
   k.funcs["mean"] = mean;
-  k.vars = {{"i", i}, {"t", t}, {"kk", kk}};
+  k.vars = {{"i", i}, {"g", g}, {"t", t}, {"kk", kk}};
   k.lanes = vl;
 }
 
@@ -483,6 +524,9 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
   case KernelKind::LinearGemv:
     lowerLinear(k);
     break;
+  case KernelKind::Pack:
+    lowerPack(k);
+    break;
   case KernelKind::Norm:
     lowerNorm(k);
     break;
@@ -514,9 +558,11 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
   case KernelKind::Embed: outDims = {spec.ints[1]}; break;
   case KernelKind::Rope: outDims = {spec.ints[1], spec.ints[0]}; break;
   case KernelKind::Attention: outDims = {spec.ints[2], spec.ints[0]}; break;
+  case KernelKind::Norm: outDims = {spec.ints[0], spec.ints[4]}; break;
+  case KernelKind::Pack: outDims = {spec.ints[2], spec.ints[0]}; break;
   default: outDims = {spec.ints[0]}; break;
   }
-  constrain(k.out.output_buffer(), outDims);
+  constrain(k.out.output_buffer(), outDims, /*denseRows=*/true);
   return k;
 }
 

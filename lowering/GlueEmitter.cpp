@@ -12,6 +12,8 @@
 
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <limits>
@@ -26,8 +28,12 @@ struct ValueInfo {
   std::string ptr;  ///< C expression of the first element
   std::string rows; ///< C expression of the token count
   int64_t width = 0;
+  int64_t stride = 0; ///< floats from one token row to the next
   int slot = -1;    ///< activation slot, -1 for params and inputs
 };
+
+/// Ops whose results are views of their first operand's buffer.
+static bool isView(Operation *op) { return isa<LastTokenOp, SplitOp>(op); }
 
 class GlueEmitter {
 public:
@@ -37,6 +43,8 @@ public:
 
 private:
   LogicalResult emitOp(Operation *op);
+  LogicalResult emitPrepare(func::FuncOp fn);
+  LogicalResult emitWeightOp(Operation *op, const std::string &dst);
   std::string kernel(KernelSpec spec);
   ValueInfo &info(Value v) { return values[v]; }
   void defineResult(Operation *op, int64_t width, const std::string &rows);
@@ -58,8 +66,13 @@ private:
   llvm::DenseMap<Value, Value> owner;         ///< alias -> slot owner
   std::vector<int64_t> slotWidth;
   std::vector<bool> slotFree;
-  std::vector<ParamOp> params; ///< first use of each, in table order
-  std::map<std::string, int> paramIndex;
+  std::vector<WeightOp> params;   ///< loaded weights, in table order
+  std::vector<WeightOp> prepared; ///< computed by @prepare_params
+  std::map<std::string, int> paramIndex; ///< index into P: loaded, prepared
+  int64_t scratchFloats = 0; ///< weight-only values computed per call
+  llvm::SetVector<Operation *> forwardWeightOnly; ///< ops but arch.param
+  int64_t prepareTemp = 0;    ///< floats of its temporaries (W)
+  llvm::StringSet<> forwardReads; ///< weights @forward reads
   Value returned;
   // Model facts for the descriptor, taken from the IR.
   int64_t vocab = 0, dModel = 0, nLayers = 0, nHeads = 0, nKVHeads = 0,
@@ -97,6 +110,7 @@ void GlueEmitter::defineResult(Operation *op, int64_t width,
   Value r = op->getResult(0);
   ValueInfo &vi = values[r];
   vi.width = width;
+  vi.stride = width;
   vi.rows = rows;
   if (r == returned) {
     vi.ptr = "c->logits";
@@ -131,32 +145,77 @@ void GlueEmitter::releaseDead(Operation *op) {
   }
 }
 
+/// Buffer `i` over `ptr` with extents `dims` (innermost first); a
+/// `rowStride` other than 0 is the stride of the last (token) dimension of
+/// a view, the others being dense.
 static std::string f32(int i, const std::string &ptr,
-                       std::vector<std::string> dims) {
+                       std::vector<std::string> dims, int64_t rowStride = 0) {
   while (dims.size() < 3)
     dims.push_back("0");
-  return "ARCHRT_F32(" + std::to_string(i) + ", " + ptr + ", " + dims[0] +
-         ", " + dims[1] + ", " + dims[2] + ")";
+  std::string args = std::to_string(i) + ", " + ptr + ", " + dims[0] + ", " +
+                     dims[1] + ", " + dims[2];
+  if (rowStride)
+    return "ARCHRT_VIEW(" + args + ", " + std::to_string(rowStride) + ")";
+  return "ARCHRT_F32(" + args + ")";
+}
+
+/// Buffer `i` over activation `v`, its token rows last in `dims`.
+static std::string act(int i, const ValueInfo &v,
+                       std::vector<std::string> dims) {
+  return f32(i, v.ptr, std::move(dims), v.stride != v.width ? v.stride : 0);
 }
 
 LogicalResult GlueEmitter::emitOp(Operation *op) {
   auto s = [](int64_t v) { return std::to_string(v); };
   if (auto p = dyn_cast<ParamOp>(op)) {
-    std::string name = p.getName().str();
-    auto shape = cast<RankedTensorType>(p.getType()).getShape();
-    auto [it, added] = paramIndex.try_emplace(name, int(params.size()));
-    if (added)
-      params.push_back(p);
-    else if (params[it->second].getType() != p.getType() ||
-             params[it->second].getSourceAttr() != p.getSourceAttr() ||
-             params[it->second].getTranspose() != p.getTranspose() ||
-             params[it->second].getRowsAttr() != p.getRowsAttr())
-      return p.emitOpError() << "parameter '" << name
-                             << "' is used with two different shapes or "
-                                "sources";
+    auto it = paramIndex.find(p.getName().str());
+    if (it == paramIndex.end())
+      return p.emitOpError() << "reads a weight the module does not declare";
     ValueInfo &vi = values[p.getResult()];
     vi.ptr = "P[" + std::to_string(it->second) + "]";
-    vi.width = shape.back();
+    vi.width = vi.stride = cast<RankedTensorType>(p.getType()).getShape().back();
+    return success();
+  }
+  if (forwardWeightOnly.contains(op)) {
+    // Weight-only work left in @forward (arch-hoist-param-prep off): redone
+    // on every call, into scratch memory of its own.
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    std::string dst = "(c->scratch + " + std::to_string(scratchFloats) + ")";
+    scratchFloats += type.getNumElements();
+    return emitWeightOp(op, dst);
+  }
+  if (auto c = dyn_cast<ConcatOp>(op)) {
+    // Activations side by side (the fused output projection of a parallel
+    // block): each input's rows into its columns.
+    if (c.getDim() != 1)
+      return c.emitOpError() << "of activations has a lowering along their "
+                                "features (dim 1) only";
+    int64_t width = widthOf(c.getResult()), offset = 0;
+    ValueInfo first = info(c.getInputs().front());
+    defineResult(op, width, first.rows);
+    std::string dst = info(c.getResult()).ptr;
+    os << comment(op);
+    for (Value in : c.getInputs()) {
+      ValueInfo v = info(in);
+      os << "  archrt_gen_copy_rows(" << dst << " + " << offset << ", "
+         << width << ", " << v.ptr << ", " << v.stride << ", " << v.rows
+         << ", " << v.width << ");\n";
+      offset += v.width;
+    }
+    return success();
+  }
+  if (auto sp = dyn_cast<SplitOp>(op)) {
+    ValueInfo in = info(sp.getInput());
+    int64_t offset = 0;
+    for (Value r : sp.getResults()) {
+      ValueInfo &vi = values[r];
+      vi.width = widthOf(r);
+      vi.stride = in.stride;
+      vi.rows = in.rows;
+      vi.ptr = offset ? "(" + in.ptr + " + " + std::to_string(offset) + ")"
+                      : in.ptr;
+      offset += vi.width;
+    }
     return success();
   }
   if (auto e = dyn_cast<EmbedOp>(op)) {
@@ -173,28 +232,27 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     return success();
   }
   if (auto n = dyn_cast<NormOp>(op)) {
-    // Groups are rows of their own: [T, g * d] is [T * g, d].
+    // Groups are a dimension of their own: [T, g * d] is (d, g, T).
     int64_t g = n.getGroups();
     int64_t d = widthOf(n.getInput()) / g;
     ValueInfo in = info(n.getInput());
-    std::string rows = g > 1 ? "(" + in.rows + ") * " + s(g) : in.rows;
     bool bias = bool(n.getBias());
     bool separate =
         cast<RankedTensorType>(n.getWeight().getType()).getRank() == 2;
     std::string k = kernel({KernelKind::Norm,
                             {d, int64_t(n.getKind() == NormKind::layer), bias,
-                             separate ? g : 0},
+                             separate ? g : 0, g},
                             {double(n.getEps().convertToFloat()),
                              double(n.getWeightOffset().convertToFloat())}});
     defineResult(op, d * g, in.rows);
     os << comment(op) << "  ARCHRT_CHECK(" << k << "("
-       << f32(0, in.ptr, {s(d), rows}) << ", "
+       << act(0, in, {s(d), s(g), in.rows}) << ", "
        << f32(1, info(n.getWeight()).ptr, {s(d), separate ? s(g) : "0"})
        << ", ";
     if (bias)
       os << f32(2, info(n.getBias()).ptr, {s(d), separate ? s(g) : "0"})
          << ", ";
-    os << f32(3, info(n.getResult()).ptr, {s(d), rows}) << "));\n";
+    os << f32(3, info(n.getResult()).ptr, {s(d), s(g), in.rows}) << "));\n";
     return success();
   }
   if (auto pe = dyn_cast<PosEmbedOp>(op)) {
@@ -209,7 +267,7 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
                             {}});
     defineResult(op, d, in.rows);
     os << comment(op) << "  ARCHRT_CHECK(" << k << "("
-       << f32(0, in.ptr, {s(d), in.rows}) << ", ";
+       << act(0, in, {s(d), in.rows}) << ", ";
     if (learned)
       os << f32(1, info(pe.getTable()).ptr, {s(d), s(rows)}) << ", ";
     os << "pos, " << f32(2, info(pe.getResult()).ptr, {s(d), in.rows})
@@ -219,11 +277,18 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
   if (auto l = dyn_cast<LinearOp>(op)) {
     int64_t K = widthOf(l.getInput()), N = widthOf(l.getResult());
     int64_t bias = l.getBias() ? 1 : 0;
+    auto wt = cast<RankedTensorType>(l.getWeight().getType());
+    // Packed [panels, K, panel] is (panel, K, panels) to the kernel.
+    int64_t panel = wt.getRank() == 3 ? wt.getDimSize(2) : 0;
+    std::vector<std::string> wdims{s(K), s(N)};
+    if (panel)
+      wdims = {s(panel), s(K), s(wt.getDimSize(0))};
     ValueInfo in = info(l.getInput());
-    std::string gemv = kernel({KernelKind::LinearGemv, {K, N, bias}, {}});
+    std::string gemv =
+        kernel({KernelKind::LinearGemv, {K, N, bias, panel}, {}});
     defineResult(op, N, in.rows);
-    std::string args = f32(0, in.ptr, {s(K), in.rows}) + ", " +
-                       f32(1, info(l.getWeight()).ptr, {s(K), s(N)}) + ", ";
+    std::string args = act(0, in, {s(K), in.rows}) + ", " +
+                       f32(1, info(l.getWeight()).ptr, wdims) + ", ";
     if (bias)
       args += f32(2, info(l.getBias()).ptr, {s(N)}) + ", ";
     args += f32(3, info(l.getResult()).ptr, {s(N), in.rows});
@@ -231,7 +296,8 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     if (in.rows == "1") {
       os << "  ARCHRT_CHECK(" << gemv << "(" << args << "));\n";
     } else {
-      std::string gemm = kernel({KernelKind::LinearGemm, {K, N, bias}, {}});
+      std::string gemm =
+          kernel({KernelKind::LinearGemm, {K, N, bias, panel}, {}});
       os << "  ARCHRT_CHECK(" << in.rows << " >= 4 ? " << gemm << "(" << args
          << ")\n             : " << gemv << "(" << args << "));\n";
     }
@@ -252,7 +318,7 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
           r.getBetaSlow().convertToDouble()}});
     defineResult(op, h * hd, in.rows);
     os << comment(op) << "  ARCHRT_CHECK(" << k << "("
-       << f32(0, in.ptr, {s(hd), s(h), in.rows}) << ", pos, "
+       << act(0, in, {s(hd), s(h), in.rows}) << ", pos, "
        << f32(1, info(r.getResult()).ptr, {s(hd), s(h), in.rows}) << "));\n";
     return success();
   }
@@ -280,12 +346,14 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
        << "    size_t layer = (size_t)" << layer
        << " * c->cache_tokens * " << kv << ";\n"
        << "    float *kc = c->kcache + layer, *vc = c->vcache + layer;\n"
-       << "    memcpy(kc + (size_t)pos * " << kv << ", " << k.ptr
-       << ", sizeof(float) * " << kv << " * " << k.rows << ");\n"
-       << "    memcpy(vc + (size_t)pos * " << kv << ", " << v.ptr
-       << ", sizeof(float) * " << kv << " * " << v.rows << ");\n"
+       << "    archrt_gen_copy_rows(kc + (size_t)pos * " << kv << ", " << kv
+       << ", " << k.ptr << ", " << k.stride << ", " << k.rows << ", " << kv
+       << ");\n"
+       << "    archrt_gen_copy_rows(vc + (size_t)pos * " << kv << ", " << kv
+       << ", " << v.ptr << ", " << v.stride << ", " << v.rows << ", " << kv
+       << ");\n"
        << "    ARCHRT_CHECK(" << kn << "("
-       << f32(0, q.ptr, {s(hd), s(h), q.rows}) << ", "
+       << act(0, q, {s(hd), s(h), q.rows}) << ", "
        << f32(1, "kc", {s(hd), s(kvh), "pos + " + q.rows}) << ",\n        "
        << f32(2, "vc", {s(hd), s(kvh), "pos + " + q.rows}) << ", "
        << (buckets ? f32(3, info(a.getRelBias()).ptr, {s(h), s(buckets)}) + ", "
@@ -318,10 +386,10 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     std::string k = kernel(spec);
     defineResult(op, d, x.rows);
     os << comment(op) << "  ARCHRT_CHECK(" << k << "("
-       << f32(0, x.ptr, {s(d), x.rows}) << ", ";
+       << act(0, x, {s(d), x.rows}) << ", ";
     if (op->getNumOperands() == 2) {
       ValueInfo y = info(op->getOperand(1));
-      os << f32(1, y.ptr, {s(d), y.rows}) << ", ";
+      os << act(1, y, {s(d), y.rows}) << ", ";
     }
     os << f32(2, info(op->getResult(0)).ptr, {s(d), x.rows}) << "));\n";
     return success();
@@ -329,17 +397,138 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
   if (auto l = dyn_cast<LastTokenOp>(op)) {
     ValueInfo in = info(l.getInput());
     ValueInfo &vi = values[l.getResult()];
-    vi.width = in.width;
+    vi.width = vi.stride = in.width;
     vi.rows = "1";
     vi.ptr = "(" + in.ptr + " + (size_t)(" + in.rows + " - 1) * " +
-             std::to_string(in.width) + ")";
-    Value root = owner.lookup(l.getInput());
-    owner[l.getResult()] = root ? root : l.getInput();
+             std::to_string(in.stride) + ")";
     return success();
   }
   if (isa<func::ReturnOp>(op))
     return success();
   return op->emitOpError() << "has no lowering";
+}
+
+/// Weight-only op `op` (a concatenation, a packing, a sum of biases)
+/// computed into `dst`; its result then lives there.
+LogicalResult GlueEmitter::emitWeightOp(Operation *op, const std::string &dst) {
+  auto s = [](int64_t v) { return std::to_string(v); };
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  ValueInfo &vi = values[op->getResult(0)];
+  vi.ptr = dst;
+  vi.width = vi.stride = type.getShape().back();
+  os << comment(op);
+  if (auto c = dyn_cast<ConcatOp>(op)) {
+    // Row-major: along dim 0 each input is one block; along the last dim
+    // of a matrix, its rows go into their columns of each row.
+    bool columns = c.getDim() == 1 && type.getRank() == 2;
+    if (c.getDim() != 0 && !columns)
+      return c.emitOpError() << "of weights along dim " << c.getDim()
+                             << " of rank " << type.getRank()
+                             << " has no lowering";
+    int64_t offset = 0, width = type.getShape().back();
+    for (Value in : c.getInputs()) {
+      auto t = cast<RankedTensorType>(in.getType());
+      int64_t n = t.getNumElements(), w = t.getShape().back();
+      if (columns)
+        os << "  archrt_gen_copy_rows(" << dst << " + " << offset << ", "
+           << width << ", " << info(in).ptr << ", " << w << ", "
+           << t.getDimSize(0) << ", " << w << ");\n";
+      else
+        os << "  archrt_gen_copy_rows(" << dst << " + " << offset << ", " << n
+           << ", " << info(in).ptr << ", " << n << ", 1, " << n << ");\n";
+      offset += columns ? w : n;
+    }
+    return success();
+  }
+  if (auto a = dyn_cast<AddOp>(op)) {
+    // Summed biases, as one row.
+    int64_t n = type.getNumElements();
+    std::string kn = kernel({KernelKind::Add, {n}, {}});
+    os << "  ARCHRT_CHECK(" << kn << "("
+       << f32(0, info(a.getLhs()).ptr, {s(n), "1"}) << ", "
+       << f32(1, info(a.getRhs()).ptr, {s(n), "1"}) << ", "
+       << f32(2, dst, {s(n), "1"}) << "));\n";
+    return success();
+  }
+  auto p = cast<PackOp>(op);
+  auto w = cast<RankedTensorType>(p.getWeight().getType());
+  int64_t n = w.getDimSize(0), k = w.getDimSize(1), panel = p.getPanel();
+  std::string kn = kernel({KernelKind::Pack, {k, n, panel}, {}});
+  os << "  ARCHRT_CHECK(" << kn << "("
+     << f32(0, info(p.getWeight()).ptr, {s(k), s(n)}) << ", "
+     << f32(1, dst, {s(panel), s(k), s(type.getDimSize(0))}) << "));\n";
+  return success();
+}
+
+/// @prepare_params: weight-only work the runtime runs once per load. A
+/// value only an arch.assign reads is computed straight into its prepared
+/// weight; others (a concatenation then packed) into temporary memory W.
+LogicalResult GlueEmitter::emitPrepare(func::FuncOp fn) {
+  // The op after which each loaded weight is not read again.
+  llvm::StringMap<Operation *> lastRead;
+  llvm::StringMap<int64_t> weightNumel;
+  llvm::StringSet<> assigned;
+  int64_t tempOffset = 0;
+  for (ParamOp p : fn.getOps<ParamOp>()) {
+    weightNumel[p.getName()] =
+        cast<RankedTensorType>(p.getType()).getNumElements();
+    Operation *&last = lastRead[p.getName()];
+    for (Operation *u : p->getUsers())
+      if (!last || last->isBeforeInBlock(u))
+        last = u;
+  }
+  // Weights only preparation reads, once `op` has read them for the last
+  // time.
+  auto release = [&](Operation *op) {
+    std::map<int, int64_t> done;
+    for (const auto &e : lastRead)
+      if (e.second == op && !forwardReads.contains(e.first()))
+        done[paramIndex[e.first().str()]] = weightNumel[e.first()];
+    for (auto [index, numel] : done)
+      os << "  archrt_gen_release(P[" << index << "], " << numel << ");\n";
+  };
+  for (Operation &op : fn.getBody().front()) {
+    if (isa<ParamOp, func::ReturnOp>(op)) {
+      if (failed(emitOp(&op)))
+        return failure();
+      continue;
+    }
+    if (auto a = dyn_cast<AssignOp>(op)) {
+      tempOffset = 0;
+      if (!assigned.insert(a.getName()).second)
+        return a.emitOpError() << "assigns " << a.getNameAttr() << " twice";
+      if (isa_and_nonnull<ParamOp>(a.getValue().getDefiningOp())) {
+        int64_t n =
+            cast<RankedTensorType>(a.getValue().getType()).getNumElements();
+        os << comment(&op) << "  archrt_gen_copy_rows(P["
+           << paramIndex[a.getName().str()] << "], " << n << ", "
+           << info(a.getValue()).ptr << ", " << n << ", 1, " << n << ");\n";
+      }
+      release(&op);
+      continue;
+    }
+    if (!isa<ConcatOp, PackOp, AddOp>(op))
+      return op.emitOpError() << "has no lowering in @prepare_params";
+    std::string dst;
+    Operation *user = op.hasOneUse() ? *op.user_begin() : nullptr;
+    if (auto a = dyn_cast_or_null<AssignOp>(user)) {
+      dst = "P[" + std::to_string(paramIndex[a.getName().str()]) + "]";
+    } else {
+      // Each assign's temporaries are dead after it: W is reused.
+      auto type = cast<RankedTensorType>(op.getResult(0).getType());
+      dst = "(W + " + std::to_string(tempOffset) + ")";
+      tempOffset += type.getNumElements();
+      prepareTemp = std::max(prepareTemp, tempOffset);
+    }
+    if (failed(emitWeightOp(&op, dst)))
+      return failure();
+    release(&op);
+  }
+  for (WeightOp w : prepared)
+    if (!assigned.contains(w.getSymName()))
+      return w.emitOpError() << "is prepared but @prepare_params never "
+                                "assigns it";
+  return success();
 }
 
 std::string GlueEmitter::emitDesc() {
@@ -355,10 +544,9 @@ std::string GlueEmitter::emitDesc() {
       ds << (i ? ", " : "") << v[i];
     ds << "}";
   };
-  for (ParamOp p : params) {
-    auto shape = cast<RankedTensorType>(p.getType()).getShape();
-    ds << "    {" << cStringLiteral(p.getName().str()) << ", ";
-    list(shape);
+  for (WeightOp p : params) {
+    ds << "    {" << cStringLiteral(p.getSymName().str()) << ", ";
+    list(p.getTensorType().getShape());
     if (p.getSource()) {
       ds << ", " << cStringLiteral(p.getSource()->str()) << ", ";
       list(*p.getSourceShape());
@@ -369,6 +557,16 @@ std::string GlueEmitter::emitDesc() {
            << "}";
       }
     }
+    // Read only to prepare other weights: the runtime drops its pages then.
+    if (!forwardReads.contains(p.getSymName()))
+      ds << ", .prepare_only = 1";
+    ds << "},\n";
+  }
+  ds << "};\n\nstatic const archrt_gen_param prepared[" << prepared.size()
+     << "] = {\n";
+  for (WeightOp p : prepared) {
+    ds << "    {" << cStringLiteral(p.getSymName().str()) << ", ";
+    list(p.getTensorType().getShape());
     ds << "},\n";
   }
   ds << "};\n\nstatic const int64_t slot_width[" << slotWidth.size()
@@ -386,10 +584,13 @@ std::string GlueEmitter::emitDesc() {
      << nKVHeads * headDim << ", .max_chunk = "
      << std::min(opts.maxChunk, maxSeq) << ",\n"
      << "    .n_params = " << params.size() << ", .params = params,\n"
+     << "    .n_prepared = " << prepared.size()
+     << ", .prepared = prepared,\n"
      << "    .checkpoint_prefix = "
      << (prefix.empty() ? std::string("0") : cStringLiteral(prefix)) << ",\n"
      << "    .n_slots = " << slotWidth.size()
-     << ", .slot_width = slot_width,\n};\n";
+     << ", .slot_width = slot_width,\n"
+     << "    .scratch_floats = " << scratchFloats << ",\n};\n";
   return ds.str();
 }
 
@@ -405,8 +606,30 @@ LogicalResult GlueEmitter::run() {
   if (fn.getNumArguments() != 2 || fn.getNumResults() != 1)
     return fn.emitError() << "@forward must take (tokens, pos) and return "
                              "logits";
+  // The parameter table: loaded weights in module order, then the
+  // prepared ones (P holds both, in this order).
+  for (WeightOp w : module.getOps<WeightOp>())
+    (w.getPrepared() ? prepared : params).push_back(w);
+  for (WeightOp w : params)
+    paramIndex[w.getSymName().str()] = int(paramIndex.size());
+  for (WeightOp w : prepared)
+    paramIndex[w.getSymName().str()] = int(paramIndex.size());
+  std::string prepare;
+  for (ParamOp p : fn.getOps<ParamOp>())
+    forwardReads.insert(p.getName());
+  if (auto prep = module.lookupSymbol<func::FuncOp>("prepare_params")) {
+    if (failed(emitPrepare(prep)))
+      return failure();
+    prepare = body;
+    body.clear();
+  } else if (!prepared.empty()) {
+    return module.emitError()
+           << "module has prepared weights but no func.func @prepare_params";
+  }
   Block &entry = fn.getBody().front();
-  values[entry.getArgument(0)] = {"c->tokens", "T", 1, -1};
+  forwardWeightOnly = weightOnlyOps(fn);
+  forwardWeightOnly.remove_if([](Operation *op) { return isa<ParamOp>(op); });
+  values[entry.getArgument(0)] = {"c->tokens", "T", 1, 1, -1};
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
   returned = ret.getOperand(0);
   auto logitsTy = cast<RankedTensorType>(returned.getType());
@@ -416,17 +639,17 @@ LogicalResult GlueEmitter::run() {
   if (!returned.getDefiningOp())
     return fn.emitError() << "@forward must return a computed value";
 
-  // Last reader of each slot owner (aliases extend their owner's life).
+  // Last reader of each slot owner (views extend their owner's life).
   for (Operation &op : entry)
     for (Value v : op.getOperands()) {
       Value o = owner.lookup(v);
       if (!o)
         o = v;
       lastUse[o] = &op;
-      if (auto lt = dyn_cast<LastTokenOp>(op))
-        owner[lt.getResult()] = o;
+      if (isView(&op) && v == op.getOperand(0))
+        for (Value r : op.getResults())
+          owner[r] = o;
     }
-  owner.clear();
 
   for (Operation &op : entry) {
     if (failed(emitOp(&op)))
@@ -438,16 +661,16 @@ LogicalResult GlueEmitter::run() {
   // Halide's 64-bit buffer indexing (PaLM's and Nemotron-4's embeddings).
   const int64_t int32Max = std::numeric_limits<int32_t>::max();
   out.largeBuffers = maxSeq * nKVHeads * headDim > int32Max;
-  for (ParamOp p : params)
-    out.largeBuffers |=
-        cast<RankedTensorType>(p.getType()).getNumElements() > int32Max;
+  for (auto *table : {&params, &prepared})
+    for (WeightOp w : *table)
+      out.largeBuffers |= w.getTensorType().getNumElements() > int32Max;
 
   std::string c;
   llvm::raw_string_ostream cs(c);
   cs << cComment("Host glue of model '" + out.name +
                  "', generated by archc from " + opts.specPath + ".")
      << "\n/* Do not edit: recompile the spec instead. */\n"
-     << "#include <string.h>\n\n#include \"archrt_gen.h\"\n\n";
+     << "#include \"archrt_gen.h\"\n\n";
   for (const KernelSpec &k : out.kernels)
     cs << "int " << k.name() << "(" << cParameters(k) << ");\n";
   cs << "\n" << emitDesc() << "\n"
@@ -458,7 +681,19 @@ LogicalResult GlueEmitter::run() {
      << "  halide_buffer_t B[7];\n"
      << "  halide_dimension_t D[7][3];\n"
      << "  (void)S;\n\n"
-     << body << "  return 0;\n}\n";
+     << body << "  return 0;\n}\n\n"
+     << "static int prepare(float *const *P, float *W) {\n"
+     << "  halide_buffer_t B[7];\n"
+     << "  halide_dimension_t D[7][3];\n"
+     << "  (void)P, (void)W, (void)B, (void)D;\n"
+     << prepare << "  return 0;\n}\n\n"
+     << "int archrt_gen_prepare(float *const *P) {\n";
+  if (prepareTemp)
+    cs << "  float *W = malloc(sizeof(float) * " << prepareTemp << ");\n"
+       << "  if (!W)\n    return ARCHRT_GEN_NO_MEMORY;\n"
+       << "  int rc = prepare(P, W);\n  free(W);\n  return rc;\n}\n";
+  else
+    cs << "  return prepare(P, 0);\n}\n";
   out.glue = cs.str();
   return success();
 }

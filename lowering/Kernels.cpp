@@ -12,6 +12,7 @@ const char *kindName(KernelKind k) {
   case KernelKind::Norm: return "norm";
   case KernelKind::LinearGemm: return "linear_gemm";
   case KernelKind::LinearGemv: return "linear_gemv";
+  case KernelKind::Pack: return "pack";
   case KernelKind::Rope: return "rope";
   case KernelKind::Attention: return "attention";
   case KernelKind::Activation: return "activation";
@@ -39,7 +40,8 @@ std::string cParameters(const KernelSpec &k) {
     break;
   case KernelKind::Activation:
   case KernelKind::Softcap:
-  case KernelKind::Scale: before = 2; break;
+  case KernelKind::Scale:
+  case KernelKind::Pack: before = 2; break;
   case KernelKind::LinearGemm:
   case KernelKind::LinearGemv:
   case KernelKind::Norm: before = 3 + int(k.ints[2] != 0); break;

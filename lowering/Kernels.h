@@ -18,10 +18,12 @@ namespace arch {
 enum class KernelKind {
   Embed,      ///< ints: vocab, d_model             reals: scale
   Norm,       ///< ints: width, kind (0 rms, 1 layer), bias, groups with
-              ///<       their own weight (0 = one shared weight)
+              ///<       their own weight (0 = one shared weight), groups
               ///< reals: eps, weight offset
-  LinearGemm, ///< ints: K, N, bias (>= 4 token rows)
-  LinearGemv, ///< ints: K, N, bias (any rows; decode)
+  LinearGemm, ///< ints: K, N, bias, panel (0: [N, K] weight; else packed
+              ///<       [ceil(N / panel), K, panel]) (>= 4 token rows)
+  LinearGemv, ///< ints: K, N, bias, panel (any rows; decode)
+  Pack,       ///< ints: K, N, panel: [N, K] -> [ceil(N / panel), K, panel]
   Rope,       ///< ints: n_heads, head_dim, rotary_dim, style, scaling,
               ///<       original_max_seq_len
               ///< reals: theta, factor, low/high freq factor, beta fast/slow

@@ -81,6 +81,39 @@ double seconds(std::chrono::steady_clock::time_point since) {
 
 } // namespace
 
+/// The Halide runtime for `target` at `path`: copied from the cache
+/// ($ARCHC_CACHE or ~/.cache/archc, halide-runtime/<target>.o), compiled
+/// into it on first use. It depends only on Halide 14 and the target
+/// (a canonical string of [a-z0-9_-]), and takes longer to compile than
+/// a tiny model's kernels. Without a writable cache, compiled in place.
+static bool halideRuntimeObject(const std::string &target,
+                               const std::string &path, std::string &error) {
+  const char *env = getenv("ARCHC_CACHE"), *home = getenv("HOME");
+  std::string dir = env && *env ? env : home ? std::string(home) + "/.cache/archc"
+                                             : "";
+  std::error_code ec;
+  if (!dir.empty()) {
+    dir += "/halide-runtime";
+    fs::create_directories(dir, ec);
+  }
+  if (dir.empty() || ec)
+    return compileHalideRuntime(target, path, error);
+  std::string cached = dir + "/" + target + ".o";
+  if (!fs::exists(cached, ec)) {
+    // Compiled beside it, then renamed: concurrent builds never see half.
+    std::string part = cached + "." + std::to_string(getpid()) + ".partial";
+    if (!compileHalideRuntime(target, part, error))
+      return false;
+    fs::rename(part, cached, ec);
+    if (ec) {
+      fs::remove(part, ec);
+      return compileHalideRuntime(target, path, error);
+    }
+  }
+  fs::copy_file(cached, path, ec);
+  return !ec || compileHalideRuntime(target, path, error);
+}
+
 bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
                   const std::string &outPath, std::string &error,
                   BuildStats *stats) {
@@ -115,7 +148,7 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
 
   t0 = std::chrono::steady_clock::now();
   std::string rt = tmp.path + "/halide_runtime.o";
-  if (!compileHalideRuntime(target, rt, error)) {
+  if (!halideRuntimeObject(target, rt, error)) {
     error = "Halide runtime: " + error;
     return false;
   }

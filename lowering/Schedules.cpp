@@ -14,9 +14,10 @@ using namespace Halide;
 
 namespace arch {
 
-/// Output tiles of a linear layer: a column block per parallel task (its
-/// weight panel stays in L2 while every token tile passes over it), then
-/// nt x tt register tiles whose vector accumulators live in `acc`.
+/// Output tiles of a linear layer over a [N, K] weight: a column block per
+/// parallel task (its weight panel stays in L2 while every token tile
+/// passes over it), then nt x tt register tiles whose vector accumulators
+/// live in `acc`.
 static void scheduleLinear(KernelFuncs &k, bool gemm) {
   int64_t N = k.spec.ints[1];
   Var n = k.vars["n"], t = k.vars["t"], kk = k.vars["kk"];
@@ -40,16 +41,50 @@ static void scheduleLinear(KernelFuncs &k, bool gemm) {
   acc.update().reorder(kk, n, t, r).vectorize(kk).unroll(n).unroll(t);
 }
 
+/// Over a packed weight: a task per panel of output columns; in it, tiles
+/// of 4 vectors of columns x 4 tokens (GEMM) or x 1 token (GEMV), whose 16
+/// or 4 vector accumulators stay in registers while K runs: each step one
+/// broadcast of x and 4 contiguous vector loads of a panel row.
+static void schedulePackedLinear(KernelFuncs &k, bool gemm) {
+  int64_t panel = k.spec.ints[3];
+  Var n = k.vars["n"], t = k.vars["t"];
+  RDom r = k.rdoms["r"];
+  Func acc = k.funcs["acc"];
+  int lanes = k.lanes, sub = vectorWidthFor(panel, 4 * lanes);
+  Var no("no"), ni("ni"), nj("nj"), nk("nk"), to("to"), ti("ti");
+  // Guarded, not shifted: a last panel past N reads the packing's zeros.
+  k.out.split(n, no, ni, int(panel), TailStrategy::GuardWithIf)
+      .split(ni, nj, nk, sub)
+      .vectorize(nk, lanes);
+  if (gemm) {
+    k.out.split(t, to, ti, 4, TailStrategy::ShiftInwards)
+        .reorder(nk, ti, nj, to, no)
+        .unroll(ti);
+    acc.compute_at(k.out, nj).vectorize(n, lanes).unroll(n).unroll(t);
+    acc.update().reorder(n, t, r).vectorize(n, lanes).unroll(n).unroll(t);
+  } else {
+    k.out.reorder(nk, nj, t, no);
+    acc.compute_at(k.out, nj).vectorize(n, lanes).unroll(n);
+    acc.update().reorder(n, t, r).vectorize(n, lanes).unroll(n);
+  }
+  k.out.parallel(no);
+}
+
+static void schedulePack(KernelFuncs &k) {
+  k.out.parallel(k.vars["p"]);
+}
+
+/// A task per token; each group's statistics just before its row.
 static void scheduleNorm(KernelFuncs &k) {
-  Var i = k.vars["i"], t = k.vars["t"], kk = k.vars["kk"];
+  Var i = k.vars["i"], g = k.vars["g"], t = k.vars["t"], kk = k.vars["kk"];
   k.out.vectorize(i, k.lanes).parallel(t);
-  k.funcs["inv"].compute_at(k.out, t);
-  k.funcs["mean"].compute_at(k.out, t);
+  k.funcs["inv"].compute_at(k.out, g);
+  k.funcs["mean"].compute_at(k.out, g);
   for (const char *lanes : {"sq", "s1"}) {
     auto it = k.funcs.find(lanes);
     if (it == k.funcs.end())
       continue;
-    it->second.compute_at(k.out, t).vectorize(kk);
+    it->second.compute_at(k.out, g).vectorize(kk);
     it->second.update().vectorize(kk);
   }
 }
@@ -86,9 +121,17 @@ static void scheduleRowwise(KernelFuncs &k) {
 }
 
 void scheduleKernel(KernelFuncs &k, const Target &) {
+  bool packed = (k.spec.kind == KernelKind::LinearGemm ||
+                 k.spec.kind == KernelKind::LinearGemv) &&
+                k.spec.ints[3] != 0;
   switch (k.spec.kind) {
-  case KernelKind::LinearGemm: scheduleLinear(k, true); break;
-  case KernelKind::LinearGemv: scheduleLinear(k, false); break;
+  case KernelKind::LinearGemm:
+    packed ? schedulePackedLinear(k, true) : scheduleLinear(k, true);
+    break;
+  case KernelKind::LinearGemv:
+    packed ? schedulePackedLinear(k, false) : scheduleLinear(k, false);
+    break;
+  case KernelKind::Pack: schedulePack(k); break;
   case KernelKind::Norm: scheduleNorm(k); break;
   case KernelKind::Rope: scheduleRope(k); break;
   case KernelKind::Attention: scheduleAttention(k); break;

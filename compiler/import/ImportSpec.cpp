@@ -11,6 +11,7 @@
 #include "compiler/spec/Checkpoint.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 
@@ -36,29 +37,31 @@ private:
   RankedTensorType act(int64_t width) {
     return RankedTensorType::get({ShapedType::kDynamic, width}, b.getF32Type());
   }
-  /// A parameter, with where its checkpoint keeps it unless that is the
-  /// tensor of the same name.
+  /// Reads weight `name`, declaring it at module level on first use with
+  /// where its checkpoint keeps it unless that is the tensor of that name.
   Value param(Location l, const std::string &name,
               llvm::ArrayRef<int64_t> shape) {
-    auto op = b.create<ParamOp>(
-        l, RankedTensorType::get(shape, b.getF32Type()),
-        FlatSymbolRefAttr::get(&ctx, name), StringAttr(), DenseI64ArrayAttr(),
-        UnitAttr(), DenseI64ArrayAttr());
-    auto src = checkpointSource(spec, name, {shape.begin(), shape.end()});
-    bool same = src && src->tensor == name && !src->transpose &&
-                src->groups == 0;
-    if (src && !same) {
-      // The spec parser rejected schemes that cannot name a parameter.
-      assert(!src->tensor.empty() && "naming scheme checked by the parser");
-      op.setSourceAttr(b.getStringAttr(src->tensor));
-      op.setSourceShapeAttr(b.getDenseI64ArrayAttr(src->shape));
-      if (src->transpose)
-        op.setTransposeAttr(b.getUnitAttr());
-      if (src->groups > 0)
-        op.setRowsAttr(b.getDenseI64ArrayAttr(
-            {src->groups, src->stride, src->offset, src->length}));
+    auto type = RankedTensorType::get(shape, b.getF32Type());
+    if (!weights.count(name)) {
+      OpBuilder wb(forward);
+      auto w = wb.create<WeightOp>(l, name, type);
+      weights.insert(name);
+      auto src = checkpointSource(spec, name, {shape.begin(), shape.end()});
+      bool same = src && src->tensor == name && !src->transpose &&
+                  src->groups == 0;
+      if (src && !same) {
+        // The spec parser rejected schemes that cannot name a parameter.
+        assert(!src->tensor.empty() && "naming scheme checked by the parser");
+        w.setSourceAttr(b.getStringAttr(src->tensor));
+        w.setSourceShapeAttr(b.getDenseI64ArrayAttr(src->shape));
+        if (src->transpose)
+          w.setTransposeAttr(b.getUnitAttr());
+        if (src->groups > 0)
+          w.setRowsAttr(b.getDenseI64ArrayAttr(
+              {src->groups, src->stride, src->offset, src->length}));
+      }
     }
-    return op;
+    return b.create<ParamOp>(l, type, FlatSymbolRefAttr::get(&ctx, name));
   }
   Value norm(Location l, Value x, const std::string &prefix,
              int64_t groups = 1, bool separate = false);
@@ -71,6 +74,8 @@ private:
   MLIRContext &ctx;
   const ArchSpec &spec;
   OpBuilder b;
+  func::FuncOp forward;          ///< weights are declared before it
+  llvm::StringSet<> weights;     ///< names declared so far
 };
 
 Value Importer::norm(Location l, Value x, const std::string &prefix,
@@ -237,6 +242,7 @@ OwningOpRef<ModuleOp> Importer::run() {
   auto logitsTy = RankedTensorType::get({1, vocab}, b.getF32Type());
   auto fnTy = b.getFunctionType({tokensTy, b.getIndexType()}, {logitsTy});
   auto fn = b.create<func::FuncOp>(loc("model"), "forward", fnTy);
+  forward = fn;
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToEnd(entry);
   Value tokens = entry->getArgument(0), pos = entry->getArgument(1);

@@ -10,6 +10,8 @@
 #define ARCHRT_GEN_H
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "HalideRuntime.h"
 
@@ -17,7 +19,7 @@
 extern "C" {
 #endif
 
-/* A parameter, and where a checkpoint keeps it (arch.param's `from`): a
+/* A parameter, and where a checkpoint keeps it (arch.weight's `from`): a
  * NULL source is the tensor `name` of this shape. Otherwise the tensor
  * `source` of source_shape, transposed first if `transpose`; rows[0] > 0
  * takes rows g * rows[1] + rows[2] ..< + rows[3] for g < rows[0]. */
@@ -30,6 +32,8 @@ typedef struct archrt_gen_param {
   int64_t source_shape[4];
   int32_t transpose;
   int64_t rows[4];
+  /* Read only by archrt_gen_prepare, which releases it once read. */
+  int32_t prepare_only;
 } archrt_gen_param;
 
 typedef struct archrt_gen_model {
@@ -39,21 +43,29 @@ typedef struct archrt_gen_model {
   int32_t d_ff, max_seq_len;
   int32_t kv_dim;    /* floats per token per layer in each of K and V */
   int32_t max_chunk; /* most tokens one forward call takes */
-  int32_t n_params;
+  int32_t n_params; /* loaded from checkpoints */
   const archrt_gen_param *params;
+  /* Weights archrt_gen_prepare computes from the loaded ones (fused,
+   * re-laid out); only name, ndim and shape are set. */
+  int32_t n_prepared;
+  const archrt_gen_param *prepared;
   /* Hugging Face's base-model prefix ("transformer."): checkpoints saved
    * from the bare model leave it out of their names. NULL: hf-llama. */
   const char *checkpoint_prefix;
   int32_t n_slots;           /* activation buffers */
   const int64_t *slot_width; /* floats per token in each */
+  /* Floats of per-call scratch for weight-only work left in the forward
+   * function (when arch-hoist-param-prep is disabled). */
+  int64_t scratch_floats;
 } archrt_gen_model;
 
 /* State of one forward call over tokens[0, n_tokens) at positions
  * pos .. pos + n_tokens - 1. The K/V cache of layer l starts at
  * kcache + l * cache_tokens * kv_dim. */
 typedef struct archrt_gen_call {
-  float *const *params;
+  float *const *params; /* n_params loaded, then n_prepared prepared */
   float *const *slots;
+  float *scratch;       /* scratch_floats */
   float *kcache, *vcache;
   int32_t cache_tokens;
   const int32_t *tokens;
@@ -63,13 +75,22 @@ typedef struct archrt_gen_call {
 
 extern const archrt_gen_model archrt_gen_model_desc;
 int archrt_gen_forward(const archrt_gen_call *call);
+/* Fills params[n_params ..] from params[0 .. n_params): 0, a kernel's
+ * error code, or ARCHRT_GEN_NO_MEMORY for its temporaries. */
+int archrt_gen_prepare(float *const *params);
+#define ARCHRT_GEN_NO_MEMORY (-1000)
+/* Called by archrt_gen_prepare once it has read the last of a weight
+ * marked prepare_only: its memory may go (the runtime's, not the glue's). */
+void archrt_gen_release(const float *p, int64_t n);
 
-/* Describes a dense f32 array of up to 3 dims (innermost first; a 0 extent
- * ends the list) in `b` and returns it. */
+/* Describes an f32 array of up to 3 dims (innermost first; a 0 extent
+ * ends the list) in `b` and returns it. The array is dense, except that a
+ * non-zero `last_stride` is the stride of its last dimension (a view of
+ * some columns of a wider token-major array). */
 static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
                                           halide_dimension_t *d, void *host,
                                           int is_int, int32_t e0, int32_t e1,
-                                          int32_t e2) {
+                                          int32_t e2, int32_t last_stride) {
   int32_t ext[3] = {e0, e1, e2}, stride = 1, n = 0;
   for (; n < 3 && ext[n] > 0; ++n) {
     d[n].min = 0;
@@ -78,6 +99,8 @@ static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
     d[n].flags = 0;
     stride *= ext[n];
   }
+  if (n > 0 && last_stride > 0)
+    d[n - 1].stride = last_stride;
   b->device = 0;
   b->device_interface = 0;
   b->host = (uint8_t *)host;
@@ -91,14 +114,26 @@ static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
   return b;
 }
 
-#define ARCHRT_F32(i, p, e0, e1, e2) archrt_buf(&B[i], D[i], (p), 0, e0, e1, e2)
-#define ARCHRT_I32(i, p, e0) archrt_buf(&B[i], D[i], (void *)(p), 1, e0, 0, 0)
+#define ARCHRT_F32(i, p, e0, e1, e2) archrt_buf(&B[i], D[i], (p), 0, e0, e1, e2, 0)
+#define ARCHRT_VIEW(i, p, e0, e1, e2, s)                                       \
+  archrt_buf(&B[i], D[i], (p), 0, e0, e1, e2, s)
+#define ARCHRT_I32(i, p, e0) archrt_buf(&B[i], D[i], (void *)(p), 1, e0, 0, 0, 0)
 #define ARCHRT_CHECK(call)                                                     \
   do {                                                                         \
     int rc_ = (call);                                                          \
     if (rc_ != 0)                                                              \
       return rc_;                                                              \
   } while (0)
+
+/* Copies `rows` rows of `width` floats, `src_stride` apart in `src`, to
+ * rows `dst_stride` apart in `dst` (cache appends, concatenations). */
+static inline void archrt_gen_copy_rows(float *dst, int64_t dst_stride,
+                                        const float *src, int64_t src_stride,
+                                        int64_t rows, int64_t width) {
+  for (int64_t r = 0; r < rows; ++r)
+    memcpy(dst + r * dst_stride, src + r * src_stride,
+           sizeof(float) * (size_t)width);
+}
 
 #ifdef __cplusplus
 }

@@ -19,7 +19,10 @@ struct archrt_model {
   /* The host's handle and each live sequence hold one reference: freeing
    * the model before its sequences is safe (the last one releases it). */
   atomic_int refs;
-  float **params; /* n_params pointers; NULL until weights are loaded */
+  /* n_params loaded, then n_prepared prepared pointers; NULL until weights
+   * are loaded. */
+  float **params;
+  float *prepared; /* the prepared weights' storage */
   /* What the current weights live in (released on reload and free). */
   archrt_mapping *maps; /* n_maps files (shards), malloc'd */
   int n_maps;
@@ -40,10 +43,13 @@ void archrt_clear_error(void);
 const char *archrt_kernel_error(void);
 void archrt_install_error_handler(void);
 
-/* Replaces the model's weights with `params`, taking ownership of `maps`
- * (each munmap'd later, the array free'd) and `owned` (free'd later). */
-void archrt_model_set_weights(archrt_model *m, float **params,
-                              archrt_mapping *maps, int n_maps, void *owned);
+/* Replaces the model's weights with `params` (n_params pointers, malloc'd)
+ * once the prepared weights are computed from them, taking ownership of
+ * `params`, `maps` (each munmap'd later, the array free'd) and `owned`
+ * (free'd later). On failure it releases them and keeps the old weights. */
+archrt_status archrt_model_set_weights(archrt_model *m, float **params,
+                                       archrt_mapping *maps, int n_maps,
+                                       void *owned);
 
 /* Product of a parameter's dims. */
 int64_t archrt_param_numel(const archrt_gen_param *p);

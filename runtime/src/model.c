@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 int archrt_abi_version(void) { return ARCHRT_ABI_VERSION; }
 
@@ -39,13 +40,20 @@ archrt_status archrt_model_create(archrt_model **out) {
   return ARCHRT_OK;
 }
 
+static void release(float **params, float *prepared, archrt_mapping *maps,
+                    int n_maps, void *owned) {
+  free(params);
+  free(prepared);
+  for (int i = 0; i < n_maps; ++i)
+    munmap(maps[i].data, maps[i].size);
+  free(maps);
+  free(owned);
+}
+
 static void release_weights(archrt_model *m) {
-  free(m->params);
-  for (int i = 0; i < m->n_maps; ++i)
-    munmap(m->maps[i].data, m->maps[i].size);
-  free(m->maps);
-  free(m->owned);
+  release(m->params, m->prepared, m->maps, m->n_maps, m->owned);
   m->params = NULL;
+  m->prepared = NULL;
   m->maps = NULL;
   m->n_maps = 0;
   m->owned = NULL;
@@ -63,13 +71,81 @@ void archrt_model_free(archrt_model *m) {
     model_unref(m);
 }
 
-void archrt_model_set_weights(archrt_model *m, float **params,
-                              archrt_mapping *maps, int n_maps, void *owned) {
+/* Gives the pages wholly inside a weight that only archrt_gen_prepare
+ * reads back to the system once it has read it, so that its prepared form
+ * replaces it instead of doubling resident memory, at any time during
+ * preparation. Mapped checkpoint pages are dropped (clean, re-readable);
+ * converted or generated ones freed (they would read back as zeros: the
+ * runtime forgets the pointer). Pages shared with another tensor stay. */
+void archrt_gen_release(const float *p, int64_t n) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t begin = ((uintptr_t)p + page - 1) & ~(page - 1);
+  uintptr_t end = (uintptr_t)(p + n) & ~(page - 1);
+  if (end > begin)
+    madvise((void *)begin, end - begin, MADV_DONTNEED);
+}
+
+/* Reads every page of `p`. On the VMs measured (docs/performance.md) the
+ * first read of memory just written runs at about a third of the read
+ * bandwidth; paying it at load keeps the first forward call as fast as the
+ * next ones. */
+static void read_once(const float *p, int64_t n) {
+  volatile float sink = 0;
+  for (int64_t i = 0; i < n; i += 1024)
+    sink += p[i];
+  (void)sink;
+}
+
+archrt_status archrt_model_set_weights(archrt_model *m, float **params,
+                                       archrt_mapping *maps, int n_maps,
+                                       void *owned) {
+  const archrt_gen_model *d = m->desc;
+  float *prepared = NULL;
+  if (d->n_prepared > 0) {
+    int64_t total = 0;
+    for (int i = 0; i < d->n_prepared; ++i)
+      total += archrt_param_numel(&d->prepared[i]);
+    float **all = realloc(params, (size_t)(d->n_params + d->n_prepared) *
+                                      sizeof *all);
+    if (all)
+      params = all;
+    /* Not zeroed: archrt_gen_prepare writes every element, and pages are
+     * only taken as it writes them while it releases the sources. */
+    size_t bytes = ((size_t)total * sizeof(float) + 63) / 64 * 64;
+    prepared = all ? aligned_alloc(64, bytes ? bytes : 64) : NULL;
+    if (!prepared) {
+      release(params, NULL, maps, n_maps, owned);
+      return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
+                         "cannot allocate %lld floats for prepared weights",
+                         (long long)total);
+    }
+    float *next = prepared;
+    for (int i = 0; i < d->n_prepared; ++i) {
+      params[d->n_params + i] = next;
+      next += archrt_param_numel(&d->prepared[i]);
+    }
+    int rc = archrt_gen_prepare(params);
+    if (rc != 0) {
+      release(params, prepared, maps, n_maps, owned);
+      if (rc == ARCHRT_GEN_NO_MEMORY)
+        return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
+                           "preparing weights: out of memory");
+      return archrt_fail(ARCHRT_ERR_KERNEL,
+                         "preparing weights: kernel error %d: %s", rc,
+                         archrt_kernel_error());
+    }
+    read_once(prepared, total);
+    for (int i = 0; i < d->n_params; ++i)
+      if (d->params[i].prepare_only)
+        params[i] = NULL; /* released during preparation */
+  }
   release_weights(m);
   m->params = params;
+  m->prepared = prepared;
   m->maps = maps;
   m->n_maps = n_maps;
   m->owned = owned;
+  return ARCHRT_OK;
 }
 
 archrt_status archrt_model_info_get(const archrt_model *m,
@@ -146,8 +222,7 @@ archrt_status archrt_init_random(archrt_model *m, uint64_t seed) {
     }
     p += n;
   }
-  archrt_model_set_weights(m, params, NULL, 0, block);
-  return ARCHRT_OK;
+  return archrt_model_set_weights(m, params, NULL, 0, block);
 }
 
 /* ---- Sequences ----------------------------------------------------------*/
@@ -156,7 +231,7 @@ struct archrt_seq {
   archrt_model *model;
   int32_t capacity, length;
   int has_logits;
-  float *kcache, *vcache, *logits;
+  float *kcache, *vcache, *logits, *scratch;
   float **slots;
 };
 
@@ -178,6 +253,7 @@ void archrt_seq_free(archrt_seq *s) {
   free(s->kcache);
   free(s->vcache);
   free(s->logits);
+  free(s->scratch);
   archrt_model *m = s->model;
   free(s);
   model_unref(m);
@@ -205,7 +281,10 @@ archrt_status archrt_seq_create(archrt_model *m, int32_t max_tokens,
   s->vcache = alloc_floats(cache);
   s->logits = alloc_floats((size_t)d->vocab_size);
   s->slots = calloc((size_t)d->n_slots, sizeof *s->slots);
-  int ok = s->kcache && s->vcache && s->logits && s->slots;
+  s->scratch = d->scratch_floats ? alloc_floats((size_t)d->scratch_floats)
+                                 : NULL;
+  int ok = s->kcache && s->vcache && s->logits && s->slots &&
+           (s->scratch || !d->scratch_floats);
   for (int i = 0; ok && i < d->n_slots; ++i)
     ok = (s->slots[i] = alloc_floats((size_t)d->slot_width[i] *
                                      (size_t)d->max_chunk)) != NULL;
@@ -263,6 +342,7 @@ archrt_status archrt_prefill(archrt_seq *s, const int32_t *tokens,
     archrt_gen_call call = {
         .params = m->params,
         .slots = s->slots,
+        .scratch = s->scratch,
         .kcache = s->kcache,
         .vcache = s->vcache,
         .cache_tokens = s->capacity,

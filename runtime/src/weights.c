@@ -725,10 +725,12 @@ static archrt_status bind_params(archrt_model *m, st_set *s, const char *path) {
     next += archrt_param_numel(p);
   }
   free(which);
-  archrt_model_set_weights(m, params, s->files, s->n_files, owned);
+  /* The files are the model's now, or released if preparation failed. */
+  archrt_status st =
+      archrt_model_set_weights(m, params, s->files, s->n_files, owned);
   s->files = NULL;
   s->n_files = 0;
-  return ARCHRT_OK;
+  return st;
 }
 
 /* One weight_map entry; names point into the arena of st_add_index. */
@@ -1071,8 +1073,7 @@ archrt_status archrt_load_llama2c(archrt_model *m, const char *path) {
     return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   }
   *maps = f;
-  archrt_model_set_weights(m, params, maps, 1, NULL);
-  return ARCHRT_OK;
+  return archrt_model_set_weights(m, params, maps, 1, NULL);
 }
 
 archrt_status archrt_load_weights(archrt_model *m, const char *path) {

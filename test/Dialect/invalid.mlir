@@ -1,10 +1,8 @@
 // RUN: arch-opt %s -split-input-file -verify-diagnostics
 
-func.func @param_dynamic() {
-  // expected-error @+1 {{parameter must have a static shape}}
-  %w = arch.param @w : tensor<?x8xf32>
-  return
-}
+// weight_dynamic
+// expected-error @+1 {{weight must have a static shape}}
+arch.weight @w : tensor<?x8xf32>
 
 // -----
 
@@ -208,64 +206,143 @@ func.func @shaw_rows(%q: tensor<?x8xf32>, %p: index, %t: tensor<4x4xf32>) {
 
 // -----
 
-func.func @param_layout_without_source() {
-  // expected-error @+1 {{has a source layout but no source tensor}}
-  %w = arch.param @w {transpose} : tensor<4x4xf32>
+// weight_layout_without_source
+// expected-error @+1 {{has a source layout but no source tensor}}
+arch.weight @w {transpose} : tensor<4x4xf32>
+
+// -----
+
+// weight_source_rank
+// expected-error @+1 {{source tensor has rank 1, the weight 2}}
+arch.weight @w from "t" [16] : tensor<4x4xf32>
+
+// -----
+
+// weight_transpose_rank1
+// expected-error @+1 {{only a rank-2 source can be transposed}}
+arch.weight @w from "t" [4] transposed : tensor<4xf32>
+
+// -----
+
+// weight_source_columns
+// expected-error @+1 {{source dimension 1 is 12, the weight's 4}}
+arch.weight @w from "t" [4, 12] rows [1, 4, 0, 4] : tensor<4x4xf32>
+
+// -----
+
+// weight_source_rows
+// expected-error @+1 {{source has 8 rows, the weight 4}}
+arch.weight @w from "t" [8, 4] : tensor<4x4xf32>
+
+// -----
+
+// weight_rows_arity
+// expected-error @+1 {{rows must be [groups, stride, offset, length]}}
+arch.weight @w from "t" [12, 4] rows [1, 12, 4] : tensor<4x4xf32>
+
+// -----
+
+// weight_rows_outside_group
+// expected-error @+1 {{rows [2, 6, 4, 4] do not select a block within each group}}
+arch.weight @w from "t" [12, 4] rows [2, 6, 4, 4] : tensor<8x4xf32>
+
+// -----
+
+// weight_rows_count
+// expected-error @+1 {{rows of 2 groups of 6 take 4 of 12 source rows, the weight has 6}}
+arch.weight @w from "t" [12, 4] rows [2, 6, 0, 2] : tensor<6x4xf32>
+
+// -----
+
+func.func @param_undeclared() {
+  // expected-error @+1 {{names @w, which is not an arch.weight}}
+  %w = arch.param @w : tensor<4xf32>
   return
 }
 
 // -----
 
-func.func @param_source_rank() {
-  // expected-error @+1 {{source tensor has rank 1, the parameter 2}}
-  %w = arch.param @w from "t" [16] : tensor<4x4xf32>
+arch.weight @w : tensor<4xf32>
+func.func @param_type_mismatch() {
+  // expected-error @+1 {{has type 'tensor<8xf32>' but weight @w is 'tensor<4xf32>'}}
+  %w = arch.param @w : tensor<8xf32>
   return
 }
 
 // -----
 
-func.func @param_transpose_rank1() {
-  // expected-error @+1 {{only a rank-2 source can be transposed}}
-  %w = arch.param @w from "t" [4] transposed : tensor<4xf32>
+// expected-error @+1 {{a prepared weight has no checkpoint source}}
+arch.weight @w from "t" [4] prepared : tensor<4xf32>
+
+// -----
+
+arch.weight @w : tensor<4xf32>
+func.func @assign_loaded(%v: tensor<4xf32>) {
+  // expected-error @+1 {{assigns @w, a weight loaded from the checkpoint}}
+  arch.assign @w = %v : tensor<4xf32>
   return
 }
 
 // -----
 
-func.func @param_source_columns() {
-  // expected-error @+1 {{source dimension 1 is 12, the parameter's 4}}
-  %w = arch.param @w from "t" [4, 12] rows [1, 4, 0, 4] : tensor<4x4xf32>
+func.func @weight_in_function() {
+  // expected-error @+1 {{expects parent op 'builtin.module'}}
+  arch.weight @w : tensor<4xf32>
   return
 }
 
 // -----
 
-func.func @param_source_rows() {
-  // expected-error @+1 {{source has 8 rows, the parameter 4}}
-  %w = arch.param @w from "t" [8, 4] : tensor<4x4xf32>
+func.func @concat_mismatch(%a: tensor<4x8xf32>, %b: tensor<2x6xf32>) {
+  // expected-error @+1 {{input 'tensor<2x6xf32>' differs from the result 'tensor<6x8xf32>' outside dim 0}}
+  %c = arch.concat %a, %b {dim = 0 : i64} : (tensor<4x8xf32>, tensor<2x6xf32>) -> tensor<6x8xf32>
   return
 }
 
 // -----
 
-func.func @param_rows_arity() {
-  // expected-error @+1 {{rows must be [groups, stride, offset, length]}}
-  %w = arch.param @w from "t" [12, 4] rows [1, 12, 4] : tensor<4x4xf32>
+func.func @concat_sum(%a: tensor<4x8xf32>, %b: tensor<2x8xf32>) {
+  // expected-error @+1 {{inputs add up to 6 along dim 0, the result has 7}}
+  %c = arch.concat %a, %b {dim = 0 : i64} : (tensor<4x8xf32>, tensor<2x8xf32>) -> tensor<7x8xf32>
   return
 }
 
 // -----
 
-func.func @param_rows_outside_group() {
-  // expected-error @+1 {{rows [2, 6, 4, 4] do not select a block within each group}}
-  %w = arch.param @w from "t" [12, 4] rows [2, 6, 4, 4] : tensor<8x4xf32>
+func.func @concat_dim(%a: tensor<4xf32>) {
+  // expected-error @+1 {{dim 1 is outside the rank 1}}
+  %c = arch.concat %a {dim = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
 
 // -----
 
-func.func @param_rows_count() {
-  // expected-error @+1 {{rows of 2 groups of 6 take 4 of 12 source rows, the parameter has 6}}
-  %w = arch.param @w from "t" [12, 4] rows [2, 6, 0, 2] : tensor<6x4xf32>
+func.func @split_cover(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{results cover 6 columns, the input has 8}}
+  %a, %b = arch.split %x : tensor<?x8xf32> -> tensor<?x4xf32>, tensor<?x2xf32>
+  return
+}
+
+// -----
+
+func.func @split_tokens(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{results must have the input's token dimension}}
+  %a, %b = arch.split %x : tensor<?x8xf32> -> tensor<1x4xf32>, tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @pack_shape(%w: tensor<96x8xf32>) {
+  // expected-error @+1 {{result must be tensor<2x8x64xf32>, got 'tensor<1x8x64xf32>'}}
+  %p = arch.pack %w {panel = 64 : i64} : tensor<96x8xf32> -> tensor<1x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @linear_packed_panels(%x: tensor<?x8xf32>, %w: tensor<1x8x64xf32>) {
+  // expected-error @+1 {{a packed weight for 96 features has 2 panels of 64, got 'tensor<1x8x64xf32>'}}
+  %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<1x8x64xf32>) -> tensor<?x96xf32>
   return
 }

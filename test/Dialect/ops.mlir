@@ -1,6 +1,11 @@
 // RUN: arch-opt %s -split-input-file | arch-opt -split-input-file | FileCheck %s
 // Every op prints and parses back to itself.
 
+arch.weight @emb : tensor<16x8xf32>
+arch.weight @"layers.0.norm" : tensor<8xf32>
+arch.weight @wq : tensor<8x8xf32>
+arch.weight @wk : tensor<4x8xf32>
+arch.weight @bias : tensor<4xf32>
 // CHECK-LABEL: func.func @block
 func.func @block(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x16xf32> {
   // CHECK: %[[E:.*]] = arch.param @emb : tensor<16x8xf32>
@@ -34,6 +39,9 @@ func.func @block(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x16xf32> {
 }
 
 // -----
+arch.weight @w : tensor<8xf32>
+arch.weight @b : tensor<8xf32>
+arch.weight @positions : tensor<34x8xf32>
 // CHECK-LABEL: func.func @dense_options
 func.func @dense_options(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   %w = arch.param @w : tensor<8xf32>
@@ -65,6 +73,7 @@ func.func @stability(%q: tensor<?x8xf32>, %k: tensor<?x4xf32>, %pos: index, %l: 
 }
 
 // -----
+arch.weight @rel : tensor<32x2xf32>
 // CHECK-LABEL: func.func @t5_bias
 func.func @t5_bias(%q: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   %t = arch.param @rel : tensor<32x2xf32>
@@ -74,6 +83,8 @@ func.func @t5_bias(%q: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
 }
 
 // -----
+arch.weight @rk : tensor<5x4xf32>
+arch.weight @rv : tensor<5x4xf32>
 // CHECK-LABEL: func.func @shaw
 func.func @shaw(%q: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   %rk = arch.param @rk : tensor<5x4xf32>
@@ -92,14 +103,47 @@ func.func @scale(%l: tensor<1x16xf32>) -> tensor<1x16xf32> {
 }
 
 // -----
-// Parameters kept elsewhere in a checkpoint: renamed, fused, transposed.
+// Weights kept elsewhere in a checkpoint: renamed, fused, transposed.
+// CHECK: arch.weight @wte from "transformer.wte.weight" [8, 4] : tensor<8x4xf32>
+arch.weight @wte from "transformer.wte.weight" [8, 4] : tensor<8x4xf32>
+// CHECK: arch.weight @k from "h.0.attn.c_attn.weight" [4, 12] transposed rows [1, 12, 4, 4] : tensor<4x4xf32>
+arch.weight @k from "h.0.attn.c_attn.weight" [4, 12] transposed rows [1, 12, 4, 4] : tensor<4x4xf32>
+// CHECK: arch.weight @kb from "qkv.bias" [12] rows [2, 6, 2, 1] : tensor<2xf32>
+arch.weight @kb from "qkv.bias" [12] rows [2, 6, 2, 1] : tensor<2xf32>
 // CHECK-LABEL: func.func @param_sources
 func.func @param_sources() -> (tensor<8x4xf32>, tensor<4x4xf32>, tensor<2xf32>) {
-  // CHECK: arch.param @wte from "transformer.wte.weight" [8, 4] : tensor<8x4xf32>
-  %e = arch.param @wte from "transformer.wte.weight" [8, 4] : tensor<8x4xf32>
-  // CHECK: arch.param @k from "h.0.attn.c_attn.weight" [4, 12] transposed rows [1, 12, 4, 4] : tensor<4x4xf32>
-  %k = arch.param @k from "h.0.attn.c_attn.weight" [4, 12] transposed rows [1, 12, 4, 4] : tensor<4x4xf32>
-  // CHECK: arch.param @kb from "qkv.bias" [12] rows [2, 6, 2, 1] : tensor<2xf32>
-  %b = arch.param @kb from "qkv.bias" [12] rows [2, 6, 2, 1] : tensor<2xf32>
+  // CHECK: arch.param @wte : tensor<8x4xf32>
+  %e = arch.param @wte : tensor<8x4xf32>
+  %k = arch.param @k : tensor<4x4xf32>
+  %b = arch.param @kb : tensor<2xf32>
   return %e, %k, %b : tensor<8x4xf32>, tensor<4x4xf32>, tensor<2xf32>
+}
+
+// -----
+// Prepared weights, their assignment, concatenation and column views.
+// CHECK: arch.weight @wq : tensor<4x8xf32>
+arch.weight @wq : tensor<4x8xf32>
+arch.weight @wk : tensor<2x8xf32>
+// CHECK: arch.weight @"{wq,wk}" prepared : tensor<6x8xf32>
+arch.weight @"{wq,wk}" prepared : tensor<6x8xf32>
+// CHECK-LABEL: func.func @prepare_params
+func.func @prepare_params() {
+  %q = arch.param @wq : tensor<4x8xf32>
+  %k = arch.param @wk : tensor<2x8xf32>
+  // CHECK: %[[C:.*]] = arch.concat %{{.*}}, %{{.*}} {dim = 0 : i64} : (tensor<4x8xf32>, tensor<2x8xf32>) -> tensor<6x8xf32>
+  %c = arch.concat %q, %k {dim = 0 : i64} : (tensor<4x8xf32>, tensor<2x8xf32>) -> tensor<6x8xf32>
+  // CHECK: arch.assign @"{wq,wk}" = %[[C]] : tensor<6x8xf32>
+  arch.assign @"{wq,wk}" = %c : tensor<6x8xf32>
+  return
+}
+// CHECK-LABEL: func.func @views
+func.func @views(%x: tensor<?x8xf32>) -> tensor<?x2xf32> {
+  %w = arch.param @"{wq,wk}" : tensor<6x8xf32>
+  // CHECK: %[[P:.*]] = arch.pack %{{.*}} {panel = 4 : i64} : tensor<6x8xf32> -> tensor<2x8x4xf32>
+  %p = arch.pack %w {panel = 4 : i64} : tensor<6x8xf32> -> tensor<2x8x4xf32>
+  // CHECK: arch.linear %{{.*}}, %[[P]] : (tensor<?x8xf32>, tensor<2x8x4xf32>) -> tensor<?x6xf32>
+  %y = arch.linear %x, %p : (tensor<?x8xf32>, tensor<2x8x4xf32>) -> tensor<?x6xf32>
+  // CHECK: %{{.*}}:2 = arch.split %{{.*}} : tensor<?x6xf32> -> tensor<?x4xf32>, tensor<?x2xf32>
+  %q, %k = arch.split %y : tensor<?x6xf32> -> tensor<?x4xf32>, tensor<?x2xf32>
+  return %k : tensor<?x2xf32>
 }

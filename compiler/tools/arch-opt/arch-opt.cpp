@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "arch/Dialect/ArchDialect.h"
+#include "arch/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -15,6 +16,7 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  arch::registerArchPassesAndPipelines();
   mlir::DialectRegistry registry;
   registry.insert<arch::ArchDialect, mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(

@@ -1,6 +1,8 @@
 //===- archc.cpp - The archc driver ---------------------------------------===//
 //
-//   archc compile SPEC [-o OUT] [--emit=mlir|halide|c|obj|lib] [--target=T]
+//   archc compile SPEC [-o OUT] [--emit=import|mlir|halide|c|obj|lib]
+//                 [--target=T] [--disable-pass=NAME] [--pass-pipeline=P]
+//                 [--dump-ir=DIR]
 //   archc check   SPEC [--json] [--context=N]
 //   archc run     SPEC|LIB --weights FILE [--tokenizer FILE] --prompt TEXT -n N
 //   archc bench   SPEC|LIB [--random-weights|--weights FILE] --prompt-len N
@@ -12,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include "ModelLib.h"
 #include "arch/Dialect/ArchDialect.h"
+#include "arch/Transforms/Passes.h"
 #include "compiler/import/ImportSpec.h"
 #include "compiler/spec/ArchSpec.h"
 #include "compiler/spec/Checkpoint.h"
@@ -146,6 +149,53 @@ bool showProgress(bool quiet) { return !quiet && isatty(2); }
 /// Only `archc compile` registers MLIR's pass-manager options.
 bool passManagerOptionsRegistered = false;
 
+/// Which passes run (archc compile's flags; run and bench take the default).
+struct PipelineOptions {
+  std::vector<std::string> disabled; ///< --disable-pass
+  std::string pipeline;              ///< --pass-pipeline, replaces the default
+  std::string dumpDir;               ///< --dump-ir: one file per stage
+  bool importOnly = false;           ///< --emit=import: no pass at all
+} pipelineOpts;
+
+/// Writes the module after each top-level pass (a nested pipeline counts
+/// as one) to DIR/NN-<pass>.mlir.
+class DumpIR : public mlir::PassInstrumentation {
+public:
+  DumpIR(std::string dir, int next) : dir(std::move(dir)), next(next) {}
+  void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override {
+    if (!llvm::isa<mlir::ModuleOp>(op))
+      return;
+    // A pass by its flag; a nested pipeline as its text.
+    std::string text = pass->getArgument().str();
+    llvm::raw_string_ostream os(text);
+    if (text.empty())
+      pass->printAsTextualPipeline(os);
+    std::string name;
+    for (char c : os.str())
+      name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                      c == '.'
+                  ? c
+                  : '-';
+    while (!name.empty() && name.back() == '-')
+      name.pop_back();
+    write(op, name);
+  }
+  /// Writes `op` as the next stage, named `name`.
+  void write(mlir::Operation *op, const std::string &name) {
+    char num[8];
+    snprintf(num, sizeof num, "%02d-", next++);
+    std::string path = dir + "/" + num + name + ".mlir", text, error;
+    llvm::raw_string_ostream os(text);
+    op->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
+    if (!writeOutput(path, os.str(), error))
+      fail(error);
+  }
+
+private:
+  std::string dir;
+  int next;
+};
+
 /// Spec -> optimized arch IR. Pass-manager CL options (IR printing,
 /// timing) apply when registered.
 mlir::OwningOpRef<mlir::ModuleOp> toIR(mlir::MLIRContext &ctx,
@@ -153,6 +203,9 @@ mlir::OwningOpRef<mlir::ModuleOp> toIR(mlir::MLIRContext &ctx,
   mlir::OwningOpRef<mlir::ModuleOp> module = importSpec(ctx, spec);
   if (failed(mlir::verify(*module)))
     return nullptr;
+  const PipelineOptions &po = pipelineOpts;
+  if (po.importOnly)
+    return module;
   mlir::PassManager pm(&ctx);
   if (passManagerOptionsRegistered) {
     if (failed(mlir::applyPassManagerCLOptions(pm))) {
@@ -161,7 +214,32 @@ mlir::OwningOpRef<mlir::ModuleOp> toIR(mlir::MLIRContext &ctx,
     }
     mlir::applyDefaultTimingPassManagerCLOptions(pm);
   }
-  pm.addPass(mlir::createCanonicalizerPass());
+  std::string error;
+  if (!po.pipeline.empty()) {
+    // The passes go into `pm`, which is anchored on builtin.module already.
+    llvm::StringRef text = po.pipeline;
+    if (text.consume_front("builtin.module(") && !text.consume_back(")"))
+      text = po.pipeline;
+    llvm::raw_string_ostream es(error);
+    if (failed(mlir::parsePassPipeline(text, pm, es))) {
+      fail("--pass-pipeline: " + es.str());
+      return nullptr;
+    }
+  } else if (failed(buildDefaultPipeline(pm, po.disabled, error))) {
+    fail(error);
+    return nullptr;
+  }
+  if (!po.dumpDir.empty()) {
+    std::error_code ec;
+    fs::create_directories(po.dumpDir, ec);
+    if (ec) {
+      fail("--dump-ir: cannot create " + po.dumpDir + ": " + ec.message());
+      return nullptr;
+    }
+    auto dump = std::make_unique<DumpIR>(po.dumpDir, 0);
+    dump->write(module->getOperation(), "import");
+    pm.addInstrumentation(std::move(dump));
+  }
   if (failed(pm.run(*module)))
     return nullptr;
   return module;
@@ -195,7 +273,7 @@ bool compileToLibrary(const ArchSpec &spec, const std::string &specPath,
 
 // ---- compile ---------------------------------------------------------------
 
-enum class Emit { MLIR, Halide, C, Obj, Lib };
+enum class Emit { Import, MLIR, Halide, C, Obj, Lib };
 
 int cmdCompile(int argc, char **argv) {
   cl::opt<std::string> input(cl::Positional, cl::Required,
@@ -205,7 +283,9 @@ int cmdCompile(int argc, char **argv) {
                               cl::value_desc("file"), cl::cat(archcCat));
   cl::opt<Emit> emit(
       "emit", cl::desc("how far to lower"), cl::init(Emit::Lib),
-      cl::values(clEnumValN(Emit::MLIR, "mlir", "optimized arch IR"),
+      cl::values(clEnumValN(Emit::Import, "import",
+                            "arch IR as imported, before any pass"),
+                 clEnumValN(Emit::MLIR, "mlir", "optimized arch IR"),
                  clEnumValN(Emit::Halide, "halide",
                             "lowered Halide statement of every kernel"),
                  clEnumValN(Emit::C, "c", "host glue C"),
@@ -224,12 +304,37 @@ int cmdCompile(int argc, char **argv) {
                "ARCHC_SANITIZE=1 makes it the default)"),
       cl::init(sanitizeByDefault()),
       cl::cat(archcCat));
+  cl::list<std::string> disablePass(
+      "disable-pass",
+      cl::desc("leave this pass out of the default pipeline (repeatable, or "
+               "comma-separated): arch-fuse-qkv, arch-hoist-param-prep, "
+               "canonicalize"),
+      cl::value_desc("name"), cl::CommaSeparated, cl::cat(archcCat));
+  cl::opt<std::string> passPipeline(
+      "pass-pipeline",
+      cl::desc("run this textual pipeline instead of the default, e.g. "
+               "'arch-fuse-qkv,arch-hoist-param-prep'"),
+      cl::value_desc("pipeline"), cl::cat(archcCat));
+  cl::opt<std::string> dumpIR(
+      "dump-ir",
+      cl::desc("write the IR after import and after each pass to "
+               "DIR/NN-<pass>.mlir"),
+      cl::value_desc("dir"), cl::cat(archcCat));
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
+  mlir::registerTransformsPasses();
+  registerArchPassesAndPipelines();
   passManagerOptionsRegistered = true;
   cl::ParseCommandLineOptions(argc, argv, "archc compile: spec -> library\n");
+  if (!passPipeline.empty() && !disablePass.empty())
+    return fail("--pass-pipeline replaces the default pipeline: it takes no "
+                "--disable-pass");
+  pipelineOpts.disabled.assign(disablePass.begin(), disablePass.end());
+  pipelineOpts.pipeline = passPipeline;
+  pipelineOpts.dumpDir = dumpIR;
+  pipelineOpts.importOnly = emit == Emit::Import;
 
   std::string text;
   auto spec = loadSpec(input, text);
@@ -263,7 +368,7 @@ int cmdCompile(int argc, char **argv) {
     return 1;
   std::string result, error;
   llvm::raw_string_ostream os(result);
-  if (emit == Emit::MLIR) {
+  if (emit == Emit::MLIR || emit == Emit::Import) {
     module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
   } else {
     LoweredModel lowered;
@@ -549,6 +654,15 @@ int cmdRun(int argc, char **argv) {
   return 0;
 }
 
+/// Resident memory of this process now, in bytes (0 if unknown).
+double residentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  long long pages = 0, resident = 0;
+  if (!(statm >> pages >> resident))
+    return 0;
+  return double(resident) * double(sysconf(_SC_PAGESIZE));
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t k = v.size() / 2;
@@ -598,6 +712,7 @@ int cmdBench(int argc, char **argv) {
     return fail(error);
   lib.archrt_set_num_threads(threads);
   LoadedModel m(lib);
+  double rssBefore = residentBytes();
   CHECK_RT(lib, lib.archrt_model_create(&m.model));
   archrt_model_info info;
   CHECK_RT(lib, lib.archrt_model_info_get(m.model, &info));
@@ -605,6 +720,10 @@ int cmdBench(int argc, char **argv) {
     CHECK_RT(lib, lib.archrt_init_random(m.model, 1234));
   else
     CHECK_RT(lib, lib.archrt_load_weights(m.model, weights.c_str()));
+  // What loading (and preparing) the weights left resident, against the
+  // weights' own f32 bytes.
+  double loadMiB = (residentBytes() - rssBefore) / 1048576.0;
+  double weightMiB = double(info.n_params) * 4 / 1048576.0;
   int64_t needed = int64_t(promptLen) + int64_t(gen);
   if (needed > info.max_seq_len)
     return fail("--prompt-len + --gen (" + std::to_string(needed) +
@@ -614,6 +733,7 @@ int cmdBench(int argc, char **argv) {
   for (size_t i = 0; i < prompt.size(); ++i)
     prompt[i] = int32_t((i * 7919 + 13) % size_t(info.vocab_size));
   std::vector<double> prefill, decode;
+  double firstPrefill = 0;
   archrt_seq *seq = nullptr;
   CHECK_RT(lib, lib.archrt_seq_create(m.model, promptLen + gen, &seq));
   for (int run = 0; run <= runs; ++run) { // run 0 warms up
@@ -621,6 +741,8 @@ int cmdBench(int argc, char **argv) {
     if (lib.archrt_prefill(seq, prompt.data(), promptLen) != ARCHRT_OK)
       break;
     double p = since(t0);
+    if (run == 0)
+      firstPrefill = promptLen / p;
     t0 = Clock::now();
     bool ok = true;
     for (int i = 0; ok && i < gen; ++i)
@@ -656,6 +778,10 @@ int cmdBench(int argc, char **argv) {
                  << ", \"compile_seconds\": " << llvm::format("%.3f", r.compileSeconds)
                  << ", \"prefill_tokens_per_s\": " << llvm::format("%.2f", pf)
                  << ", \"decode_tokens_per_s\": " << llvm::format("%.2f", dc)
+                 << ", \"first_prefill_tokens_per_s\": "
+                 << llvm::format("%.2f", firstPrefill)
+                 << ", \"weight_mib\": " << llvm::format("%.1f", weightMiB)
+                 << ", \"load_rss_mib\": " << llvm::format("%.1f", loadMiB)
                  << ", \"peak_rss_mib\": " << llvm::format("%.1f", peakMiB)
                  << "}\n";
     return 0;
@@ -671,6 +797,11 @@ int cmdBench(int argc, char **argv) {
                << promptLen << " tokens, median of " << runs << ")\n"
                << "decode:         " << llvm::format("%.1f", dc) << " tok/s ("
                << gen << " tokens after the prompt, median of " << runs << ")\n"
+               << "first prefill:  " << llvm::format("%.1f", firstPrefill)
+               << " tok/s (the warm-up call)\n"
+               << "weights:        " << llvm::format("%.1f MiB", weightMiB)
+               << " f32; resident after load "
+               << llvm::format("%.1f MiB", loadMiB) << "\n"
                << "peak memory:    " << llvm::format("%.1f MiB", peakMiB) << "\n";
   return 0;
 }

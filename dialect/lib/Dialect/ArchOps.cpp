@@ -16,6 +16,20 @@ using namespace mlir;
 
 namespace arch {
 
+llvm::SetVector<Operation *> weightOnlyOps(func::FuncOp fn) {
+  llvm::SetVector<Operation *> weightOnly;
+  fn.walk([&](Operation *op) {
+    if (op->getNumResults() == 0 || !isMemoryEffectFree(op))
+      return;
+    if (llvm::all_of(op->getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return def && weightOnly.contains(def);
+        }))
+      weightOnly.insert(op);
+  });
+  return weightOnly;
+}
+
 /// A [?, N] activation: dynamic tokens, static features. Returns N or -1.
 static int64_t featureDim(Operation *op, Value v, StringRef what) {
   auto t = cast<RankedTensorType>(v.getType());
@@ -27,17 +41,14 @@ static int64_t featureDim(Operation *op, Value v, StringRef what) {
   return t.getDimSize(1);
 }
 
-static LogicalResult checkStatic(Operation *op, Value v, StringRef what) {
-  auto t = cast<RankedTensorType>(v.getType());
-  if (!t.hasStaticShape())
-    return op->emitOpError() << what << " must have a static shape, got " << t;
-  return success();
-}
-
-LogicalResult ParamOp::verify() {
-  if (failed(checkStatic(*this, getResult(), "parameter")))
-    return failure();
-  auto shape = cast<RankedTensorType>(getType()).getShape();
+LogicalResult WeightOp::verify() {
+  auto type = getTensorType();
+  if (!type.hasStaticShape())
+    return emitOpError() << "weight must have a static shape, got " << type;
+  auto shape = type.getShape();
+  if (getPrepared() && (getSource() || getSourceShape() || getTranspose() ||
+                        getRows()))
+    return emitOpError() << "a prepared weight has no checkpoint source";
   if (!getSource()) {
     if (getSourceShape() || getTranspose() || getRows())
       return emitOpError() << "has a source layout but no source tensor";
@@ -48,7 +59,7 @@ LogicalResult ParamOp::verify() {
   llvm::SmallVector<int64_t, 2> view(*getSourceShape());
   if (view.size() != shape.size())
     return emitOpError() << "source tensor has rank " << view.size()
-                         << ", the parameter " << shape.size();
+                         << ", the weight " << shape.size();
   if (getTranspose()) {
     if (view.size() != 2)
       return emitOpError() << "only a rank-2 source can be transposed";
@@ -57,11 +68,11 @@ LogicalResult ParamOp::verify() {
   for (size_t i = 1; i < view.size(); ++i)
     if (view[i] != shape[i])
       return emitOpError() << "source dimension " << i << " is " << view[i]
-                           << ", the parameter's " << shape[i];
+                           << ", the weight's " << shape[i];
   if (!getRows()) {
     if (view[0] != shape[0])
       return emitOpError() << "source has " << view[0]
-                           << " rows, the parameter " << shape[0];
+                           << " rows, the weight " << shape[0];
     return success();
   }
   ArrayRef<int64_t> r = *getRows();
@@ -75,8 +86,106 @@ LogicalResult ParamOp::verify() {
   if (groups * stride != view[0] || groups * length != shape[0])
     return emitOpError() << "rows of " << groups << " groups of " << stride
                          << " take " << groups * length << " of "
-                         << view[0] << " source rows, the parameter has "
+                         << view[0] << " source rows, the weight has "
                          << shape[0];
+  return success();
+}
+
+/// The `arch.weight` that `op` names through `name`, if its type is `type`.
+static WeightOp lookupWeight(Operation *op, FlatSymbolRefAttr name, Type type,
+                             SymbolTableCollection &symbols) {
+  auto w = symbols.lookupNearestSymbolFrom<WeightOp>(op, name);
+  if (!w) {
+    op->emitOpError() << "names " << name << ", which is not an arch.weight";
+    return {};
+  }
+  if (w.getType() != type) {
+    op->emitOpError() << "has type " << type << " but weight " << name
+                      << " is " << w.getType();
+    return {};
+  }
+  return w;
+}
+
+LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return success(bool(lookupWeight(*this, getNameAttr(), getType(), symbols)));
+}
+
+LogicalResult AssignOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  WeightOp w =
+      lookupWeight(*this, getNameAttr(), getValue().getType(), symbols);
+  if (!w)
+    return failure();
+  if (!w.getPrepared())
+    return emitOpError() << "assigns " << getNameAttr()
+                         << ", a weight loaded from the checkpoint (only "
+                            "prepared weights are assigned)";
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  auto out = cast<RankedTensorType>(getResult().getType());
+  int64_t dim = getDim(), rank = out.getRank();
+  if (dim < 0 || dim >= rank)
+    return emitOpError() << "dim " << dim << " is outside the rank " << rank;
+  if (out.isDynamicDim(dim))
+    return emitOpError() << "the result must be static along dim " << dim;
+  int64_t total = 0;
+  for (Value in : getInputs()) {
+    auto t = cast<RankedTensorType>(in.getType());
+    if (t.getRank() != rank || t.isDynamicDim(dim))
+      return emitOpError() << "inputs must be tensors of rank " << rank
+                           << ", static along dim " << dim << ", got " << t;
+    for (int64_t i = 0; i < rank; ++i)
+      if (i != dim && t.getDimSize(i) != out.getDimSize(i))
+        return emitOpError() << "input " << t << " differs from the result "
+                             << out << " outside dim " << dim;
+    total += t.getDimSize(dim);
+  }
+  if (total != out.getDimSize(dim))
+    return emitOpError() << "inputs add up to " << total << " along dim "
+                         << dim << ", the result has " << out.getDimSize(dim);
+  return success();
+}
+
+LogicalResult PackOp::verify() {
+  auto w = cast<RankedTensorType>(getWeight().getType());
+  auto r = cast<RankedTensorType>(getResult().getType());
+  int64_t panel = getPanel();
+  if (w.getRank() != 2 || !w.hasStaticShape())
+    return emitOpError() << "weight must be a static [N, K] tensor, got " << w;
+  if (panel <= 0)
+    return emitOpError() << "panel must be positive";
+  int64_t n = w.getDimSize(0), k = w.getDimSize(1);
+  int64_t panels = (n + panel - 1) / panel;
+  if (r.getRank() != 3 || r.getDimSize(0) != panels || r.getDimSize(1) != k ||
+      r.getDimSize(2) != panel)
+    return emitOpError() << "result must be tensor<" << panels << "x" << k
+                         << "x" << panel << "xf32>, got " << r;
+  return success();
+}
+
+LogicalResult SplitOp::verify() {
+  int64_t width = featureDim(*this, getInput(), "input");
+  if (width < 0)
+    return failure();
+  if (getResults().empty())
+    return emitOpError() << "needs at least one result";
+  int64_t total = 0;
+  for (Value r : getResults()) {
+    int64_t w = featureDim(*this, r, "result");
+    if (w < 0)
+      return failure();
+    if (cast<RankedTensorType>(r.getType()).getDimSize(0) !=
+        cast<RankedTensorType>(getInput().getType()).getDimSize(0))
+      return emitOpError() << "results must have the input's token dimension";
+    total += w;
+  }
+  if (total != width)
+    return emitOpError() << "results cover " << total
+                         << " columns, the input has " << width;
   return success();
 }
 
@@ -126,17 +235,25 @@ LogicalResult LinearOp::verify() {
   if (k < 0)
     return failure();
   auto w = cast<RankedTensorType>(getWeight().getType());
-  if (w.getRank() != 2 || !w.hasStaticShape())
-    return emitOpError() << "weight must be a static [N, K] tensor, got " << w;
+  if ((w.getRank() != 2 && w.getRank() != 3) || !w.hasStaticShape())
+    return emitOpError() << "weight must be a static [N, K] tensor or packed "
+                         << "[panels, K, panel], got " << w;
   if (w.getDimSize(1) != k)
     return emitOpError() << "weight has K = " << w.getDimSize(1)
                          << " but the input has " << k << " features";
   int64_t n = featureDim(*this, getResult(), "result");
   if (n < 0)
     return failure();
-  if (n != w.getDimSize(0))
+  if (w.getRank() == 3) {
+    int64_t panel = w.getDimSize(2), panels = w.getDimSize(0);
+    if (panel <= 0 || panels != (n + panel - 1) / panel)
+      return emitOpError() << "a packed weight for " << n << " features has "
+                           << (n + panel - 1) / std::max<int64_t>(panel, 1)
+                           << " panels of " << panel << ", got " << w;
+  } else if (n != w.getDimSize(0)) {
     return emitOpError() << "result has " << n << " features but the weight "
                          << "has N = " << w.getDimSize(0);
+  }
   if (getBias()) {
     auto b = cast<RankedTensorType>(getBias().getType());
     if (b.getRank() != 1 || b.getDimSize(0) != n)

@@ -3,9 +3,11 @@
 #define ARCH_DIALECT_ARCHDIALECT_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -14,5 +16,17 @@
 
 #define GET_OP_CLASSES
 #include "arch/Dialect/ArchOps.h.inc"
+
+#include "llvm/ADT/SetVector.h"
+
+namespace arch {
+
+/// The ops of `fn` whose results depend on weights only: arch.param, and
+/// pure ops with results whose every operand is such a result; in order.
+/// They compute the same on every call (arch-hoist-param-prep moves them
+/// to @prepare_params).
+llvm::SetVector<mlir::Operation *> weightOnlyOps(mlir::func::FuncOp fn);
+
+} // namespace arch
 
 #endif // ARCH_DIALECT_ARCHDIALECT_H

@@ -12,8 +12,10 @@ def Arch_Dialect : Dialect {
     Ops of a decoder-only transformer at the level a model card describes it:
     embeddings, norms, linear layers, rotary embeddings, attention with a KV
     cache, gated FFNs and residual adds. Tensors have value semantics; the
-    leading (token) dimension is dynamic. Weights are `arch.param` symbols
-    that the runtime binds to loaded tensors.
+    leading (token) dimension is dynamic. Weights are module-level
+    `arch.weight` symbols that the runtime binds to loaded tensors (or
+    computes once at load, `prepared`); functions read them with
+    `arch.param`.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }

@@ -6,19 +6,24 @@ include "arch/Dialect/ArchDialect.td"
 include "arch/Dialect/ArchAttrs.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Parameters and embeddings
 //===----------------------------------------------------------------------===//
 
-def Arch_ParamOp : Arch_Op<"param", [Pure]> {
-  let summary = "a named weight tensor";
+def Arch_WeightOp : Arch_Op<"weight", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "a model weight, declared once at module level";
   let description = [{
-    A model parameter. The runtime binds the name to a loaded tensor of
-    exactly this static shape.
+    A tensor the runtime binds to a loaded checkpoint tensor of exactly this
+    static shape, or, when `prepared`, one that `@prepare_params` computes
+    from other weights once at load (`arch.assign`). Functions read it by
+    reference with `arch.param`, so a pass can replace, concatenate or
+    re-layout a weight in one place. The module's loaded weights, in order,
+    are the runtime's parameter table.
 
     ```mlir
-    %wq = arch.param @"model.layers.0.self_attn.q_proj.weight" : tensor<288x288xf32>
+    arch.weight @"model.layers.0.self_attn.q_proj.weight" : tensor<288x288xf32>
     ```
 
     Under a naming scheme other than hf-llama, `from` names the checkpoint
@@ -28,21 +33,71 @@ def Arch_ParamOp : Arch_Op<"param", [Pure]> {
     tensor for every g < groups, as from a fused query_key_value.
 
     ```mlir
-    %wk = arch.param @"model.layers.0.self_attn.k_proj.weight"
+    arch.weight @"model.layers.0.self_attn.k_proj.weight"
         from "gpt_neox.layers.0.attention.query_key_value.weight" [192, 64]
         rows [4, 48, 16, 16] : tensor<64x64xf32>
+    arch.weight @"model.layers.0.self_attn.{q_proj,k_proj,v_proj}.weight"
+        prepared : tensor<192x64xf32>
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$name, OptionalAttr<StrAttr>:$source,
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<F32Tensor>:$type,
+                       OptionalAttr<StrAttr>:$source,
                        OptionalAttr<DenseI64ArrayAttr>:$source_shape,
                        UnitAttr:$transpose,
-                       OptionalAttr<DenseI64ArrayAttr>:$rows);
-  let results = (outs F32Tensor:$result);
+                       OptionalAttr<DenseI64ArrayAttr>:$rows,
+                       UnitAttr:$prepared);
   let assemblyFormat = [{
-    $name (`from` $source^ $source_shape)? (`transposed` $transpose^)?
-    (`rows` $rows^)? attr-dict `:` type($result)
+    $sym_name (`from` $source^ $source_shape)? (`transposed` $transpose^)?
+    (`rows` $rows^)? (`prepared` $prepared^)? attr-dict `:` $type
+  }];
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$name, "::mlir::RankedTensorType":$type,
+                   CArg<"bool", "false">:$prepared), [{
+      build($_builder, $_state, name, type, ::mlir::StringAttr(),
+            ::mlir::DenseI64ArrayAttr(), false, ::mlir::DenseI64ArrayAttr(),
+            prepared);
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
   }];
   let hasVerifier = 1;
+}
+
+def Arch_ParamOp : Arch_Op<"param",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "reads a weight";
+  let description = [{
+    The value of the module-level `arch.weight` of this name and type.
+
+    ```mlir
+    %wq = arch.param @"model.layers.0.self_attn.q_proj.weight" : tensor<288x288xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Arch_AssignOp : Arch_Op<"assign",
+    [MemoryEffects<[MemWrite]>,
+     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "sets a prepared weight (in @prepare_params)";
+  let description = [{
+    Stores `value` into the `prepared` weight `name`. Only
+    `@prepare_params`, which the runtime runs once after weights load,
+    assigns weights.
+
+    ```mlir
+    arch.assign @"model.layers.0.self_attn.{q_proj,k_proj,v_proj}.weight" = %w
+        : tensor<192x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name, F32Tensor:$value);
+  let assemblyFormat = "$name `=` $value attr-dict `:` type($value)";
 }
 
 def Arch_EmbedOp : Arch_Op<"embed", [Pure]> {
@@ -98,7 +153,8 @@ def Arch_LinearOp : Arch_Op<"linear", [Pure]> {
   let summary = "x times W transposed, plus an optional bias";
   let description = [{
     The only matmul with a weight: `result[t, n] = sum_k input[t, k] *
-    weight[n, k] (+ bias[n])`, with the weight in PyTorch's [N, K] layout.
+    weight[n, k] (+ bias[n])`, with the weight in PyTorch's [N, K] layout,
+    or packed by `arch.pack` into [ceil(N / panel), K, panel].
 
     ```mlir
     %q = arch.linear %h, %wq
@@ -192,6 +248,63 @@ def Arch_LastTokenOp : Arch_Op<"last_token", [Pure]> {
   let arguments = (ins F32Tensor:$input);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Arch_ConcatOp : Arch_Op<"concat", [Pure]> {
+  let summary = "concatenation along one dimension";
+  let description = [{
+    Joins its operands along `dim`; every other dimension must agree. Fusion
+    passes concatenate weights with it (rows of [N, K] weights, biases), and
+    arch-hoist-param-prep moves such weight-only work to `@prepare_params`.
+
+    ```mlir
+    %w = arch.concat %wq, %wk, %wv {dim = 0 : i64}
+        : (tensor<288x288xf32>, tensor<96x288xf32>, tensor<96x288xf32>)
+        -> tensor<480x288xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<F32Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat =
+      "$inputs attr-dict `:` functional-type($inputs, $result)";
+  let hasVerifier = 1;
+}
+
+def Arch_PackOp : Arch_Op<"pack", [Pure]> {
+  let summary = "a [N, K] weight re-laid out in column panels for the GEMM";
+  let description = [{
+    `result[p, k, j] = weight[p * panel + j, k]`, zero where
+    `p * panel + j >= N`: the weight as ceil(N / panel) panels of `panel`
+    output columns, each stored K-major, so that a register tile of the
+    GEMM reads one contiguous row of a panel per step of K. `arch.linear`
+    takes a packed weight in place of the [N, K] one.
+
+    ```mlir
+    %p = arch.pack %w {panel = 64 : i64} : tensor<96x288xf32> -> tensor<2x288x64xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$weight, I64Attr:$panel);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$weight attr-dict `:` type($weight) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Arch_SplitOp : Arch_Op<"split", [Pure]> {
+  let summary = "consecutive column blocks of a token-major tensor";
+  let description = [{
+    Result i holds the columns of `input` after those of results 0 .. i - 1,
+    as wide as its type says; together they cover the input. Lowered as
+    strided views of the input's buffer, never a copy.
+
+    ```mlir
+    %q, %k, %v = arch.split %qkv
+        : tensor<?x480xf32> -> tensor<?x288xf32>, tensor<?x96xf32>, tensor<?x96xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$input);
+  let results = (outs Variadic<F32Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
   let hasVerifier = 1;
 }
 

@@ -1,0 +1,126 @@
+/*===- ceilings.c - This machine's FP32 FMA peak and read bandwidth ------===*
+ *
+ * The figures bench/run.sh divides by, measured in the same run: the peak
+ * as independent AVX-512 (or AVX2) FMA chains on registers, the bandwidth
+ * as a vector sum over an array far larger than the caches. One result
+ * per thread count, the best of several repetitions.
+ *   ceilings THREADS   ->   peak_gflops=... read_gbs=...
+ *
+ *===---------------------------------------------------------------------===*/
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#ifdef __AVX512F__
+typedef __m512 vec;
+#define LANES 16
+#define FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define SET1(x) _mm512_set1_ps(x)
+#define LOAD(p) _mm512_loadu_ps(p)
+#define ADD(a, b) _mm512_add_ps(a, b)
+#define SUM(v) _mm512_reduce_add_ps(v)
+#else
+typedef __m256 vec;
+#define LANES 8
+#define FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define SET1(x) _mm256_set1_ps(x)
+#define LOAD(p) _mm256_loadu_ps(p)
+#define ADD(a, b) _mm256_add_ps(a, b)
+static float SUM(vec v) {
+  float f[8];
+  _mm256_storeu_ps(f, v);
+  return f[0] + f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7];
+}
+#endif
+
+enum { CHAINS = 12, FMA_ITERS = 20000000 };
+static const size_t kFloats = (size_t)1 << 28; /* 1 GiB */
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct job {
+  const float *data;
+  size_t n;
+  float out;
+} job;
+
+/* 12 independent chains cover 2 FMA pipes x 4-6 cycles of latency. */
+static void *fma_job(void *arg) {
+  job *j = arg;
+  vec acc[CHAINS], x = SET1(0.999999f), y = SET1(1e-7f);
+  for (int c = 0; c < CHAINS; ++c)
+    acc[c] = SET1((float)c);
+  for (long i = 0; i < FMA_ITERS; ++i) {
+#pragma GCC unroll 12
+    for (int c = 0; c < CHAINS; ++c)
+      acc[c] = FMA(acc[c], x, y);
+  }
+  vec s = acc[0];
+  for (int c = 1; c < CHAINS; ++c)
+    s = ADD(s, acc[c]);
+  j->out = SUM(s);
+  return NULL;
+}
+
+static void *read_job(void *arg) {
+  job *j = arg;
+  vec a = SET1(0), b = SET1(0), c = SET1(0), d = SET1(0);
+  for (size_t i = 0; i + 4 * LANES <= j->n; i += 4 * LANES) {
+    a = ADD(a, LOAD(j->data + i));
+    b = ADD(b, LOAD(j->data + i + LANES));
+    c = ADD(c, LOAD(j->data + i + 2 * LANES));
+    d = ADD(d, LOAD(j->data + i + 3 * LANES));
+  }
+  j->out = SUM(ADD(ADD(a, b), ADD(c, d)));
+  return NULL;
+}
+
+/* Best of `reps` timings of `threads` copies of `fn` over equal slices. */
+static double best(void *(*fn)(void *), int threads, const float *data,
+                   int reps) {
+  double t = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    pthread_t tid[64];
+    job jobs[64];
+    double t0 = now();
+    for (int i = 0; i < threads; ++i) {
+      jobs[i].data = data + kFloats / (size_t)threads * (size_t)i;
+      jobs[i].n = kFloats / (size_t)threads;
+      pthread_create(&tid[i], NULL, fn, &jobs[i]);
+    }
+    for (int i = 0; i < threads; ++i)
+      pthread_join(tid[i], NULL);
+    double dt = now() - t0;
+    if (dt < t)
+      t = dt;
+  }
+  return t;
+}
+
+int main(int argc, char **argv) {
+  int threads = argc > 1 ? atoi(argv[1]) : 1;
+  if (threads < 1 || threads > 64) {
+    fprintf(stderr, "ceilings: threads must be in [1, 64]\n");
+    return 1;
+  }
+  float *data = malloc(kFloats * sizeof(float));
+  if (!data) {
+    fprintf(stderr, "ceilings: cannot allocate 1 GiB\n");
+    return 1;
+  }
+  for (size_t i = 0; i < kFloats; ++i)
+    data[i] = (float)(i & 7);
+  double flops = 2.0 * LANES * CHAINS * (double)FMA_ITERS * threads;
+  double tf = best(fma_job, threads, data, 3);
+  double tr = best(read_job, threads, data, 5);
+  printf("peak_gflops=%.1f read_gbs=%.1f\n", flops / tf / 1e9,
+         (double)kFloats * sizeof(float) / tr / 1e9);
+  free(data);
+  return 0;
+}

@@ -1,0 +1,36 @@
+//===- Passes.h - arch rewrites ---------------------------------*- C++ -*-===//
+#ifndef ARCH_TRANSFORMS_PASSES_H
+#define ARCH_TRANSFORMS_PASSES_H
+
+#include "arch/Dialect/ArchDialect.h"
+
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+#include <vector>
+
+namespace arch {
+
+#define GEN_PASS_DECL
+#include "arch/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "arch/Transforms/Passes.h.inc"
+
+/// The passes `archc compile` runs, in order, by flag name.
+const std::vector<std::string> &defaultPipelinePasses();
+
+/// Adds the default pipeline, less the passes named in `disabled`, to `pm`
+/// (a pass manager on builtin.module). Fails with `error` set when a name
+/// is not a pass of the pipeline.
+mlir::LogicalResult buildDefaultPipeline(mlir::OpPassManager &pm,
+                                         const std::vector<std::string> &disabled,
+                                         std::string &error);
+
+/// Registers the arch passes and the `arch-default-pipeline` pipeline.
+void registerArchPassesAndPipelines();
+
+} // namespace arch
+
+#endif // ARCH_TRANSFORMS_PASSES_H

@@ -1,0 +1,121 @@
+//===- Passes.td - arch rewrites ----------------------------*- tablegen -*-===//
+#ifndef ARCH_TRANSFORMS_PASSES_TD
+#define ARCH_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def FuseQKVPass : Pass<"arch-fuse-qkv", "::mlir::ModuleOp"> {
+  let summary = "one projection for the query, key and value of an attention";
+  let description = [{
+    The q, k and v `arch.linear`s that feed one `arch.attention` (directly
+    or through QK-norm and RoPE) and read the same value become one linear
+    over their concatenated weights (and biases), followed by an
+    `arch.split` whose results are views of its output. MHA, GQA and MQA
+    alike; linears on different inputs, or some with a bias and some
+    without, stay apart.
+
+    ```mlir
+    %q = arch.linear %h, %wq : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+    %k = arch.linear %h, %wk : (tensor<?x64xf32>, tensor<16x64xf32>) -> tensor<?x16xf32>
+    %v = arch.linear %h, %wv : (tensor<?x64xf32>, tensor<16x64xf32>) -> tensor<?x16xf32>
+    // becomes
+    %w = arch.concat %wq, %wk, %wv {dim = 0 : i64}
+        : (tensor<64x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<96x64xf32>
+    %qkv = arch.linear %h, %w : (tensor<?x64xf32>, tensor<96x64xf32>) -> tensor<?x96xf32>
+    %q, %k, %v = arch.split %qkv
+        : tensor<?x96xf32> -> tensor<?x64xf32>, tensor<?x16xf32>, tensor<?x16xf32>
+    ```
+
+    The concatenation depends on weights only: arch-hoist-param-prep moves
+    it to load time.
+  }];
+  let dependentDialects = ["::arch::ArchDialect"];
+}
+
+def FuseParallelBlockPass
+    : Pass<"arch-fuse-parallel-block", "::mlir::ModuleOp"> {
+  let summary = "one GEMM in and one GEMM out of a parallel block";
+  let description = [{
+    In parallel blocks (GPT-J, PaLM, Falcon, Command: `x + attn(n(x)) +
+    ffn(n(x))`), the attention's input projection (q/k/v, fused or not)
+    and the FFN's input projections that read the same normalized value
+    become one linear and one `arch.split` (when all have a bias or none);
+    and the attention output projection and the FFN down projection, whose
+    results are summed, become one linear over the concatenated
+    activations, with the weights concatenated along K and the biases
+    added. Serial blocks have neither shape and are untouched.
+
+    ```mlir
+    %o = arch.linear %a, %wo : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+    %d = arch.linear %m, %wd : (tensor<?x256xf32>, tensor<64x256xf32>) -> tensor<?x64xf32>
+    %s = arch.add %o, %d : tensor<?x64xf32>
+    // becomes
+    %am = arch.concat %a, %m {dim = 1 : i64}
+        : (tensor<?x64xf32>, tensor<?x256xf32>) -> tensor<?x320xf32>
+    %w = arch.concat %wo, %wd {dim = 1 : i64}
+        : (tensor<64x64xf32>, tensor<64x256xf32>) -> tensor<64x320xf32>
+    %s = arch.linear %am, %w : (tensor<?x320xf32>, tensor<64x320xf32>) -> tensor<?x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::arch::ArchDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Weight preparation
+//===----------------------------------------------------------------------===//
+
+def PackWeightsPass : Pass<"arch-pack-weights", "::mlir::ModuleOp"> {
+  let summary = "GEMM weights re-laid out in panels of the register tile";
+  let description = [{
+    Every `arch.linear` that runs over many token rows (a dynamic token
+    dimension: every projection, not the one-row classifier) reads its
+    weight through `arch.pack`: ceil(N / panel) panels of `panel` output
+    columns, each stored K-major, which the GEMM kernel's register tile
+    streams contiguously. Weights with fewer than `min-columns` outputs stay
+    as they are. The packing depends on weights only, so
+    arch-hoist-param-prep moves it to load time.
+
+    ```mlir
+    %y = arch.linear %x, %w : (tensor<?x288xf32>, tensor<768x288xf32>) -> tensor<?x768xf32>
+    // becomes
+    %p = arch.pack %w {panel = 64 : i64} : tensor<768x288xf32> -> tensor<12x288x64xf32>
+    %y = arch.linear %x, %p : (tensor<?x288xf32>, tensor<12x288x64xf32>) -> tensor<?x768xf32>
+    ```
+  }];
+  let options = [
+    Option<"panel", "panel", "int64_t", /*default=*/"64",
+           "output columns per panel (the register tile's width)">,
+    Option<"minColumns", "min-columns", "int64_t", /*default=*/"16",
+           "leave linears with fewer output columns unpacked">,
+  ];
+  let dependentDialects = ["::arch::ArchDialect"];
+}
+
+def HoistParamPrepPass : Pass<"arch-hoist-param-prep", "::mlir::ModuleOp"> {
+  let summary = "moves weight-only computation to @prepare_params";
+  let description = [{
+    Every value of `@forward` that depends only on weights (concatenations
+    made by the fusion passes, later re-layouts for the kernels) becomes a
+    `prepared` `arch.weight`, computed once by `@prepare_params`, which the
+    runtime runs when weights load. `@forward` reads it with `arch.param`,
+    so no forward call repeats the work. A prepared weight's name shows
+    where it came from: `model.layers.0.self_attn.{q_proj,k_proj,v_proj}.weight`.
+
+    ```mlir
+    %w = arch.concat %wq, %wk, %wv {dim = 0 : i64} : ... -> tensor<96x64xf32>
+    // becomes, in @forward
+    %w = arch.param @"model.layers.0.self_attn.{q_proj,k_proj,v_proj}.weight"
+        : tensor<96x64xf32>
+    // and in @prepare_params
+    arch.assign @"model.layers.0.self_attn.{q_proj,k_proj,v_proj}.weight" = %c
+        : tensor<96x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::arch::ArchDialect", "::mlir::func::FuncDialect"];
+}
+
+#endif // ARCH_TRANSFORMS_PASSES_TD

@@ -1,0 +1,32 @@
+//===- FuseLinears.h - Linears on one input as one linear -------*- C++ -*-===//
+//
+// The rewrite behind arch-fuse-qkv and arch-fuse-parallel-block.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCH_TRANSFORMS_FUSELINEARS_H
+#define ARCH_TRANSFORMS_FUSELINEARS_H
+
+#include "arch/Dialect/ArchDialect.h"
+
+#include "mlir/IR/Dominance.h"
+
+namespace arch {
+
+/// The linear that produced `v`, looking through the ops between a
+/// projection and attention (the split of a fused projection, QK-norm,
+/// RoPE): linear -> [split] -> [norm] -> [rope] -> attention operand.
+LinearOp projectionOf(mlir::Value v);
+
+/// Replaces `linears`, which must read the same input and all have a bias
+/// or none, by one linear over their weights concatenated along N (and
+/// their biases), then one arch.split into every part. A linear that is
+/// itself fused (its weight an arch.concat, its result read only by an
+/// arch.split) contributes its parts, so fusions compose: the fused q/k/v
+/// projection and the FFN's up and gate projections become one 5-way
+/// split. Fails, changing nothing, where the linears do not qualify.
+mlir::LogicalResult fuseSiblingLinears(llvm::ArrayRef<LinearOp> linears,
+                                       mlir::DominanceInfo &dom);
+
+} // namespace arch
+
+#endif // ARCH_TRANSFORMS_FUSELINEARS_H

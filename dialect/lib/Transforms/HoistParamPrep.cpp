@@ -1,0 +1,151 @@
+//===- HoistParamPrep.cpp - Weight-only work, once per load ---------------===//
+//
+// A value that depends only on weights is the same on every forward call:
+// computing it there would repeat a weight-sized copy per token. It becomes
+// a prepared weight that @prepare_params computes once, when weights load.
+//
+//===----------------------------------------------------------------------===//
+#include "arch/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+
+namespace arch {
+#define GEN_PASS_DEF_HOISTPARAMPREPPASS
+#include "arch/Transforms/Passes.h.inc"
+
+namespace {
+
+/// `a.b.{x,y,z}.c` for weights `a.b.x.c`, `a.b.y.c`, `a.b.z.c`: the common
+/// dotted prefix and suffix around the parts that differ.
+static std::string joinedName(ArrayRef<StringRef> names) {
+  StringRef first = names.front();
+  size_t pre = first.size(), suf = first.size();
+  for (StringRef n : names.drop_front()) {
+    size_t i = 0;
+    while (i < pre && i < n.size() && n[i] == first[i])
+      ++i;
+    pre = i;
+    size_t j = 0;
+    while (j < suf && j < n.size() &&
+           n[n.size() - 1 - j] == first[first.size() - 1 - j])
+      ++j;
+    suf = j;
+  }
+  // Cut at dots, so that whole name components differ.
+  pre = first.substr(0, pre).rfind('.') + 1; // npos + 1 == 0
+  size_t dot = first.substr(first.size() - suf).find('.');
+  suf = dot == StringRef::npos ? 0 : suf - dot;
+  std::string out = first.substr(0, pre).str() + "{";
+  for (size_t i = 0; i < names.size(); ++i) {
+    StringRef n = names[i];
+    size_t end = n.size() - suf;
+    out += (i ? "," : "") + n.substr(pre, end > pre ? end - pre : 0).str();
+  }
+  return out + "}" + first.substr(first.size() - suf).str();
+}
+
+/// A name for the prepared value computed by `slice` (in order): the
+/// weights it reads, joined, then each step after concatenation by its op
+/// (`….{q_proj,k_proj,v_proj}.weight.pack`); `prepared.N` when taken.
+static std::string preparedName(ArrayRef<Operation *> slice, ModuleOp module,
+                                unsigned &counter) {
+  SmallVector<StringRef> names;
+  std::string steps;
+  for (Operation *op : slice) {
+    if (auto p = dyn_cast<ParamOp>(op)) {
+      if (!llvm::is_contained(names, p.getName()))
+        names.push_back(p.getName());
+    } else if (!isa<ConcatOp>(op)) {
+      steps += "." + op->getName().stripDialect().str();
+    }
+  }
+  std::string name;
+  if (!names.empty())
+    name = (names.size() == 1 ? names.front().str() : joinedName(names)) +
+           steps;
+  while (name.empty() || module.lookupSymbol(name))
+    name = "prepared." + std::to_string(counter++);
+  return name;
+}
+
+struct HoistParamPrepPass
+    : impl::HoistParamPrepPassBase<HoistParamPrepPass> {
+  void runOnOperation() override;
+};
+
+// op(param @a, param @b) in @forward
+//   => @forward:        param @"{a,b}"
+//      @prepare_params: assign @"{a,b}" = op(param @a, param @b)
+void HoistParamPrepPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return;
+  llvm::SetVector<Operation *> weightOnly = weightOnlyOps(forward);
+  // Roots: weight-only results read by the rest of @forward. A bare
+  // arch.param is already a weight.
+  SmallVector<Operation *> roots;
+  for (Operation *op : weightOnly)
+    if (!isa<ParamOp>(op) && op->getNumResults() == 1 &&
+        llvm::any_of(op->getUsers(),
+                     [&](Operation *u) { return !weightOnly.contains(u); }))
+      roots.push_back(op);
+  if (roots.empty()) {
+    markAllAnalysesPreserved();
+    return;
+  }
+
+  OpBuilder b(module.getContext());
+  auto prepare = module.lookupSymbol<func::FuncOp>("prepare_params");
+  if (!prepare) {
+    b.setInsertionPoint(forward);
+    prepare = b.create<func::FuncOp>(forward.getLoc(), "prepare_params",
+                                     b.getFunctionType({}, {}));
+    b.setInsertionPointToEnd(prepare.addEntryBlock());
+    b.create<func::ReturnOp>(forward.getLoc());
+  }
+  Block &prep = prepare.getBody().front();
+  unsigned counter = 0;
+  for (Operation *root : roots) {
+    Value result = root->getResult(0);
+    auto type = cast<RankedTensorType>(result.getType());
+    // The ops the root needs, in order.
+    llvm::SetVector<Operation *> slice;
+    SmallVector<Operation *> stack{root};
+    while (!stack.empty()) {
+      Operation *op = stack.pop_back_val();
+      if (!slice.insert(op))
+        continue;
+      for (Value in : op->getOperands())
+        stack.push_back(in.getDefiningOp());
+    }
+    SmallVector<Operation *> ordered(slice.begin(), slice.end());
+    llvm::sort(ordered, [](Operation *a, Operation *c) {
+      return a->isBeforeInBlock(c);
+    });
+    std::string name = preparedName(ordered, module, counter);
+    b.setInsertionPoint(prepare);
+    b.create<WeightOp>(root->getLoc(), name, type, /*prepared=*/true);
+    IRMapping map;
+    b.setInsertionPoint(prep.getTerminator());
+    for (Operation *op : ordered)
+      b.clone(*op, map);
+    b.create<AssignOp>(root->getLoc(), name, map.lookup(result));
+
+    b.setInsertionPoint(root);
+    Value read = b.create<ParamOp>(root->getLoc(), type, name);
+    result.replaceUsesWithIf(read, [&](OpOperand &use) {
+      return !weightOnly.contains(use.getOwner());
+    });
+  }
+  // What only fed the roots is dead now.
+  for (Operation *op : llvm::reverse(weightOnly))
+    if (op->use_empty())
+      op->erase();
+}
+
+} // namespace
+} // namespace arch

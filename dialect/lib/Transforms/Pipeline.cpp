@@ -1,0 +1,75 @@
+//===- Pipeline.cpp - The pipeline archc compile runs ---------------------===//
+#include "arch/Transforms/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace arch {
+
+namespace {
+struct Step {
+  const char *name;
+  void (*add)(OpPassManager &);
+};
+} // namespace
+
+/// Fusion first, then the kernels' weight layout; hoisting then moves all
+/// the weight-only work they made to load time. Every pass works on the
+/// whole module, so that --dump-ir and --mlir-print-ir-after-all show the
+/// model after each one (nested function pipelines would interleave).
+static const Step steps[] = {
+    {"arch-fuse-qkv",
+     [](OpPassManager &pm) { pm.addPass(createFuseQKVPass()); }},
+    {"arch-fuse-parallel-block",
+     [](OpPassManager &pm) { pm.addPass(createFuseParallelBlockPass()); }},
+    {"arch-pack-weights",
+     [](OpPassManager &pm) { pm.addPass(createPackWeightsPass()); }},
+    {"arch-hoist-param-prep",
+     [](OpPassManager &pm) { pm.addPass(createHoistParamPrepPass()); }},
+    {"canonicalize",
+     [](OpPassManager &pm) { pm.addPass(createCanonicalizerPass()); }},
+};
+
+const std::vector<std::string> &defaultPipelinePasses() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const Step &s : steps)
+      n.push_back(s.name);
+    return n;
+  }();
+  return names;
+}
+
+LogicalResult buildDefaultPipeline(OpPassManager &pm,
+                                   const std::vector<std::string> &disabled,
+                                   std::string &error) {
+  const std::vector<std::string> &names = defaultPipelinePasses();
+  for (const std::string &d : disabled)
+    if (std::find(names.begin(), names.end(), d) == names.end()) {
+      error = "--disable-pass: '" + d + "' is not a pass of the pipeline (";
+      for (size_t i = 0; i < names.size(); ++i)
+        error += (i ? ", " : "") + names[i];
+      error += ")";
+      return failure();
+    }
+  for (const Step &s : steps)
+    if (std::find(disabled.begin(), disabled.end(), s.name) == disabled.end())
+      s.add(pm);
+  return success();
+}
+
+void registerArchPassesAndPipelines() {
+  registerArchPasses();
+  PassPipelineRegistration<>(
+      "arch-default-pipeline", "the passes archc compile runs, in order",
+      [](OpPassManager &pm) {
+        std::string error;
+        (void)buildDefaultPipeline(pm, {}, error);
+      });
+}
+
+} // namespace arch

@@ -1,0 +1,50 @@
+// RUN: arch-opt %s -split-input-file -arch-pack-weights | FileCheck %s
+// RUN: arch-opt %s -split-input-file -arch-pack-weights='panel=32 min-columns=64' | FileCheck %s --check-prefix=OPTS
+
+arch.weight @w : tensor<96x8xf32>
+arch.weight @c : tensor<16x8xf32>
+// A projection over many rows reads its weight packed: ceil(96 / 64) = 2
+// panels, the second half zeros. The classifier (one row) stays a GEMV
+// over the [N, K] weight.
+// CHECK-LABEL: func.func @pack_projection
+// OPTS-LABEL: func.func @pack_projection
+func.func @pack_projection(%x: tensor<?x8xf32>, %l: tensor<1x8xf32>) -> (tensor<?x96xf32>, tensor<1x16xf32>) {
+  // CHECK: %[[W:.*]] = arch.param @w
+  // CHECK: %[[P:.*]] = arch.pack %[[W]] {panel = 64 : i64} : tensor<96x8xf32> -> tensor<2x8x64xf32>
+  // CHECK: arch.linear %{{.*}}, %[[P]] : (tensor<?x8xf32>, tensor<2x8x64xf32>) -> tensor<?x96xf32>
+  // OPTS: arch.pack %{{.*}} {panel = 32 : i64} : tensor<96x8xf32> -> tensor<3x8x32xf32>
+  %w = arch.param @w : tensor<96x8xf32>
+  %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<96x8xf32>) -> tensor<?x96xf32>
+  // CHECK: %[[C:.*]] = arch.param @c
+  // CHECK-NOT: arch.pack
+  // CHECK: arch.linear %{{.*}}, %[[C]] : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
+  %c = arch.param @c : tensor<16x8xf32>
+  %z = arch.linear %l, %c : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
+  return %y, %z : tensor<?x96xf32>, tensor<1x16xf32>
+}
+
+// -----
+
+arch.weight @w : tensor<8x8xf32>
+// Fewer output columns than min-columns: left as it is.
+// CHECK-LABEL: func.func @no_pack_narrow
+// OPTS-LABEL: func.func @no_pack_narrow
+func.func @no_pack_narrow(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // CHECK-NOT: arch.pack
+  // OPTS-NOT: arch.pack
+  %w = arch.param @w : tensor<8x8xf32>
+  %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+arch.weight @w : tensor<128x8xf32>
+// CHECK-LABEL: func.func @min_columns
+// OPTS-LABEL: func.func @min_columns
+func.func @min_columns(%x: tensor<?x8xf32>) -> tensor<?x128xf32> {
+  // OPTS: arch.pack {{.*}} -> tensor<4x8x32xf32>
+  %w = arch.param @w : tensor<128x8xf32>
+  %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<128x8xf32>) -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}
