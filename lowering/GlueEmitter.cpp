@@ -450,7 +450,10 @@ LogicalResult GlueEmitter::emitWeightOp(Operation *op, const std::string &dst) {
        << f32(2, dst, {s(n), "1"}) << "));\n";
     return success();
   }
-  auto p = cast<PackOp>(op);
+  auto p = dyn_cast<PackOp>(op);
+  if (!p)
+    return op->emitOpError() << "depends only on weights and has no lowering "
+                                "as weight preparation";
   auto w = cast<RankedTensorType>(p.getWeight().getType());
   int64_t n = w.getDimSize(0), k = w.getDimSize(1), panel = p.getPanel();
   std::string kn = kernel({KernelKind::Pack, {k, n, panel}, {}});
