@@ -158,10 +158,12 @@ struct PipelineOptions {
 } pipelineOpts;
 
 /// Writes the module after each top-level pass (a nested pipeline counts
-/// as one) to DIR/NN-<pass>.mlir.
+/// as one) to DIR/NN-<pass>.mlir; `failed` once a file could not be
+/// written (the error is reported then).
 class DumpIR : public mlir::PassInstrumentation {
 public:
   DumpIR(std::string dir, int next) : dir(std::move(dir)), next(next) {}
+  bool failed = false;
   void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override {
     if (!llvm::isa<mlir::ModuleOp>(op))
       return;
@@ -187,8 +189,10 @@ public:
     std::string path = dir + "/" + num + name + ".mlir", text, error;
     llvm::raw_string_ostream os(text);
     op->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
-    if (!writeOutput(path, os.str(), error))
-      fail(error);
+    if (!failed && !writeOutput(path, os.str(), error)) {
+      fail("--dump-ir: " + error);
+      failed = true;
+    }
   }
 
 private:
@@ -229,6 +233,7 @@ mlir::OwningOpRef<mlir::ModuleOp> toIR(mlir::MLIRContext &ctx,
     fail(error);
     return nullptr;
   }
+  DumpIR *dumped = nullptr; // owned by pm
   if (!po.dumpDir.empty()) {
     std::error_code ec;
     fs::create_directories(po.dumpDir, ec);
@@ -238,9 +243,10 @@ mlir::OwningOpRef<mlir::ModuleOp> toIR(mlir::MLIRContext &ctx,
     }
     auto dump = std::make_unique<DumpIR>(po.dumpDir, 0);
     dump->write(module->getOperation(), "import");
+    dumped = dump.get();
     pm.addInstrumentation(std::move(dump));
   }
-  if (failed(pm.run(*module)))
+  if (failed(pm.run(*module)) || (dumped && dumped->failed))
     return nullptr;
   return module;
 }
@@ -304,12 +310,14 @@ int cmdCompile(int argc, char **argv) {
                "ARCHC_SANITIZE=1 makes it the default)"),
       cl::init(sanitizeByDefault()),
       cl::cat(archcCat));
-  cl::list<std::string> disablePass(
-      "disable-pass",
-      cl::desc("leave this pass out of the default pipeline (repeatable, or "
-               "comma-separated): arch-fuse-qkv, arch-hoist-param-prep, "
-               "canonicalize"),
-      cl::value_desc("name"), cl::CommaSeparated, cl::cat(archcCat));
+  // cl::desc keeps a reference: the text lives as long as the option.
+  std::string disableHelp = "leave this pass out of the default pipeline "
+                            "(repeatable, or comma-separated):";
+  for (const std::string &p : defaultPipelinePasses())
+    disableHelp += (disableHelp.back() == ':' ? " " : ", ") + p;
+  cl::list<std::string> disablePass("disable-pass", cl::desc(disableHelp),
+                                    cl::value_desc("name"), cl::CommaSeparated,
+                                    cl::cat(archcCat));
   cl::opt<std::string> passPipeline(
       "pass-pipeline",
       cl::desc("run this textual pipeline instead of the default, e.g. "
