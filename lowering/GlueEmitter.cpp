@@ -472,6 +472,7 @@ LogicalResult GlueEmitter::emitPrepare(func::FuncOp fn) {
   llvm::StringMap<int64_t> weightNumel;
   llvm::StringSet<> assigned;
   int64_t tempOffset = 0;
+  SmallVector<Value> temps; ///< values in W
   for (ParamOp p : fn.getOps<ParamOp>()) {
     weightNumel[p.getName()] =
         cast<RankedTensorType>(p.getType()).getNumElements();
@@ -497,17 +498,27 @@ LogicalResult GlueEmitter::emitPrepare(func::FuncOp fn) {
       continue;
     }
     if (auto a = dyn_cast<AssignOp>(op)) {
-      tempOffset = 0;
       if (!assigned.insert(a.getName()).second)
         return a.emitOpError() << "assigns " << a.getNameAttr() << " twice";
-      if (isa_and_nonnull<ParamOp>(a.getValue().getDefiningOp())) {
+      std::string dst =
+          "P[" + std::to_string(paramIndex[a.getName().str()]) + "]";
+      ValueInfo v = info(a.getValue());
+      if (v.ptr != dst) {
         int64_t n =
             cast<RankedTensorType>(a.getValue().getType()).getNumElements();
-        os << comment(&op) << "  archrt_gen_copy_rows(P["
-           << paramIndex[a.getName().str()] << "], " << n << ", "
-           << info(a.getValue()).ptr << ", " << n << ", 1, " << n << ");\n";
+        os << comment(&op) << "  archrt_gen_copy_rows(" << dst << ", " << n
+           << ", " << v.ptr << ", " << n << ", 1, " << n << ");\n";
       }
       release(&op);
+      // W is reused once no temporary in it is read after this assign.
+      if (llvm::all_of(temps, [&](Value t) {
+            return llvm::none_of(t.getUsers(), [&](Operation *u) {
+              return op.isBeforeInBlock(u);
+            });
+          })) {
+        temps.clear();
+        tempOffset = 0;
+      }
       continue;
     }
     if (!isa<ConcatOp, PackOp, AddOp>(op))
@@ -517,11 +528,11 @@ LogicalResult GlueEmitter::emitPrepare(func::FuncOp fn) {
     if (auto a = dyn_cast_or_null<AssignOp>(user)) {
       dst = "P[" + std::to_string(paramIndex[a.getName().str()]) + "]";
     } else {
-      // Each assign's temporaries are dead after it: W is reused.
       auto type = cast<RankedTensorType>(op.getResult(0).getType());
       dst = "(W + " + std::to_string(tempOffset) + ")";
       tempOffset += type.getNumElements();
       prepareTemp = std::max(prepareTemp, tempOffset);
+      temps.push_back(op.getResult(0));
     }
     if (failed(emitWeightOp(&op, dst)))
       return failure();

@@ -82,36 +82,40 @@ double seconds(std::chrono::steady_clock::time_point since) {
 } // namespace
 
 /// The Halide runtime for `target` at `path`: copied from the cache
-/// ($ARCHC_CACHE or ~/.cache/archc, halide-runtime/<target>.o), compiled
+/// ($ARCHC_CACHE or ~/.cache/archc, halide14-runtime/<target>.o), compiled
 /// into it on first use. It depends only on Halide 14 and the target
 /// (a canonical string of [a-z0-9_-]), and takes longer to compile than
-/// a tiny model's kernels. Without a writable cache, compiled in place.
+/// a tiny model's kernels. Without a usable cache, compiled in place.
 static bool halideRuntimeObject(const std::string &target,
-                               const std::string &path, std::string &error) {
+                                const std::string &path, std::string &error) {
   const char *env = getenv("ARCHC_CACHE"), *home = getenv("HOME");
   std::string dir = env && *env ? env : home ? std::string(home) + "/.cache/archc"
                                              : "";
   std::error_code ec;
   if (!dir.empty()) {
-    dir += "/halide-runtime";
+    dir += "/halide14-runtime";
     fs::create_directories(dir, ec);
   }
-  if (dir.empty() || ec)
-    return compileHalideRuntime(target, path, error);
   std::string cached = dir + "/" + target + ".o";
-  if (!fs::exists(cached, ec)) {
-    // Compiled beside it, then renamed: concurrent builds never see half.
-    std::string part = cached + "." + std::to_string(getpid()) + ".partial";
-    if (!compileHalideRuntime(target, part, error))
-      return false;
-    fs::rename(part, cached, ec);
-    if (ec) {
+  if (!dir.empty() && !ec && !fs::exists(cached, ec)) {
+    // Compiled into a file of its own beside it, then renamed: concurrent
+    // builds never see half of it.
+    std::string part = cached + ".XXXXXX";
+    int fd = mkstemp(part.data());
+    std::string ignored;
+    if (fd >= 0) {
+      close(fd);
+      if (compileHalideRuntime(target, part, ignored))
+        fs::rename(part, cached, ec);
       fs::remove(part, ec);
-      return compileHalideRuntime(target, path, error);
     }
   }
-  fs::copy_file(cached, path, ec);
-  return !ec || compileHalideRuntime(target, path, error);
+  if (!dir.empty() && fs::exists(cached, ec)) {
+    fs::copy_file(cached, path, ec);
+    if (!ec)
+      return true;
+  }
+  return compileHalideRuntime(target, path, error);
 }
 
 bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,

@@ -339,6 +339,10 @@ int cmdCompile(int argc, char **argv) {
   if (!passPipeline.empty() && !disablePass.empty())
     return fail("--pass-pipeline replaces the default pipeline: it takes no "
                 "--disable-pass");
+  if (emit == Emit::Import &&
+      (!passPipeline.empty() || !disablePass.empty() || !dumpIR.empty()))
+    return fail("--emit=import runs no pass: it takes no --pass-pipeline, "
+                "--disable-pass or --dump-ir");
   pipelineOpts.disabled.assign(disablePass.begin(), disablePass.end());
   pipelineOpts.pipeline = passPipeline;
   pipelineOpts.dumpDir = dumpIR;

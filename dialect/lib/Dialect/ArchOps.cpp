@@ -19,7 +19,12 @@ namespace arch {
 llvm::SetVector<Operation *> weightOnlyOps(func::FuncOp fn) {
   llvm::SetVector<Operation *> weightOnly;
   fn.walk([&](Operation *op) {
-    if (op->getNumResults() == 0 || !isMemoryEffectFree(op))
+    if (isa<ParamOp>(op)) {
+      weightOnly.insert(op);
+      return;
+    }
+    if (op->getNumResults() == 0 || op->getNumOperands() == 0 ||
+        !isMemoryEffectFree(op))
       return;
     if (llvm::all_of(op->getOperands(), [&](Value v) {
           Operation *def = v.getDefiningOp();

@@ -23,16 +23,18 @@ LinearOp projectionOf(Value v) {
   return {};
 }
 
-/// Makes `v` available before `at`: values defined later by an op without
-/// operands (arch.param) are moved up; others must dominate already.
-static bool hoistAbove(Value v, Operation *at, DominanceInfo &dom) {
+/// Whether `v` is available before `at`, or can be made so by moving the
+/// op without operands (arch.param) that defines it in the same block.
+static bool canHoistAbove(Value v, Operation *at, DominanceInfo &dom) {
   if (!v || dom.properlyDominates(v, at))
     return true;
   Operation *def = v.getDefiningOp();
-  if (!def || def->getNumOperands() != 0 || def->getBlock() != at->getBlock())
-    return false;
-  def->moveBefore(at);
-  return true;
+  return def && def->getNumOperands() == 0 && def->getBlock() == at->getBlock();
+}
+
+static void hoistAbove(Value v, Operation *at, DominanceInfo &dom) {
+  if (v && !dom.properlyDominates(v, at))
+    v.getDefiningOp()->moveBefore(at);
 }
 
 /// The parts `v` is made of: a single-use arch.concat's inputs, else `v`.
@@ -74,10 +76,15 @@ LogicalResult fuseSiblingLinears(ArrayRef<LinearOp> linears,
     if (l->isBeforeInBlock(first))
       first = l;
   }
+  // Every check before the first change: a failure leaves the IR as it was.
   for (LinearOp l : linears)
-    if (!hoistAbove(l.getWeight(), first, dom) ||
-        !hoistAbove(l.getBias(), first, dom))
+    if (!canHoistAbove(l.getWeight(), first, dom) ||
+        !canHoistAbove(l.getBias(), first, dom))
       return failure();
+  for (LinearOp l : linears) {
+    hoistAbove(l.getWeight(), first, dom);
+    hoistAbove(l.getBias(), first, dom);
+  }
 
   OpBuilder b(first);
   SmallVector<Location> locs;

@@ -22,7 +22,8 @@
 namespace arch {
 
 /// The ops of `fn` whose results depend on weights only: arch.param, and
-/// pure ops with results whose every operand is such a result; in order.
+/// pure ops with operands and results whose every operand is such a
+/// result; in order.
 /// They compute the same on every call (arch-hoist-param-prep moves them
 /// to @prepare_params).
 llvm::SetVector<mlir::Operation *> weightOnlyOps(mlir::func::FuncOp fn);
