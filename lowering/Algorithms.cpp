@@ -456,13 +456,15 @@ static Expr activate(Expr x, int64_t act) {
   }
 }
 
-/// add: a + b; glu: act(a) * b; activation: act(a).
+/// add: a + b; glu: act(a) * b; activation: act(a); copy: a.
 static void lowerElementwise(KernelFuncs &k) {
   int64_t d = k.spec.ints[0];
   ImageParam a = input(Float(32), {d}, "a", k);
   Var i("i"), t("t");
   Func out(kindName(k.spec.kind));
-  if (k.spec.kind == KernelKind::Activation) {
+  if (k.spec.kind == KernelKind::Copy) {
+    out(i, t) = a(i, t);
+  } else if (k.spec.kind == KernelKind::Activation) {
     out(i, t) = activate(a(i, t), k.spec.ints[1]);
   } else if (k.spec.kind == KernelKind::Scale) {
     out(i, t) = a(i, t) * float(k.spec.reals[0]);
@@ -547,10 +549,12 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
   case KernelKind::Scale:
   case KernelKind::Glu:
   case KernelKind::Add:
+  case KernelKind::Copy:
     lowerElementwise(k);
     break;
   }
-  // Every output is token-major with static feature extents.
+  // Every output is token-major with static feature extents, its rows
+  // dense but for a copy's.
   std::vector<int64_t> outDims;
   switch (spec.kind) {
   case KernelKind::LinearGemm:
@@ -562,7 +566,9 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
   case KernelKind::Pack: outDims = {spec.ints[2], spec.ints[0]}; break;
   default: outDims = {spec.ints[0]}; break;
   }
-  constrain(k.out.output_buffer(), outDims, /*denseRows=*/true);
+  // A copy writes into a view: some columns of a wider array.
+  constrain(k.out.output_buffer(), outDims,
+            /*denseRows=*/spec.kind != KernelKind::Copy);
   return k;
 }
 

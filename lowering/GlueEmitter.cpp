@@ -69,10 +69,13 @@ private:
   std::vector<WeightOp> params;   ///< loaded weights, in table order
   std::vector<WeightOp> prepared; ///< computed by @prepare_params
   std::map<std::string, int> paramIndex; ///< index into P: loaded, prepared
+  std::vector<CacheOp> caches;           ///< the runtime's cache table
+  std::map<std::string, int> cacheIndex; ///< into C
   int64_t scratchFloats = 0; ///< weight-only values computed per call
   llvm::SetVector<Operation *> forwardWeightOnly; ///< ops but arch.param
   int64_t prepareTemp = 0;    ///< floats of its temporaries (W)
   llvm::StringSet<> forwardReads; ///< weights @forward reads
+  llvm::StringSet<> appended;     ///< caches @forward appended to
   Value returned;
   // Model facts for the descriptor, taken from the IR.
   int64_t vocab = 0, dModel = 0, nLayers = 0, nHeads = 0, nKVHeads = 0,
@@ -197,11 +200,39 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     os << comment(op);
     for (Value in : c.getInputs()) {
       ValueInfo v = info(in);
-      os << "  archrt_gen_copy_rows(" << dst << " + " << offset << ", "
-         << width << ", " << v.ptr << ", " << v.stride << ", " << v.rows
-         << ", " << v.width << ");\n";
+      std::string k = kernel({KernelKind::Copy, {v.width}, {}});
+      os << "  ARCHRT_CHECK(" << k << "(" << act(0, v, {s(v.width), v.rows})
+         << ", "
+         << f32(1, "(" + dst + " + " + s(offset) + ")", {s(v.width), v.rows},
+                width)
+         << "));\n";
       offset += v.width;
     }
+    return success();
+  }
+  if (auto ap = dyn_cast<CacheAppendOp>(op)) {
+    // Rows to positions pos .. of the cache; the context is the cache.
+    auto it = cacheIndex.find(ap.getCache().str());
+    if (it == cacheIndex.end())
+      return ap.emitOpError() << "appends to a cache the module does not "
+                                 "declare";
+    if (!appended.insert(ap.getCache()).second)
+      return ap.emitOpError() << "appends to " << ap.getCacheAttr()
+                              << " a second time in one call, which has no "
+                                 "lowering (its first context would change)";
+    ValueInfo rows = info(ap.getRows());
+    std::string cache = "C[" + s(it->second) + "]";
+    int64_t w = rows.width;
+    std::string k = kernel({KernelKind::Copy, {w}, {}});
+    os << comment(op) << "  ARCHRT_CHECK(" << k << "("
+       << act(0, rows, {s(w), rows.rows}) << ", "
+       << f32(1, "(" + cache + " + (size_t)pos * " + s(w) + ")",
+              {s(w), rows.rows})
+       << "));\n";
+    ValueInfo &vi = values[ap.getContext()];
+    vi.ptr = cache;
+    vi.width = vi.stride = w;
+    vi.rows = "(pos + " + rows.rows + ")";
     return success();
   }
   if (auto sp = dyn_cast<SplitOp>(op)) {
@@ -324,9 +355,8 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
   }
   if (auto a = dyn_cast<AttentionOp>(op)) {
     int64_t h = a.getNHeads(), kvh = a.getNKvHeads(), hd = a.getHeadDim();
-    int64_t layer = a.getLayer();
     nHeads = h, nKVHeads = kvh, headDim = hd;
-    nLayers = std::max(nLayers, layer + 1);
+    ++nLayers;
     ValueInfo q = info(a.getQuery()), k = info(a.getKey()),
               v = info(a.getValue());
     int64_t buckets =
@@ -341,21 +371,10 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
                              {a.getScale().convertToDouble(),
                               a.getSoftcap().convertToDouble()}});
     defineResult(op, h * hd, q.rows);
-    std::string kv = s(kvh * hd);
-    os << comment(op) << "  {\n"
-       << "    size_t layer = (size_t)" << layer
-       << " * c->cache_tokens * " << kv << ";\n"
-       << "    float *kc = c->kcache + layer, *vc = c->vcache + layer;\n"
-       << "    archrt_gen_copy_rows(kc + (size_t)pos * " << kv << ", " << kv
-       << ", " << k.ptr << ", " << k.stride << ", " << k.rows << ", " << kv
-       << ");\n"
-       << "    archrt_gen_copy_rows(vc + (size_t)pos * " << kv << ", " << kv
-       << ", " << v.ptr << ", " << v.stride << ", " << v.rows << ", " << kv
-       << ");\n"
-       << "    ARCHRT_CHECK(" << kn << "("
+    os << comment(op) << "  ARCHRT_CHECK(" << kn << "("
        << act(0, q, {s(hd), s(h), q.rows}) << ", "
-       << f32(1, "kc", {s(hd), s(kvh), "pos + " + q.rows}) << ",\n        "
-       << f32(2, "vc", {s(hd), s(kvh), "pos + " + q.rows}) << ", "
+       << act(1, k, {s(hd), s(kvh), k.rows}) << ",\n      "
+       << act(2, v, {s(hd), s(kvh), v.rows}) << ", "
        << (buckets ? f32(3, info(a.getRelBias()).ptr, {s(h), s(buckets)}) + ", "
                    : std::string());
     if (a.getRelKey()) {
@@ -364,8 +383,7 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
          << f32(5, info(a.getRelValue()).ptr, {s(hd), rows}) << ", ";
     }
     os << "pos, "
-       << f32(6, info(a.getResult()).ptr, {s(hd), s(h), q.rows})
-       << "));\n  }\n";
+       << f32(6, info(a.getResult()).ptr, {s(hd), s(h), q.rows}) << "));\n";
     return success();
   }
   if (isa<GluOp, AddOp, ActivationOp, SoftcapOp, ScaleOp>(op)) {
@@ -583,6 +601,14 @@ std::string GlueEmitter::emitDesc() {
     list(p.getTensorType().getShape());
     ds << "},\n";
   }
+  ds << "};\n\nstatic const archrt_gen_cache caches[" << caches.size()
+     << "] = {\n";
+  for (CacheOp c : caches)
+    ds << "    {" << cStringLiteral(c.getSymName().str())
+       << ", ARCHRT_GEN_CACHE_" << llvm::StringRef(
+              stringifyCacheLayout(c.getLayout())).upper()
+       << ", " << c.getCapacity().value_or(0) << ", " << c.getRowElements()
+       << ", " << c.getRowType().getElementTypeBitWidth() / 8 << "},\n";
   ds << "};\n\nstatic const int64_t slot_width[" << slotWidth.size()
      << "] = {";
   for (size_t i = 0; i < slotWidth.size(); ++i)
@@ -594,8 +620,7 @@ std::string GlueEmitter::emitDesc() {
      << ", .n_layers = " << nLayers << ",\n"
      << "    .n_heads = " << nHeads << ", .n_kv_heads = " << nKVHeads
      << ", .head_dim = " << headDim << ", .d_ff = " << dFF << ",\n"
-     << "    .max_seq_len = " << maxSeq << ", .kv_dim = "
-     << nKVHeads * headDim << ", .max_chunk = "
+     << "    .max_seq_len = " << maxSeq << ", .max_chunk = "
      << std::min(opts.maxChunk, maxSeq) << ",\n"
      << "    .n_params = " << params.size() << ", .params = params,\n"
      << "    .n_prepared = " << prepared.size()
@@ -604,7 +629,8 @@ std::string GlueEmitter::emitDesc() {
      << (prefix.empty() ? std::string("0") : cStringLiteral(prefix)) << ",\n"
      << "    .n_slots = " << slotWidth.size()
      << ", .slot_width = slot_width,\n"
-     << "    .scratch_floats = " << scratchFloats << ",\n};\n";
+     << "    .scratch_floats = " << scratchFloats << ",\n"
+     << "    .n_caches = " << caches.size() << ", .caches = caches,\n};\n";
   return ds.str();
 }
 
@@ -628,6 +654,18 @@ LogicalResult GlueEmitter::run() {
     paramIndex[w.getSymName().str()] = int(paramIndex.size());
   for (WeightOp w : prepared)
     paramIndex[w.getSymName().str()] = int(paramIndex.size());
+  // The cache table: every arch.cache in module order.
+  for (CacheOp c : module.getOps<CacheOp>()) {
+    if (c.getLayout() != CacheLayout::tokens)
+      return c.emitOpError() << "is a " << stringifyCacheLayout(c.getLayout())
+                             << " cache, which has no lowering yet (only "
+                                "tokens caches do)";
+    if (!c.getRowType().getElementType().isF32())
+      return c.emitOpError() << "stores " << c.getRowType().getElementType()
+                             << ", which has no lowering yet (only f32 does)";
+    cacheIndex[c.getSymName().str()] = int(caches.size());
+    caches.push_back(c);
+  }
   std::string prepare;
   for (ParamOp p : fn.getOps<ParamOp>())
     forwardReads.insert(p.getName());
@@ -671,10 +709,11 @@ LogicalResult GlueEmitter::run() {
     releaseDead(&op);
   }
 
-  // A weight, or one layer's KV cache, past 2^31 - 1 elements needs
+  // A weight, or one cache, past 2^31 - 1 elements needs
   // Halide's 64-bit buffer indexing (PaLM's and Nemotron-4's embeddings).
   const int64_t int32Max = std::numeric_limits<int32_t>::max();
-  out.largeBuffers = maxSeq * nKVHeads * headDim > int32Max;
+  for (CacheOp c : caches)
+    out.largeBuffers |= c.getCapacity().value_or(1) * c.getRowElements() > int32Max;
   for (auto *table : {&params, &prepared})
     for (WeightOp w : *table)
       out.largeBuffers |= w.getTensorType().getNumElements() > int32Max;
@@ -692,9 +731,10 @@ LogicalResult GlueEmitter::run() {
      << "  const int32_t T = c->n_tokens, pos = c->pos;\n"
      << "  float *const *P = c->params;\n"
      << "  float *const *S = c->slots;\n"
+     << "  float *const *C = c->caches;\n"
      << "  halide_buffer_t B[7];\n"
      << "  halide_dimension_t D[7][3];\n"
-     << "  (void)S;\n\n"
+     << "  (void)S, (void)C;\n\n"
      << body << "  return 0;\n}\n\n"
      << "static int prepare(float *const *P, float *W) {\n"
      << "  halide_buffer_t B[7];\n"

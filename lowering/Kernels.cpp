@@ -21,6 +21,7 @@ const char *kindName(KernelKind k) {
   case KernelKind::Softcap: return "softcap";
   case KernelKind::Scale: return "scale";
   case KernelKind::Add: return "add";
+  case KernelKind::Copy: return "copy";
   }
   return "unknown";
 }
@@ -41,6 +42,7 @@ std::string cParameters(const KernelSpec &k) {
   case KernelKind::Activation:
   case KernelKind::Softcap:
   case KernelKind::Scale:
+  case KernelKind::Copy:
   case KernelKind::Pack: before = 2; break;
   case KernelKind::LinearGemm:
   case KernelKind::LinearGemv:

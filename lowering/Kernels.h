@@ -36,6 +36,7 @@ enum class KernelKind {
   PosEmbed,   ///< ints: d_model, kind (0 learned, 1 sinusoidal), offset, rows
   Softcap,    ///< ints: width                      reals: cap
   Scale,      ///< ints: width                      reals: factor
+  Copy,       ///< ints: width (rows into a view: cache appends, concats)
 };
 
 struct KernelSpec {

@@ -141,6 +141,7 @@ void scheduleKernel(KernelFuncs &k, const Target &) {
   case KernelKind::Scale:
   case KernelKind::Glu:
   case KernelKind::PosEmbed:
+  case KernelKind::Copy:
   case KernelKind::Add: scheduleRowwise(k); break;
   }
 }

@@ -50,8 +50,8 @@ build_one() {
   case "$name" in
     spec)
       "$cxx" "${flags[@]}" -std=c++17 -fexceptions -DTOML_HEADER_ONLY=1 -DNDEBUG -I. \
-        compiler/spec/SpecParser.cpp compiler/spec/SpecReport.cpp \
-        compiler/spec/Checkpoint.cpp test/fuzz/fuzz_spec.cpp -o "$bin" ;;
+        compiler/spec/SpecParser.cpp compiler/spec/Checkpoint.cpp \
+        test/fuzz/fuzz_spec.cpp -o "$bin" ;;
     *)
       local model=$tiny
       [ "$name" != abi ] || model=$micro

@@ -149,8 +149,19 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
     relKey = param(sl, p + "rel_key.weight", {2 * ps.clip + 1, a.headDim});
     relValue = param(sl, p + "rel_value.weight", {2 * ps.clip + 1, a.headDim});
   }
+  // Keys and values go to caches of their own, one row of
+  // [n_kv_heads, head_dim] per position; attention reads back the context.
+  auto append = [&](Value rows, const std::string &name) -> Value {
+    OpBuilder cb(forward);
+    cb.create<CacheOp>(
+        al, name, CacheLayout::tokens, cb.getI64IntegerAttr(spec.model.maxSeqLen),
+        RankedTensorType::get({a.nKVHeads, a.headDim}, b.getF32Type()));
+    return b.create<CacheAppendOp>(al, rows.getType(), name, rows, pos);
+  };
+  k = append(k, p + "k_cache");
+  v = append(v, p + "v_cache");
   Value attn = b.create<AttentionOp>(
-      al, q.getType(), q, k, v, pos, relBias, relKey, relValue, i, a.nHeads,
+      al, q.getType(), q, k, v, pos, relBias, relKey, relValue, a.nHeads,
       a.nKVHeads, a.headDim, llvm::APFloat(a.scale), llvm::APFloat(a.softcap),
       ps.kind == spec::PositionKind::ALiBi, a.window, ps.maxDistance,
       ps.kind == spec::PositionKind::Shaw ? ps.clip : 0);

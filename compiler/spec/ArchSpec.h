@@ -190,25 +190,6 @@ std::optional<ArchSpec> parseSpecString(const std::string &text,
                                         const std::string &path,
                                         std::vector<SpecError> &errors);
 
-/// Analytic figures of a spec (fp32 weights and KV cache).
-struct SpecReport {
-  int64_t params = 0;          ///< all parameters
-  int64_t embeddingParams = 0; ///< token embedding (+ untied classifier)
-  int64_t weightBytes = 0;
-  int64_t kvBytesPerToken = 0;
-  /// Multiply-add counted as 2 FLOPs. Decode: one token at context `ctx`.
-  double decodeFlopsPerToken(int64_t ctx) const;
-  /// Mean per token over a prefill of `n` tokens starting at position 0.
-  double prefillFlopsPerToken(int64_t n) const;
-
-  int64_t matmulParamsPerToken = 0; ///< weights touched by matmuls per token
-  int64_t classifierParams = 0;     ///< the vocab x d_model classifier
-  int64_t attnFlopsPerCtx = 0;      ///< attention FLOPs per (token, past token)
-};
-
-/// Needs a parsed spec: one LayerSpec per layer.
-SpecReport analyzeSpec(const ArchSpec &spec);
-
 } // namespace arch
 
 #endif // ARCHC_SPEC_ARCHSPEC_H

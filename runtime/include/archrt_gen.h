@@ -36,12 +36,26 @@ typedef struct archrt_gen_param {
   int32_t prepare_only;
 } archrt_gen_param;
 
+/* A cache (arch.cache) the runtime allocates per sequence, zeroed: one
+ * row of row_elems elements of elem_bytes per position it keeps. */
+enum {
+  ARCHRT_GEN_CACHE_TOKENS = 0, /* positions 0 ..< capacity */
+  ARCHRT_GEN_CACHE_RING = 1,   /* the last capacity positions */
+  ARCHRT_GEN_CACHE_STATE = 2,  /* one row, however many positions */
+};
+typedef struct archrt_gen_cache {
+  const char *name;
+  int32_t layout;   /* ARCHRT_GEN_CACHE_* */
+  int32_t capacity; /* positions (tokens, ring); 0 for a state */
+  int64_t row_elems;
+  int32_t elem_bytes;
+} archrt_gen_cache;
+
 typedef struct archrt_gen_model {
   const char *name;
   const char *spec_toml;
   int32_t vocab_size, d_model, n_layers, n_heads, n_kv_heads, head_dim;
   int32_t d_ff, max_seq_len;
-  int32_t kv_dim;    /* floats per token per layer in each of K and V */
   int32_t max_chunk; /* most tokens one forward call takes */
   int32_t n_params; /* loaded from checkpoints */
   const archrt_gen_param *params;
@@ -57,17 +71,17 @@ typedef struct archrt_gen_model {
   /* Floats of per-call scratch for weight-only work left in the forward
    * function (when arch-hoist-param-prep is disabled). */
   int64_t scratch_floats;
+  int32_t n_caches;
+  const archrt_gen_cache *caches;
 } archrt_gen_model;
 
 /* State of one forward call over tokens[0, n_tokens) at positions
- * pos .. pos + n_tokens - 1. The K/V cache of layer l starts at
- * kcache + l * cache_tokens * kv_dim. */
+ * pos .. pos + n_tokens - 1; caches[i] is the sequence's cache i. */
 typedef struct archrt_gen_call {
   float *const *params; /* n_params loaded, then n_prepared prepared */
   float *const *slots;
   float *scratch;       /* scratch_floats */
-  float *kcache, *vcache;
-  int32_t cache_tokens;
+  float *const *caches;
   const int32_t *tokens;
   int32_t n_tokens, pos;
   float *logits;
@@ -126,7 +140,7 @@ static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
   } while (0)
 
 /* Copies `rows` rows of `width` floats, `src_stride` apart in `src`, to
- * rows `dst_stride` apart in `dst` (cache appends, concatenations). */
+ * rows `dst_stride` apart in `dst` (concatenations of weights). */
 static inline void archrt_gen_copy_rows(float *dst, int64_t dst_stride,
                                         const float *src, int64_t src_stride,
                                         int64_t rows, int64_t width) {

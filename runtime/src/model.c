@@ -231,8 +231,8 @@ struct archrt_seq {
   archrt_model *model;
   int32_t capacity, length;
   int has_logits;
-  float *kcache, *vcache, *logits, *scratch;
-  float **slots;
+  float *logits, *scratch;
+  float **slots, **caches;
 };
 
 static void *alloc_floats(size_t n) {
@@ -250,8 +250,10 @@ void archrt_seq_free(archrt_seq *s) {
     for (int i = 0; i < s->model->desc->n_slots; ++i)
       free(s->slots[i]);
   free(s->slots);
-  free(s->kcache);
-  free(s->vcache);
+  if (s->caches)
+    for (int i = 0; i < s->model->desc->n_caches; ++i)
+      free(s->caches[i]);
+  free(s->caches);
   free(s->logits);
   free(s->scratch);
   archrt_model *m = s->model;
@@ -276,24 +278,36 @@ archrt_status archrt_seq_create(archrt_model *m, int32_t max_tokens,
   s->model = m;
   atomic_fetch_add(&m->refs, 1);
   s->capacity = max_tokens ? max_tokens : d->max_seq_len;
-  size_t cache = (size_t)d->n_layers * (size_t)s->capacity * (size_t)d->kv_dim;
-  s->kcache = alloc_floats(cache);
-  s->vcache = alloc_floats(cache);
   s->logits = alloc_floats((size_t)d->vocab_size);
   s->slots = calloc((size_t)d->n_slots, sizeof *s->slots);
+  s->caches = calloc((size_t)d->n_caches + 1, sizeof *s->caches);
   s->scratch = d->scratch_floats ? alloc_floats((size_t)d->scratch_floats)
                                  : NULL;
-  int ok = s->kcache && s->vcache && s->logits && s->slots &&
+  int ok = s->logits && s->slots && s->caches &&
            (s->scratch || !d->scratch_floats);
   for (int i = 0; ok && i < d->n_slots; ++i)
     ok = (s->slots[i] = alloc_floats((size_t)d->slot_width[i] *
                                      (size_t)d->max_chunk)) != NULL;
+  /* A token cache needs no more positions than the sequence holds. */
+  size_t cache_bytes = 0;
+  for (int i = 0; ok && i < d->n_caches; ++i) {
+    const archrt_gen_cache *c = &d->caches[i];
+    size_t rows = c->layout == ARCHRT_GEN_CACHE_STATE ? 1
+                  : c->layout == ARCHRT_GEN_CACHE_TOKENS &&
+                          c->capacity > s->capacity
+                      ? (size_t)s->capacity
+                      : (size_t)c->capacity;
+    size_t bytes = rows * (size_t)c->row_elems * (size_t)c->elem_bytes;
+    cache_bytes += bytes;
+    ok = (s->caches[i] = alloc_floats((bytes + 3) / 4)) != NULL;
+  }
   if (!ok) {
     archrt_seq_free(s);
     return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
-                       "archrt_seq_create: cannot allocate a KV cache of %zu "
-                       "floats for %d tokens",
-                       2 * cache, max_tokens);
+                       "archrt_seq_create: cannot allocate the caches and "
+                       "buffers of a sequence of %d tokens (%zu bytes of "
+                       "cache so far)",
+                       s->capacity, cache_bytes);
   }
   *out = s;
   return ARCHRT_OK;
@@ -343,9 +357,7 @@ archrt_status archrt_prefill(archrt_seq *s, const int32_t *tokens,
         .params = m->params,
         .slots = s->slots,
         .scratch = s->scratch,
-        .kcache = s->kcache,
-        .vcache = s->vcache,
-        .cache_tokens = s->capacity,
+        .caches = s->caches,
         .tokens = tokens + done,
         .n_tokens = chunk,
         .pos = s->length,

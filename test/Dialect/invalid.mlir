@@ -80,7 +80,7 @@ func.func @rope_odd(%x: tensor<?x8xf32>, %p: index) {
 
 func.func @attention_groups(%q: tensor<?x12xf32>, %k: tensor<?x8xf32>, %p: index) {
   // expected-error @+1 {{n_heads (3) must be a multiple of n_kv_heads (2)}}
-  %y = arch.attention %q, %k, %k, %p {layer = 0, n_heads = 3, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x12xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x12xf32>
+  %y = arch.attention %q, %k, %k, %p {n_heads = 3, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x12xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x12xf32>
   return
 }
 
@@ -88,7 +88,7 @@ func.func @attention_groups(%q: tensor<?x12xf32>, %k: tensor<?x8xf32>, %p: index
 
 func.func @attention_kv_width(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %p: index) {
   // expected-error @+1 {{key and value widths must be n_kv_heads * head_dim (4), got 8 and 8}}
-  %y = arch.attention %q, %k, %k, %p {layer = 0, n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %y = arch.attention %q, %k, %k, %p {n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   return
 }
 
@@ -184,7 +184,7 @@ func.func @norm_group_weight(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
 
 func.func @t5_table(%q: tensor<?x8xf32>, %p: index, %t: tensor<32x3xf32>) {
   // expected-error @+1 {{rel_bias must be a static [buckets, 2] tensor}}
-  %y = arch.attention %q, %q, %q, %p bias %t {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<32x3xf32>) -> tensor<?x8xf32>
+  %y = arch.attention %q, %q, %q, %p bias %t {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<32x3xf32>) -> tensor<?x8xf32>
   return
 }
 
@@ -192,7 +192,7 @@ func.func @t5_table(%q: tensor<?x8xf32>, %p: index, %t: tensor<32x3xf32>) {
 
 func.func @attention_window(%q: tensor<?x8xf32>, %p: index) {
   // expected-error @+1 {{window must be non-negative}}
-  %y = arch.attention %q, %q, %q, %p {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0, window = -3} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %y = arch.attention %q, %q, %q, %p {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0, window = -3} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   return
 }
 
@@ -200,7 +200,7 @@ func.func @attention_window(%q: tensor<?x8xf32>, %p: index) {
 
 func.func @shaw_rows(%q: tensor<?x8xf32>, %p: index, %t: tensor<4x4xf32>) {
   // expected-error @+1 {{Shaw tables must be tensor<5x4xf32> (2 shaw_clip + 1 rows)}}
-  %y = arch.attention %q, %q, %q, %p shaw %t, %t {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0, shaw_clip = 2} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<?x8xf32>
+  %y = arch.attention %q, %q, %q, %p shaw %t, %t {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0, shaw_clip = 2} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<?x8xf32>
   return
 }
 
@@ -344,5 +344,65 @@ func.func @pack_shape(%w: tensor<96x8xf32>) {
 func.func @linear_packed_panels(%x: tensor<?x8xf32>, %w: tensor<1x8x64xf32>) {
   // expected-error @+1 {{a packed weight for 96 features has 2 panels of 64, got 'tensor<1x8x64xf32>'}}
   %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<1x8x64xf32>) -> tensor<?x96xf32>
+  return
+}
+
+// -----
+// cache_element
+// expected-error @+1 {{stores f32, f16 or bf16, not 'i32'}}
+arch.cache @c tokens 8 : tensor<4xi32>
+
+// -----
+// cache_capacity
+// expected-error @+1 {{a ring cache needs a positive capacity}}
+arch.cache @c ring 0 : tensor<4xf32>
+
+// -----
+// cache_tokens_capacity
+// expected-error @+1 {{a tokens cache needs a positive capacity}}
+arch.cache @c tokens : tensor<4xf32>
+
+// -----
+// cache_state_capacity
+// expected-error @+1 {{a state cache has no capacity: it holds one row}}
+arch.cache @c state 8 : tensor<4xf32>
+
+// -----
+// cache_dynamic
+// expected-error @+1 {{attribute 'row' failed to satisfy constraint}}
+arch.cache @c tokens 8 : tensor<?xf32>
+
+// -----
+// cache_append_unknown
+func.func @f(%k: tensor<?x4xf32>, %p: index) {
+  // expected-error @+1 {{names @nope, which is not an arch.cache}}
+  %c = arch.cache_append @nope, %k at %p : tensor<?x4xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+// cache_append_state
+arch.cache @s state : tensor<4xf32>
+func.func @f(%k: tensor<?x4xf32>, %p: index) {
+  // expected-error @+1 {{appends to @s, a state cache (it holds no positions)}}
+  %c = arch.cache_append @s, %k at %p : tensor<?x4xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+// cache_append_width
+arch.cache @c tokens 8 : tensor<2x4xf32>
+func.func @f(%k: tensor<?x4xf32>, %p: index) {
+  // expected-error @+1 {{rows are 4 wide but a row of @c 'tensor<2x4xf32>' holds 8}}
+  %c = arch.cache_append @c, %k at %p : tensor<?x4xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+// cache_append_context
+arch.cache @c tokens 8 : tensor<4xf32>
+func.func @f(%k: tensor<?x4xf32>, %p: index) {
+  // expected-error @+1 {{context must be [positions, 4], got 'tensor<?x8xf32>'}}
+  %c = arch.cache_append @c, %k at %p : tensor<?x4xf32> -> tensor<?x8xf32>
   return
 }

@@ -26,8 +26,8 @@ func.func @block(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x16xf32> {
   %qr = arch.rope interleaved %q, %pos {n_heads = 2, head_dim = 4, rotary_dim = 2, theta = 1.0e4} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
   // CHECK: arch.rope half_split
   %kr = arch.rope half_split %k, %pos {n_heads = 1, head_dim = 4, rotary_dim = 4, theta = 1.0e4} : (tensor<?x4xf32>, index) -> tensor<?x4xf32>
-  // CHECK: arch.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {head_dim = 4 : i64, layer = 0 : i64, n_heads = 2 : i64, n_kv_heads = 1 : i64, scale = 5.000000e-01 : f64}
-  %a = arch.attention %qr, %kr, %k, %pos {layer = 0, n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
+  // CHECK: arch.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {head_dim = 4 : i64, n_heads = 2 : i64, n_kv_heads = 1 : i64, scale = 5.000000e-01 : f64}
+  %a = arch.attention %qr, %kr, %k, %pos {n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
   // CHECK: arch.glu silu %{{.*}}, %{{.*}} : tensor<?x8xf32>
   %g = arch.glu silu %a, %q : tensor<?x8xf32>
   // CHECK: arch.add %{{.*}}, %{{.*}} : tensor<?x8xf32>
@@ -65,8 +65,8 @@ func.func @dense_options(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
 // -----
 // CHECK-LABEL: func.func @stability
 func.func @stability(%q: tensor<?x8xf32>, %k: tensor<?x4xf32>, %pos: index, %l: tensor<1x16xf32>) -> tensor<1x16xf32> {
-  // CHECK: arch.attention {{.*}} {alibi, head_dim = 4 : i64, layer = 1 : i64, n_heads = 2 : i64, n_kv_heads = 1 : i64, scale = 5.000000e-01 : f64, softcap = 5.000000e+01 : f64}
-  %a = arch.attention %q, %k, %k, %pos {layer = 1, n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5, softcap = 50.0, alibi} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
+  // CHECK: arch.attention {{.*}} {alibi, head_dim = 4 : i64, n_heads = 2 : i64, n_kv_heads = 1 : i64, scale = 5.000000e-01 : f64, softcap = 5.000000e+01 : f64}
+  %a = arch.attention %q, %k, %k, %pos {n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5, softcap = 50.0, alibi} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
   // CHECK: arch.softcap %{{.*}} {cap = 3.000000e+01 : f32} : tensor<1x16xf32>
   %c = arch.softcap %l {cap = 30.0 : f32} : tensor<1x16xf32>
   return %c : tensor<1x16xf32>
@@ -77,8 +77,8 @@ arch.weight @rel : tensor<32x2xf32>
 // CHECK-LABEL: func.func @t5_bias
 func.func @t5_bias(%q: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   %t = arch.param @rel : tensor<32x2xf32>
-  // CHECK: arch.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias %{{.*}} {head_dim = 4 : i64, layer = 0 : i64, n_heads = 2 : i64, n_kv_heads = 2 : i64, scale = 1.000000e+00 : f64}
-  %a = arch.attention %q, %q, %q, %pos bias %t {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<32x2xf32>) -> tensor<?x8xf32>
+  // CHECK: arch.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias %{{.*}} {head_dim = 4 : i64, n_heads = 2 : i64, n_kv_heads = 2 : i64, scale = 1.000000e+00 : f64}
+  %a = arch.attention %q, %q, %q, %pos bias %t {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<32x2xf32>) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
 
@@ -89,8 +89,8 @@ arch.weight @rv : tensor<5x4xf32>
 func.func @shaw(%q: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   %rk = arch.param @rk : tensor<5x4xf32>
   %rv = arch.param @rv : tensor<5x4xf32>
-  // CHECK: arch.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} shaw %{{.*}}, %{{.*}} {head_dim = 4 : i64, layer = 0 : i64, n_heads = 2 : i64, n_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, shaw_clip = 2 : i64}
-  %a = arch.attention %q, %q, %q, %pos shaw %rk, %rv {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5, shaw_clip = 2} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<?x8xf32>
+  // CHECK: arch.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} shaw %{{.*}}, %{{.*}} {head_dim = 4 : i64, n_heads = 2 : i64, n_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, shaw_clip = 2 : i64}
+  %a = arch.attention %q, %q, %q, %pos shaw %rk, %rv {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5, shaw_clip = 2} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
 
@@ -146,4 +146,29 @@ func.func @views(%x: tensor<?x8xf32>) -> tensor<?x2xf32> {
   // CHECK: %{{.*}}:2 = arch.split %{{.*}} : tensor<?x6xf32> -> tensor<?x4xf32>, tensor<?x2xf32>
   %q, %k = arch.split %y : tensor<?x6xf32> -> tensor<?x4xf32>, tensor<?x2xf32>
   return %k : tensor<?x2xf32>
+}
+
+// -----
+// Caches: a KV cache per stream (keys and values may differ in head dim),
+// a latent cache, a ring of the last `window` positions, a fixed-size
+// recurrent state; appending rows returns the context attention reads.
+// CHECK: arch.cache @k tokens 16 : tensor<2x4xf32>
+arch.cache @k tokens 16 : tensor<2x4xf32>
+// CHECK: arch.cache @v tokens 16 : tensor<2x3xf32>
+arch.cache @v tokens 16 : tensor<2x3xf32>
+// CHECK: arch.cache @latent tokens 16 : tensor<6xbf16>
+arch.cache @latent tokens 16 : tensor<6xbf16>
+// CHECK: arch.cache @window ring 4 : tensor<2x4xf16>
+arch.cache @window ring 4 : tensor<2x4xf16>
+// CHECK: arch.cache @state state : tensor<2x4x4xf32>
+arch.cache @state state : tensor<2x4x4xf32>
+// CHECK-LABEL: func.func @append
+func.func @append(%k: tensor<?x8xf32>, %v: tensor<?x6xf32>, %pos: index) -> tensor<?x6xf32> {
+  // CHECK: %[[K:.*]] = arch.cache_append @k, %{{.*}} at %{{.*}} : tensor<?x8xf32> -> tensor<?x8xf32>
+  %kc = arch.cache_append @k, %k at %pos : tensor<?x8xf32> -> tensor<?x8xf32>
+  // CHECK: arch.cache_append @window, %{{.*}} at %{{.*}} : tensor<?x8xf32> -> tensor<4x8xf32>
+  %wc = arch.cache_append @window, %k at %pos : tensor<?x8xf32> -> tensor<4x8xf32>
+  // CHECK: arch.cache_append @v, %{{.*}} at %{{.*}} : tensor<?x6xf32> -> tensor<?x6xf32>
+  %vc = arch.cache_append @v, %v at %pos : tensor<?x6xf32> -> tensor<?x6xf32>
+  return %vc : tensor<?x6xf32>
 }

@@ -22,7 +22,7 @@ func.func @parallel_shared_norm(%x: tensor<?x8xf32>, %h: tensor<?x8xf32>, %pos: 
   %wqkv = arch.param @wqkv : tensor<24x8xf32>
   %qkv = arch.linear %h, %wqkv : (tensor<?x8xf32>, tensor<24x8xf32>) -> tensor<?x24xf32>
   %q, %k, %v = arch.split %qkv : tensor<?x24xf32> -> tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
-  %a = arch.attention %q, %k, %v, %pos {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %a = arch.attention %q, %k, %v, %pos {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   %wo = arch.param @wo : tensor<8x8xf32>
   %o = arch.linear %a, %wo : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %wup = arch.param @wup : tensor<16x8xf32>
@@ -57,7 +57,7 @@ func.func @parallel_separate_norms(%x: tensor<?x8xf32>, %h1: tensor<?x8xf32>, %h
   %q = arch.linear %h1, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %k = arch.linear %h1, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %v = arch.linear %h1, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
-  %a = arch.attention %q, %k, %v, %pos {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %a = arch.attention %q, %k, %v, %pos {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   %bo = arch.param @bo : tensor<8xf32>
   %o = arch.linear %a, %w, %bo : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   %wup = arch.param @wup : tensor<16x8xf32>
@@ -88,7 +88,7 @@ func.func @no_fuse_serial(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   %q = arch.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %k = arch.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %v = arch.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
-  %a = arch.attention %q, %k, %v, %pos {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %a = arch.attention %q, %k, %v, %pos {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   %o = arch.linear %a, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %x1 = arch.add %x, %o : tensor<?x8xf32>
   %wup = arch.param @wup : tensor<16x8xf32>

@@ -3,7 +3,10 @@
 arch.weight @wq : tensor<8x8xf32>
 arch.weight @wk : tensor<8x8xf32>
 arch.weight @wv : tensor<8x8xf32>
-// MHA with RoPE on q and k: one linear, then views of its columns.
+arch.cache @kc tokens 16 : tensor<2x4xf32>
+arch.cache @vc tokens 16 : tensor<2x4xf32>
+// MHA with RoPE on q and k, keys and values through their caches: one
+// linear, then views of its columns.
 // CHECK-LABEL: func.func @fuse_mha
 func.func @fuse_mha(%h: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   // CHECK-DAG: %[[WQ:.*]] = arch.param @wq
@@ -15,7 +18,9 @@ func.func @fuse_mha(%h: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   // CHECK-NOT: arch.linear
   // CHECK: %[[Q:.*]] = arch.rope half_split %[[S]]#0
   // CHECK: %[[K:.*]] = arch.rope half_split %[[S]]#1
-  // CHECK: arch.attention %[[Q]], %[[K]], %[[S]]#2
+  // CHECK: %[[KC:.*]] = arch.cache_append @kc, %[[K]] at
+  // CHECK: %[[VC:.*]] = arch.cache_append @vc, %[[S]]#2 at
+  // CHECK: arch.attention %[[Q]], %[[KC]], %[[VC]]
   %wq = arch.param @wq : tensor<8x8xf32>
   %q = arch.linear %h, %wq : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %wk = arch.param @wk : tensor<8x8xf32>
@@ -24,7 +29,9 @@ func.func @fuse_mha(%h: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   %v = arch.linear %h, %wv : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %qr = arch.rope half_split %q, %pos {n_heads = 2, head_dim = 4, rotary_dim = 4, theta = 1.0e4} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
   %kr = arch.rope half_split %k, %pos {n_heads = 2, head_dim = 4, rotary_dim = 4, theta = 1.0e4} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
-  %a = arch.attention %qr, %kr, %v, %pos {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %kc = arch.cache_append @kc, %kr at %pos : tensor<?x8xf32> -> tensor<?x8xf32>
+  %vc = arch.cache_append @vc, %v at %pos : tensor<?x8xf32> -> tensor<?x8xf32>
+  %a = arch.attention %qr, %kc, %vc, %pos {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
 
@@ -59,7 +66,7 @@ func.func @fuse_gqa_bias_qk_norm(%h: tensor<?x8xf32>, %pos: index) -> tensor<?x8
   %n = arch.param @n : tensor<4xf32>
   %qn = arch.norm rms %q, %n {eps = 1.0e-5 : f32, groups = 2} : (tensor<?x8xf32>, tensor<4xf32>) -> tensor<?x8xf32>
   %kn = arch.norm rms %k, %n {eps = 1.0e-5 : f32} : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
-  %a = arch.attention %qn, %kn, %v, %pos {layer = 0, n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
+  %a = arch.attention %qn, %kn, %v, %pos {n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
 
@@ -79,7 +86,7 @@ func.func @fuse_mqa(%h: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   %k = arch.linear %h, %wk : (tensor<?x8xf32>, tensor<2x8xf32>) -> tensor<?x2xf32>
   %wv = arch.param @wv : tensor<2x8xf32>
   %v = arch.linear %h, %wv : (tensor<?x8xf32>, tensor<2x8xf32>) -> tensor<?x2xf32>
-  %a = arch.attention %q, %k, %v, %pos {layer = 0, n_heads = 4, n_kv_heads = 1, head_dim = 2, scale = 0.5} : (tensor<?x8xf32>, tensor<?x2xf32>, tensor<?x2xf32>, index) -> tensor<?x8xf32>
+  %a = arch.attention %q, %k, %v, %pos {n_heads = 4, n_kv_heads = 1, head_dim = 2, scale = 0.5} : (tensor<?x8xf32>, tensor<?x2xf32>, tensor<?x2xf32>, index) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
 
@@ -96,7 +103,7 @@ func.func @no_fuse_different_inputs(%h: tensor<?x8xf32>, %g: tensor<?x8xf32>, %p
   %q = arch.linear %h, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %k = arch.linear %g, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %v = arch.linear %h, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
-  %a = arch.attention %q, %k, %v, %pos {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %a = arch.attention %q, %k, %v, %pos {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
 
@@ -114,7 +121,7 @@ func.func @no_fuse_mixed_bias(%h: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf3
   %q = arch.linear %h, %w, %b : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   %k = arch.linear %h, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %v = arch.linear %h, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
-  %a = arch.attention %q, %k, %v, %pos {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %a = arch.attention %q, %k, %v, %pos {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
 
@@ -125,6 +132,6 @@ func.func @no_fuse_mixed_bias(%h: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf3
 // CHECK-LABEL: func.func @no_fuse_not_projections
 func.func @no_fuse_not_projections(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   // CHECK-NEXT: arch.attention
-  %a = arch.attention %q, %k, %k, %pos {layer = 0, n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %a = arch.attention %q, %k, %k, %pos {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }

@@ -1,18 +1,21 @@
 //===- archc.cpp - The archc driver ---------------------------------------===//
 //
-//   archc compile SPEC [-o OUT] [--emit=import|mlir|halide|c|obj|lib]
+//   archc compile SPEC|IR [-o OUT] [--emit=import|mlir|halide|c|obj|lib]
 //                 [--target=T] [--disable-pass=NAME] [--pass-pipeline=P]
 //                 [--dump-ir=DIR]
 //   archc check   SPEC [--json] [--context=N]
-//   archc run     SPEC|LIB --weights FILE [--tokenizer FILE] --prompt TEXT -n N
-//   archc bench   SPEC|LIB [--random-weights|--weights FILE] --prompt-len N
+//   archc run     SPEC|IR|LIB --weights FILE [--tokenizer FILE] --prompt TEXT -n N
+//   archc bench   SPEC|IR|LIB [--random-weights|--weights FILE] --prompt-len N
 //                 --gen M --threads K [--runs R] [--json]
 //
-// Like Toy's toyc, --emit decides how far to lower. Each subcommand parses
+// SPEC is a .toml spec, IR an .mlir module of the arch dialect (as
+// --emit=mlir or --dump-ir writes it). Like Toy's toyc, --emit decides how
+// far to lower. Each subcommand parses
 // its own options, so `archc SUB --help` lists only what SUB takes.
 //
 //===----------------------------------------------------------------------===//
 #include "ModelLib.h"
+#include "arch/Analysis/ModelFigures.h"
 #include "arch/Dialect/ArchDialect.h"
 #include "arch/Transforms/Passes.h"
 #include "compiler/import/ImportSpec.h"
@@ -23,13 +26,16 @@
 #include "lowering/LibraryBuilder.h"
 
 #include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -200,21 +206,69 @@ private:
   int next;
 };
 
-/// Spec -> optimized arch IR. Pass-manager CL options (IR printing,
-/// timing) apply when registered.
-mlir::OwningOpRef<mlir::ModuleOp> toIR(mlir::MLIRContext &ctx,
-                                        const ArchSpec &spec) {
-  mlir::OwningOpRef<mlir::ModuleOp> module = importSpec(ctx, spec);
-  if (failed(mlir::verify(*module)))
+static bool endsWith(const std::string &s, const char *suffix) {
+  size_t n = strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+/// A context whose diagnostics print as `file:line:col: error: ...` with
+/// the source line (of the spec or of the .mlir input).
+struct Context {
+  mlir::MLIRContext ctx;
+  llvm::SourceMgr sources;
+  mlir::SourceMgrDiagnosticHandler diagnostics{sources, &ctx};
+};
+
+/// The arch IR of `input`, verified: a TOML spec imported, or an .mlir
+/// file parsed (IR as --emit=mlir or --dump-ir wrote it, perhaps edited).
+/// `text` gets the spec's text (empty for IR), `specOut` the spec.
+mlir::OwningOpRef<mlir::ModuleOp>
+loadModule(Context &c, const std::string &input, std::string &text,
+           std::optional<ArchSpec> *specOut = nullptr) {
+  mlir::MLIRContext &ctx = c.ctx;
+  text.clear();
+  if (!endsWith(input, ".mlir")) {
+    auto spec = loadSpec(input, text);
+    if (!spec)
+      return nullptr;
+    if (specOut)
+      *specOut = spec;
+    mlir::OwningOpRef<mlir::ModuleOp> module = importSpec(ctx, *spec);
+    if (failed(mlir::verify(*module)))
+      return nullptr;
+    return module;
+  }
+  ctx.loadDialect<ArchDialect, mlir::func::FuncDialect>();
+  // The parser verifies what it reads and reports errors with their place.
+  auto buffer = llvm::MemoryBuffer::getFile(input);
+  if (!buffer) {
+    fail(input + ": " + buffer.getError().message());
     return nullptr;
+  }
+  c.sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  auto module = mlir::parseSourceFile<mlir::ModuleOp>(
+      c.sources, mlir::ParserConfig(&ctx));
+  if (!module)
+    fail(input + ": not a valid arch IR module (errors above)");
+  return module;
+}
+
+/// The model's name: the module's symbol.
+static std::string modelName(mlir::ModuleOp module) {
+  return module.getSymName() ? module.getSymName()->str() : "model";
+}
+
+/// Runs the pipeline over `module` (imported or parsed). Pass-manager CL
+/// options (IR printing, timing) apply when registered.
+bool runPipeline(mlir::MLIRContext &ctx, mlir::ModuleOp module) {
   const PipelineOptions &po = pipelineOpts;
   if (po.importOnly)
-    return module;
+    return true;
   mlir::PassManager pm(&ctx);
   if (passManagerOptionsRegistered) {
     if (failed(mlir::applyPassManagerCLOptions(pm))) {
       fail("invalid pass manager options");
-      return nullptr;
+      return false;
     }
     mlir::applyDefaultTimingPassManagerCLOptions(pm);
   }
@@ -227,11 +281,11 @@ mlir::OwningOpRef<mlir::ModuleOp> toIR(mlir::MLIRContext &ctx,
     llvm::raw_string_ostream es(error);
     if (failed(mlir::parsePassPipeline(text, pm, es))) {
       fail("--pass-pipeline: " + es.str());
-      return nullptr;
+      return false;
     }
   } else if (failed(buildDefaultPipeline(pm, po.disabled, error))) {
     fail(error);
-    return nullptr;
+    return false;
   }
   DumpIR *dumped = nullptr; // owned by pm
   if (!po.dumpDir.empty()) {
@@ -239,28 +293,27 @@ mlir::OwningOpRef<mlir::ModuleOp> toIR(mlir::MLIRContext &ctx,
     fs::create_directories(po.dumpDir, ec);
     if (ec) {
       fail("--dump-ir: cannot create " + po.dumpDir + ": " + ec.message());
-      return nullptr;
+      return false;
     }
     auto dump = std::make_unique<DumpIR>(po.dumpDir, 0);
-    dump->write(module->getOperation(), "import");
+    dump->write(module.getOperation(), "import");
     dumped = dump.get();
     pm.addInstrumentation(std::move(dump));
   }
-  if (failed(pm.run(*module)) || (dumped && dumped->failed))
-    return nullptr;
-  return module;
+  return succeeded(pm.run(module)) && !(dumped && dumped->failed);
 }
 
-/// Spec -> shared library (or relocatable object) at `out`.
-bool compileToLibrary(const ArchSpec &spec, const std::string &specPath,
-                      const std::string &specText, const BuildOptions &opts,
+/// Spec or IR at `input` -> shared library (or relocatable object) at
+/// `out`.
+bool compileToLibrary(const std::string &input, const BuildOptions &opts,
                       const std::string &out, bool quiet, BuildStats *stats) {
-  mlir::MLIRContext ctx;
-  auto module = toIR(ctx, spec);
-  if (!module)
+  Context c;
+  std::string specText;
+  auto module = loadModule(c, input, specText);
+  if (!module || !runPipeline(c.ctx, *module))
     return false;
   LoweredModel lowered;
-  if (failed(emitGlue(*module, {specPath, specText}, lowered)))
+  if (failed(emitGlue(*module, {input, specText}, lowered)))
     return false;
   BuildOptions o = opts;
   if (showProgress(quiet))
@@ -283,7 +336,8 @@ enum class Emit { Import, MLIR, Halide, C, Obj, Lib };
 
 int cmdCompile(int argc, char **argv) {
   cl::opt<std::string> input(cl::Positional, cl::Required,
-                             cl::desc("<spec.toml>"), cl::cat(archcCat));
+                             cl::desc("<spec.toml | model.mlir>"),
+                             cl::cat(archcCat));
   cl::opt<std::string> output("o", cl::desc("output file (default: "
                                             "lib<model>.so; '-' = stdout)"),
                               cl::value_desc("file"), cl::cat(archcCat));
@@ -348,14 +402,15 @@ int cmdCompile(int argc, char **argv) {
   pipelineOpts.dumpDir = dumpIR;
   pipelineOpts.importOnly = emit == Emit::Import;
 
+  Context c;
   std::string text;
-  auto spec = loadSpec(input, text);
-  if (!spec)
+  auto module = loadModule(c, input, text);
+  if (!module)
     return 1;
   std::string out = output;
   if (emit == Emit::Lib || emit == Emit::Obj) {
     if (out.empty())
-      out = "lib" + spec->model.name + (emit == Emit::Lib ? ".so" : ".o");
+      out = "lib" + modelName(*module) + (emit == Emit::Lib ? ".so" : ".o");
     if (out == "-")
       return fail("--emit=lib and --emit=obj need an output file (-o)");
     BuildOptions opts;
@@ -364,7 +419,8 @@ int cmdCompile(int argc, char **argv) {
     opts.sanitize = sanitize;
     BuildStats stats;
     auto t0 = Clock::now();
-    if (!compileToLibrary(*spec, input, text, opts, out, quiet, &stats))
+    module = nullptr; // compileToLibrary loads it again, in its context
+    if (!compileToLibrary(input, opts, out, quiet, &stats))
       return 1;
     if (showProgress(quiet))
       fprintf(stderr, "[archc] wrote %s (%zu kernels, %.2f s)\n", out.c_str(),
@@ -374,9 +430,7 @@ int cmdCompile(int argc, char **argv) {
   if (out.empty())
     out = "-";
 
-  mlir::MLIRContext ctx;
-  auto module = toIR(ctx, *spec);
-  if (!module)
+  if (!runPipeline(c.ctx, *module))
     return 1;
   std::string result, error;
   llvm::raw_string_ostream os(result);
@@ -436,43 +490,60 @@ int cmdCheck(int argc, char **argv) {
     return 0;
   }
   if (input.empty())
-    return fail("archc check needs a spec file");
+    return fail("archc check needs a spec file (or an .mlir module)");
+  // The figures are the IR's, after the default pipeline.
+  Context c;
   std::string text;
-  auto spec = loadSpec(input, text);
-  if (!spec)
+  std::optional<ArchSpec> spec;
+  auto module = loadModule(c, input, text, &spec);
+  if (!module || !runPipeline(c.ctx, *module))
     return 1;
-  SpecReport r = analyzeSpec(*spec);
-  int64_t ctx = context > 0 ? int64_t(context) : spec->model.maxSeqLen;
+  mlir::FailureOr<ModelFigures> figures = computeModelFigures(*module);
+  if (failed(figures))
+    return 1;
+  const ModelFigures &r = *figures;
+  int64_t maxSeq = 0;
+  if (auto a = (*module)->getAttrOfType<mlir::IntegerAttr>("arch.max_seq_len"))
+    maxSeq = a.getInt();
+  int64_t ctx = context > 0 ? int64_t(context) : maxSeq;
   double decode = r.decodeFlopsPerToken(ctx), prefill = r.prefillFlopsPerToken(ctx);
+  std::string name = modelName(*module);
   if (json) {
-    llvm::outs() << "{\"model\": " << jsonString(spec->model.name)
+    llvm::outs() << "{\"model\": " << jsonString(name)
                  << ", \"params\": " << r.params
                  << ", \"embedding_params\": " << r.embeddingParams
                  << ", \"weight_bytes\": " << r.weightBytes
                  << ", \"kv_bytes_per_token\": " << r.kvBytesPerToken
+                 << ", \"fixed_cache_bytes\": " << r.fixedCacheBytes
                  << ", \"context\": " << ctx << ", \"decode_flops_per_token\": "
                  << llvm::format("%.0f", decode)
                  << ", \"prefill_flops_per_token\": "
                  << llvm::format("%.0f", prefill)
                  << ", \"classifier_flops_per_token\": "
                  << 2 * r.classifierParams
-                 << ", \"decode_weight_bytes\": " << r.matmulParamsPerToken * 4
-                 << ", \"z_loss\": " << spec->output.zLoss
-                 << ", \"naming\": \"" << namingNames()[size_t(spec->weights.naming)]
-                 << "\"}\n";
+                 << ", \"decode_weight_bytes\": " << r.matmulWeightBytes;
+    if (spec)
+      llvm::outs() << ", \"z_loss\": " << spec->output.zLoss
+                   << ", \"naming\": \""
+                   << namingNames()[size_t(spec->weights.naming)] << "\"";
+    llvm::outs() << "}\n";
     return 0;
   }
-  llvm::outs() << "model:                 " << spec->model.name << " ("
-               << input << ")\n"
+  llvm::outs() << "model:                 " << name << " (" << input << ")\n"
                << "parameters:            " << withCommas(r.params)
                << " (embedding " << withCommas(r.embeddingParams) << ")\n"
-               << "weight bytes (fp32):   " << withCommas(r.weightBytes) << "\n"
+               << "weight bytes:          " << withCommas(r.weightBytes) << "\n"
                << "KV cache per token:    " << withCommas(r.kvBytesPerToken)
-               << " bytes (fp32)\n"
-               << "FLOPs per token:       decode at context " << ctx << ": "
+               << " bytes\n";
+  if (r.fixedCacheBytes)
+    llvm::outs() << "bounded caches:        " << withCommas(r.fixedCacheBytes)
+                 << " bytes (ring and state caches, at any length)\n";
+  llvm::outs() << "FLOPs per token:       decode at context " << ctx << ": "
                << llvm::format("%.4g", decode) << "; prefill of " << ctx
-               << " tokens: " << llvm::format("%.4g", prefill) << "\n"
-               << "checkpoint names:      "
+               << " tokens: " << llvm::format("%.4g", prefill) << "\n";
+  if (!spec)
+    return 0;
+  llvm::outs() << "checkpoint names:      "
                << namingNames()[size_t(spec->weights.naming)] << "\n";
   if (spec->output.zLoss > 0)
     llvm::outs() << "z-loss coefficient:    " << llvm::format("%g", spec->output.zLoss)
@@ -482,7 +553,8 @@ int cmdCheck(int argc, char **argv) {
 
 // ---- run and bench -----------------------------------------------------------
 
-/// A library to run: LIB as given, or SPEC compiled into a temporary one.
+/// A library to run: LIB as given, or a spec or IR compiled into a
+/// temporary one.
 struct Runnable {
   std::string libPath, tmpDir;
   double compileSeconds = 0;
@@ -493,26 +565,21 @@ struct Runnable {
     }
   }
   bool prepare(const std::string &input, bool quiet) {
-    if (input.size() < 5 || input.substr(input.size() - 5) != ".toml") {
+    if (!endsWith(input, ".toml") && !endsWith(input, ".mlir")) {
       libPath = input;
       return true;
     }
-    std::string text;
-    auto spec = loadSpec(input, text);
-    if (!spec)
-      return false;
     char tmpl[] = "/tmp/archc-run-XXXXXX";
     if (!mkdtemp(tmpl)) {
       fail("cannot create a temporary directory");
       return false;
     }
     tmpDir = tmpl;
-    libPath = tmpDir + "/lib" + spec->model.name + ".so";
+    libPath = tmpDir + "/libmodel.so";
     auto t0 = Clock::now();
     BuildOptions opts;
     opts.sanitize = sanitizeByDefault();
-    if (!compileToLibrary(*spec, input, text, opts, libPath, quiet,
-                          nullptr))
+    if (!compileToLibrary(input, opts, libPath, quiet, nullptr))
       return false;
     compileSeconds = since(t0);
     return true;
@@ -540,7 +607,7 @@ int cmdRun(int argc, char **argv) {
   // A subcommand of its own: libLLVM registers a global -threads.
   cl::SubCommand sub("run", "generate text");
   cl::opt<std::string> input(cl::Positional, cl::Required,
-                             cl::desc("<spec.toml | lib.so>"),
+                             cl::desc("<spec.toml | model.mlir | lib.so>"),
                              cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> weights("weights", cl::Required,
                                cl::desc("llama2.c checkpoint, .safetensors, "
@@ -685,7 +752,7 @@ int cmdBench(int argc, char **argv) {
   // A subcommand of its own: libLLVM registers a global -threads.
   cl::SubCommand sub("bench", "throughput");
   cl::opt<std::string> input(cl::Positional, cl::Required,
-                             cl::desc("<spec.toml | lib.so>"),
+                             cl::desc("<spec.toml | model.mlir | lib.so>"),
                              cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> weights("weights",
                                cl::desc("weights (default: random)"),
@@ -822,8 +889,8 @@ int usage(int rc) {
   (rc ? llvm::errs() : llvm::outs())
       << "usage: archc <command> [options]\n\n"
          "commands:\n"
-         "  compile SPEC    compile a TOML spec to a shared library "
-         "(--emit=mlir|halide|c|obj|lib)\n"
+         "  compile SPEC    compile a TOML spec (or an .mlir module) to a "
+         "shared library (--emit=mlir|halide|c|obj|lib)\n"
          "  check SPEC      parameter count, KV-cache bytes, FLOPs per token\n"
          "  run SPEC|LIB    generate tokens with real weights\n"
          "  bench SPEC|LIB  prefill and decode throughput\n\n"

@@ -128,6 +128,50 @@ LogicalResult AssignOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return success();
 }
 
+LogicalResult CacheOp::verify() {
+  Type elem = getRowType().getElementType();
+  if (!elem.isF32() && !elem.isF16() && !elem.isBF16())
+    return emitOpError() << "stores f32, f16 or bf16, not " << elem;
+  if (getRowType().getNumElements() <= 0)
+    return emitOpError() << "row " << getRowType() << " holds no elements";
+  bool bounded = getLayout() != CacheLayout::state;
+  if (bounded && (!getCapacity() || *getCapacity() <= 0))
+    return emitOpError() << "a " << stringifyCacheLayout(getLayout())
+                         << " cache needs a positive capacity";
+  if (!bounded && getCapacity())
+    return emitOpError() << "a state cache has no capacity: it holds one row";
+  return success();
+}
+
+LogicalResult CacheAppendOp::verify() {
+  auto rows = cast<RankedTensorType>(getRows().getType());
+  auto context = cast<RankedTensorType>(getContext().getType());
+  if (rows.getRank() != 2 || rows.isDynamicDim(1))
+    return emitOpError() << "rows must be [T, width] with a static width, got "
+                         << rows;
+  if (context.getRank() != 2 || context.getDimSize(1) != rows.getDimSize(1))
+    return emitOpError() << "context must be [positions, "
+                         << rows.getDimSize(1) << "], got " << context;
+  return success();
+}
+
+LogicalResult
+CacheAppendOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto cache = symbols.lookupNearestSymbolFrom<CacheOp>(*this, getCacheAttr());
+  if (!cache)
+    return emitOpError() << "names " << getCacheAttr()
+                         << ", which is not an arch.cache";
+  if (cache.getLayout() == CacheLayout::state)
+    return emitOpError() << "appends to " << getCacheAttr()
+                         << ", a state cache (it holds no positions)";
+  int64_t width = cast<RankedTensorType>(getRows().getType()).getDimSize(1);
+  if (width != cache.getRowElements())
+    return emitOpError() << "rows are " << width << " wide but a row of "
+                         << getCacheAttr() << " " << cache.getRowType()
+                         << " holds " << cache.getRowElements();
+  return success();
+}
+
 LogicalResult ConcatOp::verify() {
   if (getInputs().empty())
     return emitOpError() << "needs at least one input";
@@ -349,8 +393,6 @@ LogicalResult AttentionOp::verify() {
                          << " and " << v;
   if (getResult().getType() != getQuery().getType())
     return emitOpError() << "result type must equal the query type";
-  if (int64_t(getLayer()) < 0)
-    return emitOpError() << "layer must be non-negative";
   if (int64_t(getWindow()) < 0)
     return emitOpError() << "window must be non-negative";
   if (getRelBias()) {

@@ -17,6 +17,8 @@ LinearOp projectionOf(Value v) {
       v = n.getInput();
     else if (auto r = dyn_cast<RopeOp>(def))
       v = r.getInput();
+    else if (auto c = dyn_cast<CacheAppendOp>(def))
+      v = c.getRows();
     else
       return {};
   }

@@ -14,7 +14,8 @@ namespace arch {
 
 /// The linear that produced `v`, looking through the ops between a
 /// projection and attention (the split of a fused projection, QK-norm,
-/// RoPE): linear -> [split] -> [norm] -> [rope] -> attention operand.
+/// RoPE, the cache append that turns keys and values into the context):
+/// linear -> [split] -> [norm] -> [rope] -> [cache_append] -> attention.
 LinearOp projectionOf(mlir::Value v);
 
 /// Replaces `linears`, which must read the same input and all have a bias

@@ -58,4 +58,17 @@ def Arch_PosEmbedKind : I32EnumAttr<"PosEmbedKind", "absolute positions", [
   let cppNamespace = "::arch";
 }
 
+def Arch_CacheLayout : I32EnumAttr<"CacheLayout", "how a cache keeps tokens", [
+    // One row per position, up to `capacity` positions (a KV cache).
+    I32EnumAttrCase<"tokens", 0>,
+    // The rows of the last `capacity` positions, position p in row
+    // p mod capacity (a sliding-window layer's cache).
+    I32EnumAttrCase<"ring", 1>,
+    // One fixed-size state, however many tokens went by (linear
+    // attention's recurrent state).
+    I32EnumAttrCase<"state", 2>,
+  ]> {
+  let cppNamespace = "::arch";
+}
+
 #endif // ARCH_ATTRS_TD

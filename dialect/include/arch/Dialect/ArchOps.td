@@ -100,6 +100,64 @@ def Arch_AssignOp : Arch_Op<"assign",
   let assemblyFormat = "$name `=` $value attr-dict `:` type($value)";
 }
 
+def Arch_CacheOp : Arch_Op<"cache", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "state a sequence keeps between forward calls";
+  let description = [{
+    A cache the runtime allocates per sequence, from the table the library
+    exports (module order). `row` is what one position stores: for a KV
+    cache `[n_kv_heads, head_dim]`, with keys and values in caches of their
+    own so that they may differ in head dim (MLA's 192-wide keys, 128-wide
+    values), or one latent vector per position (MLA's compressed cache).
+    Its element type is the stored type (f32; f16/bf16 convert on append).
+    `tokens N` keeps positions 0 ..< N (N = max_seq_len), `ring N` keeps the
+    last N (a sliding window's cache, position p in row p mod N), and
+    `state` keeps one `row` however long the sequence (a linear-attention
+    recurrent state).
+
+    ```mlir
+    arch.cache @"model.layers.0.self_attn.k_cache" tokens 2048 : tensor<4x64xf32>
+    arch.cache @"model.layers.3.self_attn.k_cache" ring 4096 : tensor<8x128xf16>
+    arch.cache @"model.layers.0.attn.state" state : tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Arch_CacheLayout:$layout,
+                       OptionalAttr<I64Attr>:$capacity,
+                       TypeAttrOf<AnyStaticShapeTensor>:$row);
+  let assemblyFormat = "$sym_name $layout ($capacity^)? attr-dict `:` $row";
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getRowType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getRow());
+    }
+    /// Elements one position stores (the state's size for `state`).
+    int64_t getRowElements() { return getRowType().getNumElements(); }
+  }];
+  let hasVerifier = 1;
+}
+
+def Arch_CacheAppendOp : Arch_Op<"cache_append",
+    [MemoryEffects<[MemRead, MemWrite]>,
+     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "stores rows in a cache and reads back the context";
+  let description = [{
+    Stores row t of `rows` (`[T, numel(row)]`, f32) as position `pos + t`
+    of the `tokens` or `ring` cache, converting to its element type, and
+    returns every position the cache holds after the store, in f32: for
+    `tokens`, positions 0 ..< pos + T; for `ring`, the last `capacity` of
+    them in ring order. Attention reads its keys and values from the
+    result, so the store and the read are one step of the dataflow.
+
+    ```mlir
+    %kc = arch.cache_append @"model.layers.0.self_attn.k_cache", %k at %pos
+        : tensor<?x256xf32> -> tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$cache, F32Tensor:$rows, Index:$pos);
+  let results = (outs F32Tensor:$context);
+  let assemblyFormat = "$cache `,` $rows `at` $pos attr-dict `:` type($rows) "
+                       "`->` type($context)";
+  let hasVerifier = 1;
+}
+
 def Arch_EmbedOp : Arch_Op<"embed", [Pure]> {
   let summary = "token embedding lookup";
   let description = [{
@@ -372,28 +430,31 @@ def Arch_PosEmbedOp : Arch_Op<"pos_embed", [Pure]> {
 }
 
 def Arch_AttentionOp : Arch_Op<"attention",
-    [MemoryEffects<[MemRead, MemWrite]>, AttrSizedOperandSegments]> {
-  let summary = "causal scaled-dot-product attention with a KV cache";
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "causal scaled-dot-product attention over a context";
   let description = [{
-    Appends the rows of `key` and `value` to the KV cache of layer `layer`
-    at positions `pos ..`, then attends each query row `t` over cache
-    positions `0 .. pos + t` (causal), with `n_heads` query heads sharing
-    `n_kv_heads` key/value heads (MHA, GQA, MQA). The cache is state, so the
-    op reads and writes memory. With `softcap` > 0 the scaled scores become
-    softcap * tanh(scores / softcap) (Gemma 2); with `alibi` each head h
-    adds -slope_h * (query position - key position) (Press et al. 2022);
-    with `window` > 0 a query attends only to the last `window` positions
-    (sliding-window attention, Mistral, Gemma 2 local layers). With a
-    `rel_bias` table [t5_buckets, n_heads], scores add
-    rel_bias[bucket(query - key), h] with T5's causal log buckets
-    (Raffel et al. 2020) up to `t5_max_distance`. With `rel_key` and
-    `rel_value` tables [2 shaw_clip + 1, head_dim] (Shaw et al. 2018), the
-    key and value of position j for query position i gain row
+    Attends each query row `t` (position `pos + t`) over the rows of `key`
+    and `value` that hold positions `0 .. pos + t` (causal): the context an
+    `arch.cache_append` returns. `n_heads` query heads share `n_kv_heads`
+    key/value heads (MHA, GQA, MQA). With `softcap` > 0 the scaled scores
+    become softcap * tanh(scores / softcap) (Gemma 2); with `alibi` each
+    head h adds -slope_h * (query position - key position) (Press et al.
+    2022); with `window` > 0 a query attends only to the last `window`
+    positions (sliding-window attention, Mistral, Gemma 2 local layers).
+    With a `rel_bias` table [t5_buckets, n_heads], scores add
+    rel_bias[bucket(query - key), h] with T5's causal log buckets (Raffel
+    et al. 2020) up to `t5_max_distance`. With `rel_key` and `rel_value`
+    tables [2 shaw_clip + 1, head_dim] (Shaw et al. 2018), the key and
+    value of position j for query position i gain row
     clip(j - i, -shaw_clip, shaw_clip) + shaw_clip.
 
     ```mlir
-    %a = arch.attention %q, %k, %v, %pos {layer = 0, n_heads = 6,
-        n_kv_heads = 6, head_dim = 48, scale = 0.144}
+    %kc = arch.cache_append @"model.layers.0.self_attn.k_cache", %k at %pos
+        : tensor<?x288xf32> -> tensor<?x288xf32>
+    %vc = arch.cache_append @"model.layers.0.self_attn.v_cache", %v at %pos
+        : tensor<?x288xf32> -> tensor<?x288xf32>
+    %a = arch.attention %q, %kc, %vc, %pos {n_heads = 6, n_kv_heads = 6,
+        head_dim = 48, scale = 0.144}
         : (tensor<?x288xf32>, tensor<?x288xf32>, tensor<?x288xf32>, index)
         -> tensor<?x288xf32>
     ```
@@ -402,7 +463,7 @@ def Arch_AttentionOp : Arch_Op<"attention",
                        Index:$pos, Optional<F32Tensor>:$rel_bias,
                        Optional<F32Tensor>:$rel_key,
                        Optional<F32Tensor>:$rel_value,
-                       I64Attr:$layer, I64Attr:$n_heads,
+                       I64Attr:$n_heads,
                        I64Attr:$n_kv_heads, I64Attr:$head_dim, F64Attr:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$softcap,
                        UnitAttr:$alibi,

@@ -1,0 +1,131 @@
+//===- ModelFigures.cpp - Size and cost figures read off the IR -----------===//
+//
+// Parameters are the module's loaded weights (prepared ones are derived
+// from them); a value's weights are found by following it back through
+// weight-only ops and, for a prepared weight, through the arch.assign of
+// @prepare_params that computes it.
+//
+//===----------------------------------------------------------------------===//
+#include "arch/Analysis/ModelFigures.h"
+#include "arch/Dialect/ArchDialect.h"
+
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+
+namespace arch {
+
+double ModelFigures::decodeFlopsPerToken(int64_t ctx) const {
+  return 2.0 * matmulParamsPerToken + double(attnFlopsPerCtx) * ctx;
+}
+
+double ModelFigures::prefillFlopsPerToken(int64_t n) const {
+  // Token i (0-based) attends to i + 1 positions: mean (n + 1) / 2.
+  return 2.0 * matmulParamsPerToken + double(attnFlopsPerCtx) * (n + 1) / 2.0;
+}
+
+namespace {
+
+class Figures {
+public:
+  explicit Figures(ModuleOp module) : module(module), symbols(module) {
+    if (auto prep = module.lookupSymbol<func::FuncOp>("prepare_params"))
+      for (AssignOp a : prep.getOps<AssignOp>())
+        assigned[a.getName()] = a.getValue();
+  }
+
+  /// Adds to `out` the loaded weights `v` is computed from.
+  void loadedSources(Value v, llvm::SetVector<Operation *> &out) {
+    SmallVector<Value> work{v};
+    llvm::DenseSet<Value> seen;
+    while (!work.empty()) {
+      Value x = work.pop_back_val();
+      if (!x || !seen.insert(x).second)
+        continue;
+      Operation *def = x.getDefiningOp();
+      if (!def)
+        continue;
+      if (auto p = dyn_cast<ParamOp>(def)) {
+        auto w = symbols.lookup<WeightOp>(p.getName());
+        if (w && !w.getPrepared())
+          out.insert(w);
+        else if (w)
+          work.push_back(assigned.lookup(p.getName()));
+        continue;
+      }
+      llvm::append_range(work, def->getOperands());
+    }
+  }
+
+  FailureOr<ModelFigures> run();
+
+private:
+  ModuleOp module;
+  SymbolTable symbols;
+  llvm::StringMap<Value> assigned; ///< prepared weight -> its value
+};
+
+static int64_t bytesOf(RankedTensorType t) {
+  return t.getNumElements() * int64_t(t.getElementTypeBitWidth() / 8);
+}
+
+FailureOr<ModelFigures> Figures::run() {
+  auto fn = module.lookupSymbol<func::FuncOp>("forward");
+  if (!fn || fn.isExternal())
+    return module.emitError() << "module has no func.func @forward";
+  ModelFigures f;
+  for (WeightOp w : module.getOps<WeightOp>())
+    if (!w.getPrepared()) {
+      f.params += w.getTensorType().getNumElements();
+      f.weightBytes += bytesOf(w.getTensorType());
+    }
+  for (CacheOp c : module.getOps<CacheOp>()) {
+    int64_t row = c.getRowElements() *
+                  int64_t(c.getRowType().getElementTypeBitWidth() / 8);
+    if (c.getLayout() == CacheLayout::tokens)
+      f.kvBytesPerToken += row;
+    else
+      f.fixedCacheBytes += row * c.getCapacity().value_or(1);
+  }
+  // Embedding parameters: the tables read by position, and the
+  // classifier that produces the logits (through a final scale or cap).
+  llvm::SetVector<Operation *> embedding;
+  auto widthOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape().back();
+  };
+  fn.walk([&](Operation *op) {
+    if (auto e = dyn_cast<EmbedOp>(op))
+      loadedSources(e.getTable(), embedding);
+    else if (auto p = dyn_cast<PosEmbedOp>(op))
+      loadedSources(p.getTable(), embedding);
+    else if (auto a = dyn_cast<AttentionOp>(op)) {
+      loadedSources(a.getRelBias(), embedding);
+      f.attnFlopsPerCtx += 4 * a.getNHeads() * a.getHeadDim();
+    } else if (auto l = dyn_cast<LinearOp>(op)) {
+      int64_t kn = widthOf(l.getInput()) * widthOf(l.getResult());
+      auto w = cast<RankedTensorType>(l.getWeight().getType());
+      f.matmulParamsPerToken += kn;
+      f.matmulWeightBytes += kn * int64_t(w.getElementTypeBitWidth() / 8);
+    }
+  });
+  Value logits = fn.getBody().front().getTerminator()->getOperand(0);
+  while (isa_and_nonnull<SoftcapOp, ScaleOp>(logits.getDefiningOp()))
+    logits = logits.getDefiningOp()->getOperand(0);
+  if (auto l = logits.getDefiningOp<LinearOp>()) {
+    f.classifierParams = widthOf(l.getInput()) * widthOf(l.getResult());
+    loadedSources(l.getWeight(), embedding);
+    loadedSources(l.getBias(), embedding);
+  }
+  for (Operation *w : embedding)
+    f.embeddingParams += cast<WeightOp>(w).getTensorType().getNumElements();
+  return f;
+}
+
+} // namespace
+
+FailureOr<ModelFigures> computeModelFigures(ModuleOp module) {
+  return Figures(module).run();
+}
+
+} // namespace arch
