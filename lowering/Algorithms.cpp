@@ -41,11 +41,11 @@ static void constrain(OutputImageParam p, const std::vector<int64_t> &dims,
     p.dim(dims.size()).set_stride(stride);
 }
 
-static ImageParam input(Type t, const std::vector<int64_t> &staticDims,
-                        const char *name, KernelFuncs &k) {
-  ImageParam p(t, int(staticDims.size()) + 1, name);
-  constrain(p, staticDims, /*denseRows=*/false);
-  k.args.push_back(p);
+/// Input `name` with static feature extents `dims` and free token rows.
+static ImageParam rows(KernelFuncs &k, const char *name,
+                       const std::vector<int64_t> &dims) {
+  ImageParam p = k.in(name);
+  constrain(p, dims, /*denseRows=*/false);
   return p;
 }
 
@@ -54,10 +54,10 @@ static ImageParam input(Type t, const std::vector<int64_t> &staticDims,
 /// With a packed weight (panel > 0), w is (panel, K, panels) and acc keeps
 /// a partial sum per output column instead, column n in panel n / panel:
 /// the inner loop is a vector FMA along a panel row.
-static void lowerLinear(KernelFuncs &k) {
-  int64_t K = k.spec.ints[0], N = k.spec.ints[1], panel = k.spec.ints[3];
-  ImageParam x = input(Float(32), {K}, "x", k);
-  ImageParam w(Float(32), panel ? 3 : 2, "w");
+static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
+  int64_t K = d.K, N = d.N, panel = d.panel;
+  ImageParam x = rows(k, "x", {K});
+  ImageParam w = k.in("weight");
   if (panel) {
     w.dim(0).set_bounds(0, int(panel)).set_stride(1);
     w.dim(1).set_bounds(0, int(K)).set_stride(int(panel));
@@ -67,12 +67,11 @@ static void lowerLinear(KernelFuncs &k) {
     w.dim(0).set_bounds(0, int(K)).set_stride(1);
     w.dim(1).set_bounds(0, int(N)).set_stride(int(K));
   }
-  k.args.push_back(w);
-  bool hasBias = k.spec.ints[2] != 0;
-  ImageParam bias(Float(32), 1, "bias");
+  bool hasBias = d.bias;
+  ImageParam bias;
   if (hasBias) {
+    bias = k.in("bias");
     bias.dim(0).set_bounds(0, int(N));
-    k.args.push_back(bias);
   }
 
   Var kk("kk"), n("n"), t("t");
@@ -100,45 +99,44 @@ static void lowerLinear(KernelFuncs &k) {
   k.out = out;
   k.funcs["acc"] = acc;
   k.vars = {{"kk", kk}, {"n", n}, {"t", t}};
+  k.outDims = {N};
 }
 
 /// w (K, N) -> (panel, K, panels): column p * panel + j of row k, zero past N.
-static void lowerPack(KernelFuncs &k) {
-  int64_t K = k.spec.ints[0], N = k.spec.ints[1], panel = k.spec.ints[2];
-  ImageParam w(Float(32), 2, "w");
+static void lowerPack(KernelFuncs &k, const PackKernel &d) {
+  int64_t K = d.K, N = d.N, panel = d.panel;
+  ImageParam w = k.in("weight");
   w.dim(0).set_bounds(0, int(K)).set_stride(1);
   w.dim(1).set_bounds(0, int(N)).set_stride(int(K));
-  k.args.push_back(w);
   Var j("j"), kk("kk"), p("p");
   Expr col = p * int(panel) + j;
   Func out("pack");
   out(j, kk, p) = select(col < int(N), w(kk, min(col, int(N) - 1)), 0.0f);
   k.out = out;
   k.vars = {{"j", j}, {"kk", kk}, {"p", p}};
+  k.outDims = {panel, K};
 }
 
 /// Per token and group: rms: x / sqrt(mean(x^2) + eps) * w (+ b);
 /// layer: (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * w (+ b).
 /// Both reductions are split into `lanes`-wide partial sums.
-static void lowerNorm(KernelFuncs &k) {
-  int64_t d = k.spec.ints[0];
-  bool layer = k.spec.ints[1] == 1, hasBias = k.spec.ints[2] != 0;
-  // Groups with their own weight (0: one weight shared by all groups).
-  int separate = int(k.spec.ints[3]);
-  int64_t groups = k.spec.ints[4];
-  float eps = float(k.spec.reals[0]);
+static void lowerNorm(KernelFuncs &k, const NormKernel &n) {
+  int64_t d = n.width, groups = n.groups;
+  bool layer = n.kind == NormKind::layer, hasBias = n.bias;
+  bool separate = n.weightPerGroup;
+  float eps = float(n.eps);
   int vl = vectorWidthFor(d, k.lanes);
-  ImageParam x = input(Float(32), {d, groups}, "x", k);
-  int wdims = separate ? 2 : 1;
-  ImageParam w(Float(32), wdims, "w"), bias(Float(32), wdims, "bias");
+  ImageParam x = rows(k, "x", {d, groups});
+  ImageParam w = k.in("weight"), bias;
+  if (hasBias)
+    bias = k.in("bias");
   for (ImageParam *p : {&w, &bias}) {
+    if (!p->defined())
+      continue;
     p->dim(0).set_bounds(0, int(d)).set_stride(1);
     if (separate)
-      p->dim(1).set_bounds(0, separate).set_stride(int(d));
+      p->dim(1).set_bounds(0, int(groups)).set_stride(int(d));
   }
-  k.args.push_back(w);
-  if (hasBias)
-    k.args.push_back(bias);
 
   Var i("i"), g("g"), t("t"), kk("kk");
   RDom r(0, int(d / vl), "r");
@@ -161,7 +159,7 @@ static void lowerNorm(KernelFuncs &k) {
   Func inv("inv_std");
   inv(g, t) = 1.0f / sqrt(sum(sq(lane, g, t)) / float(d) + eps);
   Func out(layer ? "layernorm" : "rmsnorm");
-  float offset = float(k.spec.reals[1]);
+  float offset = float(n.weightOffset);
   Expr wi = separate ? w(i, g) : w(i);
   Expr scaleBy = offset == 0.0f ? wi : wi + offset;
   Expr y = centered(i, g, t) * inv(g, t) * scaleBy;
@@ -172,18 +170,17 @@ static void lowerNorm(KernelFuncs &k) {
   k.funcs["mean"] = mean;
   k.vars = {{"i", i}, {"g", g}, {"t", t}, {"kk", kk}};
   k.lanes = vl;
+  k.outDims = {d, groups};
 }
 
-static void lowerEmbed(KernelFuncs &k) {
-  int64_t vocab = k.spec.ints[0], d = k.spec.ints[1];
-  float scale = float(k.spec.reals[0]);
-  ImageParam tokens(Int(32), 1, "tokens");
+static void lowerEmbed(KernelFuncs &k, const EmbedKernel &e) {
+  int64_t vocab = e.vocab, d = e.dModel;
+  float scale = float(e.scale);
+  ImageParam tokens = k.in("tokens");
   tokens.dim(0).set_min(0);
-  k.args.push_back(tokens);
-  ImageParam table(Float(32), 2, "table");
+  ImageParam table = k.in("table");
   table.dim(0).set_bounds(0, int(d)).set_stride(1);
   table.dim(1).set_bounds(0, int(vocab)).set_stride(int(d));
-  k.args.push_back(table);
   Var i("i"), t("t");
   Func out("embed");
   // The runtime rejects out-of-range tokens; the clamp keeps reads in bounds.
@@ -192,29 +189,31 @@ static void lowerEmbed(KernelFuncs &k) {
   k.out = out;
   k.vars = {{"i", i}, {"t", t}};
   k.lanes = vectorWidthFor(d, k.lanes);
+  k.outDims = {d};
 }
 
 /// The rotary frequencies of pairs 0 .. rot/2 - 1, after context-extension
-/// scaling (arch::RopeScaling by value), and the factor on cos and sin.
-static std::vector<double> ropeFrequencies(const KernelSpec &spec,
+/// scaling, and the factor on cos and sin.
+static std::vector<double> ropeFrequencies(const RopeKernel &r,
                                            double &mscale) {
-  int64_t rot = spec.ints[2], scaling = spec.ints[4];
-  double orig = double(spec.ints[5]);
-  double theta = spec.reals[0], factor = spec.reals[1];
-  double low = spec.reals[2], high = spec.reals[3];
-  double betaFast = spec.reals[4], betaSlow = spec.reals[5];
-  if (scaling == 2) // NTK-aware: a larger base
+  int64_t rot = r.rotaryDim;
+  RopeScaling scaling = r.scaling;
+  double orig = double(r.originalMaxSeqLen);
+  double theta = r.theta, factor = r.factor;
+  double low = r.lowFreqFactor, high = r.highFreqFactor;
+  double betaFast = r.betaFast, betaSlow = r.betaSlow;
+  if (scaling == RopeScaling::ntk) // a larger base
     theta *= std::pow(factor, double(rot) / double(rot - 2));
   std::vector<double> freq;
   for (int64_t p = 0; p < rot / 2; ++p)
     freq.push_back(std::pow(theta, -2.0 * double(p) / double(rot)));
   mscale = 1.0;
   switch (scaling) {
-  case 1: // linear: positions / factor
+  case RopeScaling::linear: // positions / factor
     for (double &f : freq)
       f /= factor;
     break;
-  case 3: { // YaRN
+  case RopeScaling::yarn: {
     // The pair index whose wavelength fits `turns` rotations in `orig`.
     auto dimFor = [&](double turns) {
       return double(rot) * std::log(orig / (turns * 2 * M_PI)) /
@@ -233,7 +232,7 @@ static std::vector<double> ropeFrequencies(const KernelSpec &spec,
       mscale = 0.1 * std::log(factor) + 1.0;
     break;
   }
-  case 4: { // Llama 3.1
+  case RopeScaling::llama3: { // Llama 3.1
     double lowWavelen = orig / low, highWavelen = orig / high;
     for (double &f : freq) {
       double wavelen = 2 * M_PI / f;
@@ -253,17 +252,16 @@ static std::vector<double> ropeFrequencies(const KernelSpec &spec,
 }
 
 /// Rotates pairs of dimensions of each head by (pos + t) * freq(p).
-static void lowerRope(KernelFuncs &k) {
-  int64_t heads = k.spec.ints[0], hd = k.spec.ints[1], rot = k.spec.ints[2];
-  bool interleaved = k.spec.ints[3] == 1;
-  ImageParam x = input(Float(32), {hd, heads}, "x", k);
-  Param<int32_t> pos("pos");
-  k.args.push_back(pos);
+static void lowerRope(KernelFuncs &k, const RopeKernel &r) {
+  int64_t heads = r.heads, hd = r.headDim, rot = r.rotaryDim;
+  bool interleaved = r.style == RopeStyle::interleaved;
+  ImageParam x = rows(k, "x", {hd, heads});
+  Param<int32_t> pos = k.pos;
 
   Var j("j"), h("h"), t("t"), p("p");
   int half = int(rot / 2);
   double mscale;
-  std::vector<double> freqs = ropeFrequencies(k.spec, mscale);
+  std::vector<double> freqs = ropeFrequencies(r, mscale);
   Buffer<float> table(half, "inv_freq_table");
   for (int i = 0; i < half; ++i)
     table(i) = float(freqs[size_t(i)]);
@@ -298,6 +296,7 @@ static void lowerRope(KernelFuncs &k) {
   k.funcs = {{"freq", freq}, {"cos", cosv}, {"sin", sinv}, {"angle", angle}};
   k.vars = {{"j", j}, {"h", h}, {"t", t}, {"p", p}};
   k.lanes = vectorWidthFor(hd, k.lanes);
+  k.outDims = {hd, heads};
 }
 
 /// ALiBi slopes (Press et al. 2022): a geometric sequence from 2^(-8/n)
@@ -343,32 +342,30 @@ static std::vector<int> t5Buckets(int64_t buckets, int64_t maxDistance) {
 
 /// Causal attention of query rows t over cache positions 0 .. pos + t, with
 /// query head h reading KV head h / (n_heads / n_kv_heads).
-static void lowerAttention(KernelFuncs &k) {
-  int64_t heads = k.spec.ints[0], kvHeads = k.spec.ints[1],
-          hd = k.spec.ints[2];
-  float scale = float(k.spec.reals[0]);
+static void lowerAttention(KernelFuncs &k, const AttentionKernel &a) {
+  int64_t heads = a.heads, kvHeads = a.kvHeads, hd = a.headDim;
+  float scale = float(a.scale);
   int group = int(heads / kvHeads);
-  ImageParam q = input(Float(32), {hd, heads}, "q", k);
-  ImageParam kc = input(Float(32), {hd, kvHeads}, "k_cache", k);
-  ImageParam vc = input(Float(32), {hd, kvHeads}, "v_cache", k);
-  int64_t buckets = k.spec.ints[5], maxDistance = k.spec.ints[6];
-  ImageParam relBias(Float(32), 2, "rel_bias");
+  ImageParam q = rows(k, "q", {hd, heads});
+  ImageParam kc = rows(k, "k", {hd, kvHeads});
+  ImageParam vc = rows(k, "v", {hd, kvHeads});
+  int64_t buckets = a.t5Buckets, maxDistance = a.t5MaxDistance;
+  ImageParam relBias;
   if (buckets) {
+    relBias = k.in("rel_bias");
     relBias.dim(0).set_bounds(0, int(heads)).set_stride(1);
     relBias.dim(1).set_bounds(0, int(buckets)).set_stride(int(heads));
-    k.args.push_back(relBias);
   }
-  int64_t clip = k.spec.ints[7];
-  ImageParam relKey(Float(32), 2, "rel_key"), relValue(Float(32), 2, "rel_value");
+  int64_t clip = a.shawClip;
+  ImageParam relKey, relValue;
   if (clip) {
+    relKey = k.in("rel_key"), relValue = k.in("rel_value");
     for (ImageParam *rel : {&relKey, &relValue}) {
       rel->dim(0).set_bounds(0, int(hd)).set_stride(1);
       rel->dim(1).set_bounds(0, int(2 * clip + 1)).set_stride(int(hd));
-      k.args.push_back(*rel);
     }
   }
-  Param<int32_t> pos("pos");
-  k.args.push_back(pos);
+  Param<int32_t> pos = k.pos;
 
   Var j("j"), h("h"), t("t"), dd("dd");
   // Shaw: the table row of key position j for query row t.
@@ -385,10 +382,10 @@ static void lowerAttention(KernelFuncs &k) {
   score(j, h, t) += q(rd, h, t) * key;
   Func scaled("scaled_score");
   Expr sc = score(j, h, t) * scale;
-  float cap = float(k.spec.reals[1]);
+  float cap = float(a.softcap);
   if (cap > 0)
     sc = cap * tanh(sc / cap);
-  if (k.spec.ints[3]) {
+  if (a.alibi) {
     // ALiBi: a fixed per-head slope times the query-key distance.
     std::vector<double> slopes = alibiSlopes(int(heads));
     Buffer<float> slope(int(heads), "alibi_slope");
@@ -410,7 +407,7 @@ static void lowerAttention(KernelFuncs &k) {
 
   RDom past(0, len, "past");
   past.where(past <= pos + t);
-  if (int64_t window = k.spec.ints[4]) // the last `window` positions only
+  if (int64_t window = a.window) // the last `window` positions only
     past.where(past > pos + t - int(window));
   Func rowMax("row_max");
   rowMax(h, t) = Float(32).min();
@@ -434,77 +431,79 @@ static void lowerAttention(KernelFuncs &k) {
   k.vars = {{"j", j}, {"h", h}, {"t", t}, {"dd", dd}};
   k.rdoms = {{"rd", rd}, {"past", past}};
   k.lanes = vectorWidthFor(hd, k.lanes);
+  k.outDims = {hd, heads};
 }
 
-/// arch::Activation by its integer value (see ArchAttrs.td).
-static Expr activate(Expr x, int64_t act) {
+static Expr activate(Expr x, Activation act) {
   switch (act) {
-  case 0: return x / (1.0f + exp(-x));                             // silu
-  case 1: return 0.5f * x * (1.0f + erf(x * float(M_SQRT1_2)));    // gelu
-  case 2: {                                                        // gelu_tanh
+  case Activation::silu: return x / (1.0f + exp(-x));
+  case Activation::gelu: return 0.5f * x * (1.0f + erf(x * float(M_SQRT1_2)));
+  case Activation::gelu_tanh: {
     Expr inner = float(std::sqrt(2.0 / M_PI)) * (x + 0.044715f * x * x * x);
     return 0.5f * x * (1.0f + tanh(inner));
   }
-  case 3: return x / (1.0f + exp(-1.702f * x));                    // gelu_sigmoid
-  case 4: return max(x, 0.0f);                                     // relu
-  case 5: {                                                        // squared_relu
+  case Activation::gelu_sigmoid: return x / (1.0f + exp(-1.702f * x));
+  case Activation::relu: return max(x, 0.0f);
+  case Activation::squared_relu: {
     Expr r = max(x, 0.0f);
     return r * r;
   }
-  case 6: return 1.0f / (1.0f + exp(-x));                          // sigmoid
-  default: return x;                                               // identity
+  case Activation::sigmoid: return 1.0f / (1.0f + exp(-x));
+  case Activation::identity: return x;
   }
+  return x;
 }
 
 /// add: a + b; glu: act(a) * b; activation: act(a); copy: a.
-static void lowerElementwise(KernelFuncs &k) {
-  int64_t d = k.spec.ints[0];
-  ImageParam a = input(Float(32), {d}, "a", k);
+static void lowerElementwise(KernelFuncs &k, const ElementwiseKernel &e) {
+  int64_t d = e.width;
+  ImageParam a = rows(k, "a", {d});
   Var i("i"), t("t");
-  Func out(kindName(k.spec.kind));
-  if (k.spec.kind == KernelKind::Copy) {
-    out(i, t) = a(i, t);
-  } else if (k.spec.kind == KernelKind::Activation) {
-    out(i, t) = activate(a(i, t), k.spec.ints[1]);
-  } else if (k.spec.kind == KernelKind::Scale) {
-    out(i, t) = a(i, t) * float(k.spec.reals[0]);
-  } else if (k.spec.kind == KernelKind::Softcap) {
-    float cap = float(k.spec.reals[0]);
-    out(i, t) = cap * tanh(a(i, t) / cap);
-  } else {
-    ImageParam b = input(Float(32), {d}, "b", k);
-    if (k.spec.kind == KernelKind::Add)
-      out(i, t) = a(i, t) + b(i, t);
-    else
-      out(i, t) = activate(a(i, t), k.spec.ints[1]) * b(i, t);
+  Func out(k.spec.kindName());
+  float factor = float(e.factor);
+  switch (e.op) {
+  case ElementwiseKernel::Copy: out(i, t) = a(i, t); break;
+  case ElementwiseKernel::Activate:
+    out(i, t) = activate(a(i, t), e.activation);
+    break;
+  case ElementwiseKernel::Scale: out(i, t) = a(i, t) * factor; break;
+  case ElementwiseKernel::Softcap:
+    out(i, t) = factor * tanh(a(i, t) / factor);
+    break;
+  case ElementwiseKernel::Add: out(i, t) = a(i, t) + rows(k, "b", {d})(i, t); break;
+  case ElementwiseKernel::Glu:
+    out(i, t) = activate(a(i, t), e.activation) * rows(k, "b", {d})(i, t);
+    break;
   }
   k.out = out;
   k.vars = {{"i", i}, {"t", t}};
   k.lanes = vectorWidthFor(d, k.lanes);
+  k.outDims = {d};
+  // A copy writes into a view: some columns of a wider array.
+  k.denseOutputRows = e.op != ElementwiseKernel::Copy;
 }
 
 /// x plus the embedding of position pos + t: a table row (learned) or
 /// sin / cos of (pos + t) / 10000^(2i/d) in dimensions 2i / 2i + 1.
-static void lowerPosEmbed(KernelFuncs &k) {
-  int64_t d = k.spec.ints[0], rows = k.spec.ints[3];
-  bool learned = k.spec.ints[1] == 0;
-  int offset = int(k.spec.ints[2]);
-  ImageParam x = input(Float(32), {d}, "x", k);
-  ImageParam table(Float(32), 2, "table");
+static void lowerPosEmbed(KernelFuncs &k, const PosEmbedKernel &pe) {
+  int64_t d = pe.dModel, rows_ = pe.rows;
+  bool learned = pe.kind == PosEmbedKind::learned;
+  int offset = int(pe.offset);
+  ImageParam x = rows(k, "x", {d});
+  ImageParam table;
   if (learned) {
+    table = k.in("table");
     table.dim(0).set_bounds(0, int(d)).set_stride(1);
-    table.dim(1).set_bounds(0, int(rows)).set_stride(int(d));
-    k.args.push_back(table);
+    table.dim(1).set_bounds(0, int(rows_)).set_stride(int(d));
   }
-  Param<int32_t> pos("pos");
-  k.args.push_back(pos);
+  Param<int32_t> pos = k.pos;
   Var i("i"), t("t");
   Expr p = pos + t;
   Expr e;
   if (learned) {
     // The runtime keeps positions below max_seq_len; the clamp keeps
     // reads in bounds all the same.
-    e = table(i, clamp(p + offset, 0, int(rows) - 1));
+    e = table(i, clamp(p + offset, 0, int(rows_) - 1));
   } else {
     Expr pair = cast<float>(i / 2 * 2);
     Expr angle = cast<float>(p) * exp(-pair / float(d) * float(std::log(10000.0)));
@@ -518,57 +517,36 @@ static void lowerPosEmbed(KernelFuncs &k) {
 }
 
 KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
-  KernelFuncs k;
-  k.spec = spec;
+  KernelFuncs k(spec);
   k.lanes = lanes;
-  switch (spec.kind) {
-  case KernelKind::LinearGemm:
-  case KernelKind::LinearGemv:
-    lowerLinear(k);
-    break;
-  case KernelKind::Pack:
-    lowerPack(k);
-    break;
-  case KernelKind::Norm:
-    lowerNorm(k);
-    break;
-  case KernelKind::PosEmbed:
-    lowerPosEmbed(k);
-    break;
-  case KernelKind::Embed:
-    lowerEmbed(k);
-    break;
-  case KernelKind::Rope:
-    lowerRope(k);
-    break;
-  case KernelKind::Attention:
-    lowerAttention(k);
-    break;
-  case KernelKind::Activation:
-  case KernelKind::Softcap:
-  case KernelKind::Scale:
-  case KernelKind::Glu:
-  case KernelKind::Add:
-  case KernelKind::Copy:
-    lowerElementwise(k);
-    break;
+  // The inputs, in the order spec.args() declares them.
+  for (const KernelArg &a : spec.args()) {
+    if (a.kind == KernelArg::Output)
+      continue;
+    if (a.kind == KernelArg::Position) {
+      k.args.push_back(k.pos);
+      continue;
+    }
+    ImageParam p(a.kind == KernelArg::Tokens ? Int(32) : Float(32), a.rank,
+                 a.name);
+    k.inputs[a.name] = p;
+    k.args.push_back(p);
   }
-  // Every output is token-major with static feature extents, its rows
-  // dense but for a copy's.
-  std::vector<int64_t> outDims;
-  switch (spec.kind) {
-  case KernelKind::LinearGemm:
-  case KernelKind::LinearGemv: outDims = {spec.ints[1]}; break;
-  case KernelKind::Embed: outDims = {spec.ints[1]}; break;
-  case KernelKind::Rope: outDims = {spec.ints[1], spec.ints[0]}; break;
-  case KernelKind::Attention: outDims = {spec.ints[2], spec.ints[0]}; break;
-  case KernelKind::Norm: outDims = {spec.ints[0], spec.ints[4]}; break;
-  case KernelKind::Pack: outDims = {spec.ints[2], spec.ints[0]}; break;
-  default: outDims = {spec.ints[0]}; break;
-  }
-  // A copy writes into a view: some columns of a wider array.
-  constrain(k.out.output_buffer(), outDims,
-            /*denseRows=*/spec.kind != KernelKind::Copy);
+  std::visit(
+      [&](const auto &d) {
+        using T = std::decay_t<decltype(d)>;
+        if constexpr (std::is_same_v<T, LinearKernel>) lowerLinear(k, d);
+        else if constexpr (std::is_same_v<T, PackKernel>) lowerPack(k, d);
+        else if constexpr (std::is_same_v<T, NormKernel>) lowerNorm(k, d);
+        else if constexpr (std::is_same_v<T, PosEmbedKernel>) lowerPosEmbed(k, d);
+        else if constexpr (std::is_same_v<T, EmbedKernel>) lowerEmbed(k, d);
+        else if constexpr (std::is_same_v<T, RopeKernel>) lowerRope(k, d);
+        else if constexpr (std::is_same_v<T, AttentionKernel>) lowerAttention(k, d);
+        else lowerElementwise(k, d);
+      },
+      spec.description());
+  // Every output is token-major with static feature extents.
+  constrain(k.out.output_buffer(), k.outDims, k.denseOutputRows);
   return k;
 }
 

@@ -14,16 +14,26 @@
 
 namespace arch {
 
-/// A kernel's algorithm: its output, its arguments in call order (output
-/// last, added by the emitter), and the Funcs and Vars its schedule needs.
+/// A kernel's algorithm: its output, its arguments in call order (made
+/// from spec.args(); the output last, added by the emitter), and the Funcs
+/// and Vars its schedule needs.
 struct KernelFuncs {
+  explicit KernelFuncs(KernelSpec spec) : spec(std::move(spec)) {}
   KernelSpec spec;
   Halide::Func out;
   std::vector<Halide::Argument> args;
+  std::map<std::string, Halide::ImageParam> inputs; ///< by argument name
+  Halide::Param<int32_t> pos{"pos"};
+  /// The input buffer `name` of spec.args().
+  Halide::ImageParam in(const std::string &name) const {
+    return inputs.at(name);
+  }
   std::map<std::string, Halide::Func> funcs;
   std::map<std::string, Halide::Var> vars;
   std::map<std::string, Halide::RDom> rdoms;
   int lanes = 1; ///< vector width the algorithm split its reductions by
+  std::vector<int64_t> outDims; ///< static extents of the output's features
+  bool denseOutputRows = true;  ///< else a view (a copy's destination)
 };
 
 /// Builds the algorithm of `spec`; `lanes` is the target's natural float

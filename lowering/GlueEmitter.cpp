@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cassert>
 #include <limits>
 #include <map>
 
@@ -32,6 +33,14 @@ struct ValueInfo {
   int slot = -1;    ///< activation slot, -1 for params and inputs
 };
 
+/// A buffer argument: the C pointer, extents innermost first (the token
+/// rows last), and the token-row stride of a view (0: dense).
+struct Buf {
+  std::string ptr;
+  std::vector<std::string> dims;
+  int64_t rowStride = 0;
+};
+
 /// Ops whose results are views of their first operand's buffer.
 static bool isView(Operation *op) { return isa<LastTokenOp, SplitOp>(op); }
 
@@ -46,6 +55,7 @@ private:
   LogicalResult emitPrepare(func::FuncOp fn);
   LogicalResult emitWeightOp(Operation *op, const std::string &dst);
   std::string kernel(KernelSpec spec);
+  void call(const KernelSpec &spec, const std::map<std::string, Buf> &bufs);
   ValueInfo &info(Value v) { return values[v]; }
   void defineResult(Operation *op, int64_t width, const std::string &rows);
   void releaseDead(Operation *op);
@@ -148,28 +158,42 @@ void GlueEmitter::releaseDead(Operation *op) {
   }
 }
 
-/// Buffer `i` over `ptr` with extents `dims` (innermost first); a
-/// `rowStride` other than 0 is the stride of the last (token) dimension of
-/// a view, the others being dense.
-static std::string f32(int i, const std::string &ptr,
-                       std::vector<std::string> dims, int64_t rowStride = 0) {
-  while (dims.size() < 3)
-    dims.push_back("0");
-  std::string args = std::to_string(i) + ", " + ptr + ", " + dims[0] + ", " +
-                     dims[1] + ", " + dims[2];
-  if (rowStride)
-    return "ARCHRT_VIEW(" + args + ", " + std::to_string(rowStride) + ")";
-  return "ARCHRT_F32(" + args + ")";
+/// Activation `v` as a buffer, its token rows last in `dims`.
+static Buf act(const ValueInfo &v, std::vector<std::string> dims) {
+  return {v.ptr, std::move(dims), v.stride != v.width ? v.stride : 0};
 }
 
-/// Buffer `i` over activation `v`, its token rows last in `dims`.
-static std::string act(int i, const ValueInfo &v,
-                       std::vector<std::string> dims) {
-  return f32(i, v.ptr, std::move(dims), v.stride != v.width ? v.stride : 0);
+/// `ARCHRT_CHECK(kernel(...));` with the buffers given by argument name,
+/// passed in the order spec.args() declares (the position is `pos`).
+void GlueEmitter::call(const KernelSpec &spec,
+                       const std::map<std::string, Buf> &bufs) {
+  std::string args;
+  int index = 0;
+  for (const KernelArg &a : spec.args()) {
+    args += args.empty() ? "" : ", ";
+    if (a.kind == KernelArg::Position) {
+      args += "pos";
+      continue;
+    }
+    auto it = bufs.find(a.name);
+    assert(it != bufs.end() && "the glue passes every declared argument");
+    Buf b = it->second;
+    while (b.dims.size() < 3)
+      b.dims.push_back("0");
+    std::string i = std::to_string(index++);
+    if (a.kind == KernelArg::Tokens)
+      args += "ARCHRT_I32(" + i + ", " + b.ptr + ", " + b.dims[0] + ")";
+    else
+      args += (b.rowStride ? "ARCHRT_VIEW(" : "ARCHRT_F32(") + i + ", " +
+              b.ptr + ", " + b.dims[0] + ", " + b.dims[1] + ", " + b.dims[2] +
+              (b.rowStride ? ", " + std::to_string(b.rowStride) : "") + ")";
+  }
+  os << "  ARCHRT_CHECK(" << kernel(spec) << "(" << args << "));\n";
 }
 
 LogicalResult GlueEmitter::emitOp(Operation *op) {
   auto s = [](int64_t v) { return std::to_string(v); };
+  using EW = ElementwiseKernel;
   if (auto p = dyn_cast<ParamOp>(op)) {
     auto it = paramIndex.find(p.getName().str());
     if (it == paramIndex.end())
@@ -189,7 +213,7 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
   }
   if (auto c = dyn_cast<ConcatOp>(op)) {
     // Activations side by side (the fused output projection of a parallel
-    // block): each input's rows into its columns.
+    // block): each input copied into its columns of the result.
     if (c.getDim() != 1)
       return c.emitOpError() << "of activations has a lowering along their "
                                 "features (dim 1) only";
@@ -200,12 +224,10 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     os << comment(op);
     for (Value in : c.getInputs()) {
       ValueInfo v = info(in);
-      std::string k = kernel({KernelKind::Copy, {v.width}, {}});
-      os << "  ARCHRT_CHECK(" << k << "(" << act(0, v, {s(v.width), v.rows})
-         << ", "
-         << f32(1, "(" + dst + " + " + s(offset) + ")", {s(v.width), v.rows},
-                width)
-         << "));\n";
+      call(EW{EW::Copy, v.width},
+           {{"a", act(v, {s(v.width), v.rows})},
+            {"out", {"(" + dst + " + " + s(offset) + ")",
+                     {s(v.width), v.rows}, width}}});
       offset += v.width;
     }
     return success();
@@ -223,12 +245,11 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     ValueInfo rows = info(ap.getRows());
     std::string cache = "C[" + s(it->second) + "]";
     int64_t w = rows.width;
-    std::string k = kernel({KernelKind::Copy, {w}, {}});
-    os << comment(op) << "  ARCHRT_CHECK(" << k << "("
-       << act(0, rows, {s(w), rows.rows}) << ", "
-       << f32(1, "(" + cache + " + (size_t)pos * " + s(w) + ")",
-              {s(w), rows.rows})
-       << "));\n";
+    os << comment(op);
+    call(EW{EW::Copy, w},
+         {{"a", act(rows, {s(w), rows.rows})},
+          {"out", {"(" + cache + " + (size_t)pos * " + s(w) + ")",
+                   {s(w), rows.rows}}}});
     ValueInfo &vi = values[ap.getContext()];
     vi.ptr = cache;
     vi.width = vi.stride = w;
@@ -253,13 +274,12 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     auto table = cast<RankedTensorType>(e.getTable().getType());
     int64_t v = table.getDimSize(0), d = table.getDimSize(1);
     dModel = d;
-    std::string k = kernel({KernelKind::Embed, {v, d},
-                            {double(e.getScale().convertToFloat())}});
     defineResult(op, d, "T");
-    os << comment(op) << "  ARCHRT_CHECK(" << k
-       << "(ARCHRT_I32(0, c->tokens, T), "
-       << f32(1, info(e.getTable()).ptr, {s(d), s(v)}) << ", "
-       << f32(2, info(e.getResult()).ptr, {s(d), "T"}) << "));\n";
+    os << comment(op);
+    call(EmbedKernel{v, d, double(e.getScale().convertToFloat())},
+         {{"tokens", {"c->tokens", {"T"}}},
+          {"table", {info(e.getTable()).ptr, {s(d), s(v)}}},
+          {"out", {info(e.getResult()).ptr, {s(d), "T"}}}});
     return success();
   }
   if (auto n = dyn_cast<NormOp>(op)) {
@@ -267,23 +287,27 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     int64_t g = n.getGroups();
     int64_t d = widthOf(n.getInput()) / g;
     ValueInfo in = info(n.getInput());
-    bool bias = bool(n.getBias());
-    bool separate =
+    bool perGroup =
         cast<RankedTensorType>(n.getWeight().getType()).getRank() == 2;
-    std::string k = kernel({KernelKind::Norm,
-                            {d, int64_t(n.getKind() == NormKind::layer), bias,
-                             separate ? g : 0, g},
-                            {double(n.getEps().convertToFloat()),
-                             double(n.getWeightOffset().convertToFloat())}});
+    NormKernel k{d,
+                 g,
+                 n.getKind(),
+                 bool(n.getBias()),
+                 perGroup,
+                 double(n.getEps().convertToFloat()),
+                 double(n.getWeightOffset().convertToFloat())};
     defineResult(op, d * g, in.rows);
-    os << comment(op) << "  ARCHRT_CHECK(" << k << "("
-       << act(0, in, {s(d), s(g), in.rows}) << ", "
-       << f32(1, info(n.getWeight()).ptr, {s(d), separate ? s(g) : "0"})
-       << ", ";
-    if (bias)
-      os << f32(2, info(n.getBias()).ptr, {s(d), separate ? s(g) : "0"})
-         << ", ";
-    os << f32(3, info(n.getResult()).ptr, {s(d), s(g), in.rows}) << "));\n";
+    std::vector<std::string> wdims{s(d)};
+    if (perGroup)
+      wdims.push_back(s(g));
+    std::map<std::string, Buf> bufs{
+        {"x", act(in, {s(d), s(g), in.rows})},
+        {"weight", {info(n.getWeight()).ptr, wdims}},
+        {"out", {info(n.getResult()).ptr, {s(d), s(g), in.rows}}}};
+    if (n.getBias())
+      bufs["bias"] = {info(n.getBias()).ptr, wdims};
+    os << comment(op);
+    call(k, bufs);
     return success();
   }
   if (auto pe = dyn_cast<PosEmbedOp>(op)) {
@@ -293,21 +317,18 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     int64_t rows =
         learned ? cast<RankedTensorType>(pe.getTable().getType()).getDimSize(0)
                 : 0;
-    std::string k = kernel({KernelKind::PosEmbed,
-                            {d, learned ? 0 : 1, int64_t(pe.getOffset()), rows},
-                            {}});
     defineResult(op, d, in.rows);
-    os << comment(op) << "  ARCHRT_CHECK(" << k << "("
-       << act(0, in, {s(d), in.rows}) << ", ";
+    std::map<std::string, Buf> bufs{
+        {"x", act(in, {s(d), in.rows})},
+        {"out", {info(pe.getResult()).ptr, {s(d), in.rows}}}};
     if (learned)
-      os << f32(1, info(pe.getTable()).ptr, {s(d), s(rows)}) << ", ";
-    os << "pos, " << f32(2, info(pe.getResult()).ptr, {s(d), in.rows})
-       << "));\n";
+      bufs["table"] = {info(pe.getTable()).ptr, {s(d), s(rows)}};
+    os << comment(op);
+    call(PosEmbedKernel{d, pe.getKind(), int64_t(pe.getOffset()), rows}, bufs);
     return success();
   }
   if (auto l = dyn_cast<LinearOp>(op)) {
     int64_t K = widthOf(l.getInput()), N = widthOf(l.getResult());
-    int64_t bias = l.getBias() ? 1 : 0;
     auto wt = cast<RankedTensorType>(l.getWeight().getType());
     // Packed [panels, K, panel] is (panel, K, panels) to the kernel.
     int64_t panel = wt.getRank() == 3 ? wt.getDimSize(2) : 0;
@@ -315,42 +336,37 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     if (panel)
       wdims = {s(panel), s(K), s(wt.getDimSize(0))};
     ValueInfo in = info(l.getInput());
-    std::string gemv =
-        kernel({KernelKind::LinearGemv, {K, N, bias, panel}, {}});
     defineResult(op, N, in.rows);
-    std::string args = act(0, in, {s(K), in.rows}) + ", " +
-                       f32(1, info(l.getWeight()).ptr, wdims) + ", ";
-    if (bias)
-      args += f32(2, info(l.getBias()).ptr, {s(N)}) + ", ";
-    args += f32(3, info(l.getResult()).ptr, {s(N), in.rows});
+    std::map<std::string, Buf> bufs{
+        {"x", act(in, {s(K), in.rows})},
+        {"weight", {info(l.getWeight()).ptr, wdims}},
+        {"out", {info(l.getResult()).ptr, {s(N), in.rows}}}};
+    if (l.getBias())
+      bufs["bias"] = {info(l.getBias()).ptr, {s(N)}};
     os << comment(op);
-    if (in.rows == "1") {
-      os << "  ARCHRT_CHECK(" << gemv << "(" << args << "));\n";
-    } else {
-      std::string gemm =
-          kernel({KernelKind::LinearGemm, {K, N, bias, panel}, {}});
-      os << "  ARCHRT_CHECK(" << in.rows << " >= 4 ? " << gemm << "(" << args
-         << ")\n             : " << gemv << "(" << args << "));\n";
-    }
+    // The kernel picks its GEMM or GEMV code by the rows it is given.
+    call(LinearKernel{K, N, bool(l.getBias()), panel, in.rows == "1"}, bufs);
     return success();
   }
   if (auto r = dyn_cast<RopeOp>(op)) {
     int64_t h = r.getNHeads(), hd = r.getHeadDim();
     ValueInfo in = info(r.getInput());
-    std::string k = kernel(
-        {KernelKind::Rope,
-         {h, hd, int64_t(r.getRotaryDim()),
-          int64_t(r.getStyle() == RopeStyle::interleaved),
-          int64_t(r.getScaling()), int64_t(r.getOriginalMaxSeqLen())},
-         {r.getTheta().convertToDouble(), r.getFactor().convertToDouble(),
-          r.getLowFreqFactor().convertToDouble(),
-          r.getHighFreqFactor().convertToDouble(),
-          r.getBetaFast().convertToDouble(),
-          r.getBetaSlow().convertToDouble()}});
+    RopeKernel k{h,
+                 hd,
+                 int64_t(r.getRotaryDim()),
+                 r.getStyle(),
+                 r.getScaling(),
+                 int64_t(r.getOriginalMaxSeqLen()),
+                 r.getTheta().convertToDouble(),
+                 r.getFactor().convertToDouble(),
+                 r.getLowFreqFactor().convertToDouble(),
+                 r.getHighFreqFactor().convertToDouble(),
+                 r.getBetaFast().convertToDouble(),
+                 r.getBetaSlow().convertToDouble()};
     defineResult(op, h * hd, in.rows);
-    os << comment(op) << "  ARCHRT_CHECK(" << k << "("
-       << act(0, in, {s(hd), s(h), in.rows}) << ", pos, "
-       << f32(1, info(r.getResult()).ptr, {s(hd), s(h), in.rows}) << "));\n";
+    os << comment(op);
+    call(k, {{"x", act(in, {s(hd), s(h), in.rows})},
+             {"out", {info(r.getResult()).ptr, {s(hd), s(h), in.rows}}}});
     return success();
   }
   if (auto a = dyn_cast<AttentionOp>(op)) {
@@ -363,53 +379,60 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
         a.getRelBias()
             ? cast<RankedTensorType>(a.getRelBias().getType()).getDimSize(0)
             : 0;
-    std::string kn = kernel({KernelKind::Attention,
-                             {h, kvh, hd, int64_t(a.getAlibi()),
-                              int64_t(a.getWindow()), buckets,
-                              buckets ? int64_t(a.getT5MaxDistance()) : 0,
-                              int64_t(a.getShawClip())},
-                             {a.getScale().convertToDouble(),
-                              a.getSoftcap().convertToDouble()}});
+    AttentionKernel kd{h,
+                       kvh,
+                       hd,
+                       bool(a.getAlibi()),
+                       int64_t(a.getWindow()),
+                       buckets,
+                       buckets ? int64_t(a.getT5MaxDistance()) : 0,
+                       int64_t(a.getShawClip()),
+                       a.getScale().convertToDouble(),
+                       a.getSoftcap().convertToDouble()};
     defineResult(op, h * hd, q.rows);
-    os << comment(op) << "  ARCHRT_CHECK(" << kn << "("
-       << act(0, q, {s(hd), s(h), q.rows}) << ", "
-       << act(1, k, {s(hd), s(kvh), k.rows}) << ",\n      "
-       << act(2, v, {s(hd), s(kvh), v.rows}) << ", "
-       << (buckets ? f32(3, info(a.getRelBias()).ptr, {s(h), s(buckets)}) + ", "
-                   : std::string());
+    std::map<std::string, Buf> bufs{
+        {"q", act(q, {s(hd), s(h), q.rows})},
+        {"k", act(k, {s(hd), s(kvh), k.rows})},
+        {"v", act(v, {s(hd), s(kvh), v.rows})},
+        {"out", {info(a.getResult()).ptr, {s(hd), s(h), q.rows}}}};
+    if (buckets)
+      bufs["rel_bias"] = {info(a.getRelBias()).ptr, {s(h), s(buckets)}};
     if (a.getRelKey()) {
       std::string rows = s(2 * int64_t(a.getShawClip()) + 1);
-      os << f32(4, info(a.getRelKey()).ptr, {s(hd), rows}) << ", "
-         << f32(5, info(a.getRelValue()).ptr, {s(hd), rows}) << ", ";
+      bufs["rel_key"] = {info(a.getRelKey()).ptr, {s(hd), rows}};
+      bufs["rel_value"] = {info(a.getRelValue()).ptr, {s(hd), rows}};
     }
-    os << "pos, "
-       << f32(6, info(a.getResult()).ptr, {s(hd), s(h), q.rows}) << "));\n";
+    os << comment(op);
+    call(kd, bufs);
     return success();
   }
   if (isa<GluOp, AddOp, ActivationOp, SoftcapOp, ScaleOp>(op)) {
     int64_t d = widthOf(op->getResult(0));
     ValueInfo x = info(op->getOperand(0));
-    KernelSpec spec{KernelKind::Add, {d}, {}};
+    EW k{EW::Add, d};
     if (auto g = dyn_cast<GluOp>(op)) {
       dFF = d;
-      spec = {KernelKind::Glu, {d, int64_t(g.getActivation())}, {}};
+      k = EW{EW::Glu, d, g.getActivation()};
     } else if (auto a = dyn_cast<ActivationOp>(op)) {
       dFF = d;
-      spec = {KernelKind::Activation, {d, int64_t(a.getActivation())}, {}};
+      k = EW{EW::Activate, d, a.getActivation()};
     } else if (auto sc = dyn_cast<ScaleOp>(op)) {
-      spec = {KernelKind::Scale, {d}, {double(sc.getFactor().convertToFloat())}};
+      k = EW{EW::Scale, d, Activation::identity,
+             double(sc.getFactor().convertToFloat())};
     } else if (auto c = dyn_cast<SoftcapOp>(op)) {
-      spec = {KernelKind::Softcap, {d}, {double(c.getCap().convertToFloat())}};
+      k = EW{EW::Softcap, d, Activation::identity,
+             double(c.getCap().convertToFloat())};
     }
-    std::string k = kernel(spec);
     defineResult(op, d, x.rows);
-    os << comment(op) << "  ARCHRT_CHECK(" << k << "("
-       << act(0, x, {s(d), x.rows}) << ", ";
+    std::map<std::string, Buf> bufs{
+        {"a", act(x, {s(d), x.rows})},
+        {"out", {info(op->getResult(0)).ptr, {s(d), x.rows}}}};
     if (op->getNumOperands() == 2) {
       ValueInfo y = info(op->getOperand(1));
-      os << act(1, y, {s(d), y.rows}) << ", ";
+      bufs["b"] = act(y, {s(d), y.rows});
     }
-    os << f32(2, info(op->getResult(0)).ptr, {s(d), x.rows}) << "));\n";
+    os << comment(op);
+    call(k, bufs);
     return success();
   }
   if (auto l = dyn_cast<LastTokenOp>(op)) {
@@ -430,14 +453,15 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
 /// computed into `dst`; its result then lives there.
 LogicalResult GlueEmitter::emitWeightOp(Operation *op, const std::string &dst) {
   auto s = [](int64_t v) { return std::to_string(v); };
+  using EW = ElementwiseKernel;
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
   ValueInfo &vi = values[op->getResult(0)];
   vi.ptr = dst;
   vi.width = vi.stride = type.getShape().back();
   os << comment(op);
   if (auto c = dyn_cast<ConcatOp>(op)) {
-    // Row-major: along dim 0 each input is one block; along the last dim
-    // of a matrix, its rows go into their columns of each row.
+    // Row-major: along dim 0 each input is one block of rows; along the
+    // last dim of a matrix, its rows go into their columns of each row.
     bool columns = c.getDim() == 1 && type.getRank() == 2;
     if (c.getDim() != 0 && !columns)
       return c.emitOpError() << "of weights along dim " << c.getDim()
@@ -446,26 +470,21 @@ LogicalResult GlueEmitter::emitWeightOp(Operation *op, const std::string &dst) {
     int64_t offset = 0, width = type.getShape().back();
     for (Value in : c.getInputs()) {
       auto t = cast<RankedTensorType>(in.getType());
-      int64_t n = t.getNumElements(), w = t.getShape().back();
-      if (columns)
-        os << "  archrt_gen_copy_rows(" << dst << " + " << offset << ", "
-           << width << ", " << info(in).ptr << ", " << w << ", "
-           << t.getDimSize(0) << ", " << w << ");\n";
-      else
-        os << "  archrt_gen_copy_rows(" << dst << " + " << offset << ", " << n
-           << ", " << info(in).ptr << ", " << n << ", 1, " << n << ");\n";
-      offset += columns ? w : n;
+      int64_t w = t.getShape().back(), rows = t.getNumElements() / w;
+      std::string out = "(" + dst + " + " + s(offset) + ")";
+      call(EW{EW::Copy, w},
+           {{"a", {info(in).ptr, {s(w), s(rows)}}},
+            {"out", {out, {s(w), s(rows)}, columns ? width : 0}}});
+      offset += columns ? w : t.getNumElements();
     }
     return success();
   }
   if (auto a = dyn_cast<AddOp>(op)) {
     // Summed biases, as one row.
     int64_t n = type.getNumElements();
-    std::string kn = kernel({KernelKind::Add, {n}, {}});
-    os << "  ARCHRT_CHECK(" << kn << "("
-       << f32(0, info(a.getLhs()).ptr, {s(n), "1"}) << ", "
-       << f32(1, info(a.getRhs()).ptr, {s(n), "1"}) << ", "
-       << f32(2, dst, {s(n), "1"}) << "));\n";
+    call(EW{EW::Add, n}, {{"a", {info(a.getLhs()).ptr, {s(n), "1"}}},
+                          {"b", {info(a.getRhs()).ptr, {s(n), "1"}}},
+                          {"out", {dst, {s(n), "1"}}}});
     return success();
   }
   auto p = dyn_cast<PackOp>(op);
@@ -474,10 +493,9 @@ LogicalResult GlueEmitter::emitWeightOp(Operation *op, const std::string &dst) {
                                 "as weight preparation";
   auto w = cast<RankedTensorType>(p.getWeight().getType());
   int64_t n = w.getDimSize(0), k = w.getDimSize(1), panel = p.getPanel();
-  std::string kn = kernel({KernelKind::Pack, {k, n, panel}, {}});
-  os << "  ARCHRT_CHECK(" << kn << "("
-     << f32(0, info(p.getWeight()).ptr, {s(k), s(n)}) << ", "
-     << f32(1, dst, {s(panel), s(k), s(type.getDimSize(0))}) << "));\n";
+  call(PackKernel{k, n, panel},
+       {{"weight", {info(p.getWeight()).ptr, {s(k), s(n)}}},
+        {"out", {dst, {s(panel), s(k), s(type.getDimSize(0))}}}});
   return success();
 }
 
@@ -522,10 +540,13 @@ LogicalResult GlueEmitter::emitPrepare(func::FuncOp fn) {
           "P[" + std::to_string(paramIndex[a.getName().str()]) + "]";
       ValueInfo v = info(a.getValue());
       if (v.ptr != dst) {
-        int64_t n =
-            cast<RankedTensorType>(a.getValue().getType()).getNumElements();
-        os << comment(&op) << "  archrt_gen_copy_rows(" << dst << ", " << n
-           << ", " << v.ptr << ", " << n << ", 1, " << n << ");\n";
+        auto t = cast<RankedTensorType>(a.getValue().getType());
+        std::string w = std::to_string(t.getShape().back()),
+                    rows = std::to_string(t.getNumElements() /
+                                          t.getShape().back());
+        os << comment(&op);
+        call(ElementwiseKernel{ElementwiseKernel::Copy, t.getShape().back()},
+             {{"a", {v.ptr, {w, rows}}}, {"out", {dst, {w, rows}}}});
       }
       release(&op);
       // W is reused once no temporary in it is read after this assign.
@@ -725,7 +746,7 @@ LogicalResult GlueEmitter::run() {
      << "\n/* Do not edit: recompile the spec instead. */\n"
      << "#include \"archrt_gen.h\"\n\n";
   for (const KernelSpec &k : out.kernels)
-    cs << "int " << k.name() << "(" << cParameters(k) << ");\n";
+    cs << k.cPrototype() << "\n";
   cs << "\n" << emitDesc() << "\n"
      << "int archrt_gen_forward(const archrt_gen_call *c) {\n"
      << "  const int32_t T = c->n_tokens, pos = c->pos;\n"

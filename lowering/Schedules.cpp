@@ -2,41 +2,50 @@
 //
 // The schedules, apart from the algorithms they schedule. Vector widths
 // come from the target; token counts are runtime values, so only feature
-// dimensions are tiled by constants (token tiles use ShiftInwards, which the
-// glue guarantees is legal by calling the GEMM kernel only for >= 4 rows).
+// dimensions are tiled by constants (token tiles use ShiftInwards, legal
+// because a linear takes them only in its specialization for >= 4 rows).
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Algorithms.h"
 
 #include <algorithm>
+#include <functional>
 
 using namespace Halide;
 
 namespace arch {
 
+/// Whether a linear takes the GEMM tiles: one kernel serves every row
+/// count, specialized at run time on the rows (>= 4: token tiles of 4,
+/// which ShiftInwards needs), unless it is only ever called with one.
+static void specializeOnRows(KernelFuncs &k, const LinearKernel &d,
+                             const std::function<void(Stage, bool)> &tile) {
+  if (!d.oneRow)
+    tile(k.out.specialize(k.in("x").dim(1).extent() >= 4), true);
+  tile(k.out, false); // the GEMV schedule of the other calls
+}
+
 /// Output tiles of a linear layer over a [N, K] weight: a column block per
 /// parallel task (its weight panel stays in L2 while every token tile
 /// passes over it), then nt x tt register tiles whose vector accumulators
 /// live in `acc`.
-static void scheduleLinear(KernelFuncs &k, bool gemm) {
-  int64_t N = k.spec.ints[1];
+static void scheduleLinear(KernelFuncs &k, const LinearKernel &d) {
   Var n = k.vars["n"], t = k.vars["t"], kk = k.vars["kk"];
   RDom r = k.rdoms["r"];
   Func acc = k.funcs["acc"];
-  int nt = int(std::min<int64_t>(4, vectorWidthFor(N, 4)));
-  int tt = gemm ? 4 : 1;
-  int nblock = int(std::min<int64_t>(64, N)) / nt * nt;
+  int nt = int(std::min<int64_t>(4, vectorWidthFor(d.N, 4)));
+  int nblock = int(std::min<int64_t>(64, d.N)) / nt * nt;
   Var nb("nb"), nn("nn"), no("no"), ni("ni"), to("to"), ti("ti");
-  k.out.split(n, nb, nn, nblock, TailStrategy::ShiftInwards)
-      .split(nn, no, ni, nt);
-  if (gemm) {
-    k.out.split(t, to, ti, tt, TailStrategy::ShiftInwards)
-        .reorder(ni, ti, no, to, nb)
-        .unroll(ti);
-  } else {
-    k.out.reorder(ni, no, t, nb);
-  }
-  k.out.unroll(ni).parallel(nb);
+  specializeOnRows(k, d, [&](Stage s, bool gemm) {
+    s.split(n, nb, nn, nblock, TailStrategy::ShiftInwards).split(nn, no, ni, nt);
+    if (gemm)
+      s.split(t, to, ti, 4, TailStrategy::ShiftInwards)
+          .reorder(ni, ti, no, to, nb)
+          .unroll(ti);
+    else
+      s.reorder(ni, no, t, nb);
+    s.unroll(ni).parallel(nb);
+  });
   acc.compute_at(k.out, no).vectorize(kk).unroll(n).unroll(t);
   acc.update().reorder(kk, n, t, r).vectorize(kk).unroll(n).unroll(t);
 }
@@ -45,29 +54,28 @@ static void scheduleLinear(KernelFuncs &k, bool gemm) {
 /// of 4 vectors of columns x 4 tokens (GEMM) or x 1 token (GEMV), whose 16
 /// or 4 vector accumulators stay in registers while K runs: each step one
 /// broadcast of x and 4 contiguous vector loads of a panel row.
-static void schedulePackedLinear(KernelFuncs &k, bool gemm) {
-  int64_t panel = k.spec.ints[3];
+static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
   Var n = k.vars["n"], t = k.vars["t"];
   RDom r = k.rdoms["r"];
   Func acc = k.funcs["acc"];
-  int lanes = k.lanes, sub = vectorWidthFor(panel, 4 * lanes);
+  int lanes = k.lanes, sub = vectorWidthFor(d.panel, 4 * lanes);
   Var no("no"), ni("ni"), nj("nj"), nk("nk"), to("to"), ti("ti");
-  // Guarded, not shifted: a last panel past N reads the packing's zeros.
-  k.out.split(n, no, ni, int(panel), TailStrategy::GuardWithIf)
-      .split(ni, nj, nk, sub)
-      .vectorize(nk, lanes);
-  if (gemm) {
-    k.out.split(t, to, ti, 4, TailStrategy::ShiftInwards)
-        .reorder(nk, ti, nj, to, no)
-        .unroll(ti);
-    acc.compute_at(k.out, nj).vectorize(n, lanes).unroll(n).unroll(t);
-    acc.update().reorder(n, t, r).vectorize(n, lanes).unroll(n).unroll(t);
-  } else {
-    k.out.reorder(nk, nj, t, no);
-    acc.compute_at(k.out, nj).vectorize(n, lanes).unroll(n);
-    acc.update().reorder(n, t, r).vectorize(n, lanes).unroll(n);
-  }
-  k.out.parallel(no);
+  specializeOnRows(k, d, [&](Stage s, bool gemm) {
+    // Guarded, not shifted: a last panel past N reads the packing's zeros.
+    s.split(n, no, ni, int(d.panel), TailStrategy::GuardWithIf)
+        .split(ni, nj, nk, sub)
+        .vectorize(nk, lanes);
+    if (gemm)
+      s.split(t, to, ti, 4, TailStrategy::ShiftInwards)
+          .reorder(nk, ti, nj, to, no)
+          .unroll(ti);
+    else
+      s.reorder(nk, nj, t, no);
+    s.parallel(no);
+  });
+  // At nj: 4 token rows of the sub-tile (GEMM) or one (GEMV).
+  acc.compute_at(k.out, nj).vectorize(n, lanes).unroll(n).unroll(t);
+  acc.update().reorder(n, t, r).vectorize(n, lanes).unroll(n).unroll(t);
 }
 
 static void schedulePack(KernelFuncs &k) {
@@ -121,29 +129,19 @@ static void scheduleRowwise(KernelFuncs &k) {
 }
 
 void scheduleKernel(KernelFuncs &k, const Target &) {
-  bool packed = (k.spec.kind == KernelKind::LinearGemm ||
-                 k.spec.kind == KernelKind::LinearGemv) &&
-                k.spec.ints[3] != 0;
-  switch (k.spec.kind) {
-  case KernelKind::LinearGemm:
-    packed ? schedulePackedLinear(k, true) : scheduleLinear(k, true);
-    break;
-  case KernelKind::LinearGemv:
-    packed ? schedulePackedLinear(k, false) : scheduleLinear(k, false);
-    break;
-  case KernelKind::Pack: schedulePack(k); break;
-  case KernelKind::Norm: scheduleNorm(k); break;
-  case KernelKind::Rope: scheduleRope(k); break;
-  case KernelKind::Attention: scheduleAttention(k); break;
-  case KernelKind::Embed:
-  case KernelKind::Activation:
-  case KernelKind::Softcap:
-  case KernelKind::Scale:
-  case KernelKind::Glu:
-  case KernelKind::PosEmbed:
-  case KernelKind::Copy:
-  case KernelKind::Add: scheduleRowwise(k); break;
-  }
+  const KernelSpec &spec = k.spec;
+  if (const LinearKernel *d = spec.get<LinearKernel>())
+    d->panel ? schedulePackedLinear(k, *d) : scheduleLinear(k, *d);
+  else if (spec.get<PackKernel>())
+    schedulePack(k);
+  else if (spec.get<NormKernel>())
+    scheduleNorm(k);
+  else if (spec.get<RopeKernel>())
+    scheduleRope(k);
+  else if (spec.get<AttentionKernel>())
+    scheduleAttention(k);
+  else // embed, positions, element-wise
+    scheduleRowwise(k);
 }
 
 } // namespace arch

@@ -139,16 +139,6 @@ static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
       return rc_;                                                              \
   } while (0)
 
-/* Copies `rows` rows of `width` floats, `src_stride` apart in `src`, to
- * rows `dst_stride` apart in `dst` (concatenations of weights). */
-static inline void archrt_gen_copy_rows(float *dst, int64_t dst_stride,
-                                        const float *src, int64_t src_stride,
-                                        int64_t rows, int64_t width) {
-  for (int64_t r = 0; r < rows; ++r)
-    memcpy(dst + r * dst_stride, src + r * src_stride,
-           sizeof(float) * (size_t)width);
-}
-
 #ifdef __cplusplus
 }
 #endif

@@ -12,7 +12,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "arch/Dialect/ArchDialect.h.inc"
-#include "arch/Dialect/ArchEnums.h.inc"
+#include "arch/Dialect/ArchEnums.h"
 
 #define GET_OP_CLASSES
 #include "arch/Dialect/ArchOps.h.inc"
