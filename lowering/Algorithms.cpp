@@ -4,7 +4,7 @@
 //   activations  (features, tokens)      = row-major [T, N]
 //   weights      (K, N)                  = PyTorch's [N, K]
 //   heads        (head_dim, heads, tokens)
-//   KV cache     (head_dim, kv_heads, positions) of one layer
+//   context      (head_dim, kv_heads, positions): a cache's first rows
 // Feature sizes are constants; the token count and position are not.
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 using namespace Halide;
 
@@ -514,6 +515,7 @@ static void lowerPosEmbed(KernelFuncs &k, const PosEmbedKernel &pe) {
   k.out = out;
   k.vars = {{"i", i}, {"t", t}};
   k.lanes = vectorWidthFor(d, k.lanes);
+  k.outDims = {d};
 }
 
 KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {

@@ -56,6 +56,8 @@ private:
   LogicalResult emitWeightOp(Operation *op, const std::string &dst);
   std::string kernel(KernelSpec spec);
   void call(const KernelSpec &spec, const std::map<std::string, Buf> &bufs);
+  void copyRows(int64_t width, const Buf &src, const std::string &dst,
+                int64_t dstStride);
   ValueInfo &info(Value v) { return values[v]; }
   void defineResult(Operation *op, int64_t width, const std::string &rows);
   void releaseDead(Operation *op);
@@ -191,6 +193,14 @@ void GlueEmitter::call(const KernelSpec &spec,
   os << "  ARCHRT_CHECK(" << kernel(spec) << "(" << args << "));\n";
 }
 
+/// Rows of `width` floats of `src` into rows `dstStride` floats apart (0:
+/// dense) from `dst`: the copy kernel.
+void GlueEmitter::copyRows(int64_t width, const Buf &src,
+                           const std::string &dst, int64_t dstStride) {
+  call(ElementwiseKernel{ElementwiseKernel::Copy, width},
+       {{"a", src}, {"out", {dst, src.dims, dstStride}}});
+}
+
 LogicalResult GlueEmitter::emitOp(Operation *op) {
   auto s = [](int64_t v) { return std::to_string(v); };
   using EW = ElementwiseKernel;
@@ -224,10 +234,8 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     os << comment(op);
     for (Value in : c.getInputs()) {
       ValueInfo v = info(in);
-      call(EW{EW::Copy, v.width},
-           {{"a", act(v, {s(v.width), v.rows})},
-            {"out", {"(" + dst + " + " + s(offset) + ")",
-                     {s(v.width), v.rows}, width}}});
+      copyRows(v.width, act(v, {s(v.width), v.rows}),
+               "(" + dst + " + " + s(offset) + ")", width);
       offset += v.width;
     }
     return success();
@@ -246,10 +254,8 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     std::string cache = "C[" + s(it->second) + "]";
     int64_t w = rows.width;
     os << comment(op);
-    call(EW{EW::Copy, w},
-         {{"a", act(rows, {s(w), rows.rows})},
-          {"out", {"(" + cache + " + (size_t)pos * " + s(w) + ")",
-                   {s(w), rows.rows}}}});
+    copyRows(w, act(rows, {s(w), rows.rows}),
+             "(" + cache + " + (size_t)pos * " + s(w) + ")", 0);
     ValueInfo &vi = values[ap.getContext()];
     vi.ptr = cache;
     vi.width = vi.stride = w;
@@ -471,10 +477,8 @@ LogicalResult GlueEmitter::emitWeightOp(Operation *op, const std::string &dst) {
     for (Value in : c.getInputs()) {
       auto t = cast<RankedTensorType>(in.getType());
       int64_t w = t.getShape().back(), rows = t.getNumElements() / w;
-      std::string out = "(" + dst + " + " + s(offset) + ")";
-      call(EW{EW::Copy, w},
-           {{"a", {info(in).ptr, {s(w), s(rows)}}},
-            {"out", {out, {s(w), s(rows)}, columns ? width : 0}}});
+      copyRows(w, {info(in).ptr, {s(w), s(rows)}},
+               "(" + dst + " + " + s(offset) + ")", columns ? width : 0);
       offset += columns ? w : t.getNumElements();
     }
     return success();
@@ -541,12 +545,11 @@ LogicalResult GlueEmitter::emitPrepare(func::FuncOp fn) {
       ValueInfo v = info(a.getValue());
       if (v.ptr != dst) {
         auto t = cast<RankedTensorType>(a.getValue().getType());
-        std::string w = std::to_string(t.getShape().back()),
-                    rows = std::to_string(t.getNumElements() /
-                                          t.getShape().back());
+        int64_t w = t.getShape().back();
         os << comment(&op);
-        call(ElementwiseKernel{ElementwiseKernel::Copy, t.getShape().back()},
-             {{"a", {v.ptr, {w, rows}}}, {"out", {dst, {w, rows}}}});
+        copyRows(w, {v.ptr,
+                  {std::to_string(w), std::to_string(t.getNumElements() / w)}},
+                 dst, 0);
       }
       release(&op);
       // W is reused once no temporary in it is read after this assign.
@@ -656,17 +659,17 @@ std::string GlueEmitter::emitDesc() {
 }
 
 LogicalResult GlueEmitter::run() {
-  auto fn = module.lookupSymbol<func::FuncOp>("forward");
-  if (!fn)
-    return module.emitError() << "module has no func.func @forward";
+  FailureOr<func::FuncOp> forward = lookupForward(module);
+  if (failed(forward))
+    return failure();
+  func::FuncOp fn = *forward;
   auto maxSeqAttr = module->getAttrOfType<IntegerAttr>("arch.max_seq_len");
-  if (!maxSeqAttr)
-    return module.emitError() << "module lacks the arch.max_seq_len attribute";
+  if (!maxSeqAttr || maxSeqAttr.getInt() <= 0 ||
+      maxSeqAttr.getInt() > std::numeric_limits<int32_t>::max())
+    return module.emitError() << "module needs an arch.max_seq_len "
+                                 "attribute in [1, 2147483647]";
   maxSeq = maxSeqAttr.getInt();
   out.name = module.getSymName() ? module.getSymName()->str() : "model";
-  if (fn.getNumArguments() != 2 || fn.getNumResults() != 1)
-    return fn.emitError() << "@forward must take (tokens, pos) and return "
-                             "logits";
   // The parameter table: loaded weights in module order, then the
   // prepared ones (P holds both, in this order).
   for (WeightOp w : module.getOps<WeightOp>())
@@ -684,6 +687,13 @@ LogicalResult GlueEmitter::run() {
     if (!c.getRowType().getElementType().isF32())
       return c.emitOpError() << "stores " << c.getRowType().getElementType()
                              << ", which has no lowering yet (only f32 does)";
+    // The runtime allocates a tokens cache for the sequence's positions
+    // (at most max_seq_len), and appends write at any of them.
+    if (*c.getCapacity() < maxSeq)
+      return c.emitOpError() << "holds " << *c.getCapacity()
+                             << " positions, fewer than the module's "
+                                "max_seq_len "
+                             << maxSeq;
     cacheIndex[c.getSymName().str()] = int(caches.size());
     caches.push_back(c);
   }
@@ -691,6 +701,9 @@ LogicalResult GlueEmitter::run() {
   for (ParamOp p : fn.getOps<ParamOp>())
     forwardReads.insert(p.getName());
   if (auto prep = module.lookupSymbol<func::FuncOp>("prepare_params")) {
+    if (prep.isExternal() || prep.getNumArguments() || prep.getNumResults())
+      return prep.emitError() << "@prepare_params must be a function of no "
+                                 "arguments and results, with a body";
     if (failed(emitPrepare(prep)))
       return failure();
     prepare = body;
@@ -703,14 +716,8 @@ LogicalResult GlueEmitter::run() {
   forwardWeightOnly = weightOnlyOps(fn);
   forwardWeightOnly.remove_if([](Operation *op) { return isa<ParamOp>(op); });
   values[entry.getArgument(0)] = {"c->tokens", "T", 1, 1, -1};
-  auto ret = cast<func::ReturnOp>(entry.getTerminator());
-  returned = ret.getOperand(0);
-  auto logitsTy = cast<RankedTensorType>(returned.getType());
-  if (logitsTy.getRank() != 2 || logitsTy.getDimSize(0) != 1)
-    return fn.emitError() << "@forward must return tensor<1xVxf32> logits";
-  vocab = logitsTy.getDimSize(1);
-  if (!returned.getDefiningOp())
-    return fn.emitError() << "@forward must return a computed value";
+  returned = entry.getTerminator()->getOperand(0);
+  vocab = cast<RankedTensorType>(returned.getType()).getDimSize(1);
 
   // Last reader of each slot owner (views extend their owner's life).
   for (Operation &op : entry)

@@ -21,7 +21,7 @@ namespace arch {
 static void specializeOnRows(KernelFuncs &k, const LinearKernel &d,
                              const std::function<void(Stage, bool)> &tile) {
   if (!d.oneRow)
-    tile(k.out.specialize(k.in("x").dim(1).extent() >= 4), true);
+    tile(k.out.specialize(k.out.output_buffer().dim(1).extent() >= 4), true);
   tile(k.out, false); // the GEMV schedule of the other calls
 }
 

@@ -42,7 +42,7 @@ int archrt_abi_version(void);
 /* ---- What the library was compiled from --------------------------------*/
 typedef struct archrt_model_info {
   const char *name;
-  const char *spec_toml; /* the spec text the library was compiled from */
+  const char *spec_toml; /* the spec text it was compiled from ("": IR) */
   int32_t vocab_size, d_model, n_layers, n_heads, n_kv_heads, head_dim;
   int32_t d_ff, max_seq_len;
   int64_t n_params;    /* scalar parameters in all tensors */

@@ -288,15 +288,22 @@ archrt_status archrt_seq_create(archrt_model *m, int32_t max_tokens,
   for (int i = 0; ok && i < d->n_slots; ++i)
     ok = (s->slots[i] = alloc_floats((size_t)d->slot_width[i] *
                                      (size_t)d->max_chunk)) != NULL;
-  /* A token cache needs no more positions than the sequence holds. */
+  /* A token cache holds the sequence's positions (archc makes its
+   * capacity max_seq_len), a ring its capacity, a state one row. */
   size_t cache_bytes = 0;
   for (int i = 0; ok && i < d->n_caches; ++i) {
     const archrt_gen_cache *c = &d->caches[i];
-    size_t rows = c->layout == ARCHRT_GEN_CACHE_STATE ? 1
-                  : c->layout == ARCHRT_GEN_CACHE_TOKENS &&
-                          c->capacity > s->capacity
-                      ? (size_t)s->capacity
-                      : (size_t)c->capacity;
+    if (c->layout == ARCHRT_GEN_CACHE_TOKENS && c->capacity < s->capacity) {
+      int32_t asked = s->capacity;
+      archrt_seq_free(s);
+      return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                         "archrt_seq_create: cache %s holds %d positions, "
+                         "fewer than the %d asked for",
+                         c->name, c->capacity, asked);
+    }
+    size_t rows = c->layout == ARCHRT_GEN_CACHE_STATE    ? 1
+                  : c->layout == ARCHRT_GEN_CACHE_TOKENS ? (size_t)s->capacity
+                                                         : (size_t)c->capacity;
     size_t bytes = rows * (size_t)c->row_elems * (size_t)c->elem_bytes;
     cache_bytes += bytes;
     ok = (s->caches[i] = alloc_floats((bytes + 3) / 4)) != NULL;

@@ -354,12 +354,12 @@ arch.cache @c tokens 8 : tensor<4xi32>
 
 // -----
 // cache_capacity
-// expected-error @+1 {{a ring cache needs a positive capacity}}
+// expected-error @+1 {{a ring cache needs a capacity in [1, 2147483647]}}
 arch.cache @c ring 0 : tensor<4xf32>
 
 // -----
 // cache_tokens_capacity
-// expected-error @+1 {{a tokens cache needs a positive capacity}}
+// expected-error @+1 {{a tokens cache needs a capacity in [1, 2147483647]}}
 arch.cache @c tokens : tensor<4xf32>
 
 // -----
@@ -404,5 +404,32 @@ arch.cache @c tokens 8 : tensor<4xf32>
 func.func @f(%k: tensor<?x4xf32>, %p: index) {
   // expected-error @+1 {{context must be [positions, 4], got 'tensor<?x8xf32>'}}
   %c = arch.cache_append @c, %k at %p : tensor<?x4xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+// cache_row_size
+// expected-error @+1 {{row 'tensor<65536x65536xf32>' must hold 1 to 2147483647 elements}}
+arch.cache @c tokens 8 : tensor<65536x65536xf32>
+
+// -----
+// cache_capacity_size
+// expected-error @+1 {{a tokens cache needs a capacity in [1, 2147483647]}}
+arch.cache @c tokens 4294967312 : tensor<4xf32>
+
+// -----
+// cache_append_unranked
+arch.cache @c tokens 8 : tensor<4xf32>
+func.func @f(%k: tensor<*xf32>, %p: index) {
+  // expected-error @+1 {{operand #0 must be 2D tensor of 32-bit float values}}
+  %c = "arch.cache_append"(%k, %p) <{cache = @c}> : (tensor<*xf32>, index) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+// unranked_activation (the custom form does not even parse one)
+func.func @f(%x: tensor<*xf32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float values}}
+  %y = "arch.activation"(%x) <{activation = 0 : i32}> : (tensor<*xf32>) -> tensor<*xf32>
   return
 }

@@ -3,7 +3,7 @@
 //   archc compile SPEC|IR [-o OUT] [--emit=import|mlir|halide|c|obj|lib]
 //                 [--target=T] [--disable-pass=NAME] [--pass-pipeline=P]
 //                 [--dump-ir=DIR]
-//   archc check   SPEC [--json] [--context=N]
+//   archc check   SPEC|IR [--json] [--context=N]
 //   archc run     SPEC|IR|LIB --weights FILE [--tokenizer FILE] --prompt TEXT -n N
 //   archc bench   SPEC|IR|LIB [--random-weights|--weights FILE] --prompt-len N
 //                 --gen M --threads K [--runs R] [--json]
@@ -303,17 +303,13 @@ bool runPipeline(mlir::MLIRContext &ctx, mlir::ModuleOp module) {
   return succeeded(pm.run(module)) && !(dumped && dumped->failed);
 }
 
-/// Spec or IR at `input` -> shared library (or relocatable object) at
-/// `out`.
-bool compileToLibrary(const std::string &input, const BuildOptions &opts,
-                      const std::string &out, bool quiet, BuildStats *stats) {
-  Context c;
-  std::string specText;
-  auto module = loadModule(c, input, specText);
-  if (!module || !runPipeline(c.ctx, *module))
-    return false;
+/// The IR of `input` (spec text `specText`), after the pipeline -> shared
+/// library (or relocatable object) at `out`.
+bool buildModule(mlir::ModuleOp module, const std::string &input,
+                 const std::string &specText, const BuildOptions &opts,
+                 const std::string &out, bool quiet, BuildStats *stats) {
   LoweredModel lowered;
-  if (failed(emitGlue(*module, {input, specText}, lowered)))
+  if (failed(emitGlue(module, {input, specText}, lowered)))
     return false;
   BuildOptions o = opts;
   if (showProgress(quiet))
@@ -328,6 +324,17 @@ bool compileToLibrary(const std::string &input, const BuildOptions &opts,
     return false;
   }
   return true;
+}
+
+/// Spec or IR at `input` -> shared library (or relocatable object) at
+/// `out`.
+bool compileToLibrary(const std::string &input, const BuildOptions &opts,
+                      const std::string &out, bool quiet, BuildStats *stats) {
+  Context c;
+  std::string specText;
+  auto module = loadModule(c, input, specText);
+  return module && runPipeline(c.ctx, *module) &&
+         buildModule(*module, input, specText, opts, out, quiet, stats);
 }
 
 // ---- compile ---------------------------------------------------------------
@@ -419,8 +426,8 @@ int cmdCompile(int argc, char **argv) {
     opts.sanitize = sanitize;
     BuildStats stats;
     auto t0 = Clock::now();
-    module = nullptr; // compileToLibrary loads it again, in its context
-    if (!compileToLibrary(input, opts, out, quiet, &stats))
+    if (!runPipeline(c.ctx, *module) ||
+        !buildModule(*module, input, text, opts, out, quiet, &stats))
       return 1;
     if (showProgress(quiet))
       fprintf(stderr, "[archc] wrote %s (%zu kernels, %.2f s)\n", out.c_str(),
@@ -467,7 +474,8 @@ int cmdCompile(int argc, char **argv) {
 int cmdCheck(int argc, char **argv) {
   // A subcommand of its own: libLLVM registers a global -threads.
   cl::SubCommand sub("check", "analytic report");
-  cl::opt<std::string> input(cl::Positional, cl::desc("<spec.toml>"),
+  cl::opt<std::string> input(cl::Positional,
+                             cl::desc("<spec.toml | model.mlir>"),
                              cl::cat(archcCat), cl::sub(sub));
   cl::opt<bool> json("json", cl::desc("machine-readable output"),
                      cl::cat(archcCat), cl::sub(sub));
@@ -891,7 +899,8 @@ int usage(int rc) {
          "commands:\n"
          "  compile SPEC    compile a TOML spec (or an .mlir module) to a "
          "shared library (--emit=mlir|halide|c|obj|lib)\n"
-         "  check SPEC      parameter count, KV-cache bytes, FLOPs per token\n"
+         "  check SPEC      parameter count, KV-cache bytes, FLOPs per token "
+         "(of the optimized IR)\n"
          "  run SPEC|LIB    generate tokens with real weights\n"
          "  bench SPEC|LIB  prefill and decode throughput\n\n"
          "'archc <command> --help' lists the options of a command.\n";

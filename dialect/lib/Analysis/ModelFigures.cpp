@@ -71,9 +71,10 @@ static int64_t bytesOf(RankedTensorType t) {
 }
 
 FailureOr<ModelFigures> Figures::run() {
-  auto fn = module.lookupSymbol<func::FuncOp>("forward");
-  if (!fn || fn.isExternal())
-    return module.emitError() << "module has no func.func @forward";
+  FailureOr<func::FuncOp> forward = lookupForward(module);
+  if (failed(forward))
+    return failure();
+  func::FuncOp fn = *forward;
   ModelFigures f;
   for (WeightOp w : module.getOps<WeightOp>())
     if (!w.getPrepared()) {

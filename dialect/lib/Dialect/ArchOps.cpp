@@ -9,6 +9,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <limits>
+
 using namespace mlir;
 
 #define GET_OP_CLASSES
@@ -33,6 +35,31 @@ llvm::SetVector<Operation *> weightOnlyOps(func::FuncOp fn) {
       weightOnly.insert(op);
   });
   return weightOnly;
+}
+
+FailureOr<func::FuncOp> lookupForward(ModuleOp module) {
+  auto fn = module.lookupSymbol<func::FuncOp>("forward");
+  if (!fn || fn.isExternal())
+    return module.emitError() << "module has no func.func @forward with a body";
+  FunctionType type = fn.getFunctionType();
+  auto tokens = type.getNumInputs() == 2
+                    ? dyn_cast<RankedTensorType>(type.getInput(0))
+                    : RankedTensorType();
+  auto logits = type.getNumResults() == 1
+                    ? dyn_cast<RankedTensorType>(type.getResult(0))
+                    : RankedTensorType();
+  if (!tokens || tokens.getRank() != 1 || !tokens.isDynamicDim(0) ||
+      !tokens.getElementType().isInteger(32) ||
+      !type.getInput(1).isIndex() || !logits || logits.getRank() != 2 ||
+      logits.getDimSize(0) != 1 || logits.isDynamicDim(1) ||
+      !logits.getElementType().isF32())
+    return fn.emitError() << "@forward must be (tensor<?xi32>, index) -> "
+                             "tensor<1xVxf32>, got "
+                          << type;
+  Operation *ret = fn.getBody().front().getTerminator();
+  if (!ret->getOperand(0).getDefiningOp())
+    return fn.emitError() << "@forward must return a computed value";
+  return fn;
 }
 
 /// A [?, N] activation: dynamic tokens, static features. Returns N or -1.
@@ -132,12 +159,19 @@ LogicalResult CacheOp::verify() {
   Type elem = getRowType().getElementType();
   if (!elem.isF32() && !elem.isF16() && !elem.isBF16())
     return emitOpError() << "stores f32, f16 or bf16, not " << elem;
-  if (getRowType().getNumElements() <= 0)
-    return emitOpError() << "row " << getRowType() << " holds no elements";
+  // The runtime's cache table holds 32-bit capacities; kernels index rows
+  // with 32-bit extents.
+  const int64_t int32Max = std::numeric_limits<int32_t>::max();
+  int64_t elements = getRowType().getNumElements();
+  if (elements <= 0 || elements > int32Max)
+    return emitOpError() << "row " << getRowType() << " must hold 1 to "
+                         << int32Max << " elements";
   bool bounded = getLayout() != CacheLayout::state;
-  if (bounded && (!getCapacity() || *getCapacity() <= 0))
+  if (bounded && (!getCapacity() || *getCapacity() <= 0 ||
+                  *getCapacity() > int32Max))
     return emitOpError() << "a " << stringifyCacheLayout(getLayout())
-                         << " cache needs a positive capacity";
+                         << " cache needs a capacity in [1, " << int32Max
+                         << "]";
   if (!bounded && getCapacity())
     return emitOpError() << "a state cache has no capacity: it holds one row";
   return success();

@@ -28,6 +28,11 @@ namespace arch {
 /// to @prepare_params).
 llvm::SetVector<mlir::Operation *> weightOnlyOps(mlir::func::FuncOp fn);
 
+/// The module's `func.func @forward`, checked to be what the runtime
+/// calls: a body, (tensor<?xi32> tokens, index pos) -> tensor<1xVxf32>
+/// logits computed by an op. Reports the mismatch and fails otherwise.
+mlir::FailureOr<mlir::func::FuncOp> lookupForward(mlir::ModuleOp module);
+
 } // namespace arch
 
 #endif // ARCH_DIALECT_ARCHDIALECT_H

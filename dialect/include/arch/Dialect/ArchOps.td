@@ -8,6 +8,9 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/IR/SymbolInterfaces.td"
 
+// Every tensor of the dialect is ranked: verifiers read its shape.
+def Arch_F32Tensor : RankedTensorOf<[F32]>;
+
 //===----------------------------------------------------------------------===//
 // Parameters and embeddings
 //===----------------------------------------------------------------------===//
@@ -41,7 +44,7 @@ def Arch_WeightOp : Arch_Op<"weight", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
-                       TypeAttrOf<F32Tensor>:$type,
+                       TypeAttrOf<Arch_F32Tensor>:$type,
                        OptionalAttr<StrAttr>:$source,
                        OptionalAttr<DenseI64ArrayAttr>:$source_shape,
                        UnitAttr:$transpose,
@@ -78,7 +81,7 @@ def Arch_ParamOp : Arch_Op<"param",
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$name);
-  let results = (outs F32Tensor:$result);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
@@ -96,7 +99,7 @@ def Arch_AssignOp : Arch_Op<"assign",
         : tensor<192x64xf32>
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$name, F32Tensor:$value);
+  let arguments = (ins FlatSymbolRefAttr:$name, Arch_F32Tensor:$value);
   let assemblyFormat = "$name `=` $value attr-dict `:` type($value)";
 }
 
@@ -151,8 +154,9 @@ def Arch_CacheAppendOp : Arch_Op<"cache_append",
         : tensor<?x256xf32> -> tensor<?x256xf32>
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$cache, F32Tensor:$rows, Index:$pos);
-  let results = (outs F32Tensor:$context);
+  let arguments = (ins FlatSymbolRefAttr:$cache, 2DTensorOf<[F32]>:$rows,
+                       Index:$pos);
+  let results = (outs 2DTensorOf<[F32]>:$context);
   let assemblyFormat = "$cache `,` $rows `at` $pos attr-dict `:` type($rows) "
                        "`->` type($context)";
   let hasVerifier = 1;
@@ -168,9 +172,9 @@ def Arch_EmbedOp : Arch_Op<"embed", [Pure]> {
         : (tensor<?xi32>, tensor<32000x288xf32>) -> tensor<?x288xf32>
     ```
   }];
-  let arguments = (ins 1DTensorOf<[I32]>:$tokens, F32Tensor:$table,
+  let arguments = (ins 1DTensorOf<[I32]>:$tokens, Arch_F32Tensor:$table,
                        DefaultValuedAttr<F32Attr, "1.0">:$scale);
-  let results = (outs F32Tensor:$result);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat =
       "$tokens `,` $table attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -196,12 +200,12 @@ def Arch_NormOp : Arch_Op<"norm", [Pure]> {
         : (tensor<?x768xf32>, tensor<768xf32>, tensor<768xf32>) -> tensor<?x768xf32>
     ```
   }];
-  let arguments = (ins F32Tensor:$input, F32Tensor:$weight,
-                       Optional<F32Tensor>:$bias,
+  let arguments = (ins Arch_F32Tensor:$input, Arch_F32Tensor:$weight,
+                       Optional<Arch_F32Tensor>:$bias,
                        Arch_NormKind:$kind, F32Attr:$eps,
                        DefaultValuedAttr<F32Attr, "0.0">:$weight_offset,
                        DefaultValuedAttr<I64Attr, "1">:$groups);
-  let results = (outs F32Tensor:$result);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$kind $input `,` $weight (`,` $bias^)? attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
@@ -219,9 +223,9 @@ def Arch_LinearOp : Arch_Op<"linear", [Pure]> {
         : (tensor<?x288xf32>, tensor<288x288xf32>) -> tensor<?x288xf32>
     ```
   }];
-  let arguments = (ins F32Tensor:$input, F32Tensor:$weight,
-                       Optional<F32Tensor>:$bias);
-  let results = (outs F32Tensor:$result);
+  let arguments = (ins Arch_F32Tensor:$input, Arch_F32Tensor:$weight,
+                       Optional<Arch_F32Tensor>:$bias);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
@@ -234,9 +238,9 @@ def Arch_GluOp : Arch_Op<"glu", [Pure, SameOperandsAndResultType]> {
     %m = arch.glu silu %g, %u : tensor<?x768xf32>
     ```
   }];
-  let arguments = (ins F32Tensor:$gate, F32Tensor:$up,
+  let arguments = (ins Arch_F32Tensor:$gate, Arch_F32Tensor:$up,
                        Arch_Activation:$activation);
-  let results = (outs F32Tensor:$result);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat =
       "$activation $gate `,` $up attr-dict `:` type($result)";
 }
@@ -249,8 +253,8 @@ def Arch_ActivationOp : Arch_Op<"activation",
     %a = arch.activation gelu_tanh %h : tensor<?x3072xf32>
     ```
   }];
-  let arguments = (ins F32Tensor:$input, Arch_Activation:$activation);
-  let results = (outs F32Tensor:$result);
+  let arguments = (ins Arch_F32Tensor:$input, Arch_Activation:$activation);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$activation $input attr-dict `:` type($result)";
 }
 
@@ -263,8 +267,8 @@ def Arch_SoftcapOp : Arch_Op<"softcap", [Pure, SameOperandsAndResultType]> {
     %c = arch.softcap %logits {cap = 3.0e+01 : f32} : tensor<1x256000xf32>
     ```
   }];
-  let arguments = (ins F32Tensor:$input, F32Attr:$cap);
-  let results = (outs F32Tensor:$result);
+  let arguments = (ins Arch_F32Tensor:$input, F32Attr:$cap);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -276,8 +280,8 @@ def Arch_ScaleOp : Arch_Op<"scale", [Pure, SameOperandsAndResultType]> {
     %s = arch.scale %logits {factor = 6.250000e-02 : f32} : tensor<1x256000xf32>
     ```
   }];
-  let arguments = (ins F32Tensor:$input, F32Attr:$factor);
-  let results = (outs F32Tensor:$result);
+  let arguments = (ins Arch_F32Tensor:$input, F32Attr:$factor);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
@@ -289,8 +293,8 @@ def Arch_AddOp : Arch_Op<"add", [Pure, Commutative,
     %y = arch.add %x, %o : tensor<?x288xf32>
     ```
   }];
-  let arguments = (ins F32Tensor:$lhs, F32Tensor:$rhs);
-  let results = (outs F32Tensor:$result);
+  let arguments = (ins Arch_F32Tensor:$lhs, Arch_F32Tensor:$rhs);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
@@ -303,8 +307,8 @@ def Arch_LastTokenOp : Arch_Op<"last_token", [Pure]> {
     %l = arch.last_token %x : tensor<?x288xf32> -> tensor<1x288xf32>
     ```
   }];
-  let arguments = (ins F32Tensor:$input);
-  let results = (outs F32Tensor:$result);
+  let arguments = (ins Arch_F32Tensor:$input);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -322,8 +326,8 @@ def Arch_ConcatOp : Arch_Op<"concat", [Pure]> {
         -> tensor<480x288xf32>
     ```
   }];
-  let arguments = (ins Variadic<F32Tensor>:$inputs, I64Attr:$dim);
-  let results = (outs F32Tensor:$result);
+  let arguments = (ins Variadic<Arch_F32Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat =
       "$inputs attr-dict `:` functional-type($inputs, $result)";
   let hasVerifier = 1;
@@ -342,8 +346,8 @@ def Arch_PackOp : Arch_Op<"pack", [Pure]> {
     %p = arch.pack %w {panel = 64 : i64} : tensor<96x288xf32> -> tensor<2x288x64xf32>
     ```
   }];
-  let arguments = (ins F32Tensor:$weight, I64Attr:$panel);
-  let results = (outs F32Tensor:$result);
+  let arguments = (ins Arch_F32Tensor:$weight, I64Attr:$panel);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$weight attr-dict `:` type($weight) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -360,8 +364,8 @@ def Arch_SplitOp : Arch_Op<"split", [Pure]> {
         : tensor<?x480xf32> -> tensor<?x288xf32>, tensor<?x96xf32>, tensor<?x96xf32>
     ```
   }];
-  let arguments = (ins F32Tensor:$input);
-  let results = (outs Variadic<F32Tensor>:$results);
+  let arguments = (ins Arch_F32Tensor:$input);
+  let results = (outs Variadic<Arch_F32Tensor>:$results);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
   let hasVerifier = 1;
 }
@@ -389,7 +393,7 @@ def Arch_RopeOp : Arch_Op<"rope", [Pure]> {
         : (tensor<?x1024xf32>, index) -> tensor<?x1024xf32>
     ```
   }];
-  let arguments = (ins F32Tensor:$input, Index:$pos, Arch_RopeStyle:$style,
+  let arguments = (ins Arch_F32Tensor:$input, Index:$pos, Arch_RopeStyle:$style,
                        I64Attr:$n_heads, I64Attr:$head_dim,
                        I64Attr:$rotary_dim, F64Attr:$theta,
                        DefaultValuedAttr<Arch_RopeScaling,
@@ -400,7 +404,7 @@ def Arch_RopeOp : Arch_Op<"rope", [Pure]> {
                        DefaultValuedAttr<F64Attr, "4.0">:$high_freq_factor,
                        DefaultValuedAttr<F64Attr, "32.0">:$beta_fast,
                        DefaultValuedAttr<F64Attr, "1.0">:$beta_slow);
-  let results = (outs F32Tensor:$result);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$style (`scaling` $scaling^)? $input `,` $pos "
                        "attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -420,10 +424,10 @@ def Arch_PosEmbedOp : Arch_Op<"pos_embed", [Pure]> {
         : (tensor<?x512xf32>, index) -> tensor<?x512xf32>
     ```
   }];
-  let arguments = (ins F32Tensor:$input, Index:$pos,
-                       Optional<F32Tensor>:$table, Arch_PosEmbedKind:$kind,
+  let arguments = (ins Arch_F32Tensor:$input, Index:$pos,
+                       Optional<Arch_F32Tensor>:$table, Arch_PosEmbedKind:$kind,
                        DefaultValuedAttr<I64Attr, "0">:$offset);
-  let results = (outs F32Tensor:$result);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$kind $input `,` $pos (`,` $table^)? attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
@@ -459,10 +463,10 @@ def Arch_AttentionOp : Arch_Op<"attention",
         -> tensor<?x288xf32>
     ```
   }];
-  let arguments = (ins F32Tensor:$query, F32Tensor:$key, F32Tensor:$value,
-                       Index:$pos, Optional<F32Tensor>:$rel_bias,
-                       Optional<F32Tensor>:$rel_key,
-                       Optional<F32Tensor>:$rel_value,
+  let arguments = (ins Arch_F32Tensor:$query, Arch_F32Tensor:$key, Arch_F32Tensor:$value,
+                       Index:$pos, Optional<Arch_F32Tensor>:$rel_bias,
+                       Optional<Arch_F32Tensor>:$rel_key,
+                       Optional<Arch_F32Tensor>:$rel_value,
                        I64Attr:$n_heads,
                        I64Attr:$n_kv_heads, I64Attr:$head_dim, F64Attr:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$softcap,
@@ -470,7 +474,7 @@ def Arch_AttentionOp : Arch_Op<"attention",
                        DefaultValuedAttr<I64Attr, "0">:$window,
                        DefaultValuedAttr<I64Attr, "128">:$t5_max_distance,
                        DefaultValuedAttr<I64Attr, "0">:$shaw_clip);
-  let results = (outs F32Tensor:$result);
+  let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$query `,` $key `,` $value `,` $pos "
                        "(`bias` $rel_bias^)? "
                        "(`shaw` $rel_key^ `,` $rel_value)? attr-dict `:` "
