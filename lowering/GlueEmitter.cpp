@@ -376,6 +376,12 @@ LogicalResult GlueEmitter::emitOp(Operation *op) {
     return success();
   }
   if (auto a = dyn_cast<AttentionOp>(op)) {
+    // Keys and values must hold positions 0 ..< pos + T: a cache's context.
+    if (!a.getKey().getDefiningOp<CacheAppendOp>() ||
+        !a.getValue().getDefiningOp<CacheAppendOp>())
+      return a.emitOpError() << "reads keys or values that are not the "
+                                "context of an arch.cache_append, which has "
+                                "no lowering";
     int64_t h = a.getNHeads(), kvh = a.getNKvHeads(), hd = a.getHeadDim();
     nHeads = h, nKVHeads = kvh, headDim = hd;
     ++nLayers;
