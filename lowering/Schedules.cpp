@@ -15,14 +15,34 @@ using namespace Halide;
 
 namespace arch {
 
-/// Whether a linear takes the GEMM tiles: one kernel serves every row
-/// count, specialized at run time on the rows (>= 4: token tiles of 4,
-/// which ShiftInwards needs), unless it is only ever called with one.
-static void specializeOnRows(KernelFuncs &k, const LinearKernel &d,
-                             const std::function<void(Stage, bool)> &tile) {
+/// Token rows per GEMM tile; the tile's ShiftInwards split needs at least
+/// that many rows.
+constexpr int kTokenTile = 4;
+
+/// The loops of a linear's output. One kernel serves every row count: it
+/// is specialized at run time on the rows, with >= kTokenTile rows taking
+/// token tiles of kTokenTile inside the column tile `mid` (GEMM), fewer one
+/// row at a time (GEMV; the only code when the glue says `oneRow`).
+/// `columns` splits the columns alike in both; `inner`, `mid` and `outer`
+/// are its innermost, tile and task loops.
+static void tileLinear(KernelFuncs &k, const LinearKernel &d, Var inner,
+                       Var mid, Var outer,
+                       const std::function<void(Stage)> &columns) {
+  Var t = k.vars["t"], to("to"), ti("ti");
+  auto tile = [&](Stage s, bool gemm) {
+    columns(s);
+    if (gemm)
+      s.split(t, to, ti, kTokenTile, TailStrategy::ShiftInwards)
+          .reorder(inner, ti, mid, to, outer)
+          .unroll(ti);
+    else
+      s.reorder(inner, mid, t, outer);
+  };
   if (!d.oneRow)
-    tile(k.out.specialize(k.out.output_buffer().dim(1).extent() >= 4), true);
-  tile(k.out, false); // the GEMV schedule of the other calls
+    tile(k.out.specialize(k.out.output_buffer().dim(1).extent() >=
+                          kTokenTile),
+         true);
+  tile(k.out, false);
 }
 
 /// Output tiles of a linear layer over a [N, K] weight: a column block per
@@ -35,16 +55,12 @@ static void scheduleLinear(KernelFuncs &k, const LinearKernel &d) {
   Func acc = k.funcs["acc"];
   int nt = int(std::min<int64_t>(4, vectorWidthFor(d.N, 4)));
   int nblock = int(std::min<int64_t>(64, d.N)) / nt * nt;
-  Var nb("nb"), nn("nn"), no("no"), ni("ni"), to("to"), ti("ti");
-  specializeOnRows(k, d, [&](Stage s, bool gemm) {
-    s.split(n, nb, nn, nblock, TailStrategy::ShiftInwards).split(nn, no, ni, nt);
-    if (gemm)
-      s.split(t, to, ti, 4, TailStrategy::ShiftInwards)
-          .reorder(ni, ti, no, to, nb)
-          .unroll(ti);
-    else
-      s.reorder(ni, no, t, nb);
-    s.unroll(ni).parallel(nb);
+  Var nb("nb"), nn("nn"), no("no"), ni("ni");
+  tileLinear(k, d, ni, no, nb, [&](Stage s) {
+    s.split(n, nb, nn, nblock, TailStrategy::ShiftInwards)
+        .split(nn, no, ni, nt)
+        .unroll(ni)
+        .parallel(nb);
   });
   acc.compute_at(k.out, no).vectorize(kk).unroll(n).unroll(t);
   acc.update().reorder(kk, n, t, r).vectorize(kk).unroll(n).unroll(t);
@@ -59,21 +75,15 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
   RDom r = k.rdoms["r"];
   Func acc = k.funcs["acc"];
   int lanes = k.lanes, sub = vectorWidthFor(d.panel, 4 * lanes);
-  Var no("no"), ni("ni"), nj("nj"), nk("nk"), to("to"), ti("ti");
-  specializeOnRows(k, d, [&](Stage s, bool gemm) {
+  Var no("no"), ni("ni"), nj("nj"), nk("nk");
+  tileLinear(k, d, nk, nj, no, [&](Stage s) {
     // Guarded, not shifted: a last panel past N reads the packing's zeros.
     s.split(n, no, ni, int(d.panel), TailStrategy::GuardWithIf)
         .split(ni, nj, nk, sub)
-        .vectorize(nk, lanes);
-    if (gemm)
-      s.split(t, to, ti, 4, TailStrategy::ShiftInwards)
-          .reorder(nk, ti, nj, to, no)
-          .unroll(ti);
-    else
-      s.reorder(nk, nj, t, no);
-    s.parallel(no);
+        .vectorize(nk, lanes)
+        .parallel(no);
   });
-  // At nj: 4 token rows of the sub-tile (GEMM) or one (GEMV).
+  // At nj: the token rows of the sub-tile (GEMM) or one (GEMV).
   acc.compute_at(k.out, nj).vectorize(n, lanes).unroll(n).unroll(t);
   acc.update().reorder(n, t, r).vectorize(n, lanes).unroll(n).unroll(t);
 }

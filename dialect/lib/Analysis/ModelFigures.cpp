@@ -82,8 +82,7 @@ FailureOr<ModelFigures> Figures::run() {
       f.weightBytes += bytesOf(w.getTensorType());
     }
   for (CacheOp c : module.getOps<CacheOp>()) {
-    int64_t row = c.getRowElements() *
-                  int64_t(c.getRowType().getElementTypeBitWidth() / 8);
+    int64_t row = bytesOf(c.getRowType());
     if (c.getLayout() == CacheLayout::tokens)
       f.kvBytesPerToken += row;
     else
