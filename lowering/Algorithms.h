@@ -8,7 +8,7 @@
 #ifndef ARCHC_LOWERING_ALGORITHMS_H
 #define ARCHC_LOWERING_ALGORITHMS_H
 
-#include "lowering/Kernels.h"
+#include "arch/Kernel/Kernels.h"
 
 #include <Halide.h>
 

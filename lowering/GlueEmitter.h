@@ -1,8 +1,8 @@
-//===- GlueEmitter.h - arch IR -> kernel catalogue + host C ----*- C++ -*-===//
+//===- GlueEmitter.h - Kernel calls -> kernel catalogue + host C *- C++ -*-===//
 #ifndef ARCHC_LOWERING_GLUEEMITTER_H
 #define ARCHC_LOWERING_GLUEEMITTER_H
 
-#include "lowering/Kernels.h"
+#include "arch/Kernel/Kernels.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -28,9 +28,9 @@ struct GlueOptions {
   int64_t maxChunk = 256; ///< most tokens one forward call processes
 };
 
-/// Plans activation buffers (reused once dead), keys every op to a kernel,
-/// and emits the host glue as readable C. Fails with a diagnostic at the op
-/// it cannot lower.
+/// Prints `module` at the planned kernel-call level (buildKernelLowering
+/// has run) as readable host C, and lists the distinct kernels it calls.
+/// Fails with a diagnostic at an op it has no C form for.
 mlir::LogicalResult emitGlue(mlir::ModuleOp module, const GlueOptions &opts,
                              LoweredModel &out);
 

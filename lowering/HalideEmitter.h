@@ -7,7 +7,7 @@
 #ifndef ARCHC_LOWERING_HALIDEEMITTER_H
 #define ARCHC_LOWERING_HALIDEEMITTER_H
 
-#include "lowering/Kernels.h"
+#include "arch/Kernel/Kernels.h"
 
 #include <string>
 

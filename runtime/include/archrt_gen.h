@@ -97,24 +97,22 @@ int archrt_gen_prepare(float *const *params);
  * marked prepare_only: its memory may go (the runtime's, not the glue's). */
 void archrt_gen_release(const float *p, int64_t n);
 
-/* Describes an f32 array of up to 3 dims (innermost first; a 0 extent
- * ends the list) in `b` and returns it. The array is dense, except that a
- * non-zero `last_stride` is the stride of its last dimension (a view of
- * some columns of a wider token-major array). */
+/* Describes an array of up to 3 dims (innermost first; a 0 extent ends
+ * the list) in `b` and returns it. Strides of 0 make it dense; a view (some
+ * columns of a wider token-major array, a window of a cache) gives all. */
 static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
                                           halide_dimension_t *d, void *host,
-                                          int is_int, int32_t e0, int32_t e1,
-                                          int32_t e2, int32_t last_stride) {
-  int32_t ext[3] = {e0, e1, e2}, stride = 1, n = 0;
+                                          int is_int, int32_t e0, int32_t s0,
+                                          int32_t e1, int32_t s1, int32_t e2,
+                                          int32_t s2) {
+  int32_t ext[3] = {e0, e1, e2}, str[3] = {s0, s1, s2}, stride = 1, n = 0;
   for (; n < 3 && ext[n] > 0; ++n) {
     d[n].min = 0;
     d[n].extent = ext[n];
-    d[n].stride = stride;
+    d[n].stride = str[n] ? str[n] : stride;
     d[n].flags = 0;
     stride *= ext[n];
   }
-  if (n > 0 && last_stride > 0)
-    d[n - 1].stride = last_stride;
   b->device = 0;
   b->device_interface = 0;
   b->host = (uint8_t *)host;
@@ -128,10 +126,12 @@ static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
   return b;
 }
 
-#define ARCHRT_F32(i, p, e0, e1, e2) archrt_buf(&B[i], D[i], (p), 0, e0, e1, e2, 0)
-#define ARCHRT_VIEW(i, p, e0, e1, e2, s)                                       \
-  archrt_buf(&B[i], D[i], (p), 0, e0, e1, e2, s)
-#define ARCHRT_I32(i, p, e0) archrt_buf(&B[i], D[i], (void *)(p), 1, e0, 0, 0, 0)
+#define ARCHRT_F32(i, p, e0, e1, e2)                                           \
+  archrt_buf(&B[i], D[i], (p), 0, e0, 0, e1, 0, e2, 0)
+#define ARCHRT_STRIDED(i, p, e0, s0, e1, s1, e2, s2)                           \
+  archrt_buf(&B[i], D[i], (p), 0, e0, s0, e1, s1, e2, s2)
+#define ARCHRT_I32(i, p, e0)                                                   \
+  archrt_buf(&B[i], D[i], (void *)(p), 1, e0, 0, 0, 0, 0, 0)
 #define ARCHRT_CHECK(call)                                                     \
   do {                                                                         \
     int rc_ = (call);                                                          \

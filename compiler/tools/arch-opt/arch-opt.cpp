@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "arch/Dialect/ArchDialect.h"
+#include "arch/Kernel/ArchK.h"
 #include "arch/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,7 +19,9 @@ int main(int argc, char **argv) {
   mlir::registerSymbolDCEPass();
   arch::registerArchPassesAndPipelines();
   mlir::DialectRegistry registry;
-  registry.insert<arch::ArchDialect, mlir::func::FuncDialect>();
+  registry.insert<arch::ArchDialect, arch::archk::ArchKDialect,
+                  mlir::func::FuncDialect, mlir::memref::MemRefDialect,
+                  mlir::arith::ArithDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "arch optimizer driver\n", registry));
 }

@@ -1,6 +1,7 @@
 //===- archc.cpp - The archc driver ---------------------------------------===//
 //
-//   archc compile SPEC|IR [-o OUT] [--emit=import|mlir|halide|c|obj|lib]
+//   archc compile SPEC|IR [-o OUT]
+//                 [--emit=import|mlir|kernels|halide|c|obj|lib]
 //                 [--target=T] [--disable-pass=NAME] [--pass-pipeline=P]
 //                 [--dump-ir=DIR]
 //   archc check   SPEC|IR [--json] [--context=N]
@@ -161,6 +162,7 @@ struct PipelineOptions {
   std::string pipeline;              ///< --pass-pipeline, replaces the default
   std::string dumpDir;               ///< --dump-ir: one file per stage
   bool importOnly = false;           ///< --emit=import: no pass at all
+  int dumpNext = 0;                  ///< the next --dump-ir file's number
 } pipelineOpts;
 
 /// Writes the module after each top-level pass (a nested pipeline counts
@@ -168,7 +170,7 @@ struct PipelineOptions {
 /// written (the error is reported then).
 class DumpIR : public mlir::PassInstrumentation {
 public:
-  DumpIR(std::string dir, int next) : dir(std::move(dir)), next(next) {}
+  DumpIR(std::string dir, int &next) : dir(std::move(dir)), next(next) {}
   bool failed = false;
   void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override {
     if (!llvm::isa<mlir::ModuleOp>(op))
@@ -203,7 +205,7 @@ public:
 
 private:
   std::string dir;
-  int next;
+  int &next;
 };
 
 static bool endsWith(const std::string &s, const char *suffix) {
@@ -258,10 +260,12 @@ static std::string modelName(mlir::ModuleOp module) {
   return module.getSymName() ? module.getSymName()->str() : "model";
 }
 
-/// Runs the pipeline over `module` (imported or parsed). Pass-manager CL
-/// options (IR printing, timing) apply when registered.
-bool runPipeline(mlir::MLIRContext &ctx, mlir::ModuleOp module) {
-  const PipelineOptions &po = pipelineOpts;
+/// Runs the pipeline over `module` (imported or parsed), or with
+/// `kernels` the lowering to planned kernel calls after it. Pass-manager
+/// CL options (IR printing, timing) and --dump-ir apply to both.
+bool runPipeline(mlir::MLIRContext &ctx, mlir::ModuleOp module,
+                 bool kernels = false) {
+  PipelineOptions &po = pipelineOpts;
   if (po.importOnly)
     return true;
   mlir::PassManager pm(&ctx);
@@ -273,7 +277,9 @@ bool runPipeline(mlir::MLIRContext &ctx, mlir::ModuleOp module) {
     mlir::applyDefaultTimingPassManagerCLOptions(pm);
   }
   std::string error;
-  if (!po.pipeline.empty()) {
+  if (kernels) {
+    buildKernelLowering(pm);
+  } else if (!po.pipeline.empty()) {
     // The passes go into `pm`, which is anchored on builtin.module already.
     llvm::StringRef text = po.pipeline;
     if (text.consume_front("builtin.module(") && !text.consume_back(")"))
@@ -295,8 +301,9 @@ bool runPipeline(mlir::MLIRContext &ctx, mlir::ModuleOp module) {
       fail("--dump-ir: cannot create " + po.dumpDir + ": " + ec.message());
       return false;
     }
-    auto dump = std::make_unique<DumpIR>(po.dumpDir, 0);
-    dump->write(module.getOperation(), "import");
+    auto dump = std::make_unique<DumpIR>(po.dumpDir, po.dumpNext);
+    if (!kernels)
+      dump->write(module.getOperation(), "import");
     dumped = dump.get();
     pm.addInstrumentation(std::move(dump));
   }
@@ -309,7 +316,8 @@ bool buildModule(mlir::ModuleOp module, const std::string &input,
                  const std::string &specText, const BuildOptions &opts,
                  const std::string &out, bool quiet, BuildStats *stats) {
   LoweredModel lowered;
-  if (failed(emitGlue(module, {input, specText}, lowered)))
+  if (!runPipeline(*module.getContext(), module, /*kernels=*/true) ||
+      failed(emitGlue(module, {input, specText}, lowered)))
     return false;
   BuildOptions o = opts;
   if (showProgress(quiet))
@@ -339,7 +347,7 @@ bool compileToLibrary(const std::string &input, const BuildOptions &opts,
 
 // ---- compile ---------------------------------------------------------------
 
-enum class Emit { Import, MLIR, Halide, C, Obj, Lib };
+enum class Emit { Import, MLIR, Kernels, Halide, C, Obj, Lib };
 
 int cmdCompile(int argc, char **argv) {
   cl::opt<std::string> input(cl::Positional, cl::Required,
@@ -353,6 +361,8 @@ int cmdCompile(int argc, char **argv) {
       cl::values(clEnumValN(Emit::Import, "import",
                             "arch IR as imported, before any pass"),
                  clEnumValN(Emit::MLIR, "mlir", "optimized arch IR"),
+                 clEnumValN(Emit::Kernels, "kernels",
+                            "planned kernel calls on buffers (archk)"),
                  clEnumValN(Emit::Halide, "halide",
                             "lowered Halide statement of every kernel"),
                  clEnumValN(Emit::C, "c", "host glue C"),
@@ -441,7 +451,10 @@ int cmdCompile(int argc, char **argv) {
     return 1;
   std::string result, error;
   llvm::raw_string_ostream os(result);
-  if (emit == Emit::MLIR || emit == Emit::Import) {
+  if (emit != Emit::MLIR && emit != Emit::Import &&
+      !runPipeline(c.ctx, *module, /*kernels=*/true))
+    return 1;
+  if (emit == Emit::MLIR || emit == Emit::Import || emit == Emit::Kernels) {
     module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
   } else {
     LoweredModel lowered;

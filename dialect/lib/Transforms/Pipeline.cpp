@@ -62,6 +62,11 @@ LogicalResult buildDefaultPipeline(OpPassManager &pm,
   return success();
 }
 
+void buildKernelLowering(OpPassManager &pm) {
+  pm.addPass(createLowerToKernelsPass());
+  pm.addPass(createPlanBuffersPass());
+}
+
 void registerArchPassesAndPipelines() {
   registerArchPasses();
   PassPipelineRegistration<>(

@@ -3,6 +3,7 @@
 #define ARCH_TRANSFORMS_PASSES_H
 
 #include "arch/Dialect/ArchDialect.h"
+#include "arch/Kernel/ArchK.h"
 
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -27,6 +28,10 @@ const std::vector<std::string> &defaultPipelinePasses();
 mlir::LogicalResult buildDefaultPipeline(mlir::OpPassManager &pm,
                                          const std::vector<std::string> &disabled,
                                          std::string &error);
+
+/// Adds the lowering from arch IR (after the pipeline) to the planned
+/// kernel-call level the C glue is printed from.
+void buildKernelLowering(mlir::OpPassManager &pm);
 
 /// Registers the arch passes and the `arch-default-pipeline` pipeline.
 void registerArchPassesAndPipelines();

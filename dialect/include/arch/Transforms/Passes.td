@@ -118,4 +118,69 @@ def HoistParamPrepPass : Pass<"arch-hoist-param-prep", "::mlir::ModuleOp"> {
   let dependentDialects = ["::arch::ArchDialect", "::mlir::func::FuncDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// The kernel-call level
+//===----------------------------------------------------------------------===//
+
+def LowerToKernelsPass : Pass<"arch-lower-to-kernels", "::mlir::ModuleOp"> {
+  let summary = "arch ops on tensors -> archk kernel calls on buffers";
+  let description = [{
+    One conversion pattern per `arch` op turns `@forward` and
+    `@prepare_params` into kernel calls on memrefs:
+
+    - each op's result is a `memref.alloc` whose token-row count is an
+      `index` value (`memref.dim` of the tokens, `%pos + %T` of a cache's
+      context, `1` of the last token), written by one `archk.call`;
+    - views are ops, not copies: `arch.split` becomes column
+      `memref.subview`s of the fused projection's output, `arch.last_token`
+      a one-row subview, `arch.cache_append` a copy into rows `pos ..` of
+      the `archk.cache` buffer and the subview of rows `0 ..< pos + T` as
+      the context; a kernel that sees heads reads a `memref.expand_shape`;
+    - `arch.param` becomes `archk.weight`, `arch.assign` a copy into the
+      prepared weight's buffer.
+
+    Then the logits are written straight into a new third argument of
+    `@forward` (`memref<1xVxf32>`), a prepared weight computed by one kernel
+    straight into its buffer, and `archk.release` follows the last read of
+    each loaded weight that only `@prepare_params` reads. Caches that are
+    rings, states or not f32, keys and values that are not a cache's
+    context, and a second append to one cache have no lowering yet: each is
+    an error at its op.
+
+    ```mlir
+    %q = arch.linear %h, %w : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+    // becomes
+    %w = archk.weight @"model.layers.0.self_attn.q_proj.weight" : memref<64x64xf32>
+    %q = memref.alloc(%T) : memref<?x64xf32>
+    archk.call "linear" {K = 64 : i64, N = 64 : i64, bias = false,
+                         one_row = false, panel = 0 : i64}
+        (%h, %w, %q) : memref<?x64xf32>, memref<64x64xf32>, memref<?x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::arch::archk::ArchKDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def PlanBuffersPass : Pass<"archk-plan-buffers", "::mlir::ModuleOp"> {
+  let summary = "activation slots and scratch offsets from buffer liveness";
+  let description = [{
+    On the kernel-call level, `mlir::Liveness` gives each `memref.alloc`
+    its live range (through to the last use of any view of it). A linear
+    scan then gives every allocation with a token-row count an activation
+    slot (`archk.slot`), reusing a slot once its last reader has run, and
+    every fixed-size allocation (weight-only work) an offset in floats into
+    the function's scratch memory (`archk.offset`), first fit among those
+    live at once. The function records what the runtime allocates:
+    `archk.slot_widths` (floats per token row of each slot) and
+    `archk.scratch_floats`.
+
+    ```mlir
+    %0 = memref.alloc(%T) {archk.slot = 0 : i64} : memref<?x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::arch::archk::ArchKDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // ARCH_TRANSFORMS_PASSES_TD

@@ -5,8 +5,11 @@
 // kernel, so a model with 32 identical layers compiles each distinct kernel
 // once. Each kind declares its argument list once (args()): the Halide
 // inputs (Algorithms.cpp), the C prototype and the glue's call site are
-// all derived from it. Plain data: the glue emitter (MLIR side) produces
-// specs, the Halide side compiles them; the enums are the dialect's.
+// all derived from it; and its static values once (fields()): the kernel's
+// name, equality and the `archk.call` attribute that carries it in the IR
+// are derived from those. Plain data: arch-lower-to-kernels produces specs
+// (as attributes), the Halide side compiles them; the enums are the
+// dialect's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_LOWERING_KERNELS_H
@@ -15,7 +18,9 @@
 #include "arch/Dialect/ArchEnums.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -38,6 +43,9 @@ struct KernelArg {
 struct EmbedKernel {
   int64_t vocab, dModel;
   double scale;
+  template <class F> void fields(F &&f) {
+    f("vocab", vocab), f("d_model", dModel), f("scale", scale);
+  }
 };
 
 /// RMS or layer norm of `groups` groups of `width` per token, with one
@@ -47,6 +55,11 @@ struct NormKernel {
   NormKind kind;
   bool bias, weightPerGroup;
   double eps, weightOffset;
+  template <class F> void fields(F &&f) {
+    f("width", width), f("groups", groups), f("norm", kind), f("bias", bias),
+        f("weight_per_group", weightPerGroup), f("eps", eps),
+        f("weight_offset", weightOffset);
+  }
 };
 
 /// x [T, K] times weight [N, K] (panel = 0) or packed [ceil(N / panel), K,
@@ -58,11 +71,18 @@ struct LinearKernel {
   bool bias;
   int64_t panel;
   bool oneRow;
+  template <class F> void fields(F &&f) {
+    f("K", K), f("N", N), f("bias", bias), f("panel", panel),
+        f("one_row", oneRow);
+  }
 };
 
 /// weight [N, K] -> [ceil(N / panel), K, panel], zeros past N.
 struct PackKernel {
   int64_t K, N, panel;
+  template <class F> void fields(F &&f) {
+    f("K", K), f("N", N), f("panel", panel);
+  }
 };
 
 /// Rotary embedding of the first `rotaryDim` dims of each head.
@@ -72,6 +92,14 @@ struct RopeKernel {
   RopeScaling scaling;
   int64_t originalMaxSeqLen;
   double theta, factor, lowFreqFactor, highFreqFactor, betaFast, betaSlow;
+  template <class F> void fields(F &&f) {
+    f("heads", heads), f("head_dim", headDim), f("rotary_dim", rotaryDim),
+        f("style", style), f("scaling", scaling),
+        f("original_max_seq_len", originalMaxSeqLen), f("theta", theta),
+        f("factor", factor), f("low_freq_factor", lowFreqFactor),
+        f("high_freq_factor", highFreqFactor), f("beta_fast", betaFast),
+        f("beta_slow", betaSlow);
+  }
 };
 
 /// Causal attention over the context (arch.attention).
@@ -80,6 +108,12 @@ struct AttentionKernel {
   bool alibi;
   int64_t window, t5Buckets, t5MaxDistance, shawClip;
   double scale, softcap;
+  template <class F> void fields(F &&f) {
+    f("heads", heads), f("kv_heads", kvHeads), f("head_dim", headDim),
+        f("alibi", alibi), f("window", window), f("t5_buckets", t5Buckets),
+        f("t5_max_distance", t5MaxDistance), f("shaw_clip", shawClip),
+        f("scale", scale), f("softcap", softcap);
+  }
 };
 
 /// x plus a learned or sinusoidal embedding of each row's position.
@@ -87,6 +121,10 @@ struct PosEmbedKernel {
   int64_t dModel;
   PosEmbedKind kind;
   int64_t offset, rows;
+  template <class F> void fields(F &&f) {
+    f("d_model", dModel), f("embedding", kind), f("offset", offset),
+        f("rows", rows);
+  }
 };
 
 /// Row-wise ops on [T, width]: a + b, act(a) * b, act(a), a * factor,
@@ -97,6 +135,14 @@ struct ElementwiseKernel {
   int64_t width;
   Activation activation = Activation::identity;
   double factor = 0;
+  /// The op is the kind (its name); the fields are those it uses.
+  template <class F> void fields(F &&f) {
+    f("width", width);
+    if (op == Glu || op == Activate)
+      f("activation", activation);
+    if (op == Scale || op == Softcap)
+      f("factor", factor);
+  }
 };
 
 class KernelSpec {
@@ -107,9 +153,18 @@ public:
                    ElementwiseKernel>;
   template <class T> KernelSpec(T d) : desc(std::move(d)) {}
 
+  /// A description of kind `kind` (a kindName()), its fields zero; none
+  /// for a name no kind has.
+  static std::optional<KernelSpec> ofKind(std::string_view kind);
+
   /// The description, if it is a `T`.
   template <class T> const T *get() const { return std::get_if<T>(&desc); }
   const Description &description() const { return desc; }
+  /// Calls `f(name, field)` for each static value, in declaration order:
+  /// int64_t, bool, double or one of the dialect's enums.
+  template <class F> void forEachField(F &&f) {
+    std::visit([&](auto &d) { d.fields(f); }, desc);
+  }
 
   /// What the name starts with: "linear", "attention", "copy", ...
   const char *kindName() const;

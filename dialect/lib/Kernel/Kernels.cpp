@@ -1,67 +1,48 @@
 //===- Kernels.cpp - Kernel names and argument lists ----------------------===//
-#include "lowering/Kernels.h"
+#include "arch/Kernel/Kernels.h"
 
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 namespace arch {
 namespace {
 
-/// The kind's name and its static values, as the kernel name spells them.
-struct Key {
-  const char *kind = "";
-  std::vector<int64_t> ints;
-  std::vector<double> reals;
-
-  void operator()(const EmbedKernel &k) {
-    kind = "embed", ints = {k.vocab, k.dModel}, reals = {k.scale};
-  }
-  void operator()(const NormKernel &k) {
-    kind = "norm";
-    ints = {k.width, int64_t(k.kind), k.bias, k.weightPerGroup ? k.groups : 0,
-            k.groups};
-    reals = {k.eps, k.weightOffset};
-  }
-  void operator()(const LinearKernel &k) {
-    kind = "linear", ints = {k.K, k.N, k.bias, k.panel, k.oneRow};
-  }
-  void operator()(const PackKernel &k) {
-    kind = "pack", ints = {k.K, k.N, k.panel};
-  }
-  void operator()(const RopeKernel &k) {
-    kind = "rope";
-    ints = {k.heads,           k.headDim,          k.rotaryDim,
-            int64_t(k.style),  int64_t(k.scaling), k.originalMaxSeqLen};
-    reals = {k.theta,          k.factor,   k.lowFreqFactor,
-             k.highFreqFactor, k.betaFast, k.betaSlow};
-  }
-  void operator()(const AttentionKernel &k) {
-    kind = "attention";
-    ints = {k.heads,     k.kvHeads,       k.headDim,      k.alibi,
-            k.window,    k.t5Buckets,     k.t5MaxDistance, k.shawClip};
-    reals = {k.scale, k.softcap};
-  }
-  void operator()(const PosEmbedKernel &k) {
-    kind = "pos_embed", ints = {k.dModel, int64_t(k.kind), k.offset, k.rows};
-  }
-  void operator()(const ElementwiseKernel &k) {
-    ints = {k.width};
-    switch (k.op) {
-    case ElementwiseKernel::Add: kind = "add"; break;
-    case ElementwiseKernel::Copy: kind = "copy"; break;
-    case ElementwiseKernel::Glu:
-    case ElementwiseKernel::Activate:
-      kind = k.op == ElementwiseKernel::Glu ? "glu" : "activation";
-      ints.push_back(int64_t(k.activation));
-      break;
-    case ElementwiseKernel::Scale:
-    case ElementwiseKernel::Softcap:
-      kind = k.op == ElementwiseKernel::Scale ? "scale" : "softcap";
-      reals = {k.factor};
-      break;
-    }
+/// The kind's name: the kernel name's stem and archk.call's `kind`.
+struct KindName {
+  const char *operator()(const EmbedKernel &) { return "embed"; }
+  const char *operator()(const NormKernel &) { return "norm"; }
+  const char *operator()(const LinearKernel &) { return "linear"; }
+  const char *operator()(const PackKernel &) { return "pack"; }
+  const char *operator()(const RopeKernel &) { return "rope"; }
+  const char *operator()(const AttentionKernel &) { return "attention"; }
+  const char *operator()(const PosEmbedKernel &) { return "pos_embed"; }
+  const char *operator()(const ElementwiseKernel &k) {
+    static const char *const names[] = {"add",   "glu",     "activation",
+                                        "scale", "softcap", "copy"};
+    return names[k.op];
   }
 };
+
+/// The static values as the kernel name spells them: integers, booleans
+/// and enums in order, reals apart.
+struct Key {
+  std::vector<int64_t> ints;
+  std::vector<double> reals;
+  void operator()(const char *, int64_t v) { ints.push_back(v); }
+  void operator()(const char *, bool v) { ints.push_back(v); }
+  void operator()(const char *, double v) { reals.push_back(v); }
+  template <class E> void operator()(const char *, E v) {
+    static_assert(std::is_enum_v<E>, "a kernel field of another type");
+    ints.push_back(int64_t(v));
+  }
+};
+
+Key keyOf(KernelSpec k) {
+  Key key;
+  k.forEachField(key);
+  return key;
+}
 
 /// The argument list of each kind.
 struct Args {
@@ -113,17 +94,30 @@ struct Args {
 } // namespace
 
 const char *KernelSpec::kindName() const {
-  Key key;
-  std::visit(key, desc);
-  return key.kind;
+  return std::visit(KindName(), desc);
+}
+
+std::optional<KernelSpec> KernelSpec::ofKind(std::string_view kind) {
+  using EW = ElementwiseKernel;
+  static const KernelSpec all[] = {
+      EmbedKernel{},           NormKernel{},
+      LinearKernel{},          PackKernel{},
+      RopeKernel{},            AttentionKernel{},
+      PosEmbedKernel{},        EW{EW::Add, 0},
+      EW{EW::Glu, 0},          EW{EW::Activate, 0},
+      EW{EW::Scale, 0},        EW{EW::Softcap, 0},
+      EW{EW::Copy, 0}};
+  for (const KernelSpec &k : all)
+    if (kind == k.kindName())
+      return k;
+  return std::nullopt;
 }
 
 bool KernelSpec::operator==(const KernelSpec &o) const {
-  Key a, b;
-  std::visit(a, desc);
-  std::visit(b, o.desc);
-  return std::strcmp(a.kind, b.kind) == 0 && a.ints == b.ints &&
-         a.reals == b.reals;
+  if (std::strcmp(kindName(), o.kindName()) != 0)
+    return false;
+  Key a = keyOf(*this), b = keyOf(o);
+  return a.ints == b.ints && a.reals == b.reals;
 }
 
 std::vector<KernelArg> KernelSpec::args() const {
@@ -144,9 +138,8 @@ std::string KernelSpec::cPrototype() const {
 }
 
 std::string KernelSpec::name() const {
-  Key key;
-  std::visit(key, desc);
-  std::string s = std::string("archk_") + key.kind;
+  Key key = keyOf(*this);
+  std::string s = std::string("archk_") + kindName();
   for (size_t i = 0; i < key.ints.size(); ++i)
     s += (i ? "x" : "_") + std::to_string(key.ints[i]);
   if (!key.reals.empty()) {

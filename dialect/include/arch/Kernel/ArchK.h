@@ -1,0 +1,42 @@
+//===- ArchK.h - The kernel-call level -------------------------*- C++ -*-===//
+//
+// The archk dialect (ArchKOps.td) and the conversion between a kernel's
+// typed description (Kernels.h) and the attribute archk.call carries.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCH_KERNEL_ARCHK_H
+#define ARCH_KERNEL_ARCHK_H
+
+#include "arch/Kernel/Kernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "arch/Kernel/ArchKDialect.h.inc"
+
+#define GET_OP_CLASSES
+#include "arch/Kernel/ArchKOps.h.inc"
+
+namespace arch {
+namespace archk {
+
+/// `spec`'s fields as a dictionary: integers as i64, booleans, reals as
+/// f64, enums by name.
+mlir::DictionaryAttr kernelAttr(mlir::MLIRContext *ctx, KernelSpec spec);
+
+/// The description of kind `kind` with the fields of `fields`; fails with
+/// `emitError` naming the kind and the field that is missing, unknown or
+/// of the wrong type.
+mlir::FailureOr<KernelSpec>
+kernelSpec(llvm::StringRef kind, mlir::DictionaryAttr fields,
+           llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+
+} // namespace archk
+} // namespace arch
+
+#endif // ARCH_KERNEL_ARCHK_H

@@ -1,0 +1,105 @@
+//===- ArchKOps.td - The kernel-call level ------------------*- tablegen -*-===//
+//
+// What arch-lower-to-kernels produces: kernel calls on memref buffers.
+// Activations are `memref.alloc`s whose token-row count is an `index`
+// value, views are `memref.subview` / `memref.expand_shape` / `memref.cast`
+// (no copy), weights and caches are the buffers named below. The C glue is
+// printed from this form, one case per op.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHK_OPS_TD
+#define ARCHK_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def ArchK_Dialect : Dialect {
+  let name = "archk";
+  let cppNamespace = "::arch::archk";
+  let summary = "kernel calls on buffers: the level the C glue is printed from";
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+class ArchK_Op<string mnemonic, list<Trait> traits = []>
+    : Op<ArchK_Dialect, mnemonic, traits>;
+
+def ArchK_F32MemRef : MemRefOf<[F32]>;
+
+def ArchK_WeightOp : ArchK_Op<"weight",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "the buffer of a weight the module declares";
+  let description = [{
+    The memory of `arch.weight @name`: loaded at startup, or filled by
+    `@prepare_params` when the weight is prepared. Its shape is the weight's.
+
+    ```mlir
+    %w = archk.weight @"model.layers.0.mlp.up_proj.weight" : memref<768x288xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs ArchK_F32MemRef:$buffer);
+  let assemblyFormat = "$name attr-dict `:` type($buffer)";
+}
+
+def ArchK_CacheOp : ArchK_Op<"cache",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "the current sequence's buffer of a cache the module declares";
+  let description = [{
+    The memory of `arch.cache @name` for the sequence a call runs on:
+    [capacity, elements per row] of a tokens cache.
+
+    ```mlir
+    %k = archk.cache @"model.layers.0.self_attn.k_cache" : memref<256x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs ArchK_F32MemRef:$buffer);
+  let assemblyFormat = "$name attr-dict `:` type($buffer)";
+}
+
+def ArchK_CallOp : ArchK_Op<"call",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "a call of one compiled kernel";
+  let description = [{
+    Runs the kernel of kind `kind` specialized on the static values of
+    `kernel` (the fields of its description in Kernels.h) over `args`, in
+    the order the kind declares them: memref buffers (f32, or the i32
+    tokens) and the `index` position. The last buffer is the output, the
+    others are read. Calls with equal `kind` and `kernel` share one compiled
+    kernel. The verifier checks the description and every argument's type
+    against the kind.
+
+    ```mlir
+    archk.call "linear" {K = 288 : i64, N = 768 : i64, bias = false,
+                         one_row = false, panel = 0 : i64}
+        (%x, %w, %out) : memref<?x288xf32>, memref<768x288xf32>, memref<?x768xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, DictionaryAttr:$kernel,
+                       Variadic<AnyType>:$args);
+  let assemblyFormat = "$kind $kernel `(` $args `)` attr-dict `:` type($args)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The kernel's description, read from `kind` and `kernel`.
+    ::arch::KernelSpec getSpec();
+  }];
+}
+
+def ArchK_ReleaseOp : ArchK_Op<"release"> {
+  let summary = "a loaded weight not read again: the runtime may drop it";
+  let description = [{
+    In `@prepare_params`, after the last read of a loaded weight that
+    `@forward` never reads: its memory goes back (a prepared weight replaces
+    its source instead of doubling it).
+
+    ```mlir
+    archk.release %w : memref<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<ArchK_F32MemRef, "", [MemFree]>:$buffer);
+  let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+}
+
+#endif // ARCHK_OPS_TD

@@ -1,0 +1,214 @@
+//===- ArchK.cpp - The kernel-call level ----------------------------------===//
+#include "arch/Kernel/ArchK.h"
+#include "arch/Dialect/ArchDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+
+#include "arch/Kernel/ArchKDialect.cpp.inc"
+
+namespace arch {
+namespace archk {
+
+void ArchKDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "arch/Kernel/ArchKOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Descriptions as attributes
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Writes each field into a named attribute.
+struct FieldWriter {
+  Builder b;
+  SmallVector<NamedAttribute> attrs;
+  void add(const char *name, Attribute a) { attrs.push_back(b.getNamedAttr(name, a)); }
+  void operator()(const char *name, int64_t v) { add(name, b.getI64IntegerAttr(v)); }
+  void operator()(const char *name, bool v) { add(name, b.getBoolAttr(v)); }
+  void operator()(const char *name, double v) { add(name, b.getF64FloatAttr(v)); }
+  template <class E> void operator()(const char *name, E v) {
+    add(name, b.getStringAttr(stringifyEnum(v)));
+  }
+};
+
+/// Reads each field from the dictionary; the first problem is kept.
+struct FieldReader {
+  DictionaryAttr dict;
+  std::string error;
+  unsigned found = 0;
+  template <class A> A get(const char *name, const char *what) {
+    Attribute a = dict.get(name);
+    if (!a) {
+      error = std::string("lacks '") + name + "'";
+      return {};
+    }
+    ++found;
+    auto typed = dyn_cast<A>(a);
+    if (!typed)
+      error = std::string("has '") + name + "' that is not " + what;
+    return typed;
+  }
+  void operator()(const char *name, int64_t &v) {
+    auto a = get<IntegerAttr>(name, "an integer");
+    if (a && a.getType().isSignlessInteger(64))
+      v = a.getInt();
+    else if (a)
+      error = std::string("has '") + name + "' that is not an i64";
+  }
+  void operator()(const char *name, bool &v) {
+    if (auto a = get<BoolAttr>(name, "a boolean"))
+      v = a.getValue();
+  }
+  void operator()(const char *name, double &v) {
+    if (auto a = get<FloatAttr>(name, "a real"))
+      v = a.getValueAsDouble();
+  }
+  template <class E> void operator()(const char *name, E &v) {
+    auto a = get<StringAttr>(name, "a string");
+    if (!a)
+      return;
+    if (std::optional<E> e = symbolizeEnum<E>(a.getValue()))
+      v = *e;
+    else
+      error = std::string("has '") + name + "' = \"" + a.getValue().str() +
+              "\", which is none of its values";
+  }
+};
+} // namespace
+
+DictionaryAttr kernelAttr(MLIRContext *ctx, KernelSpec spec) {
+  FieldWriter w{Builder(ctx), {}};
+  spec.forEachField(w);
+  return DictionaryAttr::get(ctx, w.attrs);
+}
+
+FailureOr<KernelSpec>
+kernelSpec(StringRef kind, DictionaryAttr fields,
+           llvm::function_ref<InFlightDiagnostic()> emitError) {
+  std::optional<KernelSpec> spec =
+      KernelSpec::ofKind(std::string_view(kind.data(), kind.size()));
+  if (!spec) {
+    emitError() << "has no kernel kind '" << kind << "'";
+    return failure();
+  }
+  FieldReader r{fields, {}, 0};
+  spec->forEachField(r);
+  if (r.error.empty() && r.found != fields.size())
+    r.error = "has fields the kind does not have";
+  if (!r.error.empty()) {
+    emitError() << "kernel description of '" << kind << "' " << r.error;
+    return failure();
+  }
+  return *spec;
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+/// The arch op `name` refers to, of type T, or an error at `op`.
+template <class T>
+static T lookup(Operation *op, SymbolTableCollection &symbols,
+                FlatSymbolRefAttr name, const char *what) {
+  auto found = symbols.lookupNearestSymbolFrom<T>(op, name);
+  if (!found)
+    op->emitOpError() << "names " << name << ", which is no " << what
+                      << " of the module";
+  return found;
+}
+
+LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto w = lookup<arch::WeightOp>(*this, symbols, getNameAttr(), "arch.weight");
+  if (!w)
+    return failure();
+  if (w.getTensorType().getShape() != getBuffer().getType().getShape())
+    return emitOpError() << "has shape " << getBuffer().getType()
+                         << " but the weight is " << w.getTensorType();
+  return success();
+}
+
+LogicalResult CacheOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto c = lookup<arch::CacheOp>(*this, symbols, getNameAttr(), "arch.cache");
+  if (!c)
+    return failure();
+  int64_t rows = c.getCapacity().value_or(1);
+  MemRefType t = getBuffer().getType();
+  if (t.getShape() != ArrayRef<int64_t>{rows, c.getRowElements()} ||
+      !t.getLayout().isIdentity())
+    return emitOpError() << "has type " << t << " but the cache holds "
+                         << rows << " rows of " << c.getRowElements()
+                         << " elements";
+  return success();
+}
+
+KernelSpec CallOp::getSpec() {
+  // The verifier has read it once already.
+  return *kernelSpec(getKind(), getKernel(), [&] { return emitOpError(); });
+}
+
+LogicalResult CallOp::verify() {
+  FailureOr<KernelSpec> spec =
+      kernelSpec(getKind(), getKernel(), [&] { return emitOpError(); });
+  if (failed(spec))
+    return failure();
+  std::vector<KernelArg> declared = spec->args();
+  if (declared.size() != getArgs().size())
+    return emitOpError() << "passes " << getArgs().size()
+                         << " arguments to a '" << getKind()
+                         << "' kernel, which takes " << declared.size();
+  for (auto [i, a] : llvm::enumerate(declared)) {
+    Type t = getArgs()[i].getType();
+    auto m = dyn_cast<MemRefType>(t);
+    bool ok = false;
+    const char *want = "";
+    switch (a.kind) {
+    case KernelArg::Position:
+      ok = t.isIndex(), want = "index";
+      break;
+    case KernelArg::Tokens:
+      ok = m && m.getRank() == 1 && m.getElementType().isSignlessInteger(32);
+      want = "a rank-1 memref of i32";
+      break;
+    case KernelArg::Input:
+    case KernelArg::Output:
+      ok = m && m.getRank() == a.rank && m.getElementType().isF32();
+      want = "a memref of f32 of the declared rank";
+      break;
+    }
+    if (!ok)
+      return emitOpError() << "argument " << i << " ('" << a.name
+                           << "') is " << t << ", but the kernel takes "
+                           << want << (a.rank ? " " : "")
+                           << (a.rank ? std::to_string(a.rank) : "");
+  }
+  return success();
+}
+
+void CallOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // The output is the last buffer (KernelArg::Output comes last).
+  for (OpOperand &o : getArgsMutable()) {
+    if (!isa<MemRefType>(o.get().getType()))
+      continue;
+    bool out = o.getOperandNumber() + 1 == getNumOperands();
+    if (out)
+      effects.emplace_back(MemoryEffects::Write::get(), &o);
+    else
+      effects.emplace_back(MemoryEffects::Read::get(), &o);
+  }
+}
+
+} // namespace archk
+} // namespace arch
+
+#define GET_OP_CLASSES
+#include "arch/Kernel/ArchKOps.cpp.inc"

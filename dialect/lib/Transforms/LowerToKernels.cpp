@@ -1,0 +1,717 @@
+//===- LowerToKernels.cpp - arch ops -> kernel calls on buffers -----------===//
+//
+// One OpConversionPattern per arch op, in the style of Toy's lowering: each
+// allocates its result buffer, emits the archk.call of its kernel (the
+// typed description, argument by name in the order the kind declares) and
+// replaces its tensor result by the buffer, or by a view of another buffer.
+// The checks before the conversion name what has no lowering; the
+// clean-up after it writes results straight into their final buffers.
+//
+//===----------------------------------------------------------------------===//
+#include "arch/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <limits>
+#include <map>
+
+using namespace mlir;
+
+namespace arch {
+#define GEN_PASS_DEF_LOWERTOKERNELSPASS
+#include "arch/Transforms/Passes.h.inc"
+
+namespace {
+
+using EW = ElementwiseKernel;
+using Args = std::map<std::string, Value>;
+
+/// The buffer an operand became (the tokens reach their pattern through
+/// the cast that keeps the function well typed during the conversion).
+Value buf(Value v) {
+  while (auto c = v.getDefiningOp<UnrealizedConversionCastOp>())
+    v = c.getInputs()[0];
+  return v;
+}
+
+int64_t widthOf(Value v) {
+  return cast<ShapedType>(v.getType()).getShape().back();
+}
+
+/// Token rows of buffer `m`: the value its producer sized it with.
+Value rowsOf(OpBuilder &b, Location loc, Value m) {
+  return b.createOrFold<memref::DimOp>(loc, m, 0);
+}
+
+/// A buffer of `rows` token rows of `width` floats.
+Value newRows(OpBuilder &b, Location loc, Value rows, int64_t width) {
+  auto type = MemRefType::get({ShapedType::kDynamic, width}, b.getF32Type());
+  return b.create<memref::AllocOp>(loc, type, ValueRange{rows});
+}
+
+/// A buffer of static shape: weight-only work.
+Value newFixed(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
+  return b.create<memref::AllocOp>(loc,
+                                   MemRefType::get(shape, b.getF32Type()));
+}
+
+/// The view of 2-D `m` [R, W] as [R, groups, W / groups]: the heads.
+Value heads(OpBuilder &b, Location loc, Value m, int64_t groups) {
+  auto t = cast<MemRefType>(m.getType());
+  int64_t w = t.getDimSize(1);
+  SmallVector<ReassociationIndices> re{{0}, {1, 2}};
+  auto type = memref::ExpandShapeOp::computeExpandedType(
+      t, {t.getDimSize(0), groups, w / groups}, re);
+  assert(succeeded(type) && "rows of contiguous columns split into heads");
+  OpFoldResult rows = t.isDynamicDim(0) ? OpFoldResult(rowsOf(b, loc, m))
+                                        : b.getIndexAttr(t.getDimSize(0));
+  return b.create<memref::ExpandShapeOp>(
+      loc, *type, m, re,
+      ArrayRef<OpFoldResult>{rows, b.getIndexAttr(groups),
+                             b.getIndexAttr(w / groups)});
+}
+
+/// `m` as rows: a vector [n] is the one row [1, n].
+Value asRows(OpBuilder &b, Location loc, Value m) {
+  auto t = cast<MemRefType>(m.getType());
+  if (t.getRank() != 1)
+    return m;
+  SmallVector<ReassociationIndices> re{{0, 1}};
+  auto type = memref::ExpandShapeOp::computeExpandedType(
+      t, {1, t.getDimSize(0)}, re);
+  return b.create<memref::ExpandShapeOp>(
+      loc, *type, m, re,
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1),
+                             b.getIndexAttr(t.getDimSize(0))});
+}
+
+/// The window [offsets, offsets + sizes) of `m`, unit strides.
+Value view(OpBuilder &b, Location loc, Value m, ArrayRef<OpFoldResult> offsets,
+           ArrayRef<OpFoldResult> sizes) {
+  SmallVector<OpFoldResult> strides(offsets.size(), b.getIndexAttr(1));
+  return b.create<memref::SubViewOp>(loc, m, offsets, sizes, strides);
+}
+
+/// The kernel `spec` over `args` (by argument name), in its declared order.
+void call(OpBuilder &b, Location loc, const KernelSpec &spec,
+          const Args &args) {
+  SmallVector<Value> operands;
+  for (const KernelArg &a : spec.args()) {
+    auto it = args.find(a.name);
+    assert(it != args.end() && it->second && "every declared argument");
+    operands.push_back(it->second);
+  }
+  b.create<archk::CallOp>(loc, spec.kindName(),
+                          archk::kernelAttr(b.getContext(), spec), operands);
+}
+
+/// Rows `src` copied into `dst` (a buffer or a view of one).
+void copy(OpBuilder &b, Location loc, Value src, Value dst) {
+  src = asRows(b, loc, src), dst = asRows(b, loc, dst);
+  call(b, loc, EW{EW::Copy, widthOf(src)}, {{"a", src}, {"out", dst}});
+}
+
+template <class Op> struct Lowering : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  using Adaptor = typename OpConversionPattern<Op>::OpAdaptor;
+  LogicalResult
+  matchAndRewrite(Op op, Adaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    Value result = lower(op, a, rw, op.getLoc());
+    if (!result)
+      return failure();
+    rw.replaceOp(op, result);
+    return success();
+  }
+  /// The buffer of the op's result, its calls emitted.
+  virtual Value lower(Op op, Adaptor a, OpBuilder &b, Location loc) const = 0;
+};
+
+struct LowerParam : Lowering<ParamOp> {
+  using Lowering::Lowering;
+  Value lower(ParamOp op, OpAdaptor, OpBuilder &b, Location loc) const override {
+    auto t = cast<RankedTensorType>(op.getType());
+    return b.create<archk::WeightOp>(
+        loc, MemRefType::get(t.getShape(), t.getElementType()),
+        op.getNameAttr());
+  }
+};
+
+struct LowerEmbed : Lowering<EmbedOp> {
+  using Lowering::Lowering;
+  Value lower(EmbedOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
+    Value tokens = buf(a.getTokens()), table = buf(a.getTable());
+    auto t = cast<MemRefType>(table.getType());
+    int64_t v = t.getDimSize(0), d = t.getDimSize(1);
+    Value out = newRows(b, loc, rowsOf(b, loc, tokens), d);
+    call(b, loc, EmbedKernel{v, d, double(op.getScale().convertToFloat())},
+         {{"tokens", tokens}, {"table", table}, {"out", out}});
+    return out;
+  }
+};
+
+struct LowerNorm : Lowering<NormOp> {
+  using Lowering::Lowering;
+  Value lower(NormOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
+    // Groups are a dimension of their own: [T, g * d] is [T, g, d].
+    Value x = buf(a.getInput()), weight = buf(a.getWeight());
+    int64_t g = op.getGroups(), d = widthOf(x) / g;
+    bool perGroup = cast<MemRefType>(weight.getType()).getRank() == 2;
+    NormKernel k{d,
+                 g,
+                 op.getKind(),
+                 bool(a.getBias()),
+                 perGroup,
+                 double(op.getEps().convertToFloat()),
+                 double(op.getWeightOffset().convertToFloat())};
+    Value out = newRows(b, loc, rowsOf(b, loc, x), d * g);
+    Args args{{"x", heads(b, loc, x, g)},
+              {"weight", weight},
+              {"out", heads(b, loc, out, g)}};
+    if (a.getBias())
+      args["bias"] = buf(a.getBias());
+    call(b, loc, k, args);
+    return out;
+  }
+};
+
+struct LowerPosEmbed : Lowering<PosEmbedOp> {
+  using Lowering::Lowering;
+  Value lower(PosEmbedOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
+    Value x = buf(a.getInput());
+    int64_t d = widthOf(x), rows = 0;
+    Value out = newRows(b, loc, rowsOf(b, loc, x), d);
+    Args args{{"x", x}, {"pos", a.getPos()}, {"out", out}};
+    if (a.getTable()) {
+      args["table"] = buf(a.getTable());
+      rows = cast<MemRefType>(args["table"].getType()).getDimSize(0);
+    }
+    call(b, loc, PosEmbedKernel{d, op.getKind(), int64_t(op.getOffset()), rows},
+         args);
+    return out;
+  }
+};
+
+struct LowerLinear : Lowering<LinearOp> {
+  using Lowering::Lowering;
+  Value lower(LinearOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
+    Value x = buf(a.getInput()), weight = buf(a.getWeight());
+    int64_t K = widthOf(x), N = widthOf(op.getResult());
+    // Packed [panels, K, panel] or [N, K].
+    auto wt = cast<MemRefType>(weight.getType());
+    int64_t panel = wt.getRank() == 3 ? wt.getDimSize(2) : 0;
+    Value rows = rowsOf(b, loc, x);
+    Value out = newRows(b, loc, rows, N);
+    Args args{{"x", x}, {"weight", weight}, {"out", out}};
+    if (a.getBias())
+      args["bias"] = buf(a.getBias());
+    // The kernel picks its GEMM or GEMV code by the rows it is given; one
+    // row known here (the classifier's) needs the GEMV code only.
+    bool oneRow = getConstantIntValue(rows) == std::optional<int64_t>(1);
+    call(b, loc, LinearKernel{K, N, bool(a.getBias()), panel, oneRow}, args);
+    return out;
+  }
+};
+
+struct LowerRope : Lowering<RopeOp> {
+  using Lowering::Lowering;
+  Value lower(RopeOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
+    Value x = buf(a.getInput());
+    int64_t h = op.getNHeads(), hd = op.getHeadDim();
+    RopeKernel k{h,
+                 hd,
+                 int64_t(op.getRotaryDim()),
+                 op.getStyle(),
+                 op.getScaling(),
+                 int64_t(op.getOriginalMaxSeqLen()),
+                 op.getTheta().convertToDouble(),
+                 op.getFactor().convertToDouble(),
+                 op.getLowFreqFactor().convertToDouble(),
+                 op.getHighFreqFactor().convertToDouble(),
+                 op.getBetaFast().convertToDouble(),
+                 op.getBetaSlow().convertToDouble()};
+    Value out = newRows(b, loc, rowsOf(b, loc, x), h * hd);
+    call(b, loc, k,
+         {{"x", heads(b, loc, x, h)},
+          {"pos", a.getPos()},
+          {"out", heads(b, loc, out, h)}});
+    return out;
+  }
+};
+
+struct LowerAttention : Lowering<AttentionOp> {
+  using Lowering::Lowering;
+  Value lower(AttentionOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
+    int64_t h = op.getNHeads(), kvh = op.getNKvHeads(), hd = op.getHeadDim();
+    Value q = buf(a.getQuery());
+    int64_t buckets =
+        a.getRelBias()
+            ? cast<MemRefType>(buf(a.getRelBias()).getType()).getDimSize(0)
+            : 0;
+    AttentionKernel k{h,
+                      kvh,
+                      hd,
+                      bool(op.getAlibi()),
+                      int64_t(op.getWindow()),
+                      buckets,
+                      buckets ? int64_t(op.getT5MaxDistance()) : 0,
+                      int64_t(op.getShawClip()),
+                      op.getScale().convertToDouble(),
+                      op.getSoftcap().convertToDouble()};
+    Value out = newRows(b, loc, rowsOf(b, loc, q), h * hd);
+    Args args{{"q", heads(b, loc, q, h)},
+              {"k", heads(b, loc, buf(a.getKey()), kvh)},
+              {"v", heads(b, loc, buf(a.getValue()), kvh)},
+              {"pos", a.getPos()},
+              {"out", heads(b, loc, out, h)}};
+    if (buckets)
+      args["rel_bias"] = buf(a.getRelBias());
+    if (a.getRelKey()) {
+      args["rel_key"] = buf(a.getRelKey());
+      args["rel_value"] = buf(a.getRelValue());
+    }
+    call(b, loc, k, args);
+    return out;
+  }
+};
+
+/// The row-wise ops: one kernel each, over rows of activations or (a sum
+/// of biases) one row of weights.
+template <class Op> struct LowerElementwise : Lowering<Op> {
+  using Lowering<Op>::Lowering;
+  static EW kernelOf(GluOp op, int64_t d) {
+    return EW{EW::Glu, d, op.getActivation()};
+  }
+  static EW kernelOf(AddOp, int64_t d) { return EW{EW::Add, d}; }
+  static EW kernelOf(ActivationOp op, int64_t d) {
+    return EW{EW::Activate, d, op.getActivation()};
+  }
+  static EW kernelOf(ScaleOp op, int64_t d) {
+    return EW{EW::Scale, d, Activation::identity,
+              double(op.getFactor().convertToFloat())};
+  }
+  static EW kernelOf(SoftcapOp op, int64_t d) {
+    return EW{EW::Softcap, d, Activation::identity,
+              double(op.getCap().convertToFloat())};
+  }
+  Value lower(Op op, typename Lowering<Op>::Adaptor a, OpBuilder &b,
+              Location loc) const override {
+    Value x = buf(a.getOperands()[0]);
+    auto type = cast<RankedTensorType>(op.getResult().getType());
+    Value out = type.hasStaticShape()
+                    ? newFixed(b, loc, type.getShape())
+                    : newRows(b, loc, rowsOf(b, loc, x), type.getShape().back());
+    Args args{{"a", asRows(b, loc, x)}, {"out", asRows(b, loc, out)}};
+    if (a.getOperands().size() == 2)
+      args["b"] = asRows(b, loc, buf(a.getOperands()[1]));
+    call(b, loc, kernelOf(op, widthOf(args["out"])), args);
+    return out;
+  }
+};
+
+struct LowerConcat : Lowering<ConcatOp> {
+  using Lowering::Lowering;
+  Value lower(ConcatOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
+    // Each input copied into its block of the result: its columns (along
+    // dim 1) or, for weights along dim 0, its rows.
+    auto type = cast<RankedTensorType>(op.getResult().getType());
+    bool rows = op.getDim() == 0;
+    Value first = buf(a.getInputs().front());
+    Value n = type.hasStaticShape() ? Value() : rowsOf(b, loc, first);
+    Value out = n ? newRows(b, loc, n, type.getShape().back())
+                  : newFixed(b, loc, type.getShape());
+    int64_t offset = 0;
+    for (Value in : a.getInputs()) {
+      in = buf(in);
+      auto t = cast<MemRefType>(in.getType());
+      int64_t size = t.getDimSize(rows ? 0 : 1);
+      SmallVector<OpFoldResult> offsets, sizes;
+      for (int64_t d = 0; d < t.getRank(); ++d) {
+        bool along = d == int64_t(op.getDim());
+        offsets.push_back(b.getIndexAttr(along ? offset : 0));
+        sizes.push_back(along || !t.isDynamicDim(d)
+                            ? OpFoldResult(b.getIndexAttr(t.getDimSize(d)))
+                            : OpFoldResult(n));
+      }
+      copy(b, loc, in, view(b, loc, out, offsets, sizes));
+      offset += size;
+    }
+    return out;
+  }
+};
+
+struct LowerPack : Lowering<PackOp> {
+  using Lowering::Lowering;
+  Value lower(PackOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
+    Value weight = buf(a.getWeight());
+    auto w = cast<MemRefType>(weight.getType());
+    auto type = cast<RankedTensorType>(op.getResult().getType());
+    Value out = newFixed(b, loc, type.getShape());
+    call(b, loc,
+         PackKernel{w.getDimSize(1), w.getDimSize(0), int64_t(op.getPanel())},
+         {{"weight", weight}, {"out", out}});
+    return out;
+  }
+};
+
+struct LowerLastToken : Lowering<LastTokenOp> {
+  using Lowering::Lowering;
+  Value lower(LastTokenOp, OpAdaptor a, OpBuilder &b, Location loc) const override {
+    // The row T - 1, one row: a count that is a value like any other.
+    Value x = buf(a.getInput());
+    Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+    Value last = b.create<arith::SubIOp>(loc, rowsOf(b, loc, x), one);
+    return view(b, loc, x, {last, b.getIndexAttr(0)},
+                {one, b.getIndexAttr(widthOf(x))});
+  }
+};
+
+struct LowerCacheAppend : Lowering<CacheAppendOp> {
+  using Lowering::Lowering;
+  Value lower(CacheAppendOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
+    // Rows to positions pos .. pos + T - 1; the context is rows 0 ..< pos + T.
+    auto decl = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
+        op, op.getCacheAttr());
+    Value rows = buf(a.getRows());
+    int64_t w = widthOf(rows);
+    Value cache = b.create<archk::CacheOp>(
+        loc, MemRefType::get({*decl.getCapacity(), w}, b.getF32Type()),
+        op.getCacheAttr());
+    Value n = rowsOf(b, loc, rows);
+    copy(b, loc, rows,
+         view(b, loc, cache, {a.getPos(), b.getIndexAttr(0)},
+              {n, b.getIndexAttr(w)}));
+    Value end = b.create<arith::AddIOp>(loc, a.getPos(), n);
+    return view(b, loc, cache, {b.getIndexAttr(0), b.getIndexAttr(0)},
+                {end, b.getIndexAttr(w)});
+  }
+};
+
+struct LowerSplit : OpConversionPattern<SplitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SplitOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    // Column views of the input: no copy.
+    Location loc = op.getLoc();
+    Value x = buf(a.getInput());
+    Value n = rowsOf(rw, loc, x);
+    SmallVector<Value> views;
+    int64_t offset = 0;
+    for (Value r : op.getResults()) {
+      int64_t w = widthOf(r);
+      views.push_back(view(rw, loc, x, {rw.getIndexAttr(0), rw.getIndexAttr(offset)},
+                           {n, rw.getIndexAttr(w)}));
+      offset += w;
+    }
+    rw.replaceOp(op, views);
+    return success();
+  }
+};
+
+struct LowerAssign : OpConversionPattern<AssignOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AssignOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    Value v = buf(a.getValue());
+    auto t = cast<MemRefType>(v.getType());
+    Value w = rw.create<archk::WeightOp>(
+        op.getLoc(), MemRefType::get(t.getShape(), rw.getF32Type()),
+        op.getNameAttr());
+    copy(rw, op.getLoc(), v, w);
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+/// @forward's logits: copied into its output argument (the clean-up then
+/// writes them there directly).
+struct LowerReturn : OpConversionPattern<func::ReturnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(func::ReturnOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    Block *entry = &op->getParentOfType<func::FuncOp>().getBody().front();
+    copy(rw, op.getLoc(), buf(a.getOperands()[0]), entry->getArguments().back());
+    rw.replaceOpWithNewOp<func::ReturnOp>(op);
+    return success();
+  }
+};
+
+struct LowerToKernelsPass
+    : impl::LowerToKernelsPassBase<LowerToKernelsPass> {
+  void runOnOperation() override;
+  LogicalResult check(func::FuncOp forward, func::FuncOp prepare);
+};
+
+/// What has no lowering, with its place: found before the conversion so
+/// that each error names the problem, not a failed legalization.
+LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
+                                        func::FuncOp prepare) {
+  ModuleOp module = getOperation();
+  auto maxSeqAttr = module->getAttrOfType<IntegerAttr>("arch.max_seq_len");
+  if (!maxSeqAttr || maxSeqAttr.getInt() <= 0 ||
+      maxSeqAttr.getInt() > std::numeric_limits<int32_t>::max())
+    return module.emitError() << "module needs an arch.max_seq_len "
+                                 "attribute in [1, 2147483647]";
+  int64_t maxSeq = maxSeqAttr.getInt();
+  for (CacheOp c : module.getOps<CacheOp>()) {
+    if (c.getLayout() != CacheLayout::tokens)
+      return c.emitOpError() << "is a " << stringifyCacheLayout(c.getLayout())
+                             << " cache, which has no lowering yet (only "
+                                "tokens caches do)";
+    if (!c.getRowType().getElementType().isF32())
+      return c.emitOpError() << "stores " << c.getRowType().getElementType()
+                             << ", which has no lowering yet (only f32 does)";
+    // The runtime allocates a tokens cache for the sequence's positions
+    // (at most max_seq_len), and appends write at any of them.
+    if (*c.getCapacity() < maxSeq)
+      return c.emitOpError() << "holds " << *c.getCapacity()
+                             << " positions, fewer than the module's "
+                                "max_seq_len "
+                             << maxSeq;
+  }
+  bool hasPrepared = false;
+  for (WeightOp w : module.getOps<WeightOp>())
+    hasPrepared |= bool(w.getPrepared());
+  if (prepare && (prepare.isExternal() || prepare.getNumArguments() ||
+                  prepare.getNumResults()))
+    return prepare.emitError() << "@prepare_params must be a function of no "
+                                  "arguments and results, with a body";
+  if (!prepare && hasPrepared)
+    return module.emitError()
+           << "module has prepared weights but no func.func @prepare_params";
+
+  llvm::StringSet<> appended, assigned;
+  llvm::SetVector<Operation *> weightOnly = weightOnlyOps(forward);
+  auto checkOp = [&](Operation *op, bool inPrepare) -> LogicalResult {
+    if (isa<func::ReturnOp>(op))
+      return success();
+    if (inPrepare && !isa<ParamOp, ConcatOp, PackOp, AddOp, AssignOp>(op))
+      return op->emitOpError() << "has no lowering in @prepare_params";
+    // Weight-only work left in @forward gets buffers of fixed size (every
+    // other result has token rows, or the last token's one row).
+    if (!inPrepare && weightOnly.contains(op) &&
+        !isa<ParamOp, ConcatOp, PackOp, AddOp>(op))
+      return op->emitOpError() << "depends only on weights and has no "
+                                  "lowering as weight preparation";
+    if (op->getDialect() != module->getContext()->getLoadedDialect<ArchDialect>())
+      return op->emitOpError() << "has no lowering";
+    for (Type t : op->getResultTypes()) {
+      auto rt = dyn_cast<RankedTensorType>(t);
+      if (rt && llvm::any_of(rt.getShape().drop_front(),
+                             ShapedType::isDynamic))
+        return op->emitOpError() << "has a result of type " << t
+                                 << ": only the token rows can be dynamic";
+    }
+    if (auto a = dyn_cast<AssignOp>(op)) {
+      auto w = SymbolTable::lookupNearestSymbolFrom<WeightOp>(op, a.getNameAttr());
+      if (!w || !w.getPrepared())
+        return a.emitOpError() << "assigns " << a.getNameAttr()
+                               << ", which is no prepared weight";
+      if (!assigned.insert(a.getName()).second)
+        return a.emitOpError() << "assigns " << a.getNameAttr() << " twice";
+    }
+    if (auto ap = dyn_cast<CacheAppendOp>(op))
+      if (!appended.insert(ap.getCache()).second)
+        return ap.emitOpError() << "appends to " << ap.getCacheAttr()
+                                << " a second time in one call, which has no "
+                                   "lowering (its first context would change)";
+    if (auto a = dyn_cast<AttentionOp>(op))
+      // Keys and values must hold positions 0 ..< pos + T: a cache's context.
+      if (!a.getKey().getDefiningOp<CacheAppendOp>() ||
+          !a.getValue().getDefiningOp<CacheAppendOp>())
+        return a.emitOpError() << "reads keys or values that are not the "
+                                  "context of an arch.cache_append, which has "
+                                  "no lowering";
+    if (auto c = dyn_cast<ConcatOp>(op)) {
+      auto type = cast<RankedTensorType>(c.getType());
+      bool activations = !type.hasStaticShape();
+      if (activations && c.getDim() != 1)
+        return c.emitOpError() << "of activations has a lowering along their "
+                                  "features (dim 1) only";
+      if (!activations && type.getRank() > 2)
+        return c.emitOpError() << "of weights of rank " << type.getRank()
+                               << " has no lowering";
+    }
+    if (isa<AddOp>(op) &&
+        cast<RankedTensorType>(op->getResult(0).getType()).getRank() > 2)
+      return op->emitOpError() << "of rank above 2 has no lowering";
+    return success();
+  };
+  for (auto [fn, inPrepare] : {std::pair{forward, false}, {prepare, true}})
+    if (fn)
+      for (Operation &op : fn.getBody().front())
+        if (failed(checkOp(&op, inPrepare)))
+          return failure();
+  for (WeightOp w : module.getOps<WeightOp>())
+    if (w.getPrepared() && !assigned.contains(w.getSymName()))
+      return w.emitOpError() << "is prepared but @prepare_params never "
+                                "assigns it";
+  return success();
+}
+
+/// The root buffer of a view.
+Value rootOf(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CastOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
+/// copy(A -> B), A a whole fresh buffer and B a whole final one (the logits
+/// argument, a prepared weight): the kernels that wrote A write B instead.
+void elideCopies(func::FuncOp fn) {
+  SmallVector<archk::CallOp> copies;
+  fn.walk([&](archk::CallOp c) {
+    if (c.getKind() == "copy")
+      copies.push_back(c);
+  });
+  for (archk::CallOp c : copies) {
+    Value src = c.getArgs()[0], dst = c.getArgs()[1];
+    auto alloc = rootOf(src).getDefiningOp<memref::AllocOp>();
+    Value final = rootOf(dst);
+    auto weight = final.getDefiningOp<archk::WeightOp>();
+    if (!alloc || !(weight || isa<BlockArgument>(final)))
+      continue;
+    // Whole buffers only: the views are reshapes, not windows.
+    auto isWhole = [](Value v) {
+      for (Operation *d = v.getDefiningOp();
+           d && isa<memref::ExpandShapeOp, memref::CastOp>(d);
+           d = d->getOperand(0).getDefiningOp())
+        v = d->getOperand(0);
+      return !v.getDefiningOp<memref::SubViewOp>();
+    };
+    MemRefType from = alloc.getType();
+    auto to = cast<MemRefType>(final.getType());
+    if (!isWhole(src) || !isWhole(dst) ||
+        !memref::CastOp::areCastCompatible(to, from))
+      continue;
+    OpBuilder b(alloc);
+    if (weight)
+      weight->moveBefore(alloc);
+    Value replacement = final;
+    if (to != from)
+      replacement = b.create<memref::CastOp>(alloc.getLoc(), from, final);
+    alloc.getResult().replaceAllUsesWith(replacement);
+    alloc.erase();
+    c.erase();
+  }
+}
+
+/// archk.release after the last read of each loaded weight only
+/// @prepare_params reads.
+void insertReleases(func::FuncOp prepare, const llvm::StringSet<> &forwardReads) {
+  Block &body = prepare.getBody().front();
+  llvm::StringMap<std::pair<archk::WeightOp, Operation *>> last;
+  for (auto w : body.getOps<archk::WeightOp>()) {
+    auto decl = SymbolTable::lookupNearestSymbolFrom<WeightOp>(w, w.getNameAttr());
+    if (decl.getPrepared() || forwardReads.contains(w.getName()))
+      continue;
+    auto &[first, end] = last[w.getName()];
+    if (!first)
+      first = w;
+    SmallVector<Value> work{w.getResult()};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *u : v.getUsers()) {
+        Operation *top = body.findAncestorOpInBlock(*u);
+        if (!end || end->isBeforeInBlock(top))
+          end = top;
+        if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CastOp>(u))
+          work.push_back(u->getResult(0));
+      }
+    }
+  }
+  for (auto &e : last) {
+    auto [first, end] = e.second;
+    OpBuilder b(end ? end : first.getOperation());
+    b.setInsertionPointAfter(end ? end : first.getOperation());
+    b.create<archk::ReleaseOp>(first.getLoc(), first.getResult());
+  }
+}
+
+/// Index constants, dims and views no one reads any more.
+void eraseDead(func::FuncOp fn) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : fn.getBody().front())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+}
+
+void LowerToKernelsPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  FailureOr<func::FuncOp> found = lookupForward(module);
+  if (failed(found))
+    return signalPassFailure();
+  func::FuncOp forward = *found;
+  auto prepare = module.lookupSymbol<func::FuncOp>("prepare_params");
+  if (failed(check(forward, prepare)))
+    return signalPassFailure();
+
+  // @forward(tokens, pos) -> logits becomes @forward(tokens, pos, logits):
+  // the tokens a buffer (cast back for the patterns), the logits one the
+  // caller owns.
+  Block &entry = forward.getBody().front();
+  auto logitsType = cast<RankedTensorType>(
+      forward.getFunctionType().getResult(0));
+  auto tokensType = MemRefType::get({ShapedType::kDynamic},
+                                    IntegerType::get(ctx, 32));
+  auto logits = MemRefType::get(logitsType.getShape(), Float32Type::get(ctx));
+  BlockArgument tokens = entry.getArgument(0);
+  Type tokensTensor = tokens.getType();
+  tokens.setType(tokensType);
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(&entry);
+  auto asTensor = b.create<UnrealizedConversionCastOp>(
+      forward.getLoc(), tokensTensor, ValueRange{tokens});
+  tokens.replaceAllUsesExcept(asTensor.getResult(0), asTensor);
+  entry.addArgument(logits, forward.getLoc());
+  forward.setType(FunctionType::get(
+      ctx, {tokensType, IndexType::get(ctx), logits}, {}));
+
+  ConversionTarget target(*ctx);
+  target.addLegalDialect<archk::ArchKDialect, memref::MemRefDialect,
+                         arith::ArithDialect>();
+  target.addIllegalDialect<ArchDialect>();
+  target.addLegalOp<WeightOp, CacheOp, UnrealizedConversionCastOp,
+                    func::FuncOp>();
+  target.addDynamicallyLegalOp<func::ReturnOp>(
+      [](func::ReturnOp r) { return r.getNumOperands() == 0; });
+  RewritePatternSet patterns(ctx);
+  patterns.add<LowerParam, LowerEmbed, LowerNorm, LowerPosEmbed, LowerLinear,
+               LowerRope, LowerAttention, LowerElementwise<GluOp>,
+               LowerElementwise<AddOp>, LowerElementwise<ActivationOp>,
+               LowerElementwise<ScaleOp>, LowerElementwise<SoftcapOp>,
+               LowerConcat, LowerPack, LowerLastToken, LowerCacheAppend,
+               LowerSplit, LowerAssign, LowerReturn>(ctx);
+  if (failed(applyPartialConversion(module, target, std::move(patterns))))
+    return signalPassFailure();
+
+  llvm::StringSet<> forwardReads;
+  forward.walk([&](archk::WeightOp w) { forwardReads.insert(w.getName()); });
+  for (func::FuncOp fn : {forward, prepare}) {
+    if (!fn)
+      continue;
+    elideCopies(fn);
+    eraseDead(fn);
+  }
+  if (prepare)
+    insertReleases(prepare, forwardReads);
+}
+
+} // namespace
+} // namespace arch

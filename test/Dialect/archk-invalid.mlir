@@ -1,0 +1,95 @@
+// RUN: arch-opt %s -split-input-file -verify-diagnostics
+
+func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
+  // expected-error @+1 {{'archk.call' op has no kernel kind 'matmul'}}
+  archk.call "matmul" {width = 8 : i64}(%a, %b) : memref<4x8xf32>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'copy' lacks 'width'}}
+  archk.call "copy" {}(%a, %b) : memref<4x8xf32>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'copy' has 'width' that is not an integer}}
+  archk.call "copy" {width = 8.0 : f64}(%a, %b) : memref<4x8xf32>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'copy' has fields the kind does not have}}
+  archk.call "copy" {width = 8 : i64, factor = 2.0 : f64}(%a, %b) : memref<4x8xf32>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'activation' has 'activation' = "swish", which is none of its values}}
+  archk.call "activation" {width = 8 : i64, activation = "swish"}(%a, %b) : memref<4x8xf32>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
+  // expected-error @+1 {{'archk.call' op passes 3 arguments to a 'copy' kernel, which takes 2}}
+  archk.call "copy" {width = 8 : i64}(%a, %a, %b) : memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4x2x4xf32>, %b: memref<4x8xf32>) {
+  // expected-error @+1 {{'archk.call' op argument 0 ('a') is 'memref<4x2x4xf32>', but the kernel takes a memref of f32 of the declared rank 2}}
+  archk.call "copy" {width = 8 : i64}(%a, %b) : memref<4x2x4xf32>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<4x2x8xf32>, %pos: i32, %out: memref<4x2x8xf32>) {
+  // expected-error @+1 {{'archk.call' op argument 1 ('pos') is 'i32', but the kernel takes index}}
+  archk.call "rope" {beta_fast = 32.0 : f64, beta_slow = 1.0 : f64, factor = 1.0 : f64, head_dim = 8 : i64, heads = 2 : i64, high_freq_factor = 4.0 : f64, low_freq_factor = 1.0 : f64, original_max_seq_len = 0 : i64, rotary_dim = 8 : i64, scaling = "none", style = "interleaved", theta = 10000.0 : f64}(%x, %pos, %out) : memref<4x2x8xf32>, i32, memref<4x2x8xf32>
+  return
+}
+
+// -----
+
+module {
+  arch.weight @w : tensor<16x8xf32>
+  func.func @f() {
+    // expected-error @+1 {{'archk.weight' op has shape 'memref<8x16xf32>' but the weight is 'tensor<16x8xf32>'}}
+    %w = archk.weight @w : memref<8x16xf32>
+    return
+  }
+}
+
+// -----
+
+module {
+  func.func @f() {
+    // expected-error @+1 {{'archk.weight' op names @nowhere, which is no arch.weight of the module}}
+    %w = archk.weight @nowhere : memref<8x16xf32>
+    return
+  }
+}
+
+// -----
+
+module {
+  arch.cache @c tokens 32 : tensor<2x4xf32>
+  func.func @f() {
+    // expected-error @+1 {{'archk.cache' op has type 'memref<32x4xf32>' but the cache holds 32 rows of 8 elements}}
+    %c = archk.cache @c : memref<32x4xf32>
+    return
+  }
+}

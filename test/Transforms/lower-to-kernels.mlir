@@ -1,0 +1,201 @@
+// RUN: arch-opt %s -split-input-file -verify-diagnostics -arch-lower-to-kernels | FileCheck %s
+
+// A fused q/k/v projection: the prepared weight is concatenated straight
+// into its buffer (no temporary, no copy), each source released after its
+// last read. In @forward the logits become an argument, the token rows a
+// value (memref.dim of the tokens), q/k/v column views of the projection,
+// each cache append a copy into rows pos .. of the cache with the context
+// its rows 0 ..< pos + T, and the last token a one-row view whose count
+// is the value 1: the classifier writes the logits directly.
+// CHECK-LABEL: func.func @prepare_params()
+// CHECK-NEXT: %[[Q:.*]] = archk.weight @q : memref<8x8xf32>
+// CHECK-NEXT: %[[K:.*]] = archk.weight @k : memref<4x8xf32>
+// CHECK-NEXT: %[[V:.*]] = archk.weight @v : memref<4x8xf32>
+// CHECK-NEXT: %[[W:.*]] = archk.weight @qkv : memref<16x8xf32>
+// CHECK-NEXT: %[[WQ:.*]] = memref.subview %[[W]][0, 0] [8, 8] [1, 1]
+// CHECK-NEXT: archk.call "copy" {width = 8 : i64}(%[[Q]], %[[WQ]])
+// CHECK-NEXT: archk.release %[[Q]] : memref<8x8xf32>
+// CHECK-NEXT: %[[WK:.*]] = memref.subview %[[W]][8, 0] [4, 8] [1, 1] : memref<16x8xf32> to memref<4x8xf32, strided<[8, 1], offset: 64>>
+// CHECK-NEXT: archk.call "copy" {width = 8 : i64}(%[[K]], %[[WK]])
+// CHECK-NEXT: archk.release %[[K]]
+// CHECK: archk.call "copy" {width = 8 : i64}(%[[V]],
+// CHECK-NEXT: archk.release %[[V]]
+// CHECK-NEXT: return
+// CHECK-NOT: memref.alloc
+// CHECK-LABEL: func.func @forward(%arg0: memref<?xi32>, %arg1: index, %arg2: memref<1x32xf32>)
+// CHECK: %[[T:.*]] = memref.dim %arg0, %c0 : memref<?xi32>
+// CHECK-NEXT: %[[X:.*]] = memref.alloc(%[[T]]) : memref<?x8xf32>
+// CHECK-NEXT: archk.call "embed" {d_model = 8 : i64, scale = 1.000000e+00 : f64, vocab = 32 : i64}(%arg0, %{{.*}}, %[[X]])
+// CHECK: %[[P:.*]] = memref.alloc(%[[T]]) : memref<?x16xf32>
+// CHECK-NEXT: archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, one_row = false, panel = 0 : i64}(%[[X]], %{{.*}}, %[[P]])
+// CHECK-NEXT: %[[VQ:.*]] = memref.subview %[[P]][0, 0] [%[[T]], 8] [1, 1] : memref<?x16xf32> to memref<?x8xf32, strided<[16, 1]>>
+// CHECK-NEXT: %[[VK:.*]] = memref.subview %[[P]][0, 8] [%[[T]], 4] [1, 1] : memref<?x16xf32> to memref<?x4xf32, strided<[16, 1], offset: 8>>
+// CHECK-NEXT: %[[VV:.*]] = memref.subview %[[P]][0, 12] [%[[T]], 4] [1, 1]
+// CHECK-NEXT: %[[KC:.*]] = archk.cache @kc : memref<16x4xf32>
+// CHECK-NEXT: %[[KROWS:.*]] = memref.subview %[[KC]][%arg1, 0] [%[[T]], 4] [1, 1] : memref<16x4xf32> to memref<?x4xf32, strided<[4, 1], offset: ?>>
+// CHECK-NEXT: archk.call "copy" {width = 4 : i64}(%[[VK]], %[[KROWS]])
+// CHECK-NEXT: %[[END:.*]] = arith.addi %arg1, %[[T]] : index
+// CHECK-NEXT: %[[KCTX:.*]] = memref.subview %[[KC]][0, 0] [%[[END]], 4] [1, 1]
+// CHECK: %[[A:.*]] = memref.alloc(%[[T]]) : memref<?x8xf32>
+// CHECK: memref.expand_shape %[[KCTX]] {{\[\[}}0], [1, 2]] output_shape [%[[END]], 1, 4]
+// CHECK: archk.call "attention" {alibi = false, head_dim = 4 : i64, heads = 2 : i64, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64}({{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32, strided<[16, 4, 1]>>, memref<?x1x4xf32, strided<[4, 4, 1]>>, memref<?x1x4xf32, strided<[4, 4, 1]>>, index, memref<?x2x4xf32>
+// CHECK: %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-NEXT: %[[LASTROW:.*]] = arith.subi %[[T]], %[[ONE]] : index
+// CHECK-NEXT: %[[LAST:.*]] = memref.subview %[[A]][%[[LASTROW]], 0] [%[[ONE]], 8] [1, 1] : memref<?x8xf32> to memref<?x8xf32, strided<[8, 1], offset: ?>>
+// CHECK-NEXT: %[[LOGITS:.*]] = memref.cast %arg2 : memref<1x32xf32> to memref<?x32xf32>
+// CHECK-NEXT: archk.call "linear" {K = 8 : i64, N = 32 : i64, bias = false, one_row = true, panel = 0 : i64}(%[[LAST]], %{{.*}}, %[[LOGITS]])
+// CHECK-NEXT: return
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<32x8xf32>
+  arch.weight @q : tensor<8x8xf32>
+  arch.weight @k : tensor<4x8xf32>
+  arch.weight @v : tensor<4x8xf32>
+  arch.weight @qkv prepared : tensor<16x8xf32>
+  arch.cache @kc tokens 16 : tensor<1x4xf32>
+  arch.cache @vc tokens 16 : tensor<1x4xf32>
+  func.func @prepare_params() {
+    %q = arch.param @q : tensor<8x8xf32>
+    %k = arch.param @k : tensor<4x8xf32>
+    %v = arch.param @v : tensor<4x8xf32>
+    %c = arch.concat %q, %k, %v {dim = 0 : i64} : (tensor<8x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+    arch.assign @qkv = %c : tensor<16x8xf32>
+    return
+  }
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x32xf32> {
+    %e = arch.param @emb : tensor<32x8xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<32x8xf32>) -> tensor<?x8xf32>
+    %w = arch.param @qkv : tensor<16x8xf32>
+    %p = arch.linear %x, %w : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+    %s:3 = arch.split %p : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+    %kc = arch.cache_append @kc, %s#1 at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
+    %vc = arch.cache_append @vc, %s#2 at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
+    %a = arch.attention %s#0, %kc, %vc, %pos {head_dim = 4 : i64, n_heads = 2 : i64, n_kv_heads = 1 : i64, scale = 0.5 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
+    %l = arch.last_token %a : tensor<?x8xf32> -> tensor<1x8xf32>
+    %y = arch.linear %l, %e : (tensor<1x8xf32>, tensor<32x8xf32>) -> tensor<1x32xf32>
+    return %y : tensor<1x32xf32>
+  }
+}
+
+// -----
+
+// Activations side by side (a parallel block's fused output projection):
+// one buffer, each input copied into its columns. Weight-only work left in
+// @forward (hoisting off) gets a buffer of fixed size.
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[CAT:.*]] = memref.alloc(%{{.*}}) : memref<?x12xf32>
+// CHECK-NEXT: %[[LEFT:.*]] = memref.subview %[[CAT]][0, 0] [%{{.*}}, 8] [1, 1]
+// CHECK-NEXT: archk.call "copy" {width = 8 : i64}(%{{.*}}, %[[LEFT]])
+// CHECK-NEXT: %[[RIGHT:.*]] = memref.subview %[[CAT]][0, 8] [%{{.*}}, 4] [1, 1] : memref<?x12xf32> to memref<?x4xf32, strided<[12, 1], offset: 8>>
+// CHECK-NEXT: archk.call "copy" {width = 4 : i64}(%{{.*}}, %[[RIGHT]])
+// CHECK: %[[SUM:.*]] = memref.alloc() : memref<32xf32>
+// CHECK: archk.call "add" {width = 32 : i64}
+// CHECK-SAME: memref<1x32xf32>, memref<1x32xf32>, memref<1x32xf32>
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<32x8xf32>
+  arch.weight @wide : tensor<32x12xf32>
+  arch.weight @b1 : tensor<32xf32>
+  arch.weight @b2 : tensor<32xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x32xf32> {
+    %e = arch.param @emb : tensor<32x8xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<32x8xf32>) -> tensor<?x8xf32>
+    %h:2 = arch.split %x : tensor<?x8xf32> -> tensor<?x4xf32>, tensor<?x4xf32>
+    %c = arch.concat %x, %h#1 {dim = 1 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>) -> tensor<?x12xf32>
+    %l = arch.last_token %c : tensor<?x12xf32> -> tensor<1x12xf32>
+    %w = arch.param @wide : tensor<32x12xf32>
+    %b1 = arch.param @b1 : tensor<32xf32>
+    %b2 = arch.param @b2 : tensor<32xf32>
+    %b = arch.add %b1, %b2 : tensor<32xf32>
+    %y = arch.linear %l, %w, %b : (tensor<1x12xf32>, tensor<32x12xf32>, tensor<32xf32>) -> tensor<1x32xf32>
+    return %y : tensor<1x32xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  // expected-error @+1 {{'arch.cache' op is a ring cache, which has no lowering yet (only tokens caches do)}}
+  arch.cache @kc ring 4 : tensor<1x4xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+  arch.weight @emb : tensor<4x4xf32>
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  arch.cache @kc tokens 16 : tensor<1x4xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %k = arch.cache_append @kc, %x at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
+    // expected-error @+1 {{'arch.attention' op reads keys or values that are not the context of an arch.cache_append, which has no lowering}}
+    %a = arch.attention %x, %k, %x, %pos {head_dim = 4 : i64, n_heads = 1 : i64, n_kv_heads = 1 : i64, scale = 0.5 : f64} : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x4xf32>
+    %l = arch.last_token %a : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  arch.cache @kc tokens 16 : tensor<1x4xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %k = arch.cache_append @kc, %x at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
+    // expected-error @+1 {{'arch.cache_append' op appends to @kc a second time in one call}}
+    %k2 = arch.cache_append @kc, %k at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
+    %l = arch.last_token %k2 : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  // expected-error @+1 {{'arch.weight' op is prepared but @prepare_params never assigns it}}
+  arch.weight @never prepared : tensor<4x4xf32>
+  func.func @prepare_params() {
+    return
+  }
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{module needs an arch.max_seq_len attribute in [1, 2147483647]}}
+module {
+  arch.weight @emb : tensor<4x4xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    // expected-error @+1 {{'arch.scale' op depends only on weights and has no lowering as weight preparation}}
+    %s = arch.scale %e {factor = 2.0 : f32} : tensor<4x4xf32>
+    %x = arch.embed %tokens, %s : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
