@@ -356,7 +356,7 @@ LogicalResult GlueEmitter::run() {
     return module.emitError() << "module needs an arch.max_seq_len attribute";
   maxSeq = maxSeqAttr.getInt();
   vocab = logits.getDimSize(1);
-  out.name = module.getSymName() ? module.getSymName()->str() : "model";
+  out.name = modelName(module);
   // The parameter table: loaded weights in module order, then the
   // prepared ones (P holds both, in this order).
   for (WeightOp w : module.getOps<WeightOp>())

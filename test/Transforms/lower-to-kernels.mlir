@@ -199,3 +199,152 @@ module attributes {arch.max_seq_len = 16 : i64} {
     return %l : tensor<1x4xf32>
   }
 }
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  // expected-error @+1 {{@forward has more than one block, which has no lowering}}
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  ^unreachable:
+    %e2 = arch.param @emb : tensor<4x4xf32>
+    %x2 = arch.embed %tokens, %e2 : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l2 = arch.last_token %x2 : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l2 : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+// Functions other than @forward and @prepare_params are not part of the
+// model: the conversion leaves them as they are.
+// CHECK-LABEL: func.func @helper
+// CHECK-NEXT: arch.scale
+// CHECK-LABEL: func.func @forward
+// CHECK-NOT: arch.
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  func.func @helper(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+    %y = arch.scale %x {factor = 2.0 : f32} : tensor<?x4xf32>
+    return %y : tensor<?x4xf32>
+  }
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  arch.weight @twice prepared : tensor<4x4xf32>
+  func.func @prepare_params() {
+    %e = arch.param @emb : tensor<4x4xf32>
+    arch.assign @twice = %e : tensor<4x4xf32>
+    // expected-error @+1 {{'arch.assign' op assigns @twice twice}}
+    arch.assign @twice = %e : tensor<4x4xf32>
+    return
+  }
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @twice : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  arch.weight @scaled prepared : tensor<4x4xf32>
+  func.func @prepare_params() {
+    %e = arch.param @emb : tensor<4x4xf32>
+    // expected-error @+1 {{'arch.scale' op has no lowering in @prepare_params}}
+    %s = arch.scale %e {factor = 2.0 : f32} : tensor<4x4xf32>
+    arch.assign @scaled = %s : tensor<4x4xf32>
+    return
+  }
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @scaled : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{module has prepared weights but no func.func @prepare_params}}
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb prepared : tensor<4x4xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    // expected-error @+1 {{'arith.constant' op has no lowering}}
+    %c = arith.constant 1 : index
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  arch.weight @cube : tensor<2x2x4xf32>
+  arch.weight @cubes prepared : tensor<4x2x4xf32>
+  func.func @prepare_params() {
+    %c = arch.param @cube : tensor<2x2x4xf32>
+    // expected-error @+1 {{'arch.concat' op of weights of rank 3 has no lowering}}
+    %cc = arch.concat %c, %c {dim = 0 : i64} : (tensor<2x2x4xf32>, tensor<2x2x4xf32>) -> tensor<4x2x4xf32>
+    arch.assign @cubes = %cc : tensor<4x2x4xf32>
+    return
+  }
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  arch.weight @cube : tensor<2x2x4xf32>
+  arch.weight @sum prepared : tensor<2x2x4xf32>
+  func.func @prepare_params() {
+    %c = arch.param @cube : tensor<2x2x4xf32>
+    // expected-error @+1 {{'arch.add' op of rank above 2 has no lowering}}
+    %s = arch.add %c, %c : tensor<2x2x4xf32>
+    arch.assign @sum = %s : tensor<2x2x4xf32>
+    return
+  }
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}

@@ -255,11 +255,6 @@ loadModule(Context &c, const std::string &input, std::string &text,
   return module;
 }
 
-/// The model's name: the module's symbol.
-static std::string modelName(mlir::ModuleOp module) {
-  return module.getSymName() ? module.getSymName()->str() : "model";
-}
-
 /// Runs the pipeline over `module` (imported or parsed), or with
 /// `kernels` the lowering to planned kernel calls after it. Pass-manager
 /// CL options (IR printing, timing) and --dump-ir apply to both.

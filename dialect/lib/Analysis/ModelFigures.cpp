@@ -91,9 +91,6 @@ FailureOr<ModelFigures> Figures::run() {
   // Embedding parameters: the tables read by position, and the
   // classifier that produces the logits (through a final scale or cap).
   llvm::SetVector<Operation *> embedding;
-  auto widthOf = [](Value v) {
-    return cast<RankedTensorType>(v.getType()).getShape().back();
-  };
   fn.walk([&](Operation *op) {
     if (auto e = dyn_cast<EmbedOp>(op))
       loadedSources(e.getTable(), embedding);

@@ -37,6 +37,14 @@ llvm::SetVector<Operation *> weightOnlyOps(func::FuncOp fn) {
   return weightOnly;
 }
 
+int64_t widthOf(Value v) {
+  return cast<ShapedType>(v.getType()).getShape().back();
+}
+
+std::string modelName(ModuleOp module) {
+  return module.getSymName() ? module.getSymName()->str() : "model";
+}
+
 FailureOr<func::FuncOp> lookupForward(ModuleOp module) {
   auto fn = module.lookupSymbol<func::FuncOp>("forward");
   if (!fn || fn.isExternal())

@@ -41,10 +41,6 @@ Value buf(Value v) {
   return v;
 }
 
-int64_t widthOf(Value v) {
-  return cast<ShapedType>(v.getType()).getShape().back();
-}
-
 /// Token rows of buffer `m`: the value its producer sized it with.
 Value rowsOf(OpBuilder &b, Location loc, Value m) {
   return b.createOrFold<memref::DimOp>(loc, m, 0);
@@ -505,21 +501,10 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
                                   "lowering as weight preparation";
     if (op->getDialect() != module->getContext()->getLoadedDialect<ArchDialect>())
       return op->emitOpError() << "has no lowering";
-    for (Type t : op->getResultTypes()) {
-      auto rt = dyn_cast<RankedTensorType>(t);
-      if (rt && llvm::any_of(rt.getShape().drop_front(),
-                             ShapedType::isDynamic))
-        return op->emitOpError() << "has a result of type " << t
-                                 << ": only the token rows can be dynamic";
-    }
-    if (auto a = dyn_cast<AssignOp>(op)) {
-      auto w = SymbolTable::lookupNearestSymbolFrom<WeightOp>(op, a.getNameAttr());
-      if (!w || !w.getPrepared())
-        return a.emitOpError() << "assigns " << a.getNameAttr()
-                               << ", which is no prepared weight";
+    // (The verifier has checked that it is a prepared weight.)
+    if (auto a = dyn_cast<AssignOp>(op))
       if (!assigned.insert(a.getName()).second)
         return a.emitOpError() << "assigns " << a.getNameAttr() << " twice";
-    }
     if (auto ap = dyn_cast<CacheAppendOp>(op))
       if (!appended.insert(ap.getCache()).second)
         return ap.emitOpError() << "appends to " << ap.getCacheAttr()
@@ -532,13 +517,11 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
         return a.emitOpError() << "reads keys or values that are not the "
                                   "context of an arch.cache_append, which has "
                                   "no lowering";
+    // (The verifier keeps the token rows of activations whole: they are
+    // joined along their features only.)
     if (auto c = dyn_cast<ConcatOp>(op)) {
       auto type = cast<RankedTensorType>(c.getType());
-      bool activations = !type.hasStaticShape();
-      if (activations && c.getDim() != 1)
-        return c.emitOpError() << "of activations has a lowering along their "
-                                  "features (dim 1) only";
-      if (!activations && type.getRank() > 2)
+      if (type.getRank() > 2)
         return c.emitOpError() << "of weights of rank " << type.getRank()
                                << " has no lowering";
     }
@@ -547,11 +530,17 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
       return op->emitOpError() << "of rank above 2 has no lowering";
     return success();
   };
-  for (auto [fn, inPrepare] : {std::pair{forward, false}, {prepare, true}})
-    if (fn)
-      for (Operation &op : fn.getBody().front())
-        if (failed(checkOp(&op, inPrepare)))
-          return failure();
+  for (auto [fn, inPrepare] : {std::pair{forward, false}, {prepare, true}}) {
+    if (!fn)
+      continue;
+    if (!fn.getBody().hasOneBlock())
+      return fn.emitError() << "@" << fn.getSymName()
+                            << " has more than one block, which has no "
+                               "lowering";
+    for (Operation &op : fn.getBody().front())
+      if (failed(checkOp(&op, inPrepare)))
+        return failure();
+  }
   for (WeightOp w : module.getOps<WeightOp>())
     if (w.getPrepared() && !assigned.contains(w.getSymName()))
       return w.emitOpError() << "is prepared but @prepare_params never "
@@ -698,7 +687,12 @@ void LowerToKernelsPass::runOnOperation() {
                LowerElementwise<ScaleOp>, LowerElementwise<SoftcapOp>,
                LowerConcat, LowerPack, LowerLastToken, LowerCacheAppend,
                LowerSplit, LowerAssign, LowerReturn>(ctx);
-  if (failed(applyPartialConversion(module, target, std::move(patterns))))
+  // The model is @forward and @prepare_params; other functions are not
+  // part of it and stay as they are.
+  SmallVector<Operation *> fns{forward};
+  if (prepare)
+    fns.push_back(prepare);
+  if (failed(applyPartialConversion(fns, target, std::move(patterns))))
     return signalPassFailure();
 
   llvm::StringSet<> forwardReads;

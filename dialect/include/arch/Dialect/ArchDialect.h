@@ -19,6 +19,8 @@
 
 #include "llvm/ADT/SetVector.h"
 
+#include <string>
+
 namespace arch {
 
 /// The ops of `fn` whose results depend on weights only: arch.param, and
@@ -32,6 +34,12 @@ llvm::SetVector<mlir::Operation *> weightOnlyOps(mlir::func::FuncOp fn);
 /// calls: a body, (tensor<?xi32> tokens, index pos) -> tensor<1xVxf32>
 /// logits computed by an op. Reports the mismatch and fails otherwise.
 mlir::FailureOr<mlir::func::FuncOp> lookupForward(mlir::ModuleOp module);
+
+/// Features per token row: the last dimension of a shaped value.
+int64_t widthOf(mlir::Value v);
+
+/// The model's name: the module's symbol, "model" without one.
+std::string modelName(mlir::ModuleOp module);
 
 } // namespace arch
 
