@@ -200,6 +200,13 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
                                         e.getOutputShape(), b))};
     return success();
   }
+  if (auto c = dyn_cast<memref::CollapseShapeOp>(op)) {
+    // Dense groups of dimensions: extents multiplied (all static here).
+    if (!c.getResultType().hasStaticShape())
+      return c.emitOpError() << "has no C form with dynamic extents";
+    bufs[c] = {bufs[c.getSrc()].ptr, staticExtents(c.getResultType())};
+    return success();
+  }
   if (auto c = dyn_cast<memref::CastOp>(op)) {
     CBuf src = bufs[c.getSource()]; // a copy: inserting may move the map
     bufs[c] = src;
@@ -408,7 +415,7 @@ LogicalResult GlueEmitter::run() {
      << "  float *const *C = c->caches;\n"
      << "  halide_buffer_t B[7];\n"
      << "  halide_dimension_t D[7][3];\n"
-     << "  (void)S, (void)C;\n\n"
+     << "  (void)T, (void)pos, (void)S, (void)C;\n\n"
      << body << "  return 0;\n}\n\n"
      << "static int prepare(float *const *P, float *W) {\n"
      << "  halide_buffer_t B[7];\n"

@@ -433,3 +433,19 @@ func.func @f(%x: tensor<*xf32>) {
   %y = "arch.activation"(%x) <{activation = 0 : i32}> : (tensor<*xf32>) -> tensor<*xf32>
   return
 }
+
+// -----
+
+func.func @shaw_clip_without_tables(%q: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{shaw_clip must be positive with Shaw tables and 0 without, got 2}}
+  %y = arch.attention %q, %q, %q, %p {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0, shaw_clip = 2} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @shaw_tables_without_clip(%q: tensor<?x8xf32>, %p: index, %t: tensor<1x4xf32>) {
+  // expected-error @+1 {{shaw_clip must be positive with Shaw tables and 0 without, got 0}}
+  %y = arch.attention %q, %q, %q, %p shaw %t, %t {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 1.0} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<?x8xf32>
+  return
+}

@@ -150,8 +150,8 @@ module attributes {arch.max_seq_len = 16 : i64} {
     %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
     %k = arch.cache_append @kc, %x at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
     // expected-error @+1 {{'arch.cache_append' op appends to @kc a second time in one call}}
-    %k2 = arch.cache_append @kc, %k at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
-    %l = arch.last_token %k2 : tensor<?x4xf32> -> tensor<1x4xf32>
+    %k2 = arch.cache_append @kc, %x at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
     return %l : tensor<1x4xf32>
   }
 }
@@ -221,11 +221,15 @@ module attributes {arch.max_seq_len = 16 : i64} {
 // -----
 
 // Functions other than @forward and @prepare_params are not part of the
-// model: the conversion leaves them as they are.
+// model: the conversion leaves them as they are. Logits that are a view
+// (the last token itself) are copied into the logits argument.
 // CHECK-LABEL: func.func @helper
 // CHECK-NEXT: arch.scale
 // CHECK-LABEL: func.func @forward
 // CHECK-NOT: arch.
+// CHECK: %[[LAST:.*]] = memref.subview
+// CHECK-NEXT: archk.call "copy" {width = 4 : i64}(%[[LAST]], %arg2) : memref<?x4xf32, strided<[4, 1], offset: ?>>, memref<1x4xf32>
+// CHECK-NEXT: return
 module attributes {arch.max_seq_len = 16 : i64} {
   arch.weight @emb : tensor<4x4xf32>
   func.func @helper(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
@@ -343,6 +347,105 @@ module attributes {arch.max_seq_len = 16 : i64} {
   }
   func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
     %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  arch.weight @copy prepared : tensor<4x4xf32>
+  func.func @prepare_params() {
+    %e = arch.param @emb : tensor<4x4xf32>
+    arch.assign @copy = %e : tensor<4x4xf32>
+    return
+  }
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    // expected-error @+1 {{'arch.assign' op assigns a prepared weight in @forward: only @prepare_params does}}
+    arch.assign @copy = %e : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  arch.weight @s : tensor<f32>
+  arch.weight @s2 prepared : tensor<f32>
+  func.func @prepare_params() {
+    // expected-error @+1 {{'arch.param' op reads or makes a rank-0 tensor, which has no lowering}}
+    %s = arch.param @s : tensor<f32>
+    %t = arch.add %s, %s : tensor<f32>
+    arch.assign @s2 = %t : tensor<f32>
+    return
+  }
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  arch.cache @kc tokens 16 : tensor<1x4xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    // expected-error @+1 {{'arch.cache_append' op has a context that arch.scale reads, which has no lowering (only attention's keys and values do)}}
+    %k = arch.cache_append @kc, %x at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
+    %s = arch.scale %k {factor = 2.0 : f32} : tensor<?x4xf32>
+    %a = arch.attention %x, %k, %k, %pos {head_dim = 4 : i64, n_heads = 1 : i64, n_kv_heads = 1 : i64, scale = 0.5 : f64} : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x4xf32>
+    %l = arch.last_token %a : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  arch.cache @kc tokens 16 : tensor<1x4xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    // expected-error @+1 {{'arch.cache_append' op has a context that arch.attention reads, which has no lowering (only attention's keys and values do)}}
+    %k = arch.cache_append @kc, %x at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
+    %a = arch.attention %k, %k, %k, %pos {head_dim = 4 : i64, n_heads = 1 : i64, n_kv_heads = 1 : i64, scale = 0.5 : f64} : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x4xf32>
+    %l = arch.last_token %a : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+// A weight of rank 3 is copied as rows of its last dimension.
+// CHECK-LABEL: func.func @prepare_params
+// CHECK: %[[SRC:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<2x3x4xf32> into memref<6x4xf32>
+// CHECK: %[[DST:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<2x3x4xf32> into memref<6x4xf32>
+// CHECK: archk.call "copy" {width = 4 : i64}(%[[SRC]], %[[DST]]) : memref<6x4xf32>, memref<6x4xf32>
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  arch.weight @cube : tensor<2x3x4xf32>
+  arch.weight @cube2 prepared : tensor<2x3x4xf32>
+  func.func @prepare_params() {
+    %c = arch.param @cube : tensor<2x3x4xf32>
+    arch.assign @cube2 = %c : tensor<2x3x4xf32>
+    return
+  }
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %c = arch.param @cube2 : tensor<2x3x4xf32>
     %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
     %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
     return %l : tensor<1x4xf32>

@@ -450,6 +450,12 @@ LogicalResult AttentionOp::verify() {
   }
   if (bool(getRelKey()) != bool(getRelValue()))
     return emitOpError() << "Shaw positions need both rel_key and rel_value";
+  // The tables and a positive clip come together: the kernel reads tables
+  // exactly when it is given a clip.
+  if (bool(getRelKey()) != (int64_t(getShawClip()) > 0))
+    return emitOpError() << "shaw_clip must be positive with Shaw tables "
+                            "and 0 without, got "
+                         << int64_t(getShawClip());
   if (getRelKey()) {
     int64_t rows = 2 * int64_t(getShawClip()) + 1;
     for (Value t : {getRelKey(), getRelValue()}) {

@@ -84,6 +84,15 @@ struct FieldReader {
 };
 } // namespace
 
+bool isReshape(Operation *op) {
+  return isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp>(
+      op);
+}
+
+bool isBufferView(Operation *op) {
+  return isa<memref::SubViewOp>(op) || isReshape(op);
+}
+
 DictionaryAttr kernelAttr(MLIRContext *ctx, KernelSpec spec) {
   FieldWriter w{Builder(ctx), {}};
   spec.forEachField(w);

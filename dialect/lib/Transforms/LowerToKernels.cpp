@@ -88,6 +88,19 @@ Value asRows(OpBuilder &b, Location loc, Value m) {
                              b.getIndexAttr(t.getDimSize(0))});
 }
 
+/// A dense buffer of rank above 2 as rows of its last dimension (a
+/// packed weight [panels, K, panel] as [panels * K, panel]).
+Value collapseRows(OpBuilder &b, Location loc, Value m) {
+  auto t = cast<MemRefType>(m.getType());
+  if (t.getRank() <= 2)
+    return m;
+  ReassociationIndices outer;
+  for (int64_t d = 0; d + 1 < t.getRank(); ++d)
+    outer.push_back(d);
+  SmallVector<ReassociationIndices> re{outer, {t.getRank() - 1}};
+  return b.create<memref::CollapseShapeOp>(loc, m, re);
+}
+
 /// The window [offsets, offsets + sizes) of `m`, unit strides.
 Value view(OpBuilder &b, Location loc, Value m, ArrayRef<OpFoldResult> offsets,
            ArrayRef<OpFoldResult> sizes) {
@@ -110,7 +123,8 @@ void call(OpBuilder &b, Location loc, const KernelSpec &spec,
 
 /// Rows `src` copied into `dst` (a buffer or a view of one).
 void copy(OpBuilder &b, Location loc, Value src, Value dst) {
-  src = asRows(b, loc, src), dst = asRows(b, loc, dst);
+  src = asRows(b, loc, collapseRows(b, loc, src));
+  dst = asRows(b, loc, collapseRows(b, loc, dst));
   call(b, loc, EW{EW::Copy, widthOf(src)}, {{"a", src}, {"out", dst}});
 }
 
@@ -493,6 +507,17 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
       return success();
     if (inPrepare && !isa<ParamOp, ConcatOp, PackOp, AddOp, AssignOp>(op))
       return op->emitOpError() << "has no lowering in @prepare_params";
+    if (!inPrepare && isa<AssignOp>(op))
+      return op->emitOpError() << "assigns a prepared weight in @forward: "
+                                  "only @prepare_params does";
+    auto scalar = [](Type t) {
+      auto r = dyn_cast<RankedTensorType>(t);
+      return r && r.getRank() == 0;
+    };
+    if (llvm::any_of(op->getOperandTypes(), scalar) ||
+        llvm::any_of(op->getResultTypes(), scalar))
+      return op->emitOpError() << "reads or makes a rank-0 tensor, which "
+                                  "has no lowering";
     // Weight-only work left in @forward gets buffers of fixed size (every
     // other result has token rows, or the last token's one row).
     if (!inPrepare && weightOnly.contains(op) &&
@@ -505,11 +530,21 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
     if (auto a = dyn_cast<AssignOp>(op))
       if (!assigned.insert(a.getName()).second)
         return a.emitOpError() << "assigns " << a.getNameAttr() << " twice";
-    if (auto ap = dyn_cast<CacheAppendOp>(op))
+    if (auto ap = dyn_cast<CacheAppendOp>(op)) {
       if (!appended.insert(ap.getCache()).second)
         return ap.emitOpError() << "appends to " << ap.getCacheAttr()
                                 << " a second time in one call, which has no "
                                    "lowering (its first context would change)";
+      // A context has pos + T rows, more than an activation slot holds:
+      // attention reads it in place.
+      for (OpOperand &use : ap.getContext().getUses())
+        if (!isa<AttentionOp>(use.getOwner()) ||
+            (use.getOperandNumber() != 1 && use.getOperandNumber() != 2))
+          return ap.emitOpError() << "has a context that "
+                                  << use.getOwner()->getName()
+                                  << " reads, which has no lowering (only "
+                                     "attention's keys and values do)";
+    }
     if (auto a = dyn_cast<AttentionOp>(op))
       // Keys and values must hold positions 0 ..< pos + T: a cache's context.
       if (!a.getKey().getDefiningOp<CacheAppendOp>() ||
@@ -551,7 +586,7 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
 /// The root buffer of a view.
 Value rootOf(Value v) {
   while (Operation *def = v.getDefiningOp()) {
-    if (!isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CastOp>(def))
+    if (!archk::isBufferView(def))
       break;
     v = def->getOperand(0);
   }
@@ -576,7 +611,7 @@ void elideCopies(func::FuncOp fn) {
     // Whole buffers only: the views are reshapes, not windows.
     auto isWhole = [](Value v) {
       for (Operation *d = v.getDefiningOp();
-           d && isa<memref::ExpandShapeOp, memref::CastOp>(d);
+           d && archk::isReshape(d);
            d = d->getOperand(0).getDefiningOp())
         v = d->getOperand(0);
       return !v.getDefiningOp<memref::SubViewOp>();
@@ -617,7 +652,7 @@ void insertReleases(func::FuncOp prepare, const llvm::StringSet<> &forwardReads)
         Operation *top = body.findAncestorOpInBlock(*u);
         if (!end || end->isBeforeInBlock(top))
           end = top;
-        if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CastOp>(u))
+        if (archk::isBufferView(u))
           work.push_back(u->getResult(0));
       }
     }

@@ -41,7 +41,7 @@ Operation *lastUse(const LivenessBlockInfo *info, memref::AllocOp alloc) {
     if (end->isBeforeInBlock(e))
       end = e;
     for (Operation *u : v.getUsers())
-      if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CastOp>(u))
+      if (archk::isBufferView(u))
         work.push_back(u->getResult(0));
   }
   return end;

@@ -25,6 +25,12 @@
 namespace arch {
 namespace archk {
 
+/// A view of its first operand's buffer, no copy: memref.subview (a
+/// window), memref.expand_shape / collapse_shape / cast (a reshape).
+bool isBufferView(mlir::Operation *op);
+/// A view that covers the whole buffer it views (a reshape).
+bool isReshape(mlir::Operation *op);
+
 /// `spec`'s fields as a dictionary: integers as i64, booleans, reals as
 /// f64, enums by name.
 mlir::DictionaryAttr kernelAttr(mlir::MLIRContext *ctx, KernelSpec spec);
