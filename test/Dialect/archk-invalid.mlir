@@ -67,7 +67,7 @@ func.func @f(%x: memref<4x2x8xf32>, %pos: i32, %out: memref<4x2x8xf32>) {
 module {
   arch.weight @w : tensor<16x8xf32>
   func.func @f() {
-    // expected-error @+1 {{'archk.weight' op has shape 'memref<8x16xf32>' but the weight is 'tensor<16x8xf32>'}}
+    // expected-error @+1 {{'archk.weight' op has type 'memref<8x16xf32>', not a dense buffer of the weight's type 'tensor<16x8xf32>'}}
     %w = archk.weight @w : memref<8x16xf32>
     return
   }
@@ -90,6 +90,26 @@ module {
   func.func @f() {
     // expected-error @+1 {{'archk.cache' op has type 'memref<32x4xf32>' but the cache holds 32 rows of 8 elements}}
     %c = archk.cache @c : memref<32x4xf32>
+    return
+  }
+}
+
+// -----
+
+func.func @f(%x: memref<4x8xf32>, %w: memref<16x8xf32>, %out: memref<4x16xf32>) {
+  // The first problem, in field order, is the one reported.
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' has 'K' that is not an integer}}
+  archk.call "linear" {K = 8.0 : f64, bias = false, one_row = false, panel = 0 : i64}(%x, %w, %out) : memref<4x8xf32>, memref<16x8xf32>, memref<4x16xf32>
+  return
+}
+
+// -----
+
+module {
+  arch.weight @w : tensor<16x8xf32>
+  func.func @f() {
+    // expected-error @+1 {{'archk.weight' op has type 'memref<16x8xf32, strided<[1, 16]>>', not a dense buffer of the weight's type 'tensor<16x8xf32>'}}
+    %w = archk.weight @w : memref<16x8xf32, strided<[1, 16]>>
     return
   }
 }

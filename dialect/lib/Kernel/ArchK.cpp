@@ -44,16 +44,20 @@ struct FieldReader {
   DictionaryAttr dict;
   std::string error;
   unsigned found = 0;
+  void fail(std::string message) {
+    if (error.empty())
+      error = std::move(message);
+  }
   template <class A> A get(const char *name, const char *what) {
     Attribute a = dict.get(name);
     if (!a) {
-      error = std::string("lacks '") + name + "'";
+      fail(std::string("lacks '") + name + "'");
       return {};
     }
     ++found;
     auto typed = dyn_cast<A>(a);
     if (!typed)
-      error = std::string("has '") + name + "' that is not " + what;
+      fail(std::string("has '") + name + "' that is not " + what);
     return typed;
   }
   void operator()(const char *name, int64_t &v) {
@@ -61,7 +65,7 @@ struct FieldReader {
     if (a && a.getType().isSignlessInteger(64))
       v = a.getInt();
     else if (a)
-      error = std::string("has '") + name + "' that is not an i64";
+      fail(std::string("has '") + name + "' that is not an i64");
   }
   void operator()(const char *name, bool &v) {
     if (auto a = get<BoolAttr>(name, "a boolean"))
@@ -78,8 +82,8 @@ struct FieldReader {
     if (std::optional<E> e = symbolizeEnum<E>(a.getValue()))
       v = *e;
     else
-      error = std::string("has '") + name + "' = \"" + a.getValue().str() +
-              "\", which is none of its values";
+      fail(std::string("has '") + name + "' = \"" + a.getValue().str() +
+           "\", which is none of its values");
   }
 };
 } // namespace
@@ -138,9 +142,11 @@ LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbols) {
   auto w = lookup<arch::WeightOp>(*this, symbols, getNameAttr(), "arch.weight");
   if (!w)
     return failure();
-  if (w.getTensorType().getShape() != getBuffer().getType().getShape())
-    return emitOpError() << "has shape " << getBuffer().getType()
-                         << " but the weight is " << w.getTensorType();
+  if (w.getTensorType().getShape() != getBuffer().getType().getShape() ||
+      !getBuffer().getType().getLayout().isIdentity())
+    return emitOpError() << "has type " << getBuffer().getType()
+                         << ", not a dense buffer of the weight's type "
+                         << w.getTensorType();
   return success();
 }
 
