@@ -97,6 +97,15 @@ bool isBufferView(Operation *op) {
   return isa<memref::SubViewOp>(op) || isReshape(op);
 }
 
+SmallVector<Value> viewsOf(Value buffer) {
+  SmallVector<Value> views{buffer};
+  for (size_t i = 0; i < views.size(); ++i)
+    for (Operation *u : views[i].getUsers())
+      if (isBufferView(u))
+        views.push_back(u->getResult(0));
+  return views;
+}
+
 DictionaryAttr kernelAttr(MLIRContext *ctx, KernelSpec spec) {
   FieldWriter w{Builder(ctx), {}};
   spec.forEachField(w);

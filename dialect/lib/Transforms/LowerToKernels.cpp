@@ -58,20 +58,25 @@ Value newFixed(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
                                    MemRefType::get(shape, b.getF32Type()));
 }
 
+/// `m` reshaped to `shape` (its dimensions split as `re` says), a view.
+Value expand(OpBuilder &b, Location loc, Value m,
+             ArrayRef<ReassociationIndices> re, ArrayRef<OpFoldResult> shape) {
+  SmallVector<int64_t> staticShape =
+      decomposeMixedValues(SmallVector<OpFoldResult>(shape)).first;
+  auto type = memref::ExpandShapeOp::computeExpandedType(
+      cast<MemRefType>(m.getType()), staticShape, re);
+  assert(succeeded(type) && "contiguous dimensions split");
+  return b.create<memref::ExpandShapeOp>(loc, *type, m, re, shape);
+}
+
 /// The view of 2-D `m` [R, W] as [R, groups, W / groups]: the heads.
 Value heads(OpBuilder &b, Location loc, Value m, int64_t groups) {
   auto t = cast<MemRefType>(m.getType());
-  int64_t w = t.getDimSize(1);
-  SmallVector<ReassociationIndices> re{{0}, {1, 2}};
-  auto type = memref::ExpandShapeOp::computeExpandedType(
-      t, {t.getDimSize(0), groups, w / groups}, re);
-  assert(succeeded(type) && "rows of contiguous columns split into heads");
   OpFoldResult rows = t.isDynamicDim(0) ? OpFoldResult(rowsOf(b, loc, m))
                                         : b.getIndexAttr(t.getDimSize(0));
-  return b.create<memref::ExpandShapeOp>(
-      loc, *type, m, re,
-      ArrayRef<OpFoldResult>{rows, b.getIndexAttr(groups),
-                             b.getIndexAttr(w / groups)});
+  return expand(b, loc, m, {{0}, {1, 2}},
+                {rows, b.getIndexAttr(groups),
+                 b.getIndexAttr(t.getDimSize(1) / groups)});
 }
 
 /// `m` as rows: a vector [n] is the one row [1, n].
@@ -79,13 +84,8 @@ Value asRows(OpBuilder &b, Location loc, Value m) {
   auto t = cast<MemRefType>(m.getType());
   if (t.getRank() != 1)
     return m;
-  SmallVector<ReassociationIndices> re{{0, 1}};
-  auto type = memref::ExpandShapeOp::computeExpandedType(
-      t, {1, t.getDimSize(0)}, re);
-  return b.create<memref::ExpandShapeOp>(
-      loc, *type, m, re,
-      ArrayRef<OpFoldResult>{b.getIndexAttr(1),
-                             b.getIndexAttr(t.getDimSize(0))});
+  return expand(b, loc, m, {{0, 1}},
+                {b.getIndexAttr(1), b.getIndexAttr(t.getDimSize(0))});
 }
 
 /// A dense buffer of rank above 2 as rows of its last dimension (a
@@ -583,10 +583,10 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
   return success();
 }
 
-/// The root buffer of a view.
-Value rootOf(Value v) {
+/// The buffer `v` views, through the views `through` accepts.
+Value rootOf(Value v, bool (*through)(Operation *) = archk::isBufferView) {
   while (Operation *def = v.getDefiningOp()) {
-    if (!archk::isBufferView(def))
+    if (!through(def))
       break;
     v = def->getOperand(0);
   }
@@ -610,11 +610,7 @@ void elideCopies(func::FuncOp fn) {
       continue;
     // Whole buffers only: the views are reshapes, not windows.
     auto isWhole = [](Value v) {
-      for (Operation *d = v.getDefiningOp();
-           d && archk::isReshape(d);
-           d = d->getOperand(0).getDefiningOp())
-        v = d->getOperand(0);
-      return !v.getDefiningOp<memref::SubViewOp>();
+      return rootOf(v, archk::isReshape) == rootOf(v);
     };
     MemRefType from = alloc.getType();
     auto to = cast<MemRefType>(final.getType());
@@ -645,21 +641,16 @@ void insertReleases(func::FuncOp prepare, const llvm::StringSet<> &forwardReads)
     auto &[first, end] = last[w.getName()];
     if (!first)
       first = w;
-    SmallVector<Value> work{w.getResult()};
-    while (!work.empty()) {
-      Value v = work.pop_back_val();
+    for (Value v : archk::viewsOf(w.getResult()))
       for (Operation *u : v.getUsers()) {
         Operation *top = body.findAncestorOpInBlock(*u);
         if (!end || end->isBeforeInBlock(top))
           end = top;
-        if (archk::isBufferView(u))
-          work.push_back(u->getResult(0));
       }
-    }
   }
   for (auto &e : last) {
     auto [first, end] = e.second;
-    OpBuilder b(end ? end : first.getOperation());
+    OpBuilder b(prepare.getContext());
     b.setInsertionPointAfter(end ? end : first.getOperation());
     b.create<archk::ReleaseOp>(first.getLoc(), first.getResult());
   }

@@ -34,15 +34,10 @@ struct PlanBuffersPass : impl::PlanBuffersPassBase<PlanBuffersPass> {
 /// The op after which neither `alloc` nor any view of it is read.
 Operation *lastUse(const LivenessBlockInfo *info, memref::AllocOp alloc) {
   Operation *end = alloc;
-  SmallVector<Value> work{alloc.getResult()};
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
+  for (Value v : archk::viewsOf(alloc.getResult())) {
     Operation *e = info->getEndOperation(v, v.getDefiningOp());
     if (end->isBeforeInBlock(e))
       end = e;
-    for (Operation *u : v.getUsers())
-      if (archk::isBufferView(u))
-        work.push_back(u->getResult(0));
   }
   return end;
 }

@@ -30,6 +30,8 @@ namespace archk {
 bool isBufferView(mlir::Operation *op);
 /// A view that covers the whole buffer it views (a reshape).
 bool isReshape(mlir::Operation *op);
+/// `buffer` and every view of it, views of views included.
+llvm::SmallVector<mlir::Value> viewsOf(mlir::Value buffer);
 
 /// `spec`'s fields as a dictionary: integers as i64, booleans, reals as
 /// f64, enums by name.
