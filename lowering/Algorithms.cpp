@@ -341,70 +341,102 @@ static std::vector<int> t5Buckets(int64_t buckets, int64_t maxDistance) {
   return out;
 }
 
-/// Causal attention of query rows t over cache positions 0 .. pos + t, with
-/// query head h reading KV head h / (n_heads / n_kv_heads).
-static void lowerAttention(KernelFuncs &k, const AttentionKernel &a) {
-  int64_t heads = a.heads, kvHeads = a.kvHeads, hd = a.headDim;
-  float scale = float(a.scale);
-  int group = int(heads / kvHeads);
-  ImageParam q = rows(k, "q", {hd, heads});
-  ImageParam kc = rows(k, "k", {hd, kvHeads});
-  ImageParam vc = rows(k, "v", {hd, kvHeads});
-  int64_t buckets = a.t5Buckets, maxDistance = a.t5MaxDistance;
-  ImageParam relBias;
-  if (buckets) {
-    relBias = k.in("rel_bias");
-    relBias.dim(0).set_bounds(0, int(heads)).set_stride(1);
-    relBias.dim(1).set_bounds(0, int(buckets)).set_stride(int(heads));
-  }
-  int64_t clip = a.shawClip;
-  ImageParam relKey, relValue;
-  if (clip) {
-    relKey = k.in("rel_key"), relValue = k.in("rel_value");
-    for (ImageParam *rel : {&relKey, &relValue}) {
-      rel->dim(0).set_bounds(0, int(hd)).set_stride(1);
-      rel->dim(1).set_bounds(0, int(2 * clip + 1)).set_stride(int(hd));
+/// What every attention kernel reads, and what it does to a query-key dot
+/// product: query head h (key/value head h / group) at position `qpos`
+/// against key position `key`.
+struct AttentionTerms {
+  const AttentionKernel &a;
+  int group;
+  ImageParam q, k, v, relBias, relKey, relValue;
+  Buffer<float> slope;       ///< ALiBi's per-head slopes
+  Buffer<int32_t> bucketOf;  ///< T5's bucket of each distance
+
+  AttentionTerms(KernelFuncs &kf, const AttentionKernel &a)
+      : a(a), group(int(a.heads / a.kvHeads)) {
+    int64_t hd = a.headDim;
+    q = rows(kf, "q", {hd, a.heads});
+    k = rows(kf, "k", {hd, a.kvHeads});
+    v = rows(kf, "v", {hd, a.kvHeads});
+    if (int64_t buckets = a.t5Buckets) {
+      relBias = kf.in("rel_bias");
+      relBias.dim(0).set_bounds(0, int(a.heads)).set_stride(1);
+      relBias.dim(1).set_bounds(0, int(buckets)).set_stride(int(a.heads));
+      // T5's bucket of each query-key distance up to max_distance (beyond
+      // it the last bucket), computed once at compile time.
+      std::vector<int> table = t5Buckets(buckets, a.t5MaxDistance);
+      bucketOf = Buffer<int32_t>(int(table.size()), "t5_bucket");
+      for (size_t i = 0; i < table.size(); ++i)
+        bucketOf(int(i)) = table[i];
+    }
+    if (int64_t clip = a.shawClip) {
+      relKey = kf.in("rel_key"), relValue = kf.in("rel_value");
+      for (ImageParam *rel : {&relKey, &relValue}) {
+        rel->dim(0).set_bounds(0, int(hd)).set_stride(1);
+        rel->dim(1).set_bounds(0, int(2 * clip + 1)).set_stride(int(hd));
+      }
+    }
+    if (a.alibi) {
+      std::vector<double> slopes = alibiSlopes(int(a.heads));
+      slope = Buffer<float>(int(a.heads), "alibi_slope");
+      for (int i = 0; i < int(a.heads); ++i)
+        slope(i) = float(slopes[size_t(i)]);
     }
   }
+
+  /// Shaw: the table row of key position `key` for query position `qpos`.
+  Expr shawRow(Expr qpos, Expr key) const {
+    int clip = int(a.shawClip);
+    return clamp(key - qpos, -clip, clip) + clip;
+  }
+  /// Whether `key` is attended from `qpos`: causal, within the window.
+  Expr visible(Expr qpos, Expr key) const {
+    Expr in = key <= qpos;
+    if (a.window)
+      in = in && key > qpos - int(a.window);
+    return in;
+  }
+  /// The score of a dot product (Shaw's key term included): scaled,
+  /// soft-capped, with ALiBi's or T5's bias.
+  Expr score(Expr dot, Expr h, Expr qpos, Expr key) const {
+    Expr sc = dot * float(a.scale);
+    float cap = float(a.softcap);
+    if (cap > 0)
+      sc = cap * tanh(sc / cap);
+    if (a.alibi)
+      sc -= slope(h) * cast<float>(qpos - key);
+    if (a.t5Buckets) {
+      Expr dist = clamp(qpos - key, 0, int(a.t5MaxDistance));
+      sc += relBias(h, clamp(bucketOf(dist), 0, int(a.t5Buckets) - 1));
+    }
+    return sc;
+  }
+};
+
+/// A score no visible key has: exp(masked - max) is 0 for every row that
+/// sees a key, and finite (no NaN) in a block or chunk that sees none.
+constexpr float kMasked = -1e30f;
+
+/// Causal attention of query rows t over cache positions 0 .. pos + t, with
+/// query head h reading KV head h / (n_heads / n_kv_heads): one task per
+/// (head, row), its scores over the whole context.
+static void lowerRowAttention(KernelFuncs &k, const AttentionTerms &in) {
+  const AttentionKernel &a = in.a;
+  int64_t heads = a.heads, hd = a.headDim;
+  int group = in.group;
+  ImageParam q = in.q, kc = in.k, vc = in.v;
   Param<int32_t> pos = k.pos;
 
   Var j("j"), h("h"), t("t"), dd("dd");
-  // Shaw: the table row of key position j for query row t.
-  auto relRow = [&](Expr key) {
-    return clamp(key - (pos + t), -int(clip), int(clip)) + int(clip);
-  };
   Expr len = pos + q.dim(2).extent();
   RDom rd(0, int(hd), "rd");
   Func score("score");
   score(j, h, t) = 0.0f;
   Expr key = kc(rd, h / group, j);
-  if (clip)
-    key += relKey(rd, relRow(j));
+  if (a.shawClip)
+    key += in.relKey(rd, in.shawRow(pos + t, j));
   score(j, h, t) += q(rd, h, t) * key;
   Func scaled("scaled_score");
-  Expr sc = score(j, h, t) * scale;
-  float cap = float(a.softcap);
-  if (cap > 0)
-    sc = cap * tanh(sc / cap);
-  if (a.alibi) {
-    // ALiBi: a fixed per-head slope times the query-key distance.
-    std::vector<double> slopes = alibiSlopes(int(heads));
-    Buffer<float> slope(int(heads), "alibi_slope");
-    for (int i = 0; i < int(heads); ++i)
-      slope(i) = float(slopes[size_t(i)]);
-    sc -= slope(h) * cast<float>(pos + t - j);
-  }
-  if (buckets) {
-    // T5's bucket of each query-key distance up to max_distance (beyond it
-    // the last bucket), computed once at compile time.
-    std::vector<int> table = t5Buckets(buckets, maxDistance);
-    Buffer<int32_t> bucketOf(int(table.size()), "t5_bucket");
-    for (size_t i = 0; i < table.size(); ++i)
-      bucketOf(int(i)) = table[i];
-    Expr dist = clamp(pos + t - j, 0, int(maxDistance));
-    sc += relBias(h, clamp(bucketOf(dist), 0, int(buckets) - 1));
-  }
-  scaled(j, h, t) = sc;
+  scaled(j, h, t) = in.score(score(j, h, t), h, pos + t, j);
 
   RDom past(0, len, "past");
   past.where(past <= pos + t);
@@ -421,8 +453,8 @@ static void lowerAttention(KernelFuncs &k, const AttentionKernel &a) {
   Func pv("pv");
   pv(dd, h, t) = 0.0f;
   Expr value = vc(dd, h / group, past);
-  if (clip)
-    value += relValue(dd, relRow(past));
+  if (a.shawClip)
+    value += in.relValue(dd, in.shawRow(pos + t, past));
   pv(dd, h, t) += prob(past, h, t) * value;
   Func out("attention");
   out(dd, h, t) = pv(dd, h, t) / rowSum(h, t);
@@ -433,6 +465,170 @@ static void lowerAttention(KernelFuncs &k, const AttentionKernel &a) {
   k.rdoms = {{"rd", rd}, {"past", past}};
   k.lanes = vectorWidthFor(hd, k.lanes);
   k.outDims = {hd, heads};
+}
+
+/// Tiled attention with an online softmax (arch.flash_attention). Two
+/// algorithms behind one select, each with its own schedule (a
+/// specialization on the row count):
+///
+/// - tiles, for T >= block_q: a tile's rows r are block_q positions of the
+///   `group` query heads of key/value head kvh (r = g * block_q + i). Per
+///   block b of block_kv keys: the tile's scores, their row maximum, the
+///   exponentials, their sum and their product with the values; `running`
+///   merges each block into (max, sum, accumulator) per row, rescaling by
+///   exp(old max - new max). Blocks past a tile's last visible key, or
+///   before its first row's window, are not visited.
+/// - chunks, for fewer rows (decode): the context is cut into chunks of
+///   split_kv keys; each (key/value head, chunk) computes the partial max,
+///   sum and accumulator of all its query heads and rows, in parallel; the
+///   partials are merged. Chunks before every row's window are not made.
+///
+/// Neither holds more than a block's or a chunk's scores.
+static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
+  const AttentionKernel &a = in.a;
+  int hd = int(a.headDim), group = in.group;
+  int bq = int(a.blockQ), bk = int(a.blockKV), ck = int(a.splitKV);
+  ImageParam q = in.q, kc = in.k, vc = in.v;
+  Param<int32_t> pos = k.pos;
+  Expr T = q.dim(2).extent(), len = kc.dim(2).extent();
+  Var dd("dd"), h("h"), t("t"), j("j");
+  RDom rd(0, hd, "rd");
+
+  // Tiles.
+  Var r("r"), qb("qb"), kvh("kvh"), b("b");
+  auto tokenOf = [&](Expr row, Expr tile) { return tile * bq + row % bq; };
+  auto headOf = [&](Expr row, Expr kv) { return kv * group + row / bq; };
+  auto loadKey = [&](Expr key) { return clamp(key, 0, len - 1); };
+  Func qt("q_tile");
+  qt(r, dd, qb, kvh) = q(dd, headOf(r, kvh), min(tokenOf(r, qb), T - 1));
+  Func dot("block_dot");
+  dot(r, j, qb, kvh, b) = 0.0f;
+  dot(r, j, qb, kvh, b) +=
+      qt(r, rd, qb, kvh) * kc(rd, kvh, loadKey(b * bk + j));
+  Expr key = b * bk + j, qpos = pos + tokenOf(r, qb);
+  Expr raw = dot(r, j, qb, kvh, b);
+  Func qrel("q_rel"); // Shaw: each row's dot with each key-table row
+  if (a.shawClip) {
+    Var i("i");
+    qrel(r, i, qb, kvh) = 0.0f;
+    qrel(r, i, qb, kvh) += qt(r, rd, qb, kvh) * in.relKey(rd, i);
+    raw += qrel(r, in.shawRow(qpos, key), qb, kvh);
+  }
+  Func score("block_score");
+  score(r, j, qb, kvh, b) = select(
+      in.visible(qpos, key), in.score(raw, headOf(r, kvh), qpos, key), kMasked);
+  RDom rj(0, bk, "rj");
+  Func bmax("block_max");
+  bmax(r, qb, kvh, b) = kMasked;
+  bmax(r, qb, kvh, b) = max(bmax(r, qb, kvh, b), score(r, rj, qb, kvh, b));
+  Func prob("block_prob");
+  prob(r, j, qb, kvh, b) = exp(score(r, j, qb, kvh, b) - bmax(r, qb, kvh, b));
+  Func bsum("block_sum");
+  bsum(r, qb, kvh, b) = 0.0f;
+  bsum(r, qb, kvh, b) += prob(r, rj, qb, kvh, b);
+  Func bpv("block_pv");
+  Expr value = vc(dd, kvh, loadKey(b * bk + rj));
+  if (a.shawClip)
+    value += in.relValue(dd, in.shawRow(qpos, b * bk + rj));
+  bpv(r, dd, qb, kvh, b) = 0.0f;
+  bpv(r, dd, qb, kvh, b) += prob(r, rj, qb, kvh, b) * value;
+
+  RDom kb(0, (len + bk - 1) / bk, "kb");
+  Expr first = pos + qb * bq; // the tile's first query position
+  kb.where(kb * bk <= first + bq - 1);
+  if (a.window)
+    kb.where(kb * bk + bk - 1 > first - int(a.window));
+  Func run("running");
+  run(r, dd, qb, kvh) = Tuple(kMasked, 0.0f, 0.0f);
+  Expr oldMax = run(r, dd, qb, kvh)[0], blockMax = bmax(r, qb, kvh, kb);
+  Expr newMax = max(oldMax, blockMax);
+  Expr keep = exp(oldMax - newMax), add = exp(blockMax - newMax);
+  run(r, dd, qb, kvh) =
+      Tuple(newMax, run(r, dd, qb, kvh)[1] * keep + bsum(r, qb, kvh, kb) * add,
+            run(r, dd, qb, kvh)[2] * keep + bpv(r, dd, qb, kvh, kb) * add);
+  Expr row = (h % group) * bq + t % bq;
+  Expr tiled = run(row, dd, t / bq, h / group)[2] /
+               run(row, dd, t / bq, h / group)[1];
+
+  // Chunks.
+  Var g("g"), c("c"), l("l");
+  Expr c0 = a.window ? max(0, pos + 1 - int(a.window)) / ck : Expr(0);
+  Expr chunks = (len + ck - 1) / ck - c0;
+  Expr ckey = (c0 + c) * ck + j, cqpos = pos + t;
+  int lanes = vectorWidthFor(hd, k.lanes);
+  RDom rv(0, hd / lanes, "rv");
+  Expr d = rv * lanes + l;
+  Expr keyCol = kc(d, kvh, loadKey(ckey));
+  if (a.shawClip)
+    keyCol += in.relKey(d, in.shawRow(cqpos, ckey));
+  Func cdotLanes("chunk_dot_lanes"); // lane l's share of each dot product
+  cdotLanes(l, j, g, t, kvh, c) = 0.0f;
+  cdotLanes(l, j, g, t, kvh, c) += q(d, kvh * group + g, t) * keyCol;
+  RDom rl(0, lanes, "rl");
+  Func cdot("chunk_dot");
+  cdot(j, g, t, kvh, c) = 0.0f;
+  cdot(j, g, t, kvh, c) += cdotLanes(rl, j, g, t, kvh, c);
+  Func cscore("chunk_score");
+  cscore(j, g, t, kvh, c) =
+      select(in.visible(cqpos, ckey),
+             in.score(cdot(j, g, t, kvh, c), kvh * group + g, cqpos, ckey),
+             kMasked);
+  RDom cj(0, ck, "cj");
+  Func cmax("chunk_max");
+  cmax(g, t, kvh, c) = kMasked;
+  cmax(g, t, kvh, c) = max(cmax(g, t, kvh, c), cscore(cj, g, t, kvh, c));
+  Func cprob("chunk_prob");
+  cprob(j, g, t, kvh, c) = exp(cscore(j, g, t, kvh, c) - cmax(g, t, kvh, c));
+  Func csum("chunk_sum");
+  csum(g, t, kvh, c) = 0.0f;
+  csum(g, t, kvh, c) += cprob(cj, g, t, kvh, c);
+  Expr cvkey = (c0 + c) * ck + cj;
+  Expr cvalue = vc(dd, kvh, loadKey(cvkey));
+  if (a.shawClip)
+    cvalue += in.relValue(dd, in.shawRow(cqpos, cvkey));
+  Func cpv("chunk_pv");
+  cpv(dd, g, t, kvh, c) = 0.0f;
+  cpv(dd, g, t, kvh, c) += cprob(cj, g, t, kvh, c) * cvalue;
+  Func part("chunk_partial");
+  part(dd, g, t, kvh, c) =
+      Tuple(cpv(dd, g, t, kvh, c), csum(g, t, kvh, c), cmax(g, t, kvh, c));
+  RDom rc(0, chunks, "rc");
+  Func tmax("total_max");
+  tmax(g, t, kvh) = kMasked;
+  tmax(g, t, kvh) = max(tmax(g, t, kvh), part(0, g, t, kvh, rc)[2]);
+  Func tsum("total_sum");
+  tsum(g, t, kvh) = 0.0f;
+  tsum(g, t, kvh) += part(0, g, t, kvh, rc)[1] *
+                     exp(part(0, g, t, kvh, rc)[2] - tmax(g, t, kvh));
+  Func tpv("total_pv");
+  tpv(dd, g, t, kvh) = 0.0f;
+  tpv(dd, g, t, kvh) += part(dd, g, t, kvh, rc)[0] *
+                        exp(part(dd, g, t, kvh, rc)[2] - tmax(g, t, kvh));
+  Expr chunked = tpv(dd, h % group, t, h / group) /
+                 tsum(h % group, t, h / group);
+
+  Func out("attention");
+  out(dd, h, t) = select(T >= bq, tiled, chunked);
+  k.out = out;
+  k.funcs = {{"q_tile", qt},       {"block_dot", dot},   {"block_score", score},
+             {"block_max", bmax},  {"block_prob", prob}, {"block_sum", bsum},
+             {"block_pv", bpv},    {"running", run},     {"chunk_dot_lanes", cdotLanes},
+             {"chunk_dot", cdot},  {"chunk_score", cscore}, {"chunk_max", cmax},
+             {"chunk_prob", cprob}, {"chunk_sum", csum}, {"chunk_pv", cpv},
+             {"chunk_partial", part}, {"total_max", tmax}, {"total_sum", tsum},
+             {"total_pv", tpv}};
+  if (a.shawClip)
+    k.funcs["q_rel"] = qrel;
+  k.vars = {{"dd", dd}, {"h", h}, {"t", t}, {"j", j}, {"r", r}, {"qb", qb},
+            {"kvh", kvh}, {"b", b}, {"g", g}, {"c", c}, {"l", l}};
+  k.rdoms = {{"rd", rd}, {"rj", rj}, {"kb", kb}, {"cj", cj}, {"rl", rl},
+             {"rc", rc}};
+  k.outDims = {a.headDim, a.heads};
+}
+
+static void lowerAttention(KernelFuncs &k, const AttentionKernel &a) {
+  AttentionTerms in(k, a);
+  a.blockQ ? lowerTiledAttention(k, in) : lowerRowAttention(k, in);
 }
 
 static Expr activate(Expr x, Activation act) {

@@ -34,8 +34,13 @@ template <typename F> static bool guarded(std::string &error, F &&f) {
 }
 
 bool resolveTarget(const std::string &target, std::string &canonical,
-                   std::string &error) {
-  return guarded(error, [&] { canonical = parseTarget(target).to_string(); });
+                   std::string &error, int *floatLanes) {
+  return guarded(error, [&] {
+    Target t = parseTarget(target);
+    canonical = t.to_string();
+    if (floatLanes)
+      *floatLanes = t.natural_vector_size<float>();
+  });
 }
 
 static KernelFuncs build(const KernelSpec &spec, const Target &t) {

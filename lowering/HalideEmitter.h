@@ -15,9 +15,11 @@ namespace arch {
 
 /// Resolves "host" (this CPU's features, minus avx512_sapphirerapids: LLVM
 /// 14 may then assume AVX512-FP16, which e.g. Zen 5 lacks) or a Halide
-/// target string into a canonical Halide target string.
+/// target string into a canonical Halide target string; with `floatLanes`,
+/// also the f32 lanes of its natural vector (what arch-flash-tiling sizes
+/// its blocks for).
 bool resolveTarget(const std::string &target, std::string &canonical,
-                   std::string &error);
+                   std::string &error, int *floatLanes = nullptr);
 
 /// AOT-compiles one kernel, without a Halide runtime, to an object file
 /// defining the C function `spec.name()`.

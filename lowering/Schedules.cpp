@@ -133,6 +133,118 @@ static void scheduleAttention(KernelFuncs &k) {
   pv.update().vectorize(dd, k.lanes);
 }
 
+/// The largest divisor of `n` that is at most `cap`.
+static int divisorUpTo(int64_t n, int cap) {
+  int d = 1;
+  for (int i = 2; i <= cap; ++i)
+    if (n % i == 0)
+      d = i;
+  return d;
+}
+
+/// Tiled attention: the tile specialization (T >= block_q) runs a task
+/// per (key/value head, query tile), everything of a key block computed at
+/// that block, vectorized across the tile's rows; its two products are
+/// register tiles of up to 4 row vectors x up to 4 keys (scores) or value
+/// columns (accumulators). The chunk code (fewer rows) runs a task per
+/// (key/value head, chunk); its value product is a register tile of query
+/// heads x head_dim vectors, its scores vectorized along the chunk's keys
+/// (each dot product a vector FMA chain and one horizontal sum).
+static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a) {
+  auto F = [&](const char *n) { return k.funcs.at(n); };
+  auto V = [&](const char *n) { return k.vars.at(n); };
+  Var dd = V("dd"), h = V("h"), t = V("t"), j = V("j"), r = V("r"),
+      g = V("g"), l = V("l");
+  RDom rd = k.rdoms.at("rd"), rj = k.rdoms.at("rj"), kb = k.rdoms.at("kb"),
+       cj = k.rdoms.at("cj"), rl = k.rdoms.at("rl");
+  int64_t group = a.heads / a.kvHeads, hd = a.headDim;
+  int rows = int(group * a.blockQ);
+  int rl_ = vectorWidthFor(rows, k.lanes);          // lanes across rows
+  int rvecs = divisorUpTo(rows / rl_, 4);          // row vectors per tile
+  int jt = divisorUpTo(a.blockKV, 4), dt = divisorUpTo(hd, 4);
+  Expr T = k.in("q").dim(2).extent();
+
+  // Tiles.
+  Var ho("ho"), hi("hi"), to("to"), ti("ti"), task("task"), ro("ro"),
+      ri("ri"), jo("jo"), ji("ji"), ddo("ddo"), ddi("ddi");
+  k.out.specialize(T >= int(a.blockQ))
+      .split(h, ho, hi, int(group))
+      .split(t, to, ti, int(a.blockQ), TailStrategy::GuardWithIf)
+      .reorder(dd, hi, ti, ho, to)
+      .fuse(ho, to, task)
+      .parallel(task);
+  Func run = F("running");
+  run.compute_at(k.out, task).vectorize(r, rl_);
+  run.update()
+      .split(r, ro, ri, rl_ * rvecs)
+      .split(dd, ddo, ddi, dt)
+      .reorder(ri, ddi, ddo, ro, kb)
+      .vectorize(ri, rl_)
+      .unroll(ri)
+      .unroll(ddi);
+  F("q_tile").compute_at(k.out, task).vectorize(r, rl_);
+  if (k.funcs.count("q_rel")) {
+    F("q_rel").compute_at(k.out, task).vectorize(r, rl_);
+    F("q_rel").update().vectorize(r, rl_);
+  }
+  F("block_score")
+      .compute_at(run, kb)
+      .split(r, ro, ri, rl_ * rvecs)
+      .split(j, jo, ji, jt)
+      .reorder(ri, ji, ro, jo)
+      .vectorize(ri, rl_)
+      .unroll(ri)
+      .unroll(ji);
+  Func dot = F("block_dot");
+  dot.compute_at(F("block_score"), ro).vectorize(r, rl_).unroll(r).unroll(j);
+  dot.update().reorder(r, j, rd).vectorize(r, rl_).unroll(r).unroll(j);
+  for (const char *n : {"block_max", "block_sum"}) {
+    F(n).compute_at(run, kb).vectorize(r, rl_);
+    F(n).update().reorder(r, rj).vectorize(r, rl_);
+  }
+  F("block_prob").compute_at(run, kb).vectorize(r, rl_);
+  Func pv = F("block_pv");
+  pv.compute_at(run, ddo).vectorize(r, rl_).unroll(r).unroll(dd);
+  pv.update().reorder(r, dd, rj).vectorize(r, rl_).unroll(r).unroll(dd);
+
+  // Chunks.
+  int dl = vectorWidthFor(hd, k.lanes);
+  int dvecs = divisorUpTo(hd / dl, 4), gt = divisorUpTo(group, 4);
+  int jl = vectorWidthFor(a.splitKV, k.lanes);
+  Var c = V("c"), kvh = V("kvh"), go("go"), gi("gi");
+  k.out.vectorize(dd, dl);
+  Func part = F("chunk_partial");
+  part.compute_root()
+      .reorder(dd, g, t, kvh, c)
+      .fuse(kvh, c, task)
+      .parallel(task)
+      .vectorize(dd, dl);
+  Func cpv = F("chunk_pv");
+  cpv.compute_at(part, task).vectorize(dd, dl);
+  cpv.update()
+      .split(dd, ddo, ddi, dl * dvecs)
+      .split(g, go, gi, gt)
+      .reorder(ddi, gi, cj, ddo, go, t)
+      .vectorize(ddi, dl)
+      .unroll(ddi)
+      .unroll(gi);
+  for (const char *n : {"chunk_max", "chunk_sum"})
+    F(n).compute_at(part, task);
+  F("chunk_score").compute_at(part, task).vectorize(j, jl);
+  F("chunk_prob").compute_at(part, task).vectorize(j, jl);
+  Func cdot = F("chunk_dot");
+  cdot.compute_at(part, task);
+  if (dl > 1)
+    cdot.update().atomic().vectorize(rl);
+  Func lanes = F("chunk_dot_lanes");
+  lanes.compute_at(cdot, j).vectorize(l, dl);
+  lanes.update().vectorize(l, dl);
+  F("total_max").compute_root();
+  F("total_sum").compute_root();
+  F("total_pv").compute_root().vectorize(dd, dl);
+  F("total_pv").update().vectorize(dd, dl);
+}
+
 static void scheduleRowwise(KernelFuncs &k) {
   Var i = k.vars["i"], t = k.vars["t"];
   k.out.vectorize(i, k.lanes).parallel(t);
@@ -148,8 +260,8 @@ void scheduleKernel(KernelFuncs &k, const Target &) {
     scheduleNorm(k);
   else if (spec.get<RopeKernel>())
     scheduleRope(k);
-  else if (spec.get<AttentionKernel>())
-    scheduleAttention(k);
+  else if (const AttentionKernel *a = spec.get<AttentionKernel>())
+    a->blockQ ? scheduleTiledAttention(k, *a) : scheduleAttention(k);
   else // embed, positions, element-wise
     scheduleRowwise(k);
 }

@@ -172,3 +172,13 @@ func.func @append(%k: tensor<?x8xf32>, %v: tensor<?x6xf32>, %pos: index) -> tens
   %vc = arch.cache_append @v, %v at %pos : tensor<?x6xf32> -> tensor<?x6xf32>
   return %vc : tensor<?x6xf32>
 }
+
+// -----
+// The tiled form prints and parses like arch.attention, its blocks among
+// the attributes.
+// CHECK-LABEL: func.func @flash
+func.func @flash(%q: tensor<?x8xf32>, %k: tensor<?x4xf32>, %pos: index) -> tensor<?x8xf32> {
+  // CHECK: arch.flash_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {block_kv = 64 : i64, block_q = 32 : i64, head_dim = 4 : i64, n_heads = 2 : i64, n_kv_heads = 1 : i64, scale = 5.000000e-01 : f64, split_kv = 256 : i64, window = 3 : i64}
+  %a = arch.flash_attention %q, %k, %k, %pos {n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5, window = 3, block_q = 32, block_kv = 64, split_kv = 256} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
+  return %a : tensor<?x8xf32>
+}

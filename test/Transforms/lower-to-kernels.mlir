@@ -38,7 +38,7 @@
 // CHECK-NEXT: %[[KCTX:.*]] = memref.subview %[[KC]][0, 0] [%[[END]], 4] [1, 1]
 // CHECK: %[[A:.*]] = memref.alloc(%[[T]]) : memref<?x8xf32>
 // CHECK: memref.expand_shape %[[KCTX]] {{\[\[}}0], [1, 2]] output_shape [%[[END]], 1, 4]
-// CHECK: archk.call "attention" {alibi = false, head_dim = 4 : i64, heads = 2 : i64, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64}({{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32, strided<[16, 4, 1]>>, memref<?x1x4xf32, strided<[4, 4, 1]>>, memref<?x1x4xf32, strided<[4, 4, 1]>>, index, memref<?x2x4xf32>
+// CHECK: archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 4 : i64, heads = 2 : i64, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64}({{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32, strided<[16, 4, 1]>>, memref<?x1x4xf32, strided<[4, 4, 1]>>, memref<?x1x4xf32, strided<[4, 4, 1]>>, index, memref<?x2x4xf32>
 // CHECK: %[[ONE:.*]] = arith.constant 1 : index
 // CHECK-NEXT: %[[LASTROW:.*]] = arith.subi %[[T]], %[[ONE]] : index
 // CHECK-NEXT: %[[LAST:.*]] = memref.subview %[[A]][%[[LASTROW]], 0] [%[[ONE]], 8] [1, 1] : memref<?x8xf32> to memref<?x8xf32, strided<[8, 1], offset: ?>>
@@ -70,6 +70,31 @@ module attributes {arch.max_seq_len = 16 : i64} {
     %kc = arch.cache_append @kc, %s#1 at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
     %vc = arch.cache_append @vc, %s#2 at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
     %a = arch.attention %s#0, %kc, %vc, %pos {head_dim = 4 : i64, n_heads = 2 : i64, n_kv_heads = 1 : i64, scale = 0.5 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
+    %l = arch.last_token %a : tensor<?x8xf32> -> tensor<1x8xf32>
+    %y = arch.linear %l, %e : (tensor<1x8xf32>, tensor<32x8xf32>) -> tensor<1x32xf32>
+    return %y : tensor<1x32xf32>
+  }
+}
+
+// -----
+
+// Tiled attention: the same call, its block sizes in the description (a
+// windowed, soft-capped GQA layer here).
+// CHECK-LABEL: func.func @forward
+// CHECK: archk.call "attention" {alibi = false, block_kv = 64 : i64, block_q = 32 : i64, head_dim = 4 : i64, heads = 2 : i64, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 3.000000e+01 : f64, split_kv = 256 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 4 : i64}({{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, index, memref<?x2x4xf32>
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<32x8xf32>
+  arch.weight @wk : tensor<4x8xf32>
+  arch.cache @kc tokens 16 : tensor<1x4xf32>
+  arch.cache @vc tokens 16 : tensor<1x4xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x32xf32> {
+    %e = arch.param @emb : tensor<32x8xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<32x8xf32>) -> tensor<?x8xf32>
+    %w = arch.param @wk : tensor<4x8xf32>
+    %k = arch.linear %x, %w : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x4xf32>
+    %kc = arch.cache_append @kc, %k at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
+    %vc = arch.cache_append @vc, %k at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
+    %a = arch.flash_attention %x, %kc, %vc, %pos {head_dim = 4 : i64, n_heads = 2 : i64, n_kv_heads = 1 : i64, scale = 0.5 : f64, softcap = 30.0 : f64, window = 4 : i64, block_q = 32 : i64, block_kv = 64 : i64, split_kv = 256 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
     %l = arch.last_token %a : tensor<?x8xf32> -> tensor<1x8xf32>
     %y = arch.linear %l, %e : (tensor<1x8xf32>, tensor<32x8xf32>) -> tensor<1x32xf32>
     return %y : tensor<1x32xf32>

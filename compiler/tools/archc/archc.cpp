@@ -163,6 +163,7 @@ struct PipelineOptions {
   std::string dumpDir;               ///< --dump-ir: one file per stage
   bool importOnly = false;           ///< --emit=import: no pass at all
   int dumpNext = 0;                  ///< the next --dump-ir file's number
+  std::string target = "host";       ///< what target-dependent passes tune for
 } pipelineOpts;
 
 /// Writes the module after each top-level pass (a nested pipeline counts
@@ -284,9 +285,19 @@ bool runPipeline(mlir::MLIRContext &ctx, mlir::ModuleOp module,
       fail("--pass-pipeline: " + es.str());
       return false;
     }
-  } else if (failed(buildDefaultPipeline(pm, po.disabled, error))) {
-    fail(error);
-    return false;
+  } else {
+    std::string canonical;
+    int lanes = 0;
+    if (!resolveTarget(po.target, canonical, error, &lanes)) {
+      fail(error);
+      return false;
+    }
+    PipelineTarget t;
+    t.lanes = lanes;
+    if (failed(buildDefaultPipeline(pm, po.disabled, error, t))) {
+      fail(error);
+      return false;
+    }
   }
   DumpIR *dumped = nullptr; // owned by pm
   if (!po.dumpDir.empty()) {
@@ -413,6 +424,7 @@ int cmdCompile(int argc, char **argv) {
   pipelineOpts.pipeline = passPipeline;
   pipelineOpts.dumpDir = dumpIR;
   pipelineOpts.importOnly = emit == Emit::Import;
+  pipelineOpts.target = target;
 
   Context c;
   std::string text;

@@ -61,6 +61,14 @@ public:
   FailureOr<ModelFigures> run();
 
 private:
+  /// An attention's tables and cost, tiled or not.
+  template <class Op>
+  void attention(Op a, llvm::SetVector<Operation *> &embedding) {
+    loadedSources(a.getRelBias(), embedding);
+    figures.attnFlopsPerCtx += 4 * a.getNHeads() * a.getHeadDim();
+  }
+
+  ModelFigures figures;
   ModuleOp module;
   SymbolTable symbols;
   llvm::StringMap<Value> assigned; ///< prepared weight -> its value
@@ -75,7 +83,7 @@ FailureOr<ModelFigures> Figures::run() {
   if (failed(forward))
     return failure();
   func::FuncOp fn = *forward;
-  ModelFigures f;
+  ModelFigures &f = figures;
   for (WeightOp w : module.getOps<WeightOp>())
     if (!w.getPrepared()) {
       f.params += w.getTensorType().getNumElements();
@@ -96,10 +104,11 @@ FailureOr<ModelFigures> Figures::run() {
       loadedSources(e.getTable(), embedding);
     else if (auto p = dyn_cast<PosEmbedOp>(op))
       loadedSources(p.getTable(), embedding);
-    else if (auto a = dyn_cast<AttentionOp>(op)) {
-      loadedSources(a.getRelBias(), embedding);
-      f.attnFlopsPerCtx += 4 * a.getNHeads() * a.getHeadDim();
-    } else if (auto l = dyn_cast<LinearOp>(op)) {
+    else if (auto a = dyn_cast<AttentionOp>(op))
+      attention(a, embedding);
+    else if (auto a = dyn_cast<FlashAttentionOp>(op))
+      attention(a, embedding);
+    else if (auto l = dyn_cast<LinearOp>(op)) {
       int64_t kn = widthOf(l.getInput()) * widthOf(l.getResult());
       auto w = cast<RankedTensorType>(l.getWeight().getType());
       f.matmulParamsPerToken += kn;

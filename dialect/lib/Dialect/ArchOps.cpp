@@ -413,62 +413,75 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
-LogicalResult AttentionOp::verify() {
-  int64_t heads = getNHeads(), kvHeads = getNKvHeads(), hd = getHeadDim();
+/// What arch.attention and arch.flash_attention both verify.
+template <class Op> static LogicalResult verifyAttention(Op op) {
+  int64_t heads = op.getNHeads(), kvHeads = op.getNKvHeads(), hd = op.getHeadDim();
   if (heads <= 0 || kvHeads <= 0 || hd <= 0)
-    return emitOpError() << "n_heads, n_kv_heads and head_dim must be positive";
+    return op.emitOpError() << "n_heads, n_kv_heads and head_dim must be positive";
   if (heads % kvHeads != 0)
-    return emitOpError() << "n_heads (" << heads
+    return op.emitOpError() << "n_heads (" << heads
                          << ") must be a multiple of n_kv_heads (" << kvHeads
                          << ")";
-  int64_t q = featureDim(*this, getQuery(), "query");
-  int64_t k = featureDim(*this, getKey(), "key");
-  int64_t v = featureDim(*this, getValue(), "value");
+  int64_t q = featureDim(op, op.getQuery(), "query");
+  int64_t k = featureDim(op, op.getKey(), "key");
+  int64_t v = featureDim(op, op.getValue(), "value");
   if (q < 0 || k < 0 || v < 0)
     return failure();
   if (q != heads * hd)
-    return emitOpError() << "query width " << q << " != n_heads * head_dim ("
+    return op.emitOpError() << "query width " << q << " != n_heads * head_dim ("
                          << heads * hd << ")";
   if (k != kvHeads * hd || v != kvHeads * hd)
-    return emitOpError() << "key and value widths must be n_kv_heads * "
+    return op.emitOpError() << "key and value widths must be n_kv_heads * "
                          << "head_dim (" << kvHeads * hd << "), got " << k
                          << " and " << v;
-  if (getResult().getType() != getQuery().getType())
-    return emitOpError() << "result type must equal the query type";
-  if (int64_t(getWindow()) < 0)
-    return emitOpError() << "window must be non-negative";
-  if (getRelBias()) {
-    auto t = cast<RankedTensorType>(getRelBias().getType());
+  if (op.getResult().getType() != op.getQuery().getType())
+    return op.emitOpError() << "result type must equal the query type";
+  if (int64_t(op.getWindow()) < 0)
+    return op.emitOpError() << "window must be non-negative";
+  if (op.getRelBias()) {
+    auto t = cast<RankedTensorType>(op.getRelBias().getType());
     if (t.getRank() != 2 || !t.hasStaticShape() || t.getDimSize(1) != heads ||
         t.getDimSize(0) < 2)
-      return emitOpError() << "rel_bias must be a static [buckets, " << heads
+      return op.emitOpError() << "rel_bias must be a static [buckets, " << heads
                            << "] tensor, got " << t;
-    if (int64_t(getT5MaxDistance()) <= t.getDimSize(0) / 2)
-      return emitOpError() << "t5_max_distance must exceed buckets / 2";
-    if (getAlibi())
-      return emitOpError() << "takes ALiBi or a T5 bias, not both";
+    if (int64_t(op.getT5MaxDistance()) <= t.getDimSize(0) / 2)
+      return op.emitOpError() << "t5_max_distance must exceed buckets / 2";
+    if (op.getAlibi())
+      return op.emitOpError() << "takes ALiBi or a T5 bias, not both";
   }
-  if (bool(getRelKey()) != bool(getRelValue()))
-    return emitOpError() << "Shaw positions need both rel_key and rel_value";
+  if (bool(op.getRelKey()) != bool(op.getRelValue()))
+    return op.emitOpError() << "Shaw positions need both rel_key and rel_value";
   // The tables and a positive clip come together: the kernel reads tables
   // exactly when it is given a clip.
-  if (bool(getRelKey()) != (int64_t(getShawClip()) > 0))
-    return emitOpError() << "shaw_clip must be positive with Shaw tables "
+  if (bool(op.getRelKey()) != (int64_t(op.getShawClip()) > 0))
+    return op.emitOpError() << "shaw_clip must be positive with Shaw tables "
                             "and 0 without, got "
-                         << int64_t(getShawClip());
-  if (getRelKey()) {
-    int64_t rows = 2 * int64_t(getShawClip()) + 1;
-    for (Value t : {getRelKey(), getRelValue()}) {
+                         << int64_t(op.getShawClip());
+  if (op.getRelKey()) {
+    int64_t rows = 2 * int64_t(op.getShawClip()) + 1;
+    for (Value t : {op.getRelKey(), op.getRelValue()}) {
       auto ty = cast<RankedTensorType>(t.getType());
       if (ty.getRank() != 2 || ty.getDimSize(0) != rows ||
           ty.getDimSize(1) != hd)
-        return emitOpError() << "Shaw tables must be tensor<" << rows << "x"
+        return op.emitOpError() << "Shaw tables must be tensor<" << rows << "x"
                              << hd << "xf32> (2 shaw_clip + 1 rows), got "
                              << ty;
     }
   }
-  if (getSoftcap().convertToDouble() < 0)
-    return emitOpError() << "softcap must be positive (or 0 for none)";
+  if (op.getSoftcap().convertToDouble() < 0)
+    return op.emitOpError() << "softcap must be positive (or 0 for none)";
+  return success();
+}
+
+LogicalResult AttentionOp::verify() { return verifyAttention(*this); }
+
+LogicalResult FlashAttentionOp::verify() {
+  if (failed(verifyAttention(*this)))
+    return failure();
+  int64_t bq = getBlockQ(), bkv = getBlockKv(), split = getSplitKv();
+  if (bq <= 0 || bkv <= 0 || split <= 0)
+    return emitOpError() << "block_q, block_kv and split_kv must be positive, "
+                         << "got " << bq << ", " << bkv << " and " << split;
   return success();
 }
 

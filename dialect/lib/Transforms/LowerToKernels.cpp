@@ -256,9 +256,18 @@ struct LowerRope : Lowering<RopeOp> {
   }
 };
 
-struct LowerAttention : Lowering<AttentionOp> {
-  using Lowering::Lowering;
-  Value lower(AttentionOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
+/// Blocks of a tiled attention; none (the one-row-per-task kernel) for
+/// arch.attention.
+static void setTiling(AttentionKernel &, AttentionOp) {}
+static void setTiling(AttentionKernel &k, FlashAttentionOp op) {
+  k.blockQ = op.getBlockQ(), k.blockKV = op.getBlockKv(),
+  k.splitKV = op.getSplitKv();
+}
+
+template <class Op> struct LowerAttention : Lowering<Op> {
+  using Lowering<Op>::Lowering;
+  using OpAdaptor = typename Lowering<Op>::Adaptor;
+  Value lower(Op op, OpAdaptor a, OpBuilder &b, Location loc) const override {
     int64_t h = op.getNHeads(), kvh = op.getNKvHeads(), hd = op.getHeadDim();
     Value q = buf(a.getQuery());
     int64_t buckets =
@@ -275,6 +284,7 @@ struct LowerAttention : Lowering<AttentionOp> {
                       int64_t(op.getShawClip()),
                       op.getScale().convertToDouble(),
                       op.getSoftcap().convertToDouble()};
+    setTiling(k, op);
     Value out = newRows(b, loc, rowsOf(b, loc, q), h * hd);
     Args args{{"q", heads(b, loc, q, h)},
               {"k", heads(b, loc, buf(a.getKey()), kvh)},
@@ -538,20 +548,20 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
       // A context has pos + T rows, more than an activation slot holds:
       // attention reads it in place.
       for (OpOperand &use : ap.getContext().getUses())
-        if (!isa<AttentionOp>(use.getOwner()) ||
+        if (!isa<AttentionOp, FlashAttentionOp>(use.getOwner()) ||
             (use.getOperandNumber() != 1 && use.getOperandNumber() != 2))
           return ap.emitOpError() << "has a context that "
                                   << use.getOwner()->getName()
                                   << " reads, which has no lowering (only "
                                      "attention's keys and values do)";
     }
-    if (auto a = dyn_cast<AttentionOp>(op))
+    if (isa<AttentionOp, FlashAttentionOp>(op))
       // Keys and values must hold positions 0 ..< pos + T: a cache's context.
-      if (!a.getKey().getDefiningOp<CacheAppendOp>() ||
-          !a.getValue().getDefiningOp<CacheAppendOp>())
-        return a.emitOpError() << "reads keys or values that are not the "
-                                  "context of an arch.cache_append, which has "
-                                  "no lowering";
+      if (!op->getOperand(1).getDefiningOp<CacheAppendOp>() ||
+          !op->getOperand(2).getDefiningOp<CacheAppendOp>())
+        return op->emitOpError() << "reads keys or values that are not the "
+                                    "context of an arch.cache_append, which "
+                                    "has no lowering";
     // (The verifier keeps the token rows of activations whole: they are
     // joined along their features only.)
     if (auto c = dyn_cast<ConcatOp>(op)) {
@@ -708,7 +718,8 @@ void LowerToKernelsPass::runOnOperation() {
       [](func::ReturnOp r) { return r.getNumOperands() == 0; });
   RewritePatternSet patterns(ctx);
   patterns.add<LowerParam, LowerEmbed, LowerNorm, LowerPosEmbed, LowerLinear,
-               LowerRope, LowerAttention, LowerElementwise<GluOp>,
+               LowerRope, LowerAttention<AttentionOp>,
+               LowerAttention<FlashAttentionOp>, LowerElementwise<GluOp>,
                LowerElementwise<AddOp>, LowerElementwise<ActivationOp>,
                LowerElementwise<ScaleOp>, LowerElementwise<SoftcapOp>,
                LowerConcat, LowerPack, LowerLastToken, LowerCacheAppend,

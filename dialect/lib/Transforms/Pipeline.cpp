@@ -13,7 +13,7 @@ namespace arch {
 namespace {
 struct Step {
   const char *name;
-  void (*add)(OpPassManager &);
+  void (*add)(OpPassManager &, const PipelineTarget &);
 };
 } // namespace
 
@@ -23,15 +23,31 @@ struct Step {
 /// model after each one (nested function pipelines would interleave).
 static const Step steps[] = {
     {"arch-fuse-qkv",
-     [](OpPassManager &pm) { pm.addPass(createFuseQKVPass()); }},
+     [](OpPassManager &pm, const PipelineTarget &) {
+       pm.addPass(createFuseQKVPass());
+     }},
     {"arch-fuse-parallel-block",
-     [](OpPassManager &pm) { pm.addPass(createFuseParallelBlockPass()); }},
+     [](OpPassManager &pm, const PipelineTarget &) {
+       pm.addPass(createFuseParallelBlockPass());
+     }},
+    {"arch-flash-tiling",
+     [](OpPassManager &pm, const PipelineTarget &t) {
+       FlashTilingPassOptions o;
+       o.lanes = t.lanes;
+       pm.addPass(createFlashTilingPass(o));
+     }},
     {"arch-pack-weights",
-     [](OpPassManager &pm) { pm.addPass(createPackWeightsPass()); }},
+     [](OpPassManager &pm, const PipelineTarget &) {
+       pm.addPass(createPackWeightsPass());
+     }},
     {"arch-hoist-param-prep",
-     [](OpPassManager &pm) { pm.addPass(createHoistParamPrepPass()); }},
+     [](OpPassManager &pm, const PipelineTarget &) {
+       pm.addPass(createHoistParamPrepPass());
+     }},
     {"canonicalize",
-     [](OpPassManager &pm) { pm.addPass(createCanonicalizerPass()); }},
+     [](OpPassManager &pm, const PipelineTarget &) {
+       pm.addPass(createCanonicalizerPass());
+     }},
 };
 
 const std::vector<std::string> &defaultPipelinePasses() {
@@ -46,7 +62,8 @@ const std::vector<std::string> &defaultPipelinePasses() {
 
 LogicalResult buildDefaultPipeline(OpPassManager &pm,
                                    const std::vector<std::string> &disabled,
-                                   std::string &error) {
+                                   std::string &error,
+                                   const PipelineTarget &target) {
   const std::vector<std::string> &names = defaultPipelinePasses();
   for (const std::string &d : disabled)
     if (std::find(names.begin(), names.end(), d) == names.end()) {
@@ -58,7 +75,7 @@ LogicalResult buildDefaultPipeline(OpPassManager &pm,
     }
   for (const Step &s : steps)
     if (std::find(disabled.begin(), disabled.end(), s.name) == disabled.end())
-      s.add(pm);
+      s.add(pm, target);
   return success();
 }
 

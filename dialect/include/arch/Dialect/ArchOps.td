@@ -433,8 +433,32 @@ def Arch_PosEmbedOp : Arch_Op<"pos_embed", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Arch_AttentionOp : Arch_Op<"attention",
-    [Pure, AttrSizedOperandSegments]> {
+// arch.attention and its tiled form share operands, attributes, syntax and
+// verifier; the tiled form adds its block sizes.
+class Arch_AttentionBase<string mnemonic, dag tiling>
+    : Arch_Op<mnemonic, [Pure, AttrSizedOperandSegments]> {
+  let arguments = !con(
+      (ins Arch_F32Tensor:$query, Arch_F32Tensor:$key, Arch_F32Tensor:$value,
+           Index:$pos, Optional<Arch_F32Tensor>:$rel_bias,
+           Optional<Arch_F32Tensor>:$rel_key,
+           Optional<Arch_F32Tensor>:$rel_value,
+           I64Attr:$n_heads,
+           I64Attr:$n_kv_heads, I64Attr:$head_dim, F64Attr:$scale,
+           DefaultValuedAttr<F64Attr, "0.0">:$softcap,
+           UnitAttr:$alibi,
+           DefaultValuedAttr<I64Attr, "0">:$window,
+           DefaultValuedAttr<I64Attr, "128">:$t5_max_distance,
+           DefaultValuedAttr<I64Attr, "0">:$shaw_clip),
+      tiling);
+  let results = (outs Arch_F32Tensor:$result);
+  let assemblyFormat = "$query `,` $key `,` $value `,` $pos "
+                       "(`bias` $rel_bias^)? "
+                       "(`shaw` $rel_key^ `,` $rel_value)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Arch_AttentionOp : Arch_AttentionBase<"attention", (ins)> {
   let summary = "causal scaled-dot-product attention over a context";
   let description = [{
     Attends each query row `t` (position `pos + t`) over the rows of `key`
@@ -463,23 +487,31 @@ def Arch_AttentionOp : Arch_Op<"attention",
         -> tensor<?x288xf32>
     ```
   }];
-  let arguments = (ins Arch_F32Tensor:$query, Arch_F32Tensor:$key, Arch_F32Tensor:$value,
-                       Index:$pos, Optional<Arch_F32Tensor>:$rel_bias,
-                       Optional<Arch_F32Tensor>:$rel_key,
-                       Optional<Arch_F32Tensor>:$rel_value,
-                       I64Attr:$n_heads,
-                       I64Attr:$n_kv_heads, I64Attr:$head_dim, F64Attr:$scale,
-                       DefaultValuedAttr<F64Attr, "0.0">:$softcap,
-                       UnitAttr:$alibi,
-                       DefaultValuedAttr<I64Attr, "0">:$window,
-                       DefaultValuedAttr<I64Attr, "128">:$t5_max_distance,
-                       DefaultValuedAttr<I64Attr, "0">:$shaw_clip);
-  let results = (outs Arch_F32Tensor:$result);
-  let assemblyFormat = "$query `,` $key `,` $value `,` $pos "
-                       "(`bias` $rel_bias^)? "
-                       "(`shaw` $rel_key^ `,` $rel_value)? attr-dict `:` "
-                       "functional-type(operands, results)";
-  let hasVerifier = 1;
+}
+
+def Arch_FlashAttentionOp : Arch_AttentionBase<"flash_attention",
+    (ins I64Attr:$block_q, I64Attr:$block_kv, I64Attr:$split_kv)> {
+  let summary = "arch.attention, tiled, with an online softmax";
+  let description = [{
+    The attention of `arch.attention` (same operands, attributes and
+    meaning), computed without a score matrix (arch-flash-tiling makes it).
+    With at least `block_q` query rows, tiles of `block_q` query rows times
+    the query heads of one key/value head meet blocks of `block_kv` keys:
+    each block's scores, maximum, exponentials and value products are
+    merged into a running maximum, sum and rescaled accumulator per row,
+    and blocks wholly past a tile's causal or window limit are skipped.
+    With fewer rows (decode), the context is cut into chunks of `split_kv`
+    keys, each chunk's partial maximum, sum and accumulator computed in
+    parallel and the partials merged.
+
+    ```mlir
+    %a = arch.flash_attention %q, %kc, %vc, %pos {n_heads = 6,
+        n_kv_heads = 6, head_dim = 48, scale = 0.144, block_q = 64,
+        block_kv = 64, split_kv = 256}
+        : (tensor<?x288xf32>, tensor<?x288xf32>, tensor<?x288xf32>, index)
+        -> tensor<?x288xf32>
+    ```
+  }];
 }
 
 #endif // ARCH_OPS_TD

@@ -102,17 +102,23 @@ struct RopeKernel {
   }
 };
 
-/// Causal attention over the context (arch.attention).
+/// Causal attention over the context: one task per (head, query row)
+/// (arch.attention), or tiled with an online softmax when `blockQ` > 0
+/// (arch.flash_attention: tiles of blockQ positions x the query heads of a
+/// key/value head against blocks of blockKV keys; with fewer than blockQ
+/// rows, chunks of splitKV keys in parallel, their partials merged).
 struct AttentionKernel {
   int64_t heads, kvHeads, headDim;
   bool alibi;
   int64_t window, t5Buckets, t5MaxDistance, shawClip;
   double scale, softcap;
+  int64_t blockQ = 0, blockKV = 0, splitKV = 0;
   template <class F> void fields(F &&f) {
     f("heads", heads), f("kv_heads", kvHeads), f("head_dim", headDim),
         f("alibi", alibi), f("window", window), f("t5_buckets", t5Buckets),
         f("t5_max_distance", t5MaxDistance), f("shaw_clip", shawClip),
-        f("scale", scale), f("softcap", softcap);
+        f("scale", scale), f("softcap", softcap), f("block_q", blockQ),
+        f("block_kv", blockKV), f("split_kv", splitKV);
   }
 };
 

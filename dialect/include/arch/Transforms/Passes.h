@@ -22,12 +22,18 @@ namespace arch {
 /// The passes `archc compile` runs, in order, by flag name.
 const std::vector<std::string> &defaultPipelinePasses();
 
+/// What the pipeline's target-dependent choices read.
+struct PipelineTarget {
+  int64_t lanes = 16; ///< f32 lanes of the target's vectors
+};
+
 /// Adds the default pipeline, less the passes named in `disabled`, to `pm`
-/// (a pass manager on builtin.module). Fails with `error` set when a name
-/// is not a pass of the pipeline.
+/// (a pass manager on builtin.module), its choices made for `target`.
+/// Fails with `error` set when a name is not a pass of the pipeline.
 mlir::LogicalResult buildDefaultPipeline(mlir::OpPassManager &pm,
                                          const std::vector<std::string> &disabled,
-                                         std::string &error);
+                                         std::string &error,
+                                         const PipelineTarget &target = {});
 
 /// Adds the lowering from arch IR (after the pipeline) to the planned
 /// kernel-call level the C glue is printed from.

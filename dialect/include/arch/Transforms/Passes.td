@@ -65,6 +65,49 @@ def FuseParallelBlockPass
 }
 
 //===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
+  let summary = "attention tiled with an online softmax, blocks per target";
+  let description = [{
+    Every `arch.attention` becomes `arch.flash_attention`: the same
+    attention, computed block by block with a running maximum, sum and
+    rescaled accumulator per query row, so that no [T, context] score
+    buffer exists. Every attention form is covered (causal, sliding window,
+    ALiBi, T5 bias, Shaw, soft-capping; QK-norm comes before attention).
+
+    The blocks are chosen for the target's f32 vector width `lanes`: a
+    tile's rows (block_q query positions times the query heads that share
+    one key/value head) fill four vectors where the group size allows and
+    are always a whole number of vectors, so the score and value products
+    are register tiles of vectors of rows; block_kv is four vectors of
+    keys; a decode call (fewer than block_q rows) splits the context into
+    chunks of split_kv keys done in parallel.
+
+    ```mlir
+    %a = arch.attention %q, %kc, %vc, %pos {n_heads = 8, n_kv_heads = 2,
+        head_dim = 16, scale = 0.25} : ...
+    // becomes, with lanes = 16 (4 query heads per key/value head)
+    %a = arch.flash_attention %q, %kc, %vc, %pos {block_kv = 64,
+        block_q = 16, head_dim = 16, n_heads = 8, n_kv_heads = 2,
+        scale = 0.25, split_kv = 256} : ...
+    ```
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", /*default=*/"16",
+           "f32 lanes of the target's vectors (16 AVX-512, 8 AVX2, 4 SSE)">,
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
+           "query positions per tile (0: chosen from lanes)">,
+    Option<"blockKv", "block-kv", "int64_t", /*default=*/"0",
+           "keys per block (0: chosen from lanes)">,
+    Option<"splitKv", "split-kv", "int64_t", /*default=*/"0",
+           "keys per parallel chunk when decoding (0: 256)">,
+  ];
+  let dependentDialects = ["::arch::ArchDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Weight preparation
 //===----------------------------------------------------------------------===//
 

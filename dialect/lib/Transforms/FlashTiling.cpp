@@ -1,0 +1,78 @@
+//===- FlashTiling.cpp - Attention in blocks with an online softmax -------===//
+//
+// arch.attention -> arch.flash_attention with block sizes for the target.
+// The tiled kernel vectorizes across a tile's rows (query positions x the
+// query heads of one key/value head), so a block of keys, loaded once,
+// serves every head of its GQA group; the sizes below make those rows a
+// whole number of vectors, four where the group size allows (a 4 x 4
+// register tile of row vectors by keys, and of row vectors by value
+// columns). docs/design.md records the measurements behind them.
+//
+//===----------------------------------------------------------------------===//
+#include "arch/Transforms/Passes.h"
+
+#include <numeric>
+
+using namespace mlir;
+
+namespace arch {
+#define GEN_PASS_DEF_FLASHTILINGPASS
+#include "arch/Transforms/Passes.h.inc"
+
+namespace {
+
+struct Blocks {
+  int64_t q, kv, split;
+};
+
+/// Query positions per tile: the fewest that make the tile's rows a whole
+/// number of vectors, repeated while the rows stay within four vectors.
+static int64_t blockQFor(int64_t group, int64_t lanes) {
+  int64_t unit = lanes / std::gcd(group, lanes);
+  return unit * std::max<int64_t>(1, 4 * lanes / (group * unit));
+}
+
+struct FlashTilingPass : impl::FlashTilingPassBase<FlashTilingPass> {
+  using FlashTilingPassBase::FlashTilingPassBase;
+
+  void runOnOperation() override {
+    int64_t lanes = this->lanes, blockQ = this->blockQ,
+            blockKv = this->blockKv, splitKv = this->splitKv;
+    if (lanes < 1 || lanes > 64 || (lanes & (lanes - 1))) {
+      getOperation().emitError()
+          << "arch-flash-tiling: lanes must be a power of two in [1, 64], got "
+          << lanes;
+      return signalPassFailure();
+    }
+    if (blockQ < 0 || blockKv < 0 || splitKv < 0) {
+      getOperation().emitError()
+          << "arch-flash-tiling: block-q, block-kv and split-kv must be "
+             "positive (or 0 to choose), got "
+          << blockQ << ", " << blockKv << " and " << splitKv;
+      return signalPassFailure();
+    }
+    SmallVector<AttentionOp> attns;
+    getOperation().walk([&](AttentionOp a) { attns.push_back(a); });
+    if (attns.empty())
+      return markAllAnalysesPreserved();
+    for (AttentionOp a : attns) {
+      int64_t group = a.getNHeads() / a.getNKvHeads();
+      Blocks b{blockQ ? blockQ : blockQFor(group, lanes),
+               blockKv ? blockKv : 4 * lanes,
+               splitKv ? splitKv : 16 * lanes};
+      OpBuilder builder(a);
+      OperationState state(a.getLoc(), FlashAttentionOp::getOperationName(),
+                           a->getOperands(), a->getResultTypes(),
+                           a->getAttrs());
+      auto flash = cast<FlashAttentionOp>(builder.create(state));
+      flash.setBlockQ(b.q);
+      flash.setBlockKv(b.kv);
+      flash.setSplitKv(b.split);
+      a.replaceAllUsesWith(flash.getResult());
+      a.erase();
+    }
+  }
+};
+
+} // namespace
+} // namespace arch
