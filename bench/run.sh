@@ -18,7 +18,7 @@ archc="$build/bin/archc"
 specs=("$@")
 [ "${#specs[@]}" -gt 0 ] || specs=(specs/llama/bench-156m.toml specs/falcon/bench-falcon-160m.toml)
 prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}"
-passes=(arch-fuse-qkv arch-fuse-parallel-block arch-pack-weights arch-hoist-param-prep)
+passes=(arch-fuse-qkv arch-fuse-parallel-block arch-flash-tiling arch-pack-weights arch-hoist-param-prep)
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 cc -O3 -march=native -pthread bench/ceilings.c -o "$out/ceilings"

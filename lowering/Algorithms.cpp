@@ -348,8 +348,8 @@ struct AttentionTerms {
   const AttentionKernel &a;
   int group;
   ImageParam q, k, v, relBias, relKey, relValue;
-  Buffer<float> slope;       ///< ALiBi's per-head slopes
-  Buffer<int32_t> bucketOf;  ///< T5's bucket of each distance
+  Buffer<float> slope;      ///< ALiBi's per-head slopes
+  Buffer<int32_t> bucketOf; ///< T5's bucket of each distance
 
   AttentionTerms(KernelFuncs &kf, const AttentionKernel &a)
       : a(a), group(int(a.heads / a.kvHeads)) {
@@ -547,8 +547,8 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
       Tuple(newMax, run(r, dd, qb, kvh)[1] * keep + bsum(r, qb, kvh, kb) * add,
             run(r, dd, qb, kvh)[2] * keep + bpv(r, dd, qb, kvh, kb) * add);
   Expr row = (h % group) * bq + t % bq;
-  Expr tiled = run(row, dd, t / bq, h / group)[2] /
-               run(row, dd, t / bq, h / group)[1];
+  Expr tiled =
+      run(row, dd, t / bq, h / group)[2] / run(row, dd, t / bq, h / group)[1];
 
   // Chunks.
   Var g("g"), c("c"), l("l");
@@ -569,10 +569,9 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   cdot(j, g, t, kvh, c) = 0.0f;
   cdot(j, g, t, kvh, c) += cdotLanes(rl, j, g, t, kvh, c);
   Func cscore("chunk_score");
-  cscore(j, g, t, kvh, c) =
-      select(in.visible(cqpos, ckey),
-             in.score(cdot(j, g, t, kvh, c), kvh * group + g, cqpos, ckey),
-             kMasked);
+  cscore(j, g, t, kvh, c) = select(
+      in.visible(cqpos, ckey),
+      in.score(cdot(j, g, t, kvh, c), kvh * group + g, cqpos, ckey), kMasked);
   RDom cj(0, ck, "cj");
   Func cmax("chunk_max");
   cmax(g, t, kvh, c) = kMasked;
@@ -604,31 +603,50 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   tpv(dd, g, t, kvh) = 0.0f;
   tpv(dd, g, t, kvh) += part(dd, g, t, kvh, rc)[0] *
                         exp(part(dd, g, t, kvh, rc)[2] - tmax(g, t, kvh));
-  Expr chunked = tpv(dd, h % group, t, h / group) /
-                 tsum(h % group, t, h / group);
+  Expr chunked =
+      tpv(dd, h % group, t, h / group) / tsum(h % group, t, h / group);
 
   Func out("attention");
-  out(dd, h, t) = select(T >= bq, tiled, chunked);
+  out(dd, h, t) = select(takesTiles(k, a), tiled, chunked);
   k.out = out;
-  k.funcs = {{"q_tile", qt},       {"block_dot", dot},   {"block_score", score},
-             {"block_max", bmax},  {"block_prob", prob}, {"block_sum", bsum},
-             {"block_pv", bpv},    {"running", run},     {"chunk_dot_lanes", cdotLanes},
-             {"chunk_dot", cdot},  {"chunk_score", cscore}, {"chunk_max", cmax},
-             {"chunk_prob", cprob}, {"chunk_sum", csum}, {"chunk_pv", cpv},
-             {"chunk_partial", part}, {"total_max", tmax}, {"total_sum", tsum},
+  k.funcs = {{"q_tile", qt},
+             {"block_dot", dot},
+             {"block_score", score},
+             {"block_max", bmax},
+             {"block_prob", prob},
+             {"block_sum", bsum},
+             {"block_pv", bpv},
+             {"running", run},
+             {"chunk_dot_lanes", cdotLanes},
+             {"chunk_dot", cdot},
+             {"chunk_score", cscore},
+             {"chunk_max", cmax},
+             {"chunk_prob", cprob},
+             {"chunk_sum", csum},
+             {"chunk_pv", cpv},
+             {"chunk_partial", part},
+             {"total_max", tmax},
+             {"total_sum", tsum},
              {"total_pv", tpv}};
   if (a.shawClip)
     k.funcs["q_rel"] = qrel;
-  k.vars = {{"dd", dd}, {"h", h}, {"t", t}, {"j", j}, {"r", r}, {"qb", qb},
+  k.vars = {{"dd", dd},   {"h", h}, {"t", t}, {"j", j}, {"r", r}, {"qb", qb},
             {"kvh", kvh}, {"b", b}, {"g", g}, {"c", c}, {"l", l}};
-  k.rdoms = {{"rd", rd}, {"rj", rj}, {"kb", kb}, {"cj", cj}, {"rl", rl},
-             {"rc", rc}};
+  k.rdoms = {{"rd", rd}, {"rj", rj}, {"kb", kb},
+             {"cj", cj}, {"rl", rl}, {"rc", rc}};
   k.outDims = {a.headDim, a.heads};
+}
+
+Expr takesTiles(const KernelFuncs &k, const AttentionKernel &a) {
+  return k.in("q").dim(2).extent() >= int(std::max<int64_t>(a.blockQ, 2));
 }
 
 static void lowerAttention(KernelFuncs &k, const AttentionKernel &a) {
   AttentionTerms in(k, a);
-  a.blockQ ? lowerTiledAttention(k, in) : lowerRowAttention(k, in);
+  if (a.blockQ)
+    lowerTiledAttention(k, in);
+  else
+    lowerRowAttention(k, in);
 }
 
 static Expr activate(Expr x, Activation act) {

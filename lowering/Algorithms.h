@@ -43,6 +43,10 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes);
 /// Applies the CPU schedule for `k` on `target`.
 void scheduleKernel(KernelFuncs &k, const Halide::Target &target);
 
+/// Whether a call of tiled attention `a` takes its tiles (else its
+/// chunks): at least block_q query rows, and more than one.
+Halide::Expr takesTiles(const KernelFuncs &k, const AttentionKernel &a);
+
 /// The largest power of two <= `lanes` that divides `extent`.
 int vectorWidthFor(int64_t extent, int lanes);
 

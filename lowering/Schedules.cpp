@@ -153,59 +153,63 @@ static int divisorUpTo(int64_t n, int cap) {
 static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a) {
   auto F = [&](const char *n) { return k.funcs.at(n); };
   auto V = [&](const char *n) { return k.vars.at(n); };
-  Var dd = V("dd"), h = V("h"), t = V("t"), j = V("j"), r = V("r"),
-      g = V("g"), l = V("l");
+  Var dd = V("dd"), h = V("h"), t = V("t"), j = V("j"), r = V("r"), g = V("g"),
+      l = V("l");
   RDom rd = k.rdoms.at("rd"), rj = k.rdoms.at("rj"), kb = k.rdoms.at("kb"),
        cj = k.rdoms.at("cj"), rl = k.rdoms.at("rl");
   int64_t group = a.heads / a.kvHeads, hd = a.headDim;
   int rows = int(group * a.blockQ);
-  int rl_ = vectorWidthFor(rows, k.lanes);          // lanes across rows
-  int rvecs = divisorUpTo(rows / rl_, 4);          // row vectors per tile
+  int rowLanes = vectorWidthFor(rows, k.lanes);   // lanes across rows
+  int rvecs = divisorUpTo(rows / rowLanes, 4); // row vectors per tile
   int jt = divisorUpTo(a.blockKV, 4), dt = divisorUpTo(hd, 4);
-  Expr T = k.in("q").dim(2).extent();
 
   // Tiles.
-  Var ho("ho"), hi("hi"), to("to"), ti("ti"), task("task"), ro("ro"),
-      ri("ri"), jo("jo"), ji("ji"), ddo("ddo"), ddi("ddi");
-  k.out.specialize(T >= int(a.blockQ))
+  Var ho("ho"), hi("hi"), to("to"), ti("ti"), task("task"), ro("ro"), ri("ri"),
+      jo("jo"), ji("ji"), ddo("ddo"), ddi("ddi");
+  k.out.specialize(takesTiles(k, a))
       .split(h, ho, hi, int(group))
       .split(t, to, ti, int(a.blockQ), TailStrategy::GuardWithIf)
       .reorder(dd, hi, ti, ho, to)
       .fuse(ho, to, task)
       .parallel(task);
   Func run = F("running");
-  run.compute_at(k.out, task).vectorize(r, rl_);
+  run.compute_at(k.out, task).vectorize(r, rowLanes);
   run.update()
-      .split(r, ro, ri, rl_ * rvecs)
+      .split(r, ro, ri, rowLanes * rvecs)
       .split(dd, ddo, ddi, dt)
       .reorder(ri, ddi, ddo, ro, kb)
-      .vectorize(ri, rl_)
+      .vectorize(ri, rowLanes)
       .unroll(ri)
       .unroll(ddi);
-  F("q_tile").compute_at(k.out, task).vectorize(r, rl_);
+  F("q_tile").compute_at(k.out, task).vectorize(r, rowLanes);
   if (k.funcs.count("q_rel")) {
-    F("q_rel").compute_at(k.out, task).vectorize(r, rl_);
-    F("q_rel").update().vectorize(r, rl_);
+    F("q_rel").compute_at(k.out, task).vectorize(r, rowLanes);
+    F("q_rel").update().vectorize(r, rowLanes);
   }
   F("block_score")
       .compute_at(run, kb)
-      .split(r, ro, ri, rl_ * rvecs)
+      .split(r, ro, ri, rowLanes * rvecs)
       .split(j, jo, ji, jt)
       .reorder(ri, ji, ro, jo)
-      .vectorize(ri, rl_)
+      .vectorize(ri, rowLanes)
       .unroll(ri)
       .unroll(ji);
   Func dot = F("block_dot");
-  dot.compute_at(F("block_score"), ro).vectorize(r, rl_).unroll(r).unroll(j);
-  dot.update().reorder(r, j, rd).vectorize(r, rl_).unroll(r).unroll(j);
+  dot.compute_at(F("block_score"), ro).vectorize(r, rowLanes).unroll(r).unroll(j);
+  dot.update().reorder(r, j, rd).vectorize(r, rowLanes).unroll(r).unroll(j);
+  // A key block's values are made for one query tile at a time: a
+  // constant size, on the stack.
+  Var qb = V("qb");
+  for (const char *n : {"block_score", "block_max", "block_prob", "block_sum"})
+    F(n).bound_extent(qb, 1);
   for (const char *n : {"block_max", "block_sum"}) {
-    F(n).compute_at(run, kb).vectorize(r, rl_);
-    F(n).update().reorder(r, rj).vectorize(r, rl_);
+    F(n).compute_at(run, kb).vectorize(r, rowLanes);
+    F(n).update().reorder(r, rj).vectorize(r, rowLanes);
   }
-  F("block_prob").compute_at(run, kb).vectorize(r, rl_);
+  F("block_prob").compute_at(run, kb).vectorize(r, rowLanes);
   Func pv = F("block_pv");
-  pv.compute_at(run, ddo).vectorize(r, rl_).unroll(r).unroll(dd);
-  pv.update().reorder(r, dd, rj).vectorize(r, rl_).unroll(r).unroll(dd);
+  pv.compute_at(run, ddo).vectorize(r, rowLanes).unroll(r).unroll(dd);
+  pv.update().reorder(r, dd, rj).vectorize(r, rowLanes).unroll(r).unroll(dd);
 
   // Chunks.
   int dl = vectorWidthFor(hd, k.lanes);
@@ -215,30 +219,31 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a) {
   k.out.vectorize(dd, dl);
   Func part = F("chunk_partial");
   part.compute_root()
-      .reorder(dd, g, t, kvh, c)
-      .fuse(kvh, c, task)
-      .parallel(task)
-      .vectorize(dd, dl);
-  Func cpv = F("chunk_pv");
-  cpv.compute_at(part, task).vectorize(dd, dl);
-  cpv.update()
       .split(dd, ddo, ddi, dl * dvecs)
       .split(g, go, gi, gt)
-      .reorder(ddi, gi, cj, ddo, go, t)
+      .reorder(ddi, gi, ddo, go, t, kvh, c)
+      .parallel(c)
       .vectorize(ddi, dl)
       .unroll(ddi)
       .unroll(gi);
-  for (const char *n : {"chunk_max", "chunk_sum"})
-    F(n).compute_at(part, task);
-  F("chunk_score").compute_at(part, task).vectorize(j, jl);
-  F("chunk_prob").compute_at(part, task).vectorize(j, jl);
+  // The value product's accumulators: one register tile per part tile.
+  Func cpv = F("chunk_pv");
+  cpv.compute_at(part, ddo).vectorize(dd, dl).unroll(dd).unroll(g);
+  cpv.update().reorder(dd, g, cj).vectorize(dd, dl).unroll(dd).unroll(g);
+  for (const char *n : {"chunk_max", "chunk_sum"}) {
+    F(n).compute_at(part, kvh);
+    if (jl > 1)
+      F(n).update().atomic().vectorize(cj, jl);
+  }
+  F("chunk_score").compute_at(part, kvh).vectorize(j, jl);
+  F("chunk_prob").compute_at(part, kvh).vectorize(j, jl);
   Func cdot = F("chunk_dot");
-  cdot.compute_at(part, task);
+  cdot.compute_at(part, kvh);
   if (dl > 1)
     cdot.update().atomic().vectorize(rl);
-  Func lanes = F("chunk_dot_lanes");
-  lanes.compute_at(cdot, j).vectorize(l, dl);
-  lanes.update().vectorize(l, dl);
+  Func laneDot = F("chunk_dot_lanes");
+  laneDot.compute_at(cdot, j).vectorize(l, dl);
+  laneDot.update().vectorize(l, dl);
   F("total_max").compute_root();
   F("total_sum").compute_root();
   F("total_pv").compute_root().vectorize(dd, dl);
@@ -260,8 +265,12 @@ void scheduleKernel(KernelFuncs &k, const Target &) {
     scheduleNorm(k);
   else if (spec.get<RopeKernel>())
     scheduleRope(k);
-  else if (const AttentionKernel *a = spec.get<AttentionKernel>())
-    a->blockQ ? scheduleTiledAttention(k, *a) : scheduleAttention(k);
+  else if (const AttentionKernel *a = spec.get<AttentionKernel>()) {
+    if (a->blockQ)
+      scheduleTiledAttention(k, *a);
+    else
+      scheduleAttention(k);
+  }
   else // embed, positions, element-wise
     scheduleRowwise(k);
 }

@@ -453,7 +453,7 @@ func.func @shaw_tables_without_clip(%q: tensor<?x8xf32>, %p: index, %t: tensor<1
 // -----
 
 func.func @flash_blocks(%q: tensor<?x8xf32>, %k: tensor<?x4xf32>, %p: index) {
-  // expected-error @+1 {{block_q, block_kv and split_kv must be positive, got 0, 64 and 256}}
+  // expected-error @+1 {{block_q, block_kv and split_kv must be in [1, 65536], got 0, 64 and 256}}
   %y = arch.flash_attention %q, %k, %k, %p {n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5, block_q = 0, block_kv = 64, split_kv = 256} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
   return
 }
@@ -471,5 +471,13 @@ func.func @flash_checked_as_attention(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, 
 func.func @flash_missing_blocks(%q: tensor<?x8xf32>, %k: tensor<?x4xf32>, %p: index) {
   // expected-error @+1 {{requires attribute 'block_kv'}}
   %y = arch.flash_attention %q, %k, %k, %p {n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5, block_q = 16} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @flash_block_too_big(%q: tensor<?x8xf32>, %k: tensor<?x4xf32>, %p: index) {
+  // expected-error @+1 {{block_q, block_kv and split_kv must be in [1, 65536], got 16, 64 and 100000}}
+  %y = arch.flash_attention %q, %k, %k, %p {n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5, block_q = 16, block_kv = 64, split_kv = 100000} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
   return
 }

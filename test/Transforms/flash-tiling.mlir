@@ -1,14 +1,15 @@
-// RUN: arch-opt %s -arch-flash-tiling | FileCheck %s --check-prefixes=CHECK,L16
-// RUN: arch-opt %s -arch-flash-tiling=lanes=8 | FileCheck %s --check-prefixes=CHECK,L8
-// RUN: arch-opt %s -arch-flash-tiling=lanes=4 | FileCheck %s --check-prefixes=CHECK,L4
-// RUN: arch-opt %s -arch-flash-tiling="block-q=4 block-kv=8 split-kv=16" | FileCheck %s --check-prefix=FIXED
+// RUN: arch-opt %s -arch-flash-tiling | FileCheck %s --check-prefixes=CHECK,L16 --implicit-check-not=arch.attention
+// RUN: arch-opt %s -arch-flash-tiling=lanes=8 | FileCheck %s --check-prefixes=CHECK,L8 --implicit-check-not=arch.attention
+// RUN: arch-opt %s -arch-flash-tiling=lanes=4 | FileCheck %s --check-prefixes=CHECK,L4 --implicit-check-not=arch.attention
+// RUN: arch-opt %s -arch-flash-tiling="block-q=4 block-kv=8 split-kv=16" | FileCheck %s --check-prefix=FIXED --implicit-check-not=arch.attention
 
 // Every arch.attention becomes arch.flash_attention: operands and
 // attributes kept, the block sizes added. For a target of `lanes` f32
 // lanes, a tile's rows (block_q positions x the query heads of one kv
 // head) make whole vectors, four where the group allows; block_kv is four
-// vectors of keys, split_kv sixteen.
-// CHECK-NOT: arch.attention
+// vectors of keys, split_kv sixteen. (A call with fewer than block_q
+// rows, or one row, takes the decode chunks; block_q 1, as for 32 query
+// heads per kv head at 8 lanes, still decodes in chunks.)
 
 // Causal GQA (4 query heads per kv head): 16 x 4 = 64 rows at 16 lanes,
 // 8 x 4 = 32 at 8, 4 x 4 = 16 at 4.
@@ -72,4 +73,6 @@ func.func @shaw(%q: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
 // RUN: not arch-opt %s -arch-flash-tiling=lanes=12 2>&1 | FileCheck %s --check-prefix=LANES
 // LANES: error: arch-flash-tiling: lanes must be a power of two in [1, 64], got 12
 // RUN: not arch-opt %s -arch-flash-tiling=block-q=-1 2>&1 | FileCheck %s --check-prefix=BLOCK
-// BLOCK: error: arch-flash-tiling: block-q, block-kv and split-kv must be positive (or 0 to choose), got -1, 0 and 0
+// BLOCK: error: arch-flash-tiling: block-q, block-kv and split-kv must be in [1, 65536] (or 0 to choose), got -1, 0 and 0
+// RUN: not arch-opt %s -arch-flash-tiling=split-kv=65537 2>&1 | FileCheck %s --check-prefix=BIG
+// BIG: error: arch-flash-tiling: block-q, block-kv and split-kv must be in [1, 65536] (or 0 to choose), got 0, 0 and 65537

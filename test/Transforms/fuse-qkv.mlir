@@ -38,6 +38,26 @@ func.func @fuse_mha(%h: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
 // -----
 
 arch.weight @wq : tensor<8x8xf32>
+arch.weight @wk : tensor<8x8xf32>
+arch.weight @wv : tensor<8x8xf32>
+// Already tiled (arch-flash-tiling ran first): the same fusion.
+// CHECK-LABEL: func.func @fuse_tiled
+// CHECK: %[[S:.*]]:3 = arch.split %{{.*}} : tensor<?x24xf32> -> tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+// CHECK-NEXT: arch.flash_attention %[[S]]#0, %[[S]]#1, %[[S]]#2
+func.func @fuse_tiled(%h: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
+  %wq = arch.param @wq : tensor<8x8xf32>
+  %q = arch.linear %h, %wq : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %wk = arch.param @wk : tensor<8x8xf32>
+  %k = arch.linear %h, %wk : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %wv = arch.param @wv : tensor<8x8xf32>
+  %v = arch.linear %h, %wv : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %a = arch.flash_attention %q, %k, %v, %pos {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5, block_q = 32, block_kv = 64, split_kv = 256} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return %a : tensor<?x8xf32>
+}
+
+// -----
+
+arch.weight @wq : tensor<8x8xf32>
 arch.weight @wk : tensor<4x8xf32>
 arch.weight @wv : tensor<4x8xf32>
 arch.weight @bq : tensor<8xf32>

@@ -415,13 +415,15 @@ LogicalResult RopeOp::verify() {
 
 /// What arch.attention and arch.flash_attention both verify.
 template <class Op> static LogicalResult verifyAttention(Op op) {
-  int64_t heads = op.getNHeads(), kvHeads = op.getNKvHeads(), hd = op.getHeadDim();
+  int64_t heads = op.getNHeads(), kvHeads = op.getNKvHeads(),
+          hd = op.getHeadDim();
   if (heads <= 0 || kvHeads <= 0 || hd <= 0)
-    return op.emitOpError() << "n_heads, n_kv_heads and head_dim must be positive";
+    return op.emitOpError()
+           << "n_heads, n_kv_heads and head_dim must be positive";
   if (heads % kvHeads != 0)
-    return op.emitOpError() << "n_heads (" << heads
-                         << ") must be a multiple of n_kv_heads (" << kvHeads
-                         << ")";
+    return op.emitOpError()
+           << "n_heads (" << heads << ") must be a multiple of n_kv_heads ("
+           << kvHeads << ")";
   int64_t q = featureDim(op, op.getQuery(), "query");
   int64_t k = featureDim(op, op.getKey(), "key");
   int64_t v = featureDim(op, op.getValue(), "value");
@@ -429,11 +431,11 @@ template <class Op> static LogicalResult verifyAttention(Op op) {
     return failure();
   if (q != heads * hd)
     return op.emitOpError() << "query width " << q << " != n_heads * head_dim ("
-                         << heads * hd << ")";
+                            << heads * hd << ")";
   if (k != kvHeads * hd || v != kvHeads * hd)
-    return op.emitOpError() << "key and value widths must be n_kv_heads * "
-                         << "head_dim (" << kvHeads * hd << "), got " << k
-                         << " and " << v;
+    return op.emitOpError()
+           << "key and value widths must be n_kv_heads * "
+           << "head_dim (" << kvHeads * hd << "), got " << k << " and " << v;
   if (op.getResult().getType() != op.getQuery().getType())
     return op.emitOpError() << "result type must equal the query type";
   if (int64_t(op.getWindow()) < 0)
@@ -443,7 +445,7 @@ template <class Op> static LogicalResult verifyAttention(Op op) {
     if (t.getRank() != 2 || !t.hasStaticShape() || t.getDimSize(1) != heads ||
         t.getDimSize(0) < 2)
       return op.emitOpError() << "rel_bias must be a static [buckets, " << heads
-                           << "] tensor, got " << t;
+                              << "] tensor, got " << t;
     if (int64_t(op.getT5MaxDistance()) <= t.getDimSize(0) / 2)
       return op.emitOpError() << "t5_max_distance must exceed buckets / 2";
     if (op.getAlibi())
@@ -455,17 +457,17 @@ template <class Op> static LogicalResult verifyAttention(Op op) {
   // exactly when it is given a clip.
   if (bool(op.getRelKey()) != (int64_t(op.getShawClip()) > 0))
     return op.emitOpError() << "shaw_clip must be positive with Shaw tables "
-                            "and 0 without, got "
-                         << int64_t(op.getShawClip());
+                               "and 0 without, got "
+                            << int64_t(op.getShawClip());
   if (op.getRelKey()) {
     int64_t rows = 2 * int64_t(op.getShawClip()) + 1;
     for (Value t : {op.getRelKey(), op.getRelValue()}) {
       auto ty = cast<RankedTensorType>(t.getType());
       if (ty.getRank() != 2 || ty.getDimSize(0) != rows ||
           ty.getDimSize(1) != hd)
-        return op.emitOpError() << "Shaw tables must be tensor<" << rows << "x"
-                             << hd << "xf32> (2 shaw_clip + 1 rows), got "
-                             << ty;
+        return op.emitOpError()
+               << "Shaw tables must be tensor<" << rows << "x" << hd
+               << "xf32> (2 shaw_clip + 1 rows), got " << ty;
     }
   }
   if (op.getSoftcap().convertToDouble() < 0)
@@ -479,9 +481,11 @@ LogicalResult FlashAttentionOp::verify() {
   if (failed(verifyAttention(*this)))
     return failure();
   int64_t bq = getBlockQ(), bkv = getBlockKv(), split = getSplitKv();
-  if (bq <= 0 || bkv <= 0 || split <= 0)
-    return emitOpError() << "block_q, block_kv and split_kv must be positive, "
-                         << "got " << bq << ", " << bkv << " and " << split;
+  auto fits = [](int64_t v) { return v > 0 && v <= kMaxFlashBlock; };
+  if (!fits(bq) || !fits(bkv) || !fits(split))
+    return emitOpError() << "block_q, block_kv and split_kv must be in [1, "
+                         << kMaxFlashBlock << "], got " << bq << ", " << bkv
+                         << " and " << split;
   return success();
 }
 

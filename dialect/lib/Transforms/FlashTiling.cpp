@@ -21,10 +21,6 @@ namespace arch {
 
 namespace {
 
-struct Blocks {
-  int64_t q, kv, split;
-};
-
 /// Query positions per tile: the fewest that make the tile's rows a whole
 /// number of vectors, repeated while the rows stay within four vectors.
 static int64_t blockQFor(int64_t group, int64_t lanes) {
@@ -36,19 +32,21 @@ struct FlashTilingPass : impl::FlashTilingPassBase<FlashTilingPass> {
   using FlashTilingPassBase::FlashTilingPassBase;
 
   void runOnOperation() override {
-    int64_t lanes = this->lanes, blockQ = this->blockQ,
-            blockKv = this->blockKv, splitKv = this->splitKv;
+    int64_t lanes = this->lanes, blockQ = this->blockQ, blockKv = this->blockKv,
+            splitKv = this->splitKv;
     if (lanes < 1 || lanes > 64 || (lanes & (lanes - 1))) {
       getOperation().emitError()
           << "arch-flash-tiling: lanes must be a power of two in [1, 64], got "
           << lanes;
       return signalPassFailure();
     }
-    if (blockQ < 0 || blockKv < 0 || splitKv < 0) {
+    auto fits = [](int64_t v) { return v >= 0 && v <= kMaxFlashBlock; };
+    if (!fits(blockQ) || !fits(blockKv) || !fits(splitKv)) {
       getOperation().emitError()
-          << "arch-flash-tiling: block-q, block-kv and split-kv must be "
-             "positive (or 0 to choose), got "
-          << blockQ << ", " << blockKv << " and " << splitKv;
+          << "arch-flash-tiling: block-q, block-kv and split-kv must be in "
+             "[1, "
+          << kMaxFlashBlock << "] (or 0 to choose), got " << blockQ << ", "
+          << blockKv << " and " << splitKv;
       return signalPassFailure();
     }
     SmallVector<AttentionOp> attns;
@@ -57,17 +55,15 @@ struct FlashTilingPass : impl::FlashTilingPassBase<FlashTilingPass> {
       return markAllAnalysesPreserved();
     for (AttentionOp a : attns) {
       int64_t group = a.getNHeads() / a.getNKvHeads();
-      Blocks b{blockQ ? blockQ : blockQFor(group, lanes),
-               blockKv ? blockKv : 4 * lanes,
-               splitKv ? splitKv : 16 * lanes};
       OpBuilder builder(a);
       OperationState state(a.getLoc(), FlashAttentionOp::getOperationName(),
                            a->getOperands(), a->getResultTypes(),
                            a->getAttrs());
       auto flash = cast<FlashAttentionOp>(builder.create(state));
-      flash.setBlockQ(b.q);
-      flash.setBlockKv(b.kv);
-      flash.setSplitKv(b.split);
+      flash.setBlockQ(
+          std::min(blockQ ? blockQ : blockQFor(group, lanes), kMaxFlashBlock));
+      flash.setBlockKv(blockKv ? blockKv : 4 * lanes);
+      flash.setSplitKv(splitKv ? splitKv : 16 * lanes);
       a.replaceAllUsesWith(flash.getResult());
       a.erase();
     }

@@ -32,9 +32,10 @@ static bool feedsFFN(LinearOp l) {
 
 /// The attention's projection and the FFN input projections on the same
 /// input: in a parallel block with a shared norm, up (and gate). A serial
-/// block's FFN reads another norm's output.
-static bool fuseInputs(AttentionOp attn, DominanceInfo &dom) {
-  LinearOp proj = projectionOf(attn.getQuery());
+/// block's FFN reads another norm's output. `attn` is arch.attention or
+/// arch.flash_attention (its query is the first operand).
+static bool fuseInputs(Operation *attn, DominanceInfo &dom) {
+  LinearOp proj = projectionOf(attn->getOperand(0));
   if (!proj)
     return false;
   SmallVector<LinearOp> linears;
@@ -57,7 +58,9 @@ static bool fuseOutputs(AddOp add) {
   auto d = add.getRhs().getDefiningOp<LinearOp>();
   if (o && d && readsFFN(o))
     std::swap(o, d);
-  if (!o || !d || !isa_and_nonnull<AttentionOp>(o.getInput().getDefiningOp()) ||
+  if (!o || !d ||
+      !isa_and_nonnull<AttentionOp, FlashAttentionOp>(
+          o.getInput().getDefiningOp()) ||
       !readsFFN(d) || !o->hasOneUse() || !d->hasOneUse())
     return false;
   auto wo = cast<RankedTensorType>(o.getWeight().getType());
@@ -92,16 +95,16 @@ struct FuseParallelBlockPass
     : impl::FuseParallelBlockPassBase<FuseParallelBlockPass> {
   void runOnOperation() override {
     DominanceInfo &dom = getAnalysis<DominanceInfo>();
-    SmallVector<AttentionOp> attns;
+    SmallVector<Operation *> attns;
     SmallVector<AddOp> adds;
     getOperation().walk([&](Operation *op) {
-      if (auto a = dyn_cast<AttentionOp>(op))
-        attns.push_back(a);
+      if (isa<AttentionOp, FlashAttentionOp>(op))
+        attns.push_back(op);
       else if (auto a = dyn_cast<AddOp>(op))
         adds.push_back(a);
     });
     bool changed = false;
-    for (AttentionOp a : attns)
+    for (Operation *a : attns)
       changed |= fuseInputs(a, dom);
     for (AddOp a : adds)
       changed |= fuseOutputs(a);

@@ -16,12 +16,13 @@ namespace arch {
 
 namespace {
 
-/// linear(x, Wq), linear(x, Wk), linear(x, Wv) behind one attention
+/// linear(x, Wq), linear(x, Wk), linear(x, Wv) behind one attention (tiled
+/// or not: its first three operands)
 ///   => split(linear(x, concat(Wq, Wk, Wv)))
-static bool fuse(AttentionOp attn, DominanceInfo &dom) {
-  LinearOp q = projectionOf(attn.getQuery());
-  LinearOp k = projectionOf(attn.getKey());
-  LinearOp v = projectionOf(attn.getValue());
+static bool fuse(Operation *attn, DominanceInfo &dom) {
+  LinearOp q = projectionOf(attn->getOperand(0));
+  LinearOp k = projectionOf(attn->getOperand(1));
+  LinearOp v = projectionOf(attn->getOperand(2));
   if (!q || !k || !v)
     return false;
   return succeeded(fuseSiblingLinears({q, k, v}, dom));
@@ -30,10 +31,13 @@ static bool fuse(AttentionOp attn, DominanceInfo &dom) {
 struct FuseQKVPass : impl::FuseQKVPassBase<FuseQKVPass> {
   void runOnOperation() override {
     DominanceInfo &dom = getAnalysis<DominanceInfo>();
-    SmallVector<AttentionOp> attns;
-    getOperation().walk([&](AttentionOp a) { attns.push_back(a); });
+    SmallVector<Operation *> attns;
+    getOperation().walk([&](Operation *op) {
+      if (isa<AttentionOp, FlashAttentionOp>(op))
+        attns.push_back(op);
+    });
     bool changed = false;
-    for (AttentionOp a : attns)
+    for (Operation *a : attns)
       changed |= fuse(a, dom);
     if (!changed)
       markAllAnalysesPreserved();

@@ -38,6 +38,10 @@ mlir::FailureOr<mlir::func::FuncOp> lookupForward(mlir::ModuleOp module);
 /// Features per token row: the last dimension of a shaped value.
 int64_t widthOf(mlir::Value v);
 
+/// The largest block_q, block_kv or split_kv of arch.flash_attention: the
+/// kernel's index arithmetic stays within 32 bits.
+constexpr int64_t kMaxFlashBlock = 1 << 16;
+
 /// The model's name: the module's symbol, "model" without one.
 std::string modelName(mlir::ModuleOp module);
 

@@ -30,10 +30,10 @@ struct PipelineTarget {
 /// Adds the default pipeline, less the passes named in `disabled`, to `pm`
 /// (a pass manager on builtin.module), its choices made for `target`.
 /// Fails with `error` set when a name is not a pass of the pipeline.
-mlir::LogicalResult buildDefaultPipeline(mlir::OpPassManager &pm,
-                                         const std::vector<std::string> &disabled,
-                                         std::string &error,
-                                         const PipelineTarget &target = {});
+mlir::LogicalResult
+buildDefaultPipeline(mlir::OpPassManager &pm,
+                     const std::vector<std::string> &disabled,
+                     std::string &error, const PipelineTarget &target = {});
 
 /// Adds the lowering from arch IR (after the pipeline) to the planned
 /// kernel-call level the C glue is printed from.

@@ -102,7 +102,7 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
     Option<"blockKv", "block-kv", "int64_t", /*default=*/"0",
            "keys per block (0: chosen from lanes)">,
     Option<"splitKv", "split-kv", "int64_t", /*default=*/"0",
-           "keys per parallel chunk when decoding (0: 256)">,
+           "keys per parallel chunk when decoding (0: 16 x lanes)">,
   ];
   let dependentDialects = ["::arch::ArchDialect"];
 }
