@@ -7,9 +7,11 @@
  * warm-up and the achieved GFLOP/s of its QK^T and PV products, counting
  * the causal (or windowed) pairs only: 4 * head_dim flops per visible
  * (query head, query, key) triple, and the GB/s of reading K and V once.
- * Successive calls read different copies of K and V (512 MiB in all, at
- * most 64 copies), so that a decode call streams its context from memory
- * as in a model, whose layers' caches together exceed the caches.
+ * Successive decode calls (T = 1) read different copies of K and V (512
+ * MiB in all, at most 64 copies), so that each streams its context from
+ * memory as in a model, whose layers' caches together exceed the CPU's
+ * caches; prefill calls read K and V where they are, as the layer that
+ * just wrote them does.
  *   attention LIB SYMBOL HEADS KV_HEADS HEAD_DIM WINDOW T POS THREADS RUNS
  *     -> ms=... gflops=... gbs=...
  *
@@ -92,7 +94,7 @@ int main(int argc, char **argv) {
   uint64_t seed = 42;
   float *q = randoms((size_t)T * heads * hd, &seed);
   double bytes = 2.0 * len * kvh * hd * sizeof(float);
-  int copies = (int)(512.0 * (1 << 20) / bytes);
+  int copies = T > 1 ? 1 : (int)(512.0 * (1 << 20) / bytes);
   copies = copies < 1 ? 1 : copies > 64 ? 64 : copies;
   float *o = randoms((size_t)T * heads * hd, &seed);
   halide_buffer_t bq, bk[64], bv[64], bo;

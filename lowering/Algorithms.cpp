@@ -18,6 +18,15 @@ using namespace Halide;
 
 namespace arch {
 
+Type elementType(StoreType t) {
+  switch (t) {
+  case StoreType::f16: return Float(16);
+  case StoreType::bf16: return BFloat(16);
+  case StoreType::f32: break;
+  }
+  return Float(32);
+}
+
 int vectorWidthFor(int64_t extent, int lanes) {
   int v = 1;
   while (v * 2 <= lanes && extent % (v * 2) == 0)
@@ -383,6 +392,13 @@ struct AttentionTerms {
     }
   }
 
+  /// Element d of key/value head `kv` at position j, in f32 (the caches
+  /// may store f16 or bf16).
+  Expr key(Expr d, Expr kv, Expr j) const { return cast<float>(k(d, kv, j)); }
+  Expr value(Expr d, Expr kv, Expr j) const {
+    return cast<float>(v(d, kv, j));
+  }
+
   /// Shaw: the table row of key position `key` for query position `qpos`.
   Expr shawRow(Expr qpos, Expr key) const {
     int clip = int(a.shawClip);
@@ -423,7 +439,9 @@ static void lowerRowAttention(KernelFuncs &k, const AttentionTerms &in) {
   const AttentionKernel &a = in.a;
   int64_t heads = a.heads, hd = a.headDim;
   int group = in.group;
-  ImageParam q = in.q, kc = in.k, vc = in.v;
+  ImageParam q = in.q;
+  auto kc = [&](Expr d, Expr kv, Expr j) { return in.key(d, kv, j); };
+  auto vc = [&](Expr d, Expr kv, Expr j) { return in.value(d, kv, j); };
   Param<int32_t> pos = k.pos;
 
   Var j("j"), h("h"), t("t"), dd("dd");
@@ -488,9 +506,11 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   const AttentionKernel &a = in.a;
   int hd = int(a.headDim), group = in.group;
   int bq = int(a.blockQ), bk = int(a.blockKV), ck = int(a.splitKV);
-  ImageParam q = in.q, kc = in.k, vc = in.v;
+  ImageParam q = in.q;
+  auto kc = [&](Expr d, Expr kv, Expr j) { return in.key(d, kv, j); };
+  auto vc = [&](Expr d, Expr kv, Expr j) { return in.value(d, kv, j); };
   Param<int32_t> pos = k.pos;
-  Expr T = q.dim(2).extent(), len = kc.dim(2).extent();
+  Expr T = q.dim(2).extent(), len = in.k.dim(2).extent();
   Var dd("dd"), h("h"), t("t"), j("j");
   RDom rd(0, hd, "rd");
 
@@ -677,7 +697,9 @@ static void lowerElementwise(KernelFuncs &k, const ElementwiseKernel &e) {
   Func out(k.spec.kindName());
   float factor = float(e.factor);
   switch (e.op) {
-  case ElementwiseKernel::Copy: out(i, t) = a(i, t); break;
+  case ElementwiseKernel::Copy:
+    out(i, t) = cast(elementType(e.store), a(i, t));
+    break;
   case ElementwiseKernel::Activate:
     out(i, t) = activate(a(i, t), e.activation);
     break;
@@ -743,8 +765,8 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
       k.args.push_back(k.pos);
       continue;
     }
-    ImageParam p(a.kind == KernelArg::Tokens ? Int(32) : Float(32), a.rank,
-                 a.name);
+    ImageParam p(a.kind == KernelArg::Tokens ? Int(32) : elementType(a.elem),
+                 a.rank, a.name);
     k.inputs[a.name] = p;
     k.args.push_back(p);
   }

@@ -47,6 +47,9 @@ void scheduleKernel(KernelFuncs &k, const Halide::Target &target);
 /// chunks): at least block_q query rows, and more than one.
 Halide::Expr takesTiles(const KernelFuncs &k, const AttentionKernel &a);
 
+/// The Halide type of a buffer's elements.
+Halide::Type elementType(StoreType t);
+
 /// The largest power of two <= `lanes` that divides `extent`.
 int vectorWidthFor(int64_t extent, int lanes);
 

@@ -99,6 +99,18 @@ std::string GlueEmitter::bufferArg(Value v, int index) {
     expect *= type.getDimSize(d);
   }
   std::string args;
+  if (!type.getElementType().isF32()) {
+    // 16 bits (a cache of --kv-type f16 or bf16): every stride spelled out.
+    for (int64_t d = type.getRank() - 1; d >= 0; --d)
+      args += ", " + b.extents[d] + ", " +
+              (dense ? "0" : std::to_string(strides[d]));
+    for (int64_t d = type.getRank(); d < 3; ++d)
+      args += ", 0, 0";
+    return "ARCHRT_F16(" + i + ", " + b.ptr + ", " +
+           (type.getElementType().isBF16() ? "halide_type_bfloat"
+                                           : "halide_type_float") +
+           args + ")";
+  }
   for (int64_t d = type.getRank() - 1; d >= 0; --d)
     args += ", " + b.extents[d] +
             (dense ? "" : ", " + std::to_string(strides[d]));
@@ -156,7 +168,11 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
     auto it = cacheIndex.find(c.getName().str());
     if (it == cacheIndex.end())
       return c.emitOpError() << "reads a cache the module does not declare";
-    bufs[c] = {"C[" + s(it->second) + "]", staticExtents(c.getType())};
+    // A 16-bit cache: its pointer is offset in 16-bit elements.
+    std::string ptr = "C[" + s(it->second) + "]";
+    if (!c.getType().getElementType().isF32())
+      ptr = "((uint16_t *)" + ptr + ")";
+    bufs[c] = {ptr, staticExtents(c.getType())};
     return success();
   }
   if (auto a = dyn_cast<memref::AllocOp>(op)) {

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define ARCHRT_ABI_VERSION 2
+#define ARCHRT_ABI_VERSION 3
 
 typedef enum archrt_status {
   ARCHRT_OK = 0,
@@ -47,6 +47,10 @@ typedef struct archrt_model_info {
   int32_t d_ff, max_seq_len;
   int64_t n_params;    /* scalar parameters in all tensors */
   int32_t n_tensors;   /* entries of the parameter table */
+  /* Bytes a sequence's caches take per position it holds (the KV caches,
+   * at their element type: archc compile --kv-type), and fixed (ring and
+   * state caches). */
+  int64_t cache_bytes_per_token, fixed_cache_bytes;
 } archrt_model_info;
 
 typedef struct archrt_param_info {

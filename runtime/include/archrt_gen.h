@@ -102,9 +102,9 @@ void archrt_gen_release(const float *p, int64_t n);
  * columns of a wider token-major array, a window of a cache) gives all. */
 static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
                                           halide_dimension_t *d, void *host,
-                                          int is_int, int32_t e0, int32_t s0,
-                                          int32_t e1, int32_t s1, int32_t e2,
-                                          int32_t s2) {
+                                          uint8_t code, uint8_t bits,
+                                          int32_t e0, int32_t s0, int32_t e1,
+                                          int32_t s1, int32_t e2, int32_t s2) {
   int32_t ext[3] = {e0, e1, e2}, str[3] = {s0, s1, s2}, stride = 1, n = 0;
   for (; n < 3 && ext[n] > 0; ++n) {
     d[n].min = 0;
@@ -117,8 +117,8 @@ static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
   b->device_interface = 0;
   b->host = (uint8_t *)host;
   b->flags = 0;
-  b->type.code = is_int ? halide_type_int : halide_type_float;
-  b->type.bits = 32;
+  b->type.code = code;
+  b->type.bits = bits;
   b->type.lanes = 1;
   b->dimensions = n;
   b->dim = d;
@@ -127,11 +127,15 @@ static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
 }
 
 #define ARCHRT_F32(i, p, e0, e1, e2)                                           \
-  archrt_buf(&B[i], D[i], (p), 0, e0, 0, e1, 0, e2, 0)
+  archrt_buf(&B[i], D[i], (p), halide_type_float, 32, e0, 0, e1, 0, e2, 0)
 #define ARCHRT_STRIDED(i, p, e0, s0, e1, s1, e2, s2)                           \
-  archrt_buf(&B[i], D[i], (p), 0, e0, s0, e1, s1, e2, s2)
+  archrt_buf(&B[i], D[i], (p), halide_type_float, 32, e0, s0, e1, s1, e2, s2)
 #define ARCHRT_I32(i, p, e0)                                                   \
-  archrt_buf(&B[i], D[i], (void *)(p), 1, e0, 0, 0, 0, 0, 0)
+  archrt_buf(&B[i], D[i], (void *)(p), halide_type_int, 32, e0, 0, 0, 0, 0, 0)
+/* A 16-bit float buffer (an f16 or bf16 cache): CODE halide_type_float or
+ * halide_type_bfloat; strides 0 where dense. */
+#define ARCHRT_F16(i, p, code, e0, s0, e1, s1, e2, s2)                         \
+  archrt_buf(&B[i], D[i], (p), code, 16, e0, s0, e1, s1, e2, s2)
 #define ARCHRT_CHECK(call)                                                     \
   do {                                                                         \
     int rc_ = (call);                                                          \

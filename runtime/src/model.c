@@ -168,6 +168,15 @@ archrt_status archrt_model_info_get(const archrt_model *m,
   out->n_tensors = d->n_params;
   for (int i = 0; i < d->n_params; ++i)
     out->n_params += archrt_param_numel(&d->params[i]);
+  for (int i = 0; i < d->n_caches; ++i) {
+    const archrt_gen_cache *c = &d->caches[i];
+    int64_t row = c->row_elems * c->elem_bytes;
+    if (c->layout == ARCHRT_GEN_CACHE_TOKENS)
+      out->cache_bytes_per_token += row;
+    else
+      out->fixed_cache_bytes +=
+          row * (c->layout == ARCHRT_GEN_CACHE_RING ? c->capacity : 1);
+  }
   return ARCHRT_OK;
 }
 

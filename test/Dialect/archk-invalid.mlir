@@ -18,7 +18,7 @@ func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
 
 func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
   // expected-error @+1 {{'archk.call' op kernel description of 'copy' has 'width' that is not an integer}}
-  archk.call "copy" {width = 8.0 : f64}(%a, %b) : memref<4x8xf32>, memref<4x8xf32>
+  archk.call "copy" {store = "f32", width = 8.0 : f64}(%a, %b) : memref<4x8xf32>, memref<4x8xf32>
   return
 }
 
@@ -26,7 +26,7 @@ func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
 
 func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
   // expected-error @+1 {{'archk.call' op kernel description of 'copy' has fields the kind does not have}}
-  archk.call "copy" {width = 8 : i64, factor = 2.0 : f64}(%a, %b) : memref<4x8xf32>, memref<4x8xf32>
+  archk.call "copy" {store = "f32", width = 8 : i64, factor = 2.0 : f64}(%a, %b) : memref<4x8xf32>, memref<4x8xf32>
   return
 }
 
@@ -42,15 +42,15 @@ func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
 
 func.func @f(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
   // expected-error @+1 {{'archk.call' op passes 3 arguments to a 'copy' kernel, which takes 2}}
-  archk.call "copy" {width = 8 : i64}(%a, %a, %b) : memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>
+  archk.call "copy" {store = "f32", width = 8 : i64}(%a, %a, %b) : memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>
   return
 }
 
 // -----
 
 func.func @f(%a: memref<4x2x4xf32>, %b: memref<4x8xf32>) {
-  // expected-error @+1 {{'archk.call' op argument 0 ('a') is 'memref<4x2x4xf32>', but the kernel takes a memref of f32 of the declared rank 2}}
-  archk.call "copy" {width = 8 : i64}(%a, %b) : memref<4x2x4xf32>, memref<4x8xf32>
+  // expected-error @+1 {{'archk.call' op argument 0 ('a') is 'memref<4x2x4xf32>', but the kernel takes a memref of the declared element type and rank (f32, 2)}}
+  archk.call "copy" {store = "f32", width = 8 : i64}(%a, %b) : memref<4x2x4xf32>, memref<4x8xf32>
   return
 }
 
@@ -88,7 +88,7 @@ module {
 module {
   arch.cache @c tokens 32 : tensor<2x4xf32>
   func.func @f() {
-    // expected-error @+1 {{'archk.cache' op has type 'memref<32x4xf32>' but the cache holds 32 rows of 8 elements}}
+    // expected-error @+1 {{'archk.cache' op has type 'memref<32x4xf32>' but the cache holds 32 rows of 8 'f32'}}
     %c = archk.cache @c : memref<32x4xf32>
     return
   }
@@ -112,4 +112,26 @@ module {
     %w = archk.weight @w : memref<16x8xf32, strided<[1, 16]>>
     return
   }
+}
+
+// -----
+
+// A cache's buffer has the cache's element type.
+module {
+  arch.cache @kc tokens 32 : tensor<2x4xbf16>
+  func.func @cache_type() {
+    // expected-error @+1 {{'archk.cache' op has type 'memref<32x8xf32>' but the cache holds 32 rows of 8 'bf16'}}
+    %c = archk.cache @kc : memref<32x8xf32>
+    return
+  }
+}
+
+// -----
+
+// Attention reads keys and values of the element type its description
+// names.
+func.func @attention_kv_type(%q: memref<?x2x4xf32>, %k: memref<?x1x4xf32>, %p: index, %o: memref<?x2x4xf32>) {
+  // expected-error @+1 {{'archk.call' op argument 1 ('k') is 'memref<?x1x4xf32>', but the kernel takes a memref of the declared element type and rank (f16, 3)}}
+  archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f16", kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64}(%q, %k, %k, %p, %o) : memref<?x2x4xf32>, memref<?x1x4xf32>, memref<?x1x4xf32>, index, memref<?x2x4xf32>
+  return
 }

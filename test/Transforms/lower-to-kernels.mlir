@@ -13,12 +13,12 @@
 // CHECK-NEXT: %[[V:.*]] = archk.weight @v : memref<4x8xf32>
 // CHECK-NEXT: %[[W:.*]] = archk.weight @qkv : memref<16x8xf32>
 // CHECK-NEXT: %[[WQ:.*]] = memref.subview %[[W]][0, 0] [8, 8] [1, 1]
-// CHECK-NEXT: archk.call "copy" {width = 8 : i64}(%[[Q]], %[[WQ]])
+// CHECK-NEXT: archk.call "copy" {store = "f32", width = 8 : i64}(%[[Q]], %[[WQ]])
 // CHECK-NEXT: archk.release %[[Q]] : memref<8x8xf32>
 // CHECK-NEXT: %[[WK:.*]] = memref.subview %[[W]][8, 0] [4, 8] [1, 1] : memref<16x8xf32> to memref<4x8xf32, strided<[8, 1], offset: 64>>
-// CHECK-NEXT: archk.call "copy" {width = 8 : i64}(%[[K]], %[[WK]])
+// CHECK-NEXT: archk.call "copy" {store = "f32", width = 8 : i64}(%[[K]], %[[WK]])
 // CHECK-NEXT: archk.release %[[K]]
-// CHECK: archk.call "copy" {width = 8 : i64}(%[[V]],
+// CHECK: archk.call "copy" {store = "f32", width = 8 : i64}(%[[V]],
 // CHECK-NEXT: archk.release %[[V]]
 // CHECK-NEXT: return
 // CHECK-NOT: memref.alloc
@@ -33,12 +33,12 @@
 // CHECK-NEXT: %[[VV:.*]] = memref.subview %[[P]][0, 12] [%[[T]], 4] [1, 1]
 // CHECK-NEXT: %[[KC:.*]] = archk.cache @kc : memref<16x4xf32>
 // CHECK-NEXT: %[[KROWS:.*]] = memref.subview %[[KC]][%arg1, 0] [%[[T]], 4] [1, 1] : memref<16x4xf32> to memref<?x4xf32, strided<[4, 1], offset: ?>>
-// CHECK-NEXT: archk.call "copy" {width = 4 : i64}(%[[VK]], %[[KROWS]])
+// CHECK-NEXT: archk.call "copy" {store = "f32", width = 4 : i64}(%[[VK]], %[[KROWS]])
 // CHECK-NEXT: %[[END:.*]] = arith.addi %arg1, %[[T]] : index
 // CHECK-NEXT: %[[KCTX:.*]] = memref.subview %[[KC]][0, 0] [%[[END]], 4] [1, 1]
 // CHECK: %[[A:.*]] = memref.alloc(%[[T]]) : memref<?x8xf32>
 // CHECK: memref.expand_shape %[[KCTX]] {{\[\[}}0], [1, 2]] output_shape [%[[END]], 1, 4]
-// CHECK: archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 4 : i64, heads = 2 : i64, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64}({{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32, strided<[16, 4, 1]>>, memref<?x1x4xf32, strided<[4, 4, 1]>>, memref<?x1x4xf32, strided<[4, 4, 1]>>, index, memref<?x2x4xf32>
+// CHECK: archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f32", kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64}({{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32, strided<[16, 4, 1]>>, memref<?x1x4xf32, strided<[4, 4, 1]>>, memref<?x1x4xf32, strided<[4, 4, 1]>>, index, memref<?x2x4xf32>
 // CHECK: %[[ONE:.*]] = arith.constant 1 : index
 // CHECK-NEXT: %[[LASTROW:.*]] = arith.subi %[[T]], %[[ONE]] : index
 // CHECK-NEXT: %[[LAST:.*]] = memref.subview %[[A]][%[[LASTROW]], 0] [%[[ONE]], 8] [1, 1] : memref<?x8xf32> to memref<?x8xf32, strided<[8, 1], offset: ?>>
@@ -81,7 +81,7 @@ module attributes {arch.max_seq_len = 16 : i64} {
 // Tiled attention: the same call, its block sizes in the description (a
 // windowed, soft-capped GQA layer here).
 // CHECK-LABEL: func.func @forward
-// CHECK: archk.call "attention" {alibi = false, block_kv = 64 : i64, block_q = 32 : i64, head_dim = 4 : i64, heads = 2 : i64, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 3.000000e+01 : f64, split_kv = 256 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 4 : i64}({{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, index, memref<?x2x4xf32>
+// CHECK: archk.call "attention" {alibi = false, block_kv = 64 : i64, block_q = 32 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f32", kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 3.000000e+01 : f64, split_kv = 256 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 4 : i64}({{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, index, memref<?x2x4xf32>
 module attributes {arch.max_seq_len = 16 : i64} {
   arch.weight @emb : tensor<32x8xf32>
   arch.weight @wk : tensor<4x8xf32>
@@ -109,9 +109,9 @@ module attributes {arch.max_seq_len = 16 : i64} {
 // CHECK-LABEL: func.func @forward
 // CHECK: %[[CAT:.*]] = memref.alloc(%{{.*}}) : memref<?x12xf32>
 // CHECK-NEXT: %[[LEFT:.*]] = memref.subview %[[CAT]][0, 0] [%{{.*}}, 8] [1, 1]
-// CHECK-NEXT: archk.call "copy" {width = 8 : i64}(%{{.*}}, %[[LEFT]])
+// CHECK-NEXT: archk.call "copy" {store = "f32", width = 8 : i64}(%{{.*}}, %[[LEFT]])
 // CHECK-NEXT: %[[RIGHT:.*]] = memref.subview %[[CAT]][0, 8] [%{{.*}}, 4] [1, 1] : memref<?x12xf32> to memref<?x4xf32, strided<[12, 1], offset: 8>>
-// CHECK-NEXT: archk.call "copy" {width = 4 : i64}(%{{.*}}, %[[RIGHT]])
+// CHECK-NEXT: archk.call "copy" {store = "f32", width = 4 : i64}(%{{.*}}, %[[RIGHT]])
 // CHECK: %[[SUM:.*]] = memref.alloc() : memref<32xf32>
 // CHECK: archk.call "add" {width = 32 : i64}
 // CHECK-SAME: memref<1x32xf32>, memref<1x32xf32>, memref<1x32xf32>
@@ -253,7 +253,7 @@ module attributes {arch.max_seq_len = 16 : i64} {
 // CHECK-LABEL: func.func @forward
 // CHECK-NOT: arch.
 // CHECK: %[[LAST:.*]] = memref.subview
-// CHECK-NEXT: archk.call "copy" {width = 4 : i64}(%[[LAST]], %arg2) : memref<?x4xf32, strided<[4, 1], offset: ?>>, memref<1x4xf32>
+// CHECK-NEXT: archk.call "copy" {store = "f32", width = 4 : i64}(%[[LAST]], %arg2) : memref<?x4xf32, strided<[4, 1], offset: ?>>, memref<1x4xf32>
 // CHECK-NEXT: return
 module attributes {arch.max_seq_len = 16 : i64} {
   arch.weight @emb : tensor<4x4xf32>
@@ -458,7 +458,7 @@ module attributes {arch.max_seq_len = 16 : i64} {
 // CHECK-LABEL: func.func @prepare_params
 // CHECK: %[[SRC:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<2x3x4xf32> into memref<6x4xf32>
 // CHECK: %[[DST:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<2x3x4xf32> into memref<6x4xf32>
-// CHECK: archk.call "copy" {width = 4 : i64}(%[[SRC]], %[[DST]]) : memref<6x4xf32>, memref<6x4xf32>
+// CHECK: archk.call "copy" {store = "f32", width = 4 : i64}(%[[SRC]], %[[DST]]) : memref<6x4xf32>, memref<6x4xf32>
 module attributes {arch.max_seq_len = 16 : i64} {
   arch.weight @emb : tensor<4x4xf32>
   arch.weight @cube : tensor<2x3x4xf32>

@@ -34,7 +34,7 @@ module attributes {arch.max_seq_len = 16 : i64} {
     archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, one_row = false, panel = 0 : i64}(%b, %w16, %c) : memref<?x8xf32>, memref<16x8xf32>, memref<?x16xf32>
     %v = memref.subview %c[0, 8] [%n, 8] [1, 1] : memref<?x16xf32> to memref<?x8xf32, strided<[16, 1], offset: 8>>
     %d = memref.alloc(%n) : memref<?x8xf32>
-    archk.call "copy" {width = 8 : i64}(%v, %d) : memref<?x8xf32, strided<[16, 1], offset: 8>>, memref<?x8xf32>
+    archk.call "copy" {store = "f32", width = 8 : i64}(%v, %d) : memref<?x8xf32, strided<[16, 1], offset: 8>>, memref<?x8xf32>
     %e = memref.alloc(%n) : memref<?x8xf32>
     archk.call "add" {width = 8 : i64}(%d, %v, %e) : memref<?x8xf32>, memref<?x8xf32, strided<[16, 1], offset: 8>>, memref<?x8xf32>
     return
@@ -43,10 +43,10 @@ module attributes {arch.max_seq_len = 16 : i64} {
     %x = memref.alloc() : memref<4x8xf32>
     %y = memref.alloc() : memref<2x8xf32>
     %xs = memref.subview %x[0, 0] [2, 8] [1, 1] : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1]>>
-    archk.call "copy" {width = 8 : i64}(%xs, %y) : memref<2x8xf32, strided<[8, 1]>>, memref<2x8xf32>
+    archk.call "copy" {store = "f32", width = 8 : i64}(%xs, %y) : memref<2x8xf32, strided<[8, 1]>>, memref<2x8xf32>
     %z = memref.alloc() : memref<4x8xf32>
     %zs = memref.subview %z[0, 0] [2, 8] [1, 1] : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1]>>
-    archk.call "copy" {width = 8 : i64}(%y, %zs) : memref<2x8xf32>, memref<2x8xf32, strided<[8, 1]>>
+    archk.call "copy" {store = "f32", width = 8 : i64}(%y, %zs) : memref<2x8xf32>, memref<2x8xf32, strided<[8, 1]>>
     return
   }
 }

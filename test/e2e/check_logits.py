@@ -13,6 +13,7 @@ import sys
 import tempfile
 
 import numpy as np
+import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reference"))
 import archref  # noqa: E402
@@ -29,6 +30,9 @@ def main():
                     help="tokens in the first prefill call")
     ap.add_argument("--decode", type=int, default=8)
     ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--kv-type", choices=["f32", "f16", "bf16"],
+                    default="f32", help="the library's KV cache element "
+                    "type: the reference rounds keys and values to it")
     ap.add_argument("--check-json", help="output of archc check --json: its "
                     "parameter count must equal the reference's")
     ap.add_argument("--shards", type=int, default=1,
@@ -52,7 +56,9 @@ def main():
     rng = random.Random(args.seed)
     total = args.prompt_len + args.decode
     tokens = [rng.randrange(spec.vocab) for _ in range(total)]
-    ref = archref.forward(spec, weights, tokens).numpy()
+    kv_type = {"f32": None, "f16": torch.float16,
+               "bf16": torch.bfloat16}[args.kv_type]
+    ref = archref.forward(spec, weights, tokens, kv_type=kv_type).numpy()
 
     lib = archrt.Lib(args.lib)
     with tempfile.TemporaryDirectory() as tmp:

@@ -582,9 +582,12 @@ def t5_bucket(relative_position, num_buckets, max_distance):
     return torch.where(is_small, n, large)
 
 
-def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
+def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
+            kv_type=None):
     """Logits [T, vocab] of a whole token sequence (causal); with last_only,
-    the final norm and classifier run on the last position only."""
+    the final norm and classifier run on the last position only. With
+    kv_type (torch.float16 or torch.bfloat16), keys and values are rounded
+    to it, as a cache of that element type stores them."""
     W = {k: v.to(dtype) for k, v in w.items()}
     T, H, KV, hd = len(tokens), spec.heads, spec.kv_heads, spec.head_dim
     x = W["model.embed_tokens.weight"][torch.tensor(tokens)] * spec.emb_scale
@@ -612,6 +615,8 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False):
             k = norm(spec, W, p + "self_attn.k_norm", k.reshape(T, KV * hd)).view(T, KV, hd)
         if ls.rope:
             q, k = rotate(q, ls).to(dtype), rotate(k, ls).to(dtype)
+        if kv_type is not None:  # what the cache keeps
+            k, v = k.to(kv_type).to(dtype), v.to(kv_type).to(dtype)
         k = k.repeat_interleave(H // KV, dim=1)
         v = v.repeat_interleave(H // KV, dim=1)
         if ls.pos_kind == "shaw":  # Shaw et al. 2018, eq. 3-5

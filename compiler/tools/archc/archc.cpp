@@ -256,6 +256,14 @@ loadModule(Context &c, const std::string &input, std::string &text,
   return module;
 }
 
+/// Every tokens cache of `module` (the KV caches) stores `type`.
+void setKvType(mlir::ModuleOp module, StoreType type) {
+  mlir::Type elem = archk::storeElementType(module.getContext(), type);
+  for (CacheOp c : module.getOps<CacheOp>())
+    if (c.getLayout() == CacheLayout::tokens)
+      c.setRow(mlir::RankedTensorType::get(c.getRowType().getShape(), elem));
+}
+
 /// Runs the pipeline over `module` (imported or parsed), or with
 /// `kernels` the lowering to planned kernel calls after it. Pass-manager
 /// CL options (IR printing, timing) and --dump-ir apply to both.
@@ -380,6 +388,15 @@ int cmdCompile(int argc, char **argv) {
       cl::init("host"), cl::cat(archcCat));
   cl::opt<bool> quiet("quiet", cl::desc("no progress output"),
                       cl::cat(archcCat));
+  cl::opt<StoreType> kvType(
+      "kv-type",
+      cl::desc("element type of the KV caches (converted on append; "
+               "attention computes in f32)"),
+      cl::init(StoreType::f32),
+      cl::values(clEnumValN(StoreType::f32, "f32", "4 bytes (default)"),
+                 clEnumValN(StoreType::f16, "f16", "IEEE half, 2 bytes"),
+                 clEnumValN(StoreType::bf16, "bf16", "bfloat16, 2 bytes")),
+      cl::cat(archcCat));
   cl::opt<bool> sanitize(
       "sanitize",
       cl::desc("build the glue and the runtime with AddressSanitizer and "
@@ -431,6 +448,9 @@ int cmdCompile(int argc, char **argv) {
   auto module = loadModule(c, input, text);
   if (!module)
     return 1;
+  // Given, it overrides the caches' types (an IR input's too).
+  if (kvType.getNumOccurrences())
+    setKvType(*module, kvType);
   std::string out = output;
   if (emit == Emit::Lib || emit == Emit::Obj) {
     if (out.empty())
@@ -877,6 +897,10 @@ int cmdBench(int argc, char **argv) {
   getrusage(RUSAGE_SELF, &ru);
   double peakMiB = double(ru.ru_maxrss) / 1024.0;
   double pf = median(prefill), dc = decode.empty() ? 0 : median(decode);
+  // The caches of the sequence the runs used (prompt + gen positions).
+  double cacheMiB = (double(info.cache_bytes_per_token) * double(needed) +
+                     double(info.fixed_cache_bytes)) /
+                    1048576.0;
   if (json) {
     llvm::outs() << "{\"model\": " << jsonString(info.name) << ", \"params\": "
                  << info.n_params << ", \"threads\": " << threads
@@ -890,6 +914,8 @@ int cmdBench(int argc, char **argv) {
                  << ", \"weight_mib\": " << llvm::format("%.1f", weightMiB)
                  << ", \"load_rss_mib\": " << llvm::format("%.1f", loadMiB)
                  << ", \"peak_rss_mib\": " << llvm::format("%.1f", peakMiB)
+                 << ", \"cache_bytes_per_token\": " << info.cache_bytes_per_token
+                 << ", \"cache_mib\": " << llvm::format("%.1f", cacheMiB)
                  << "}\n";
     return 0;
   }
@@ -909,7 +935,11 @@ int cmdBench(int argc, char **argv) {
                << "weights:        " << llvm::format("%.1f MiB", weightMiB)
                << " f32; resident after load "
                << llvm::format("%.1f MiB", loadMiB) << "\n"
-               << "peak memory:    " << llvm::format("%.1f MiB", peakMiB) << "\n";
+               << "peak memory:    " << llvm::format("%.1f MiB", peakMiB) << "\n"
+               << "caches:         " << info.cache_bytes_per_token
+               << " bytes per position; "
+               << llvm::format("%.1f MiB", cacheMiB) << " for "
+               << needed << " positions\n";
   return 0;
 }
 

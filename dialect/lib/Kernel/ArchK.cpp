@@ -93,6 +93,26 @@ bool isReshape(Operation *op) {
       op);
 }
 
+Type storeElementType(MLIRContext *ctx, StoreType t) {
+  Builder b(ctx);
+  switch (t) {
+  case StoreType::f16: return b.getF16Type();
+  case StoreType::bf16: return b.getBF16Type();
+  case StoreType::f32: break;
+  }
+  return b.getF32Type();
+}
+
+std::optional<StoreType> storeTypeOf(Type t) {
+  if (t.isF32())
+    return StoreType::f32;
+  if (t.isF16())
+    return StoreType::f16;
+  if (t.isBF16())
+    return StoreType::bf16;
+  return std::nullopt;
+}
+
 bool isBufferView(Operation *op) {
   return isa<memref::SubViewOp>(op) || isReshape(op);
 }
@@ -165,11 +185,12 @@ LogicalResult CacheOp::verifySymbolUses(SymbolTableCollection &symbols) {
     return failure();
   int64_t rows = c.getCapacity().value_or(1);
   MemRefType t = getBuffer().getType();
+  Type elem = c.getRowType().getElementType();
   if (t.getShape() != ArrayRef<int64_t>{rows, c.getRowElements()} ||
-      !t.getLayout().isIdentity())
+      !t.getLayout().isIdentity() || t.getElementType() != elem)
     return emitOpError() << "has type " << t << " but the cache holds "
-                         << rows << " rows of " << c.getRowElements()
-                         << " elements";
+                         << rows << " rows of " << c.getRowElements() << " "
+                         << elem;
   return success();
 }
 
@@ -203,15 +224,19 @@ LogicalResult CallOp::verify() {
       break;
     case KernelArg::Input:
     case KernelArg::Output:
-      ok = m && m.getRank() == a.rank && m.getElementType().isF32();
-      want = "a memref of f32 of the declared rank";
+      ok = m && m.getRank() == a.rank &&
+           m.getElementType() == storeElementType(getContext(), a.elem);
+      want = "a memref of the declared element type and rank";
       break;
     }
     if (!ok)
       return emitOpError() << "argument " << i << " ('" << a.name
                            << "') is " << t << ", but the kernel takes "
-                           << want << (a.rank ? " " : "")
-                           << (a.rank ? std::to_string(a.rank) : "");
+                           << want
+                           << (a.rank ? " (" + stringifyEnum(a.elem).str() +
+                                            ", " + std::to_string(a.rank) +
+                                            ")"
+                                      : "");
   }
   return success();
 }

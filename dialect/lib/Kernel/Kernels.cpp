@@ -47,9 +47,13 @@ Key keyOf(KernelSpec k) {
 /// The argument list of each kind.
 struct Args {
   std::vector<KernelArg> a;
-  void in(const char *name, int rank) { a.push_back({KernelArg::Input, name, rank}); }
+  void in(const char *name, int rank, StoreType elem = StoreType::f32) {
+    a.push_back({KernelArg::Input, name, rank, elem});
+  }
   void pos() { a.push_back({KernelArg::Position, "pos", 0}); }
-  void out(int rank) { a.push_back({KernelArg::Output, "out", rank}); }
+  void out(int rank, StoreType elem = StoreType::f32) {
+    a.push_back({KernelArg::Output, "out", rank, elem});
+  }
 
   void operator()(const EmbedKernel &) {
     a.push_back({KernelArg::Tokens, "tokens", 1});
@@ -70,7 +74,7 @@ struct Args {
   void operator()(const PackKernel &) { in("weight", 2), out(3); }
   void operator()(const RopeKernel &) { in("x", 3), pos(), out(3); }
   void operator()(const AttentionKernel &k) {
-    in("q", 3), in("k", 3), in("v", 3);
+    in("q", 3), in("k", 3, k.kv), in("v", 3, k.kv);
     if (k.t5Buckets)
       in("rel_bias", 2);
     if (k.shawClip)
@@ -87,7 +91,7 @@ struct Args {
     in("a", 2);
     if (k.op == ElementwiseKernel::Add || k.op == ElementwiseKernel::Glu)
       in("b", 2);
-    out(2);
+    out(2, k.store);
   }
 };
 

@@ -121,11 +121,20 @@ void call(OpBuilder &b, Location loc, const KernelSpec &spec,
                           archk::kernelAttr(b.getContext(), spec), operands);
 }
 
-/// Rows `src` copied into `dst` (a buffer or a view of one).
+/// Element type of a buffer as a kernel stores it.
+static StoreType storeOf(Value buffer) {
+  return *archk::storeTypeOf(
+      cast<MemRefType>(buffer.getType()).getElementType());
+}
+
+/// Rows `src` copied into `dst` (a buffer or a view of one), converted to
+/// `dst`'s element type.
 void copy(OpBuilder &b, Location loc, Value src, Value dst) {
   src = asRows(b, loc, collapseRows(b, loc, src));
   dst = asRows(b, loc, collapseRows(b, loc, dst));
-  call(b, loc, EW{EW::Copy, widthOf(src)}, {{"a", src}, {"out", dst}});
+  EW kernel{EW::Copy, widthOf(src)};
+  kernel.store = storeOf(dst);
+  call(b, loc, kernel, {{"a", src}, {"out", dst}});
 }
 
 template <class Op> struct Lowering : OpConversionPattern<Op> {
@@ -285,6 +294,7 @@ template <class Op> struct LowerAttention : Lowering<Op> {
                       op.getScale().convertToDouble(),
                       op.getSoftcap().convertToDouble()};
     setTiling(k, op);
+    k.kv = storeOf(buf(a.getKey()));
     Value out = newRows(b, loc, rowsOf(b, loc, q), h * hd);
     Args args{{"q", heads(b, loc, q, h)},
               {"k", heads(b, loc, buf(a.getKey()), kvh)},
@@ -402,7 +412,9 @@ struct LowerCacheAppend : Lowering<CacheAppendOp> {
     Value rows = buf(a.getRows());
     int64_t w = widthOf(rows);
     Value cache = b.create<archk::CacheOp>(
-        loc, MemRefType::get({*decl.getCapacity(), w}, b.getF32Type()),
+        loc,
+        MemRefType::get({*decl.getCapacity(), w},
+                        decl.getRowType().getElementType()),
         op.getCacheAttr());
     Value n = rowsOf(b, loc, rows);
     copy(b, loc, rows,
@@ -488,9 +500,6 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
       return c.emitOpError() << "is a " << stringifyCacheLayout(c.getLayout())
                              << " cache, which has no lowering yet (only "
                                 "tokens caches do)";
-    if (!c.getRowType().getElementType().isF32())
-      return c.emitOpError() << "stores " << c.getRowType().getElementType()
-                             << ", which has no lowering yet (only f32 does)";
     // The runtime allocates a tokens cache for the sequence's positions
     // (at most max_seq_len), and appends write at any of them.
     if (*c.getCapacity() < maxSeq)
@@ -555,13 +564,26 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
                                   << " reads, which has no lowering (only "
                                      "attention's keys and values do)";
     }
-    if (isa<AttentionOp, FlashAttentionOp>(op))
+    if (isa<AttentionOp, FlashAttentionOp>(op)) {
       // Keys and values must hold positions 0 ..< pos + T: a cache's context.
-      if (!op->getOperand(1).getDefiningOp<CacheAppendOp>() ||
-          !op->getOperand(2).getDefiningOp<CacheAppendOp>())
+      auto k = op->getOperand(1).getDefiningOp<CacheAppendOp>();
+      auto v = op->getOperand(2).getDefiningOp<CacheAppendOp>();
+      if (!k || !v)
         return op->emitOpError() << "reads keys or values that are not the "
                                     "context of an arch.cache_append, which "
                                     "has no lowering";
+      // One kernel reads both as one element type.
+      auto stored = [&](CacheAppendOp a) {
+        auto c = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
+            a, a.getCacheAttr());
+        return c ? c.getRowType().getElementType() : Type();
+      };
+      if (stored(k) != stored(v))
+        return op->emitOpError()
+               << "reads keys stored as " << stored(k) << " and values "
+               << "stored as " << stored(v)
+               << ", which has no lowering (one type for both)";
+    }
     // (The verifier keeps the token rows of activations whole: they are
     // joined along their features only.)
     if (auto c = dyn_cast<ConcatOp>(op)) {

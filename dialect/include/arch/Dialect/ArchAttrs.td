@@ -71,4 +71,15 @@ def Arch_CacheLayout : I32EnumAttr<"CacheLayout", "how a cache keeps tokens", [
   let cppNamespace = "::arch";
 }
 
+def Arch_StoreType : I32EnumAttr<"StoreType",
+    "the element type a buffer stores (a KV cache: --kv-type)", [
+    I32EnumAttrCase<"f32", 0>,
+    // IEEE half: 10-bit mantissa, 5-bit exponent.
+    I32EnumAttrCase<"f16", 1>,
+    // bfloat16: f32's exponent, 7-bit mantissa.
+    I32EnumAttrCase<"bf16", 2>,
+  ]> {
+  let cppNamespace = "::arch";
+}
+
 #endif // ARCH_ATTRS_TD

@@ -2,7 +2,7 @@
 //
 // The one definition of the enums (ArchAttrs.td) that the dialect's ops
 // carry and the kernels are specialized on: NormKind, Activation, RopeStyle,
-// RopeScaling, PosEmbedKind, CacheLayout.
+// RopeScaling, PosEmbedKind, CacheLayout, StoreType.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCH_DIALECT_ARCHENUMS_H

@@ -33,6 +33,11 @@ bool isReshape(mlir::Operation *op);
 /// `buffer` and every view of it, views of views included.
 llvm::SmallVector<mlir::Value> viewsOf(mlir::Value buffer);
 
+/// The MLIR element type of a StoreType (f32, f16, bf16), and back (none
+/// for another type).
+mlir::Type storeElementType(mlir::MLIRContext *ctx, StoreType t);
+std::optional<StoreType> storeTypeOf(mlir::Type t);
+
 /// `spec`'s fields as a dictionary: integers as i64, booleans, reals as
 /// f64, enums by name.
 mlir::DictionaryAttr kernelAttr(mlir::MLIRContext *ctx, KernelSpec spec);

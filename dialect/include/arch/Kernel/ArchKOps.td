@@ -26,6 +26,8 @@ class ArchK_Op<string mnemonic, list<Trait> traits = []>
     : Op<ArchK_Dialect, mnemonic, traits>;
 
 def ArchK_F32MemRef : MemRefOf<[F32]>;
+// What a cache stores (--kv-type).
+def ArchK_CacheMemRef : MemRefOf<[F32, F16, BF16]>;
 
 def ArchK_WeightOp : ArchK_Op<"weight",
     [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
@@ -48,14 +50,15 @@ def ArchK_CacheOp : ArchK_Op<"cache",
   let summary = "the current sequence's buffer of a cache the module declares";
   let description = [{
     The memory of `arch.cache @name` for the sequence a call runs on:
-    [capacity, elements per row] of a tokens cache.
+    [capacity, elements per row] of a tokens cache, of the cache's element
+    type (f32, f16 or bf16).
 
     ```mlir
     %k = archk.cache @"model.layers.0.self_attn.k_cache" : memref<256x64xf32>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$name);
-  let results = (outs ArchK_F32MemRef:$buffer);
+  let results = (outs ArchK_CacheMemRef:$buffer);
   let assemblyFormat = "$name attr-dict `:` type($buffer)";
 }
 

@@ -37,6 +37,7 @@ struct KernelArg {
   Kind kind;
   const char *name;
   int rank = 0; ///< dimensions of a buffer (innermost first in Halide)
+  StoreType elem = StoreType::f32; ///< an Input's or the Output's elements
 };
 
 /// Rows of `table` [vocab, d_model] picked by token, times `scale`.
@@ -106,19 +107,21 @@ struct RopeKernel {
 /// (arch.attention), or tiled with an online softmax when `blockQ` > 0
 /// (arch.flash_attention: tiles of blockQ positions x the query heads of a
 /// key/value head against blocks of blockKV keys; with fewer than blockQ
-/// rows, chunks of splitKV keys in parallel, their partials merged).
+/// rows, chunks of splitKV keys in parallel, their partials merged). Keys
+/// and values are read as `kv` (the caches' element type), computed in f32.
 struct AttentionKernel {
   int64_t heads, kvHeads, headDim;
   bool alibi;
   int64_t window, t5Buckets, t5MaxDistance, shawClip;
   double scale, softcap;
   int64_t blockQ = 0, blockKV = 0, splitKV = 0;
+  StoreType kv = StoreType::f32;
   template <class F> void fields(F &&f) {
     f("heads", heads), f("kv_heads", kvHeads), f("head_dim", headDim),
         f("alibi", alibi), f("window", window), f("t5_buckets", t5Buckets),
         f("t5_max_distance", t5MaxDistance), f("shaw_clip", shawClip),
         f("scale", scale), f("softcap", softcap), f("block_q", blockQ),
-        f("block_kv", blockKV), f("split_kv", splitKV);
+        f("block_kv", blockKV), f("split_kv", splitKV), f("kv", kv);
   }
 };
 
@@ -134,13 +137,15 @@ struct PosEmbedKernel {
 };
 
 /// Row-wise ops on [T, width]: a + b, act(a) * b, act(a), a * factor,
-/// factor * tanh(a / factor), and a copy of a into a (column) view.
+/// factor * tanh(a / factor), and a copy of a into a (column) view,
+/// converted to `store` (a cache append into an f16 or bf16 cache).
 struct ElementwiseKernel {
   enum Op : uint8_t { Add, Glu, Activate, Scale, Softcap, Copy };
   Op op;
   int64_t width;
   Activation activation = Activation::identity;
   double factor = 0;
+  StoreType store = StoreType::f32;
   /// The op is the kind (its name); the fields are those it uses.
   template <class F> void fields(F &&f) {
     f("width", width);
@@ -148,6 +153,8 @@ struct ElementwiseKernel {
       f("activation", activation);
     if (op == Scale || op == Softcap)
       f("factor", factor);
+    if (op == Copy)
+      f("store", store);
   }
 };
 
