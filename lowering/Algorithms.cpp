@@ -485,6 +485,33 @@ static void lowerRowAttention(KernelFuncs &k, const AttentionTerms &in) {
   k.outDims = {hd, heads};
 }
 
+/// A softmax over a block or chunk of keys: per row, the maximum of the
+/// scores, their exponentials less it, and their sum (named WHAT_max,
+/// WHAT_prob, WHAT_sum). `score` takes the key index `j` (reduced over
+/// `keys`) at argument `keyAt` among the row coordinates `rows`.
+struct SoftmaxPart {
+  Func max, prob, sum;
+};
+static SoftmaxPart softmaxPart(const std::string &what, Func score, Var j,
+                               RDom keys, const std::vector<Var> &rows,
+                               size_t keyAt) {
+  auto at = [&](Expr key) {
+    std::vector<Expr> args(rows.begin(), rows.end());
+    args.insert(args.begin() + keyAt, key);
+    return args;
+  };
+  std::vector<Var> probArgs = rows;
+  probArgs.insert(probArgs.begin() + keyAt, j);
+  std::vector<Expr> row(rows.begin(), rows.end());
+  SoftmaxPart p{Func(what + "_max"), Func(what + "_prob"), Func(what + "_sum")};
+  p.max(rows) = kMasked;
+  p.max(row) = max(p.max(row), score(at(keys)));
+  p.prob(probArgs) = exp(score(at(j)) - p.max(row));
+  p.sum(rows) = 0.0f;
+  p.sum(row) += p.prob(at(keys));
+  return p;
+}
+
 /// Tiled attention with an online softmax (arch.flash_attention). Two
 /// algorithms behind one select, each with its own schedule (a
 /// specialization on the row count):
@@ -538,14 +565,8 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   score(r, j, qb, kvh, b) = select(
       in.visible(qpos, key), in.score(raw, headOf(r, kvh), qpos, key), kMasked);
   RDom rj(0, bk, "rj");
-  Func bmax("block_max");
-  bmax(r, qb, kvh, b) = kMasked;
-  bmax(r, qb, kvh, b) = max(bmax(r, qb, kvh, b), score(r, rj, qb, kvh, b));
-  Func prob("block_prob");
-  prob(r, j, qb, kvh, b) = exp(score(r, j, qb, kvh, b) - bmax(r, qb, kvh, b));
-  Func bsum("block_sum");
-  bsum(r, qb, kvh, b) = 0.0f;
-  bsum(r, qb, kvh, b) += prob(r, rj, qb, kvh, b);
+  SoftmaxPart blk = softmaxPart("block", score, j, rj, {r, qb, kvh, b}, 1);
+  Func bmax = blk.max, prob = blk.prob, bsum = blk.sum;
   Func bpv("block_pv");
   Expr value = vc(dd, kvh, loadKey(b * bk + rj));
   if (a.shawClip)
@@ -593,14 +614,8 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
       in.visible(cqpos, ckey),
       in.score(cdot(j, g, t, kvh, c), kvh * group + g, cqpos, ckey), kMasked);
   RDom cj(0, ck, "cj");
-  Func cmax("chunk_max");
-  cmax(g, t, kvh, c) = kMasked;
-  cmax(g, t, kvh, c) = max(cmax(g, t, kvh, c), cscore(cj, g, t, kvh, c));
-  Func cprob("chunk_prob");
-  cprob(j, g, t, kvh, c) = exp(cscore(j, g, t, kvh, c) - cmax(g, t, kvh, c));
-  Func csum("chunk_sum");
-  csum(g, t, kvh, c) = 0.0f;
-  csum(g, t, kvh, c) += cprob(cj, g, t, kvh, c);
+  SoftmaxPart chk = softmaxPart("chunk", cscore, j, cj, {g, t, kvh, c}, 0);
+  Func cmax = chk.max, cprob = chk.prob, csum = chk.sum;
   Expr cvkey = (c0 + c) * ck + cj;
   Expr cvalue = vc(dd, kvh, loadKey(cvkey));
   if (a.shawClip)
