@@ -1,5 +1,6 @@
 //===- LibraryBuilder.cpp - Kernels + glue + runtime -> .so ---------------===//
 #include "lowering/LibraryBuilder.h"
+#include "lowering/BuildCache.h"
 #include "lowering/HalideEmitter.h"
 
 #include <chrono>
@@ -82,15 +83,13 @@ double seconds(std::chrono::steady_clock::time_point since) {
 } // namespace
 
 /// The Halide runtime for `target` at `path`: copied from the cache
-/// ($ARCHC_CACHE or ~/.cache/archc, halide14-runtime/<target>.o), compiled
-/// into it on first use. It depends only on Halide 14 and the target
-/// (a canonical string of [a-z0-9_-]), and takes longer to compile than
-/// a tiny model's kernels. Without a usable cache, compiled in place.
+/// (halide14-runtime/<target>.o), compiled into it on first use. It
+/// depends only on Halide 14 and the target (a canonical string of
+/// [a-z0-9_-]), and takes longer to compile than a tiny model's kernels.
+/// Without a usable cache, compiled in place.
 static bool halideRuntimeObject(const std::string &target,
                                 const std::string &path, std::string &error) {
-  const char *env = getenv("ARCHC_CACHE"), *home = getenv("HOME");
-  std::string dir = env && *env ? env : home ? std::string(home) + "/.cache/archc"
-                                             : "";
+  std::string dir = cacheDirectory();
   std::error_code ec;
   if (!dir.empty()) {
     dir += "/halide14-runtime";
@@ -136,10 +135,15 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
 
   std::vector<std::string> objects;
   auto t0 = std::chrono::steady_clock::now();
+  KernelCache cache(opts.kernelCache);
   for (size_t i = 0; i < model.kernels.size(); ++i) {
     const KernelSpec &k = model.kernels[i];
     std::string obj = tmp.path + "/" + k.name() + ".o";
-    if (!compileKernelObject(k, target, obj, error)) {
+    if (cache.fetch(k, target, obj)) {
+      ++st.cachedKernels;
+    } else if (compileKernelObject(k, target, obj, error)) {
+      cache.store(k, target, obj);
+    } else {
       error = "kernel " + k.name() + ": " + error;
       return false;
     }

@@ -388,6 +388,16 @@ int cmdCompile(int argc, char **argv) {
       cl::init("host"), cl::cat(archcCat));
   cl::opt<bool> quiet("quiet", cl::desc("no progress output"),
                       cl::cat(archcCat));
+  cl::opt<bool> noCache(
+      "no-cache",
+      cl::desc("compile every kernel: neither read nor write the kernel "
+               "cache ($ARCHC_CACHE/kernels, default ~/.cache/archc)"),
+      cl::cat(archcCat));
+  cl::opt<bool> printStats(
+      "build-stats",
+      cl::desc("print the build's figures: kernels compiled and taken "
+               "from the cache, seconds per step"),
+      cl::cat(archcCat));
   cl::opt<StoreType> kvType(
       "kv-type",
       cl::desc("element type of the KV caches (converted on append; "
@@ -461,14 +471,22 @@ int cmdCompile(int argc, char **argv) {
     opts.target = target;
     opts.relocatable = emit == Emit::Obj;
     opts.sanitize = sanitize;
+    opts.kernelCache = !noCache;
     BuildStats stats;
     auto t0 = Clock::now();
     if (!runPipeline(c.ctx, *module) ||
         !buildModule(*module, input, text, opts, out, quiet, &stats))
       return 1;
+    if (printStats)
+      fprintf(stderr,
+              "[archc] kernels: %zu, %zu from the cache, %.2f s\n"
+              "[archc] Halide runtime: %.2f s; glue and link: %.2f s\n",
+              stats.kernels, stats.cachedKernels, stats.kernelSeconds,
+              stats.runtimeSeconds, stats.linkSeconds);
     if (showProgress(quiet))
-      fprintf(stderr, "[archc] wrote %s (%zu kernels, %.2f s)\n", out.c_str(),
-              stats.kernels, since(t0));
+      fprintf(stderr, "[archc] wrote %s (%zu kernels, %zu from the cache, "
+              "%.2f s)\n", out.c_str(), stats.kernels, stats.cachedKernels,
+              since(t0));
     return 0;
   }
   if (out.empty())

@@ -38,6 +38,24 @@ struct Key {
   }
 };
 
+/// Each static value as " name=value", reals exactly (in hexadecimal).
+struct Spelling {
+  std::string s;
+  void operator()(const char *n, int64_t v) {
+    s += std::string(" ") + n + "=" + std::to_string(v);
+  }
+  void operator()(const char *n, bool v) { (*this)(n, int64_t(v)); }
+  void operator()(const char *n, double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%a", v);
+    s += std::string(" ") + n + "=" + buf;
+  }
+  template <class E> void operator()(const char *n, E v) {
+    static_assert(std::is_enum_v<E>, "a kernel field of another type");
+    (*this)(n, int64_t(v));
+  }
+};
+
 Key keyOf(KernelSpec k) {
   Key key;
   k.forEachField(key);
@@ -162,6 +180,13 @@ std::string KernelSpec::name() const {
     s += buf;
   }
   return s;
+}
+
+std::string KernelSpec::signature() const {
+  Spelling spell{kindName()};
+  KernelSpec copy = *this;
+  copy.forEachField(spell);
+  return spell.s;
 }
 
 } // namespace arch

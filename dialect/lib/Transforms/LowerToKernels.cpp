@@ -413,7 +413,7 @@ struct LowerCacheAppend : Lowering<CacheAppendOp> {
     int64_t w = widthOf(rows);
     Value cache = b.create<archk::CacheOp>(
         loc,
-        MemRefType::get({*decl.getCapacity(), w},
+        MemRefType::get({int64_t(*decl.getCapacity()), w},
                         decl.getRowType().getElementType()),
         op.getCacheAttr());
     Value n = rowsOf(b, loc, rows);
@@ -502,7 +502,7 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
                                 "tokens caches do)";
     // The runtime allocates a tokens cache for the sequence's positions
     // (at most max_seq_len), and appends write at any of them.
-    if (*c.getCapacity() < maxSeq)
+    if (int64_t(*c.getCapacity()) < maxSeq)
       return c.emitOpError() << "holds " << *c.getCapacity()
                              << " positions, fewer than the module's "
                                 "max_seq_len "

@@ -184,6 +184,10 @@ public:
   /// A C identifier unique to the description, e.g.
   /// archk_linear_288x768x0x64x0.
   std::string name() const;
+  /// Every static value spelled exactly (reals in hexadecimal), e.g.
+  /// "linear K=288 N=768 bias=0 panel=64 one_row=0": the kernel cache's
+  /// key, where the name's hash of the reals could collide.
+  std::string signature() const;
   /// The arguments in call order, declared once per kind.
   std::vector<KernelArg> args() const;
   /// `int NAME(halide_buffer_t *, ..., int32_t, ...);`

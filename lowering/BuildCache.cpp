@@ -1,0 +1,180 @@
+//===- BuildCache.cpp - Objects kept across builds ------------------------===//
+#include "lowering/BuildCache.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <elf.h>
+#include <filesystem>
+#include <fstream>
+#include <link.h>
+#include <sstream>
+#include <unistd.h>
+
+namespace arch {
+namespace fs = std::filesystem;
+
+std::string cacheDirectory() {
+  const char *env = getenv("ARCHC_CACHE"), *home = getenv("HOME");
+  if (env && *env)
+    return env;
+  return home && *home ? std::string(home) + "/.cache/archc" : "";
+}
+
+namespace {
+
+uint64_t fnv1a(const std::string &s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
+  return buf;
+}
+
+/// The GNU build id of a loaded object, "" without one.
+std::string buildId(const dl_phdr_info *info) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE)
+      continue;
+    const char *p = (const char *)(info->dlpi_addr + ph.p_vaddr);
+    const char *end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      ElfW(Nhdr) n;
+      std::memcpy(&n, p, sizeof n);
+      const char *name = p + sizeof n;
+      const char *desc = name + ((n.n_namesz + 3) & ~3u);
+      if (desc + n.n_descsz > end)
+        break;
+      if (n.n_type == NT_GNU_BUILD_ID && n.n_namesz == 4 &&
+          std::memcmp(name, "GNU", 4) == 0)
+        return std::string(desc, n.n_descsz);
+      p = desc + ((n.n_descsz + 3) & ~3u);
+    }
+  }
+  return "";
+}
+
+/// Build ids of the executable and of the Halide and LLVM libraries, or ""
+/// if one lacks an id.
+std::string toolchainId() {
+  struct Ids {
+    std::string all;
+    bool missing = false;
+  } ids;
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        auto &ids = *static_cast<Ids *>(data);
+        const char *name = info->dlpi_name ? info->dlpi_name : "";
+        bool main = ids.all.empty() && !ids.missing && !*name;
+        if (!main && !strstr(name, "Halide") && !strstr(name, "LLVM"))
+          return 0;
+        std::string id = buildId(info);
+        ids.missing |= id.empty();
+        ids.all += std::string(name) + ":" + id + ";";
+        return 0;
+      },
+      &ids);
+  return ids.missing ? "" : hex(fnv1a(ids.all));
+}
+
+/// The entry's file stem and the text its .key file holds.
+struct Entry {
+  std::string stem, key;
+};
+
+Entry entryOf(const std::string &dir, const KernelSpec &spec,
+              const std::string &target) {
+  std::string key = spec.signature() + "\n" + target + "\n";
+  return {dir + "/" + spec.name() + "-" + hex(fnv1a(key)), key};
+}
+
+/// `text` into `path` through a file beside it and a rename.
+bool replaceFile(const std::string &path, const std::string &from,
+                 const std::string *text) {
+  std::string part = path + ".XXXXXX";
+  int fd = mkstemp(part.data());
+  if (fd < 0)
+    return false;
+  close(fd);
+  std::error_code ec;
+  bool ok;
+  if (text) {
+    std::ofstream f(part, std::ios::binary);
+    f << *text;
+    f.close();
+    ok = bool(f);
+  } else {
+    ok = fs::copy_file(from, part, fs::copy_options::overwrite_existing, ec);
+  }
+  if (ok)
+    fs::rename(part, path, ec);
+  if (!ok || ec)
+    fs::remove(part, ec);
+  return ok && !ec;
+}
+
+} // namespace
+
+KernelCache::KernelCache(bool enable) {
+  std::string root = cacheDirectory();
+  if (!enable || root.empty())
+    return;
+  std::string id = toolchainId();
+  if (id.empty())
+    return;
+  std::error_code ec;
+  fs::path kernels = fs::path(root) / "kernels";
+  fs::create_directories(kernels / id, ec);
+  if (ec)
+    return;
+  dir = (kernels / id).string();
+  auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(dir, now, ec);
+  for (const fs::directory_entry &e : fs::directory_iterator(kernels, ec)) {
+    std::error_code ignored;
+    if (e.path().filename() != id && e.is_directory(ignored) &&
+        now - e.last_write_time(ignored) > std::chrono::hours(24 * 14))
+      fs::remove_all(e.path(), ignored);
+  }
+}
+
+bool KernelCache::fetch(const KernelSpec &spec, const std::string &target,
+                        const std::string &path) const {
+  if (!enabled())
+    return false;
+  Entry e = entryOf(dir, spec, target);
+  std::ifstream f(e.stem + ".key", std::ios::binary);
+  std::stringstream recorded;
+  recorded << f.rdbuf();
+  // The key names the object's size: a truncated object is a miss.
+  std::error_code ec;
+  uintmax_t size = fs::file_size(e.stem + ".o", ec);
+  if (ec || recorded.str() != e.key + std::to_string(size) + "\n")
+    return false;
+  return fs::copy_file(e.stem + ".o", path,
+                       fs::copy_options::overwrite_existing, ec) &&
+         !ec;
+}
+
+void KernelCache::store(const KernelSpec &spec, const std::string &target,
+                        const std::string &path) const {
+  if (!enabled())
+    return;
+  Entry e = entryOf(dir, spec, target);
+  std::error_code ec;
+  uintmax_t size = fs::file_size(path, ec);
+  if (ec || !replaceFile(e.stem + ".o", path, nullptr))
+    return;
+  std::string key = e.key + std::to_string(size) + "\n";
+  replaceFile(e.stem + ".key", "", &key);
+}
+
+} // namespace arch

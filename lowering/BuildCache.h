@@ -1,0 +1,48 @@
+//===- BuildCache.h - Objects kept across builds ---------------*- C++ -*-===//
+//
+// archc keeps what costs the most to rebuild and depends on little: the
+// Halide runtime (Halide and the target only) and each kernel's object
+// (its KernelSpec, the target and the code that compiles it). Both live
+// under $ARCHC_CACHE (default ~/.cache/archc). Entries are written beside
+// and renamed into place, so concurrent builds never read half of one;
+// any failure of the cache falls back to compiling.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_LOWERING_BUILDCACHE_H
+#define ARCHC_LOWERING_BUILDCACHE_H
+
+#include "arch/Kernel/Kernels.h"
+
+#include <string>
+
+namespace arch {
+
+/// $ARCHC_CACHE, else $HOME/.cache/archc, else "" (no cache).
+std::string cacheDirectory();
+
+/// Kernel objects by (KernelSpec::signature(), target), in
+/// kernels/<toolchain>/ under the cache directory, where <toolchain>
+/// digests the ELF build ids of archc and of the Halide and LLVM libraries
+/// it loaded: a rebuilt archc (a changed algorithm or schedule) or an
+/// upgraded Halide never sees another one's objects. Directories of other
+/// toolchains untouched for two weeks are removed when one opens.
+class KernelCache {
+public:
+  /// Disabled when `enable` is false, without a cache directory or when a
+  /// build id is missing.
+  explicit KernelCache(bool enable);
+  bool enabled() const { return !dir.empty(); }
+  /// Copies the cached object of `spec` for `target` to `path`.
+  bool fetch(const KernelSpec &spec, const std::string &target,
+             const std::string &path) const;
+  /// Keeps a copy of the object at `path`; best effort.
+  void store(const KernelSpec &spec, const std::string &target,
+             const std::string &path) const;
+
+private:
+  std::string dir;
+};
+
+} // namespace arch
+
+#endif // ARCHC_LOWERING_BUILDCACHE_H
