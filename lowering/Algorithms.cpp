@@ -366,6 +366,8 @@ struct AttentionTerms {
     q = rows(kf, "q", {hd, a.heads});
     k = rows(kf, "k", {hd, a.kvHeads});
     v = rows(kf, "v", {hd, a.kvHeads});
+    end = kf.pos + q.dim(2).extent();
+    first = end - k.dim(2).extent();
     if (int64_t buckets = a.t5Buckets) {
       relBias = kf.in("rel_bias");
       relBias.dim(0).set_bounds(0, int(a.heads)).set_stride(1);
@@ -392,11 +394,19 @@ struct AttentionTerms {
     }
   }
 
+  /// The context's rows hold positions first ..< end = pos + T: all of
+  /// them from 0 for a tokens cache, the last ones a ring keeps.
+  Expr end, first;
+
   /// Element d of key/value head `kv` at position j, in f32 (the caches
-  /// may store f16 or bf16).
-  Expr key(Expr d, Expr kv, Expr j) const { return cast<float>(k(d, kv, j)); }
+  /// may store f16 or bf16). Positions outside the context read its
+  /// nearest row: a block or chunk may start before the first position a
+  /// ring keeps, or end past pos + T; the mask hides those keys.
+  Expr key(Expr d, Expr kv, Expr j) const {
+    return cast<float>(k(d, kv, clamp(j, first, end - 1) - first));
+  }
   Expr value(Expr d, Expr kv, Expr j) const {
-    return cast<float>(v(d, kv, j));
+    return cast<float>(v(d, kv, clamp(j, first, end - 1) - first));
   }
 
   /// Shaw: the table row of key position `key` for query position `qpos`.
@@ -445,7 +455,6 @@ static void lowerRowAttention(KernelFuncs &k, const AttentionTerms &in) {
   Param<int32_t> pos = k.pos;
 
   Var j("j"), h("h"), t("t"), dd("dd");
-  Expr len = pos + q.dim(2).extent();
   RDom rd(0, int(hd), "rd");
   Func score("score");
   score(j, h, t) = 0.0f;
@@ -456,7 +465,7 @@ static void lowerRowAttention(KernelFuncs &k, const AttentionTerms &in) {
   Func scaled("scaled_score");
   scaled(j, h, t) = in.score(score(j, h, t), h, pos + t, j);
 
-  RDom past(0, len, "past");
+  RDom past(in.first, in.end - in.first, "past");
   past.where(past <= pos + t);
   if (int64_t window = a.window) // the last `window` positions only
     past.where(past > pos + t - int(window));
@@ -537,7 +546,7 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   auto kc = [&](Expr d, Expr kv, Expr j) { return in.key(d, kv, j); };
   auto vc = [&](Expr d, Expr kv, Expr j) { return in.value(d, kv, j); };
   Param<int32_t> pos = k.pos;
-  Expr T = q.dim(2).extent(), len = in.k.dim(2).extent();
+  Expr first = in.first, end = in.end, T = q.dim(2).extent();
   Var dd("dd"), h("h"), t("t"), j("j");
   RDom rd(0, hd, "rd");
 
@@ -545,13 +554,12 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   Var r("r"), qb("qb"), kvh("kvh"), b("b");
   auto tokenOf = [&](Expr row, Expr tile) { return tile * bq + row % bq; };
   auto headOf = [&](Expr row, Expr kv) { return kv * group + row / bq; };
-  auto loadKey = [&](Expr key) { return clamp(key, 0, len - 1); };
   Func qt("q_tile");
   qt(r, dd, qb, kvh) = q(dd, headOf(r, kvh), min(tokenOf(r, qb), T - 1));
   Func dot("block_dot");
   dot(r, j, qb, kvh, b) = 0.0f;
   dot(r, j, qb, kvh, b) +=
-      qt(r, rd, qb, kvh) * kc(rd, kvh, loadKey(b * bk + j));
+      qt(r, rd, qb, kvh) * kc(rd, kvh, b * bk + j);
   Expr key = b * bk + j, qpos = pos + tokenOf(r, qb);
   Expr raw = dot(r, j, qb, kvh, b);
   Func qrel("q_rel"); // Shaw: each row's dot with each key-table row
@@ -568,17 +576,17 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   SoftmaxPart blk = softmaxPart("block", score, j, rj, {r, qb, kvh, b}, 1);
   Func bmax = blk.max, prob = blk.prob, bsum = blk.sum;
   Func bpv("block_pv");
-  Expr value = vc(dd, kvh, loadKey(b * bk + rj));
+  Expr value = vc(dd, kvh, b * bk + rj);
   if (a.shawClip)
     value += in.relValue(dd, in.shawRow(qpos, b * bk + rj));
   bpv(r, dd, qb, kvh, b) = 0.0f;
   bpv(r, dd, qb, kvh, b) += prob(r, rj, qb, kvh, b) * value;
 
-  RDom kb(0, (len + bk - 1) / bk, "kb");
-  Expr first = pos + qb * bq; // the tile's first query position
-  kb.where(kb * bk <= first + bq - 1);
+  RDom kb(first / bk, (end + bk - 1) / bk - first / bk, "kb");
+  Expr firstQuery = pos + qb * bq; // the tile's first query position
+  kb.where(kb * bk <= firstQuery + bq - 1);
   if (a.window)
-    kb.where(kb * bk + bk - 1 > first - int(a.window));
+    kb.where(kb * bk + bk - 1 > firstQuery - int(a.window));
   Func run("running");
   run(r, dd, qb, kvh) = Tuple(kMasked, 0.0f, 0.0f);
   Expr oldMax = run(r, dd, qb, kvh)[0], blockMax = bmax(r, qb, kvh, kb);
@@ -593,13 +601,13 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
 
   // Chunks.
   Var g("g"), c("c"), l("l");
-  Expr c0 = a.window ? max(0, pos + 1 - int(a.window)) / ck : Expr(0);
-  Expr chunks = (len + ck - 1) / ck - c0;
+  Expr c0 = (a.window ? max(first, pos + 1 - int(a.window)) : first) / ck;
+  Expr chunks = (end + ck - 1) / ck - c0;
   Expr ckey = (c0 + c) * ck + j, cqpos = pos + t;
   int lanes = vectorWidthFor(hd, k.lanes);
   RDom rv(0, hd / lanes, "rv");
   Expr d = rv * lanes + l;
-  Expr keyCol = kc(d, kvh, loadKey(ckey));
+  Expr keyCol = kc(d, kvh, ckey);
   if (a.shawClip)
     keyCol += in.relKey(d, in.shawRow(cqpos, ckey));
   Func cdotLanes("chunk_dot_lanes"); // lane l's share of each dot product
@@ -617,7 +625,7 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   SoftmaxPart chk = softmaxPart("chunk", cscore, j, cj, {g, t, kvh, c}, 0);
   Func cmax = chk.max, cprob = chk.prob, csum = chk.sum;
   Expr cvkey = (c0 + c) * ck + cj;
-  Expr cvalue = vc(dd, kvh, loadKey(cvkey));
+  Expr cvalue = vc(dd, kvh, cvkey);
   if (a.shawClip)
     cvalue += in.relValue(dd, in.shawRow(cqpos, cvkey));
   Func cpv("chunk_pv");

@@ -149,6 +149,16 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
                              ints[op->getOperand(1)] + ")";
     return success();
   }
+  if (isa<arith::RemUIOp>(op)) {
+    ints[op->getResult(0)] = "(" + ints[op->getOperand(0)] + " % " +
+                             ints[op->getOperand(1)] + ")";
+    return success();
+  }
+  if (isa<arith::MinUIOp>(op)) {
+    const std::string &x = ints[op->getOperand(0)], &y = ints[op->getOperand(1)];
+    ints[op->getResult(0)] = "(" + x + " < " + y + " ? " + x + " : " + y + ")";
+    return success();
+  }
   if (auto d = dyn_cast<memref::DimOp>(op)) {
     std::optional<int64_t> i = d.getConstantIndex();
     if (!i || !bufs.count(d.getSource()))
@@ -351,7 +361,7 @@ std::string GlueEmitter::emitDesc() {
      << "    .n_heads = " << nHeads << ", .n_kv_heads = " << nKVHeads
      << ", .head_dim = " << headDim << ", .d_ff = " << dFF << ",\n"
      << "    .max_seq_len = " << maxSeq << ", .max_chunk = "
-     << std::min(opts.maxChunk, maxSeq) << ",\n"
+     << maxChunkOf(module) << ",\n"
      << "    .n_params = " << params.size() << ", .params = params,\n"
      << "    .n_prepared = " << prepared.size()
      << ", .prepared = prepared,\n"

@@ -25,7 +25,6 @@ struct LoweredModel {
 struct GlueOptions {
   std::string specPath;
   std::string specText;
-  int64_t maxChunk = 256; ///< most tokens one forward call processes
 };
 
 /// Prints `module` at the planned kernel-call level (buildKernelLowering

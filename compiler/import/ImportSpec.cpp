@@ -151,10 +151,14 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
   }
   // Keys and values go to caches of their own, one row of
   // [n_kv_heads, head_dim] per position; attention reads back the context.
+  // A sliding-window layer's caches keep only the last `window` positions
+  // (a ring, sized for a call's rows by arch-lower-to-kernels).
+  bool ring = a.window > 0 && a.window < spec.model.maxSeqLen;
   auto append = [&](Value rows, const std::string &name) -> Value {
     OpBuilder cb(forward);
     cb.create<CacheOp>(
-        al, name, CacheLayout::tokens, cb.getI64IntegerAttr(spec.model.maxSeqLen),
+        al, name, ring ? CacheLayout::ring : CacheLayout::tokens,
+        cb.getI64IntegerAttr(ring ? a.window : spec.model.maxSeqLen),
         RankedTensorType::get({a.nKVHeads, a.headDim}, b.getF32Type()));
     return b.create<CacheAppendOp>(al, rows.getType(), name, rows, pos);
   };

@@ -4,6 +4,9 @@
  * everything is, archrt_gen_forward runs the kernels in order.
  *
  *===---------------------------------------------------------------------===*/
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create */
+#endif
 #include "internal.h"
 
 #include <stdlib.h>
@@ -252,16 +255,58 @@ static void *alloc_floats(size_t n) {
   return p;
 }
 
+static size_t cache_bytes_of(const archrt_gen_cache *c, int32_t positions) {
+  size_t rows = c->layout == ARCHRT_GEN_CACHE_STATE    ? 1
+                : c->layout == ARCHRT_GEN_CACHE_TOKENS ? (size_t)positions
+                                                       : (size_t)c->capacity;
+  return rows * (size_t)c->row_elems * (size_t)c->elem_bytes;
+}
+
+/* A ring cache's `bytes` mapped twice in a row, so that row r + capacity
+ * is row r and any capacity consecutive positions are consecutive rows
+ * (archk.cache); zeroed. archc makes a ring whole pages. NULL on failure,
+ * with the reason in `why`. */
+static void *ring_map(size_t bytes, const char **why) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (bytes == 0 || bytes % page) {
+    *why = "is not a whole number of pages";
+    return NULL;
+  }
+  *why = "cannot be mapped twice";
+  int fd = memfd_create("archrt-ring", MFD_CLOEXEC);
+  if (fd < 0)
+    return NULL;
+  void *base = MAP_FAILED;
+  if (ftruncate(fd, (off_t)bytes) == 0)
+    base = mmap(NULL, 2 * bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                0);
+  if (base != MAP_FAILED) {
+    int prot = PROT_READ | PROT_WRITE, flags = MAP_SHARED | MAP_FIXED;
+    if (mmap(base, bytes, prot, flags, fd, 0) == MAP_FAILED ||
+        mmap((char *)base + bytes, bytes, prot, flags, fd, 0) == MAP_FAILED) {
+      munmap(base, 2 * bytes);
+      base = MAP_FAILED;
+    }
+  }
+  close(fd);
+  return base == MAP_FAILED ? NULL : base;
+}
+
 void archrt_seq_free(archrt_seq *s) {
   if (!s)
     return;
+  const archrt_gen_model *d = s->model->desc;
   if (s->slots)
-    for (int i = 0; i < s->model->desc->n_slots; ++i)
+    for (int i = 0; i < d->n_slots; ++i)
       free(s->slots[i]);
   free(s->slots);
   if (s->caches)
-    for (int i = 0; i < s->model->desc->n_caches; ++i)
-      free(s->caches[i]);
+    for (int i = 0; i < d->n_caches; ++i) {
+      if (d->caches[i].layout != ARCHRT_GEN_CACHE_RING)
+        free(s->caches[i]);
+      else if (s->caches[i])
+        munmap(s->caches[i], 2 * cache_bytes_of(&d->caches[i], 0));
+    }
   free(s->caches);
   free(s->logits);
   free(s->scratch);
@@ -310,12 +355,19 @@ archrt_status archrt_seq_create(archrt_model *m, int32_t max_tokens,
                          "fewer than the %d asked for",
                          c->name, c->capacity, asked);
     }
-    size_t rows = c->layout == ARCHRT_GEN_CACHE_STATE    ? 1
-                  : c->layout == ARCHRT_GEN_CACHE_TOKENS ? (size_t)s->capacity
-                                                         : (size_t)c->capacity;
-    size_t bytes = rows * (size_t)c->row_elems * (size_t)c->elem_bytes;
+    size_t bytes = cache_bytes_of(c, s->capacity);
     cache_bytes += bytes;
-    ok = (s->caches[i] = alloc_floats((bytes + 3) / 4)) != NULL;
+    if (c->layout != ARCHRT_GEN_CACHE_RING) {
+      ok = (s->caches[i] = alloc_floats((bytes + 3) / 4)) != NULL;
+      continue;
+    }
+    const char *why;
+    if (!(s->caches[i] = ring_map(bytes, &why))) {
+      archrt_seq_free(s); /* the name is the library's, not the seq's */
+      return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
+                         "archrt_seq_create: ring cache %s of %zu bytes %s",
+                         c->name, bytes, why);
+    }
   }
   if (!ok) {
     archrt_seq_free(s);

@@ -138,8 +138,8 @@ module attributes {arch.max_seq_len = 16 : i64} {
 // -----
 
 module attributes {arch.max_seq_len = 16 : i64} {
-  // expected-error @+1 {{'arch.cache' op is a ring cache, which has no lowering yet (only tokens caches do)}}
-  arch.cache @kc ring 4 : tensor<1x4xf32>
+  // expected-error @+1 {{'arch.cache' op is a state cache, which has no lowering yet (tokens and ring caches do)}}
+  arch.cache @kc state : tensor<1x4xf32>
   func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
     %e = arch.param @emb : tensor<4x4xf32>
     %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
@@ -471,6 +471,129 @@ module attributes {arch.max_seq_len = 16 : i64} {
   func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
     %e = arch.param @emb : tensor<4x4xf32>
     %c = arch.param @cube2 : tensor<2x3x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+// A sliding window's ring cache: W = 6 positions kept, calls of at most 8
+// rows, so C >= 6 + 8 - 1 = 13 rows, rounded to whole 4 KiB pages of
+// 1 KiB rows: 16. Its buffer is the 2C rows the runtime maps twice; the
+// rows go to pos mod C, the context is the last min(pos + T, C) positions
+// from row (pos + T - kept) mod C.
+// CHECK-LABEL: arch.cache @kc ring 16 : tensor<4x64xf32>
+// CHECK-NEXT: arch.cache @vc ring 16 : tensor<4x64xf32>
+// CHECK: %[[T:.*]] = memref.dim %arg0
+// CHECK: %[[KC:.*]] = archk.cache @kc : memref<32x256xf32>
+// CHECK-NEXT: %[[C:.*]] = arith.constant 16 : index
+// CHECK-NEXT: %[[ROW:.*]] = arith.remui %arg1, %[[C]] : index
+// CHECK-NEXT: %[[ROWS:.*]] = memref.subview %[[KC]][%[[ROW]], 0] [%[[T]], 256] [1, 1]
+// CHECK-NEXT: archk.call "copy" {store = "f32", width = 256 : i64}(%{{.*}}, %[[ROWS]])
+// CHECK-NEXT: %[[END:.*]] = arith.addi %arg1, %[[T]] : index
+// CHECK-NEXT: %[[KEPT:.*]] = arith.minui %[[END]], %[[C]] : index
+// CHECK-NEXT: %[[OLD:.*]] = arith.subi %[[END]], %[[KEPT]] : index
+// CHECK-NEXT: %[[FIRST:.*]] = arith.remui %[[OLD]], %[[C]] : index
+// CHECK-NEXT: memref.subview %[[KC]][%[[FIRST]], 0] [%[[KEPT]], 256] [1, 1]
+// CHECK: archk.call "attention"
+module attributes {arch.max_seq_len = 64 : i64, arch.max_chunk = 8 : i64} {
+  arch.weight @emb : tensor<32x256xf32>
+  arch.cache @kc ring 6 : tensor<4x64xf32>
+  arch.cache @vc ring 6 : tensor<4x64xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x32xf32> {
+    %e = arch.param @emb : tensor<32x256xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<32x256xf32>) -> tensor<?x256xf32>
+    %kc = arch.cache_append @kc, %x at %pos : tensor<?x256xf32> -> tensor<?x256xf32>
+    %vc = arch.cache_append @vc, %x at %pos : tensor<?x256xf32> -> tensor<?x256xf32>
+    %a = arch.flash_attention %x, %kc, %vc, %pos {head_dim = 64 : i64, n_heads = 4 : i64, n_kv_heads = 4 : i64, scale = 0.125 : f64, window = 6 : i64, block_q = 16 : i64, block_kv = 64 : i64, split_kv = 256 : i64} : (tensor<?x256xf32>, tensor<?x256xf32>, tensor<?x256xf32>, index) -> tensor<?x256xf32>
+    %l = arch.last_token %a : tensor<?x256xf32> -> tensor<1x256xf32>
+    %y = arch.linear %l, %e : (tensor<1x256xf32>, tensor<32x256xf32>) -> tensor<1x32xf32>
+    return %y : tensor<1x32xf32>
+  }
+}
+
+// -----
+
+// A ring that would not be smaller than max_seq_len (6 + 256 - 1 rows at
+// the default chunk, 64 positions): a tokens cache.
+// CHECK-LABEL: arch.cache @kc tokens 64 : tensor<4x64xf32>
+// CHECK: archk.cache @kc : memref<64x256xf32>
+module attributes {arch.max_seq_len = 64 : i64} {
+  arch.weight @emb : tensor<32x256xf32>
+  arch.cache @kc ring 6 : tensor<4x64xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x32xf32> {
+    %e = arch.param @emb : tensor<32x256xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<32x256xf32>) -> tensor<?x256xf32>
+    %kc = arch.cache_append @kc, %x at %pos : tensor<?x256xf32> -> tensor<?x256xf32>
+    %a = arch.flash_attention %x, %kc, %kc, %pos {head_dim = 64 : i64, n_heads = 4 : i64, n_kv_heads = 4 : i64, scale = 0.125 : f64, window = 6 : i64, block_q = 16 : i64, block_kv = 64 : i64, split_kv = 256 : i64} : (tensor<?x256xf32>, tensor<?x256xf32>, tensor<?x256xf32>, index) -> tensor<?x256xf32>
+    %l = arch.last_token %a : tensor<?x256xf32> -> tensor<1x256xf32>
+    %y = arch.linear %l, %e : (tensor<1x256xf32>, tensor<32x256xf32>) -> tensor<1x32xf32>
+    return %y : tensor<1x32xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 64 : i64} {
+  arch.weight @emb : tensor<32x256xf32>
+  arch.cache @kc ring 6 : tensor<4x64xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x32xf32> {
+    %e = arch.param @emb : tensor<32x256xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<32x256xf32>) -> tensor<?x256xf32>
+    %kc = arch.cache_append @kc, %x at %pos : tensor<?x256xf32> -> tensor<?x256xf32>
+    // expected-error @+1 {{'arch.attention' op attends to every position but reads ring caches that keep the last 6 positions}}
+    %a = arch.attention %x, %kc, %kc, %pos {head_dim = 64 : i64, n_heads = 4 : i64, n_kv_heads = 4 : i64, scale = 0.125 : f64} : (tensor<?x256xf32>, tensor<?x256xf32>, tensor<?x256xf32>, index) -> tensor<?x256xf32>
+    %l = arch.last_token %a : tensor<?x256xf32> -> tensor<1x256xf32>
+    %y = arch.linear %l, %e : (tensor<1x256xf32>, tensor<32x256xf32>) -> tensor<1x32xf32>
+    return %y : tensor<1x32xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 64 : i64} {
+  arch.weight @emb : tensor<32x256xf32>
+  arch.cache @kc ring 6 : tensor<4x64xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x32xf32> {
+    %e = arch.param @emb : tensor<32x256xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<32x256xf32>) -> tensor<?x256xf32>
+    %kc = arch.cache_append @kc, %x at %pos : tensor<?x256xf32> -> tensor<?x256xf32>
+    // expected-error @+1 {{'arch.attention' op attends to the last 8 positions but reads ring caches that keep the last 6 positions}}
+    %a = arch.attention %x, %kc, %kc, %pos {head_dim = 64 : i64, n_heads = 4 : i64, n_kv_heads = 4 : i64, scale = 0.125 : f64, window = 8 : i64} : (tensor<?x256xf32>, tensor<?x256xf32>, tensor<?x256xf32>, index) -> tensor<?x256xf32>
+    %l = arch.last_token %a : tensor<?x256xf32> -> tensor<1x256xf32>
+    %y = arch.linear %l, %e : (tensor<1x256xf32>, tensor<32x256xf32>) -> tensor<1x32xf32>
+    return %y : tensor<1x32xf32>
+  }
+}
+
+// -----
+
+module attributes {arch.max_seq_len = 64 : i64} {
+  arch.weight @emb : tensor<32x256xf32>
+  arch.cache @kc ring 6 : tensor<4x64xf32>
+  arch.cache @vc tokens 64 : tensor<4x64xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x32xf32> {
+    %e = arch.param @emb : tensor<32x256xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<32x256xf32>) -> tensor<?x256xf32>
+    %kc = arch.cache_append @kc, %x at %pos : tensor<?x256xf32> -> tensor<?x256xf32>
+    %vc = arch.cache_append @vc, %x at %pos : tensor<?x256xf32> -> tensor<?x256xf32>
+    // expected-error @+1 {{'arch.attention' op reads keys from a cache that keeps the last 6 positions and values from one that keeps every position, which has no lowering}}
+    %a = arch.attention %x, %kc, %vc, %pos {head_dim = 64 : i64, n_heads = 4 : i64, n_kv_heads = 4 : i64, scale = 0.125 : f64, window = 6 : i64} : (tensor<?x256xf32>, tensor<?x256xf32>, tensor<?x256xf32>, index) -> tensor<?x256xf32>
+    %l = arch.last_token %a : tensor<?x256xf32> -> tensor<1x256xf32>
+    %y = arch.linear %l, %e : (tensor<1x256xf32>, tensor<32x256xf32>) -> tensor<1x32xf32>
+    return %y : tensor<1x32xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{module's arch.max_chunk must be an integer in [1, 2147483647], got 0 : i64}}
+module attributes {arch.max_seq_len = 64 : i64, arch.max_chunk = 0 : i64} {
+  arch.weight @emb : tensor<4x4xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
     %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
     %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
     return %l : tensor<1x4xf32>

@@ -47,6 +47,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -256,11 +257,11 @@ loadModule(Context &c, const std::string &input, std::string &text,
   return module;
 }
 
-/// Every tokens cache of `module` (the KV caches) stores `type`.
+/// Every tokens and ring cache of `module` (the KV caches) stores `type`.
 void setKvType(mlir::ModuleOp module, StoreType type) {
   mlir::Type elem = archk::storeElementType(module.getContext(), type);
   for (CacheOp c : module.getOps<CacheOp>())
-    if (c.getLayout() == CacheLayout::tokens)
+    if (c.getLayout() != CacheLayout::state)
       c.setRow(mlir::RankedTensorType::get(c.getRowType().getShape(), elem));
 }
 
@@ -407,6 +408,13 @@ int cmdCompile(int argc, char **argv) {
                  clEnumValN(StoreType::f16, "f16", "IEEE half, 2 bytes"),
                  clEnumValN(StoreType::bf16, "bf16", "bfloat16, 2 bytes")),
       cl::cat(archcCat));
+  cl::opt<int64_t> maxChunk(
+      "max-chunk",
+      cl::desc("most tokens one forward call takes (longer prompts run in "
+               "calls of this many; sizes the activation buffers and the "
+               "sliding-window ring caches; default 256)"),
+      cl::value_desc("tokens"), cl::init(kDefaultMaxChunk),
+      cl::cat(archcCat));
   cl::opt<bool> sanitize(
       "sanitize",
       cl::desc("build the glue and the runtime with AddressSanitizer and "
@@ -458,9 +466,17 @@ int cmdCompile(int argc, char **argv) {
   auto module = loadModule(c, input, text);
   if (!module)
     return 1;
-  // Given, it overrides the caches' types (an IR input's too).
+  // Given, they override the caches' types and the chunk (an IR input's
+  // too).
   if (kvType.getNumOccurrences())
     setKvType(*module, kvType);
+  if (maxChunk.getNumOccurrences()) {
+    if (maxChunk < 1 || maxChunk > std::numeric_limits<int32_t>::max())
+      return fail("--max-chunk must be in [1, 2147483647], got " +
+                  std::to_string(maxChunk));
+    (*module)->setAttr("arch.max_chunk",
+                       mlir::Builder(&c.ctx).getI64IntegerAttr(maxChunk));
+  }
   std::string out = output;
   if (emit == Emit::Lib || emit == Emit::Obj) {
     if (out.empty())
@@ -933,6 +949,7 @@ int cmdBench(int argc, char **argv) {
                  << ", \"load_rss_mib\": " << llvm::format("%.1f", loadMiB)
                  << ", \"peak_rss_mib\": " << llvm::format("%.1f", peakMiB)
                  << ", \"cache_bytes_per_token\": " << info.cache_bytes_per_token
+                 << ", \"fixed_cache_bytes\": " << info.fixed_cache_bytes
                  << ", \"cache_mib\": " << llvm::format("%.1f", cacheMiB)
                  << "}\n";
     return 0;
@@ -955,9 +972,9 @@ int cmdBench(int argc, char **argv) {
                << llvm::format("%.1f MiB", loadMiB) << "\n"
                << "peak memory:    " << llvm::format("%.1f MiB", peakMiB) << "\n"
                << "caches:         " << info.cache_bytes_per_token
-               << " bytes per position; "
-               << llvm::format("%.1f MiB", cacheMiB) << " for "
-               << needed << " positions\n";
+               << " bytes per position + " << info.fixed_cache_bytes
+               << " fixed (rings); " << llvm::format("%.1f MiB", cacheMiB)
+               << " for " << needed << " positions\n";
   return 0;
 }
 

@@ -89,12 +89,17 @@ FailureOr<ModelFigures> Figures::run() {
       f.params += w.getTensorType().getNumElements();
       f.weightBytes += bytesOf(w.getTensorType());
     }
+  // As the library allocates them: a ring its rows, or per token where a
+  // ring would not be smaller.
   for (CacheOp c : module.getOps<CacheOp>()) {
     int64_t row = bytesOf(c.getRowType());
-    if (c.getLayout() == CacheLayout::tokens)
-      f.kvBytesPerToken += row;
+    int64_t rows = c.getLayout() == CacheLayout::ring    ? ringRows(c)
+                   : c.getLayout() == CacheLayout::state ? 1
+                                                         : 0;
+    if (rows)
+      f.fixedCacheBytes += row * rows;
     else
-      f.fixedCacheBytes += row * c.getCapacity().value_or(1);
+      f.kvBytesPerToken += row;
   }
   // Embedding parameters: the tables read by position, and the
   // classifier that produces the logits (through a final scale or cap).

@@ -10,6 +10,7 @@
 #include "mlir/IR/OpImplementation.h"
 
 #include <limits>
+#include <numeric>
 
 using namespace mlir;
 
@@ -43,6 +44,25 @@ int64_t widthOf(Value v) {
 
 std::string modelName(ModuleOp module) {
   return module.getSymName() ? module.getSymName()->str() : "model";
+}
+
+int64_t maxChunkOf(ModuleOp module) {
+  auto chunk = module->getAttrOfType<IntegerAttr>("arch.max_chunk");
+  auto maxSeq = module->getAttrOfType<IntegerAttr>("arch.max_seq_len");
+  int64_t n = chunk ? chunk.getInt() : kDefaultMaxChunk;
+  return maxSeq ? std::min(n, maxSeq.getInt()) : n;
+}
+
+int64_t ringRows(CacheOp c) {
+  constexpr int64_t page = 4096;
+  auto module = c->getParentOfType<ModuleOp>();
+  int64_t rowBytes =
+      c.getRowElements() * c.getRowType().getElementTypeBitWidth() / 8;
+  int64_t unit = page / std::gcd(page, rowBytes);
+  int64_t rows = int64_t(c.getCapacity().value_or(1)) + maxChunkOf(module) - 1;
+  rows = (rows + unit - 1) / unit * unit;
+  auto maxSeq = module->getAttrOfType<IntegerAttr>("arch.max_seq_len");
+  return maxSeq && rows >= maxSeq.getInt() ? 0 : rows;
 }
 
 FailureOr<func::FuncOp> lookupForward(ModuleOp module) {

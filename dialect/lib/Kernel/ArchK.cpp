@@ -183,7 +183,9 @@ LogicalResult CacheOp::verifySymbolUses(SymbolTableCollection &symbols) {
   auto c = lookup<arch::CacheOp>(*this, symbols, getNameAttr(), "arch.cache");
   if (!c)
     return failure();
-  int64_t rows = c.getCapacity().value_or(1);
+  // A ring's rows are mapped twice in a row (LowerToKernels.cpp).
+  int64_t rows = c.getCapacity().value_or(1) *
+                 (c.getLayout() == arch::CacheLayout::ring ? 2 : 1);
   MemRefType t = getBuffer().getType();
   Type elem = c.getRowType().getElementType();
   if (t.getShape() != ArrayRef<int64_t>{rows, c.getRowElements()} ||

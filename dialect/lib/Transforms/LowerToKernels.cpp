@@ -406,23 +406,42 @@ struct LowerLastToken : Lowering<LastTokenOp> {
 struct LowerCacheAppend : Lowering<CacheAppendOp> {
   using Lowering::Lowering;
   Value lower(CacheAppendOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
-    // Rows to positions pos .. pos + T - 1; the context is rows 0 ..< pos + T.
     auto decl = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
         op, op.getCacheAttr());
     Value rows = buf(a.getRows());
-    int64_t w = widthOf(rows);
+    int64_t w = widthOf(rows), capacity = int64_t(*decl.getCapacity());
+    bool ring = decl.getLayout() == CacheLayout::ring;
     Value cache = b.create<archk::CacheOp>(
         loc,
-        MemRefType::get({int64_t(*decl.getCapacity()), w},
+        MemRefType::get({ring ? 2 * capacity : capacity, w},
                         decl.getRowType().getElementType()),
         op.getCacheAttr());
-    Value n = rowsOf(b, loc, rows);
+    Value n = rowsOf(b, loc, rows), pos = a.getPos();
+    if (!ring) {
+      // Rows to positions pos .. pos + T - 1; the context is rows
+      // 0 ..< pos + T.
+      copy(b, loc, rows, view(b, loc, cache, {pos, b.getIndexAttr(0)},
+                              {n, b.getIndexAttr(w)}));
+      Value end = b.create<arith::AddIOp>(loc, pos, n);
+      return view(b, loc, cache, {b.getIndexAttr(0), b.getIndexAttr(0)},
+                  {end, b.getIndexAttr(w)});
+    }
+    // A ring of C rows, mapped twice in a row by the runtime (row r + C is
+    // row r): position p is row p mod C, and any C consecutive positions
+    // are consecutive rows. T <= C rows go to rows pos mod C ..; the
+    // context is the last min(pos + T, C) positions.
+    Value c = b.create<arith::ConstantIndexOp>(loc, capacity);
     copy(b, loc, rows,
-         view(b, loc, cache, {a.getPos(), b.getIndexAttr(0)},
+         view(b, loc, cache,
+              {b.create<arith::RemUIOp>(loc, pos, c).getResult(),
+               b.getIndexAttr(0)},
               {n, b.getIndexAttr(w)}));
-    Value end = b.create<arith::AddIOp>(loc, a.getPos(), n);
-    return view(b, loc, cache, {b.getIndexAttr(0), b.getIndexAttr(0)},
-                {end, b.getIndexAttr(w)});
+    Value end = b.create<arith::AddIOp>(loc, pos, n);
+    Value kept = b.create<arith::MinUIOp>(loc, end, c);
+    Value first = b.create<arith::RemUIOp>(
+        loc, b.create<arith::SubIOp>(loc, end, kept), c);
+    return view(b, loc, cache, {first, b.getIndexAttr(0)},
+                {kept, b.getIndexAttr(w)});
   }
 };
 
@@ -495,11 +514,20 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
     return module.emitError() << "module needs an arch.max_seq_len "
                                  "attribute in [1, 2147483647]";
   int64_t maxSeq = maxSeqAttr.getInt();
+  auto chunkAttr = module->getAttr("arch.max_chunk");
+  if (chunkAttr && (!isa<IntegerAttr>(chunkAttr) ||
+                    cast<IntegerAttr>(chunkAttr).getInt() <= 0 ||
+                    cast<IntegerAttr>(chunkAttr).getInt() >
+                        std::numeric_limits<int32_t>::max()))
+    return module.emitError() << "module's arch.max_chunk must be an "
+                                 "integer in [1, 2147483647], got "
+                              << chunkAttr;
   for (CacheOp c : module.getOps<CacheOp>()) {
-    if (c.getLayout() != CacheLayout::tokens)
-      return c.emitOpError() << "is a " << stringifyCacheLayout(c.getLayout())
-                             << " cache, which has no lowering yet (only "
-                                "tokens caches do)";
+    if (c.getLayout() == CacheLayout::state)
+      return c.emitOpError() << "is a state cache, which has no lowering "
+                                "yet (tokens and ring caches do)";
+    if (c.getLayout() == CacheLayout::ring)
+      continue; // checked against the windows of its readers below
     // The runtime allocates a tokens cache for the sequence's positions
     // (at most max_seq_len), and appends write at any of them.
     if (int64_t(*c.getCapacity()) < maxSeq)
@@ -583,6 +611,31 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
                << "reads keys stored as " << stored(k) << " and values "
                << "stored as " << stored(v)
                << ", which has no lowering (one type for both)";
+      // Both contexts must hold the same positions.
+      auto held = [&](CacheAppendOp a) {
+        auto c = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
+            a, a.getCacheAttr());
+        return c.getLayout() == CacheLayout::ring
+                   ? "the last " + std::to_string(*c.getCapacity()) +
+                         " positions"
+                   : std::string("every position");
+      };
+      if (held(k) != held(v))
+        return op->emitOpError()
+               << "reads keys from a cache that keeps " << held(k)
+               << " and values from one that keeps " << held(v)
+               << ", which has no lowering";
+      auto window = op->getAttrOfType<IntegerAttr>("window").getInt();
+      auto kc = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
+          k, k.getCacheAttr());
+      if (kc.getLayout() == CacheLayout::ring &&
+          (window == 0 || window > int64_t(*kc.getCapacity())))
+        return op->emitOpError()
+               << "attends to "
+               << (window ? "the last " + std::to_string(window) +
+                                " positions"
+                          : std::string("every position"))
+               << " but reads ring caches that keep " << held(k);
     }
     // (The verifier keeps the token rows of activations whole: they are
     // joined along their features only.)
@@ -698,6 +751,24 @@ void eraseDead(func::FuncOp fn) {
       op->erase();
 }
 
+/// Each ring cache gets its rows (ringRows), or becomes a tokens cache of
+/// max_seq_len positions where a ring would not be smaller.
+static void sizeRings(ModuleOp module) {
+  int64_t maxSeq =
+      module->getAttrOfType<IntegerAttr>("arch.max_seq_len").getInt();
+  Builder b(module.getContext());
+  for (CacheOp c : module.getOps<CacheOp>()) {
+    if (c.getLayout() != CacheLayout::ring)
+      continue;
+    int64_t rows = ringRows(c);
+    if (!rows) {
+      c.setLayout(CacheLayout::tokens);
+      rows = maxSeq;
+    }
+    c.setCapacityAttr(b.getI64IntegerAttr(rows));
+  }
+}
+
 void LowerToKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = &getContext();
@@ -708,6 +779,7 @@ void LowerToKernelsPass::runOnOperation() {
   auto prepare = module.lookupSymbol<func::FuncOp>("prepare_params");
   if (failed(check(forward, prepare)))
     return signalPassFailure();
+  sizeRings(module);
 
   // @forward(tokens, pos) -> logits becomes @forward(tokens, pos, logits):
   // the tokens a buffer (cast back for the patterns), the logits one the

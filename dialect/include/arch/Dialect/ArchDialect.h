@@ -45,6 +45,22 @@ constexpr int64_t kMaxFlashBlock = 1 << 16;
 /// The model's name: the module's symbol, "model" without one.
 std::string modelName(mlir::ModuleOp module);
 
+/// The most token rows one forward call takes: the runtime cuts longer
+/// prefills into calls of this many. It sizes the activation buffers and
+/// the sliding-window ring caches (which must keep a call's rows besides
+/// the window). The module's `arch.max_chunk` (`archc compile
+/// --max-chunk`), else kDefaultMaxChunk; at most `arch.max_seq_len`.
+constexpr int64_t kDefaultMaxChunk = 256;
+int64_t maxChunkOf(mlir::ModuleOp module);
+
+/// The rows the library gives ring cache `c` (which keeps the last W =
+/// capacity positions): W + max_chunk - 1, so that a call's first row
+/// still sees W positions once the call's rows are stored, rounded up to
+/// whole 4 KiB pages (the runtime maps a ring twice in a row). 0 when that
+/// is not fewer than max_seq_len: the ring saves nothing and is lowered as
+/// a tokens cache.
+int64_t ringRows(CacheOp c);
+
 } // namespace arch
 
 #endif // ARCH_DIALECT_ARCHDIALECT_H

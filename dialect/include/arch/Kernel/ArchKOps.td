@@ -50,8 +50,10 @@ def ArchK_CacheOp : ArchK_Op<"cache",
   let summary = "the current sequence's buffer of a cache the module declares";
   let description = [{
     The memory of `arch.cache @name` for the sequence a call runs on:
-    [capacity, elements per row] of a tokens cache, of the cache's element
-    type (f32, f16 or bf16).
+    [capacity, elements per row] of a tokens cache, [2 x capacity, elements
+    per row] of a ring (the runtime maps its rows twice in a row, so that
+    row r + capacity is row r and any `capacity` consecutive positions are
+    consecutive rows), of the cache's element type (f32, f16 or bf16).
 
     ```mlir
     %k = archk.cache @"model.layers.0.self_attn.k_cache" : memref<256x64xf32>
