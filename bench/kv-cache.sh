@@ -5,8 +5,9 @@
 #      against the same model Mistral-shaped (window 4096 in every layer:
 #      ring caches of 4096 + 255 rows, ringRows in ArchOps.cpp), prompts of
 #      1K, 4K, 8K and 16K tokens then 16 decode steps: the cache MiB the
-#      library reports, the peak resident memory of the run, prefill and
-#      decode tok/s;
+#      library reports, the peak memory of the run, prefill and
+#      decode tok/s (peak memory: proportional, PSS, which counts a ring's
+#      two mappings of the same pages once; RSS counts them twice);
 #   2. the f32, f16 and bf16 caches (--kv-type) of bench-156m-32k at 8K
 #      positions: the same figures.
 #   bench/kv-cache.sh
@@ -43,13 +44,13 @@ for n in (1024, 4096, 8192, 16384):
     row = f"{n:>8}"
     for b, w in (("full", 15), ("swa", 22)):
         r = json.load(open(f"{out}/{b}.{n}"))
-        row += (f" | {r['cache_mib']:>{w}.1f} {r['peak_rss_mib']:>9.1f}"
+        row += (f" | {r['cache_mib']:>{w}.1f} {r['peak_pss_mib']:>9.1f}"
                 f" {r['prefill_tokens_per_s']:>8.1f} {r['decode_tokens_per_s']:>7.2f}")
     print(row)
 print()
 print(f"{'cache type':>10} | {'cache MiB':>9} {'peak MiB':>9} {'prefill 8K':>10} {'decode at 8K':>12}")
 for b, name in (("full", "f32"), ("f16", "f16"), ("bf16", "bf16")):
     r = json.load(open(f"{out}/{b}.8192"))
-    print(f"{name:>10} | {r['cache_mib']:>9.1f} {r['peak_rss_mib']:>9.1f}"
+    print(f"{name:>10} | {r['cache_mib']:>9.1f} {r['peak_pss_mib']:>9.1f}"
           f" {r['prefill_tokens_per_s']:>10.1f} {r['decode_tokens_per_s']:>12.2f}")
 PY
