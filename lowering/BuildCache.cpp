@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <elf.h>
 #include <filesystem>
 #include <fstream>
@@ -62,19 +63,31 @@ std::string buildId(const dl_phdr_info *info) {
   return "";
 }
 
-/// Build ids of the executable and of the Halide and LLVM libraries, or ""
-/// if one lacks an id.
+/// Build ids of the executable, of the object holding this code (the
+/// kernel compiler) and of the Halide and LLVM libraries, or "" if one
+/// lacks an id.
 std::string toolchainId() {
   struct Ids {
     std::string all;
     bool missing = false;
+    uintptr_t self = 0; ///< the load address of the object holding this
   } ids;
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void *>(&cacheDirectory), &self))
+    ids.self = reinterpret_cast<uintptr_t>(self.dli_fbase);
   dl_iterate_phdr(
       [](dl_phdr_info *info, size_t, void *data) {
         auto &ids = *static_cast<Ids *>(data);
         const char *name = info->dlpi_name ? info->dlpi_name : "";
         bool main = ids.all.empty() && !ids.missing && !*name;
-        if (!main && !strstr(name, "Halide") && !strstr(name, "LLVM"))
+        bool holder = false;
+        for (int i = 0; i < info->dlpi_phnum && !holder; ++i)
+          holder = info->dlpi_phdr[i].p_type == PT_LOAD &&
+                   info->dlpi_addr + info->dlpi_phdr[i].p_vaddr <= ids.self &&
+                   ids.self < info->dlpi_addr + info->dlpi_phdr[i].p_vaddr +
+                                  info->dlpi_phdr[i].p_memsz;
+        if (!main && !holder && !strstr(name, "Halide") &&
+            !strstr(name, "LLVM"))
           return 0;
         std::string id = buildId(info);
         ids.missing |= id.empty();
@@ -85,7 +98,7 @@ std::string toolchainId() {
   return ids.missing ? "" : hex(fnv1a(ids.all));
 }
 
-/// The entry's file stem and the text its .key file holds.
+/// A kernel's entry: its file stem and the text its .key file holds.
 struct Entry {
   std::string stem, key;
 };
@@ -94,6 +107,11 @@ Entry entryOf(const std::string &dir, const KernelSpec &spec,
               const std::string &target) {
   std::string key = spec.signature() + "\n" + target + "\n";
   return {dir + "/" + spec.name() + "-" + hex(fnv1a(key)), key};
+}
+
+Entry runtimeEntry(const std::string &dir, const std::string &target) {
+  std::string key = "halide runtime\n" + target + "\n";
+  return {dir + "/halide_runtime-" + hex(fnv1a(key)), key};
 }
 
 /// `text` into `path` through a file beside it and a rename.
@@ -121,20 +139,55 @@ bool replaceFile(const std::string &path, const std::string &from,
   return ok && !ec;
 }
 
+/// Copies the object of entry `e` to `path` if its key matches; the key
+/// names the object's size, so a truncated object is a miss.
+bool fetchEntry(const Entry &e, const std::string &path) {
+  std::ifstream f(e.stem + ".key", std::ios::binary);
+  std::stringstream recorded;
+  recorded << f.rdbuf();
+  std::error_code ec;
+  uintmax_t size = fs::file_size(e.stem + ".o", ec);
+  if (ec || recorded.str() != e.key + std::to_string(size) + "\n")
+    return false;
+  return fs::copy_file(e.stem + ".o", path,
+                       fs::copy_options::overwrite_existing, ec) &&
+         !ec;
+}
+
+/// The object at `path` as entry `e`: the object first, then its key.
+void storeEntry(const Entry &e, const std::string &path) {
+  std::error_code ec;
+  uintmax_t size = fs::file_size(path, ec);
+  if (ec || !replaceFile(e.stem + ".o", path, nullptr))
+    return;
+  std::string key = e.key + std::to_string(size) + "\n";
+  replaceFile(e.stem + ".key", "", &key);
+}
+
 } // namespace
 
 KernelCache::KernelCache(bool enable) {
   std::string root = cacheDirectory();
-  if (!enable || root.empty())
+  if (!enable) {
+    off = "--no-cache";
     return;
+  }
+  if (root.empty()) {
+    off = "neither ARCHC_CACHE nor HOME is set";
+    return;
+  }
   std::string id = toolchainId();
-  if (id.empty())
+  if (id.empty()) {
+    off = "archc, Halide or LLVM carries no ELF build id";
     return;
+  }
   std::error_code ec;
   fs::path kernels = fs::path(root) / "kernels";
   fs::create_directories(kernels / id, ec);
-  if (ec)
+  if (ec) {
+    off = "cannot create " + (kernels / id).string() + ": " + ec.message();
     return;
+  }
   dir = (kernels / id).string();
   auto now = fs::file_time_type::clock::now();
   fs::last_write_time(dir, now, ec);
@@ -148,33 +201,24 @@ KernelCache::KernelCache(bool enable) {
 
 bool KernelCache::fetch(const KernelSpec &spec, const std::string &target,
                         const std::string &path) const {
-  if (!enabled())
-    return false;
-  Entry e = entryOf(dir, spec, target);
-  std::ifstream f(e.stem + ".key", std::ios::binary);
-  std::stringstream recorded;
-  recorded << f.rdbuf();
-  // The key names the object's size: a truncated object is a miss.
-  std::error_code ec;
-  uintmax_t size = fs::file_size(e.stem + ".o", ec);
-  if (ec || recorded.str() != e.key + std::to_string(size) + "\n")
-    return false;
-  return fs::copy_file(e.stem + ".o", path,
-                       fs::copy_options::overwrite_existing, ec) &&
-         !ec;
+  return enabled() && fetchEntry(entryOf(dir, spec, target), path);
 }
 
 void KernelCache::store(const KernelSpec &spec, const std::string &target,
                         const std::string &path) const {
-  if (!enabled())
-    return;
-  Entry e = entryOf(dir, spec, target);
-  std::error_code ec;
-  uintmax_t size = fs::file_size(path, ec);
-  if (ec || !replaceFile(e.stem + ".o", path, nullptr))
-    return;
-  std::string key = e.key + std::to_string(size) + "\n";
-  replaceFile(e.stem + ".key", "", &key);
+  if (enabled())
+    storeEntry(entryOf(dir, spec, target), path);
+}
+
+bool KernelCache::fetchRuntime(const std::string &target,
+                               const std::string &path) const {
+  return enabled() && fetchEntry(runtimeEntry(dir, target), path);
+}
+
+void KernelCache::storeRuntime(const std::string &target,
+                               const std::string &path) const {
+  if (enabled())
+    storeEntry(runtimeEntry(dir, target), path);
 }
 
 } // namespace arch

@@ -2,10 +2,10 @@
 //
 // archc keeps what costs the most to rebuild and depends on little: the
 // Halide runtime (Halide and the target only) and each kernel's object
-// (its KernelSpec, the target and the code that compiles it). Both live
-// under $ARCHC_CACHE (default ~/.cache/archc). Entries are written beside
-// and renamed into place, so concurrent builds never read half of one;
-// any failure of the cache falls back to compiling.
+// (its KernelSpec, the target and the code that compiles it), under
+// $ARCHC_CACHE (default ~/.cache/archc). Entries are written beside and
+// renamed into place, so concurrent builds never read half of one; any
+// failure of the cache falls back to compiling.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_LOWERING_BUILDCACHE_H
@@ -20,27 +20,35 @@ namespace arch {
 /// $ARCHC_CACHE, else $HOME/.cache/archc, else "" (no cache).
 std::string cacheDirectory();
 
-/// Kernel objects by (KernelSpec::signature(), target), in
-/// kernels/<toolchain>/ under the cache directory, where <toolchain>
-/// digests the ELF build ids of archc and of the Halide and LLVM libraries
-/// it loaded: a rebuilt archc (a changed algorithm or schedule) or an
-/// upgraded Halide never sees another one's objects. Directories of other
-/// toolchains untouched for two weeks are removed when one opens.
+/// Kernel objects by (KernelSpec::signature(), target), and the Halide
+/// runtime object by target, in kernels/<toolchain>/ under the cache
+/// directory, where <toolchain> digests the ELF build ids of archc, of the
+/// object that holds the kernel compiler (archc itself while it is linked
+/// statically) and of the Halide and LLVM libraries it loaded: a rebuilt
+/// archc (a changed algorithm or schedule) or an upgraded Halide never
+/// sees another one's objects. Directories of other toolchains untouched
+/// for two weeks are removed when one opens.
 class KernelCache {
 public:
-  /// Disabled when `enable` is false, without a cache directory or when a
-  /// build id is missing.
+  /// Off when `enable` is false, without a cache directory or when a
+  /// build id is missing (offReason() says which).
   explicit KernelCache(bool enable);
   bool enabled() const { return !dir.empty(); }
+  /// The directory in use, or why there is none.
+  const std::string &directory() const { return dir; }
+  const std::string &offReason() const { return off; }
   /// Copies the cached object of `spec` for `target` to `path`.
   bool fetch(const KernelSpec &spec, const std::string &target,
              const std::string &path) const;
   /// Keeps a copy of the object at `path`; best effort.
   void store(const KernelSpec &spec, const std::string &target,
              const std::string &path) const;
+  /// The same for the Halide runtime object of `target`.
+  bool fetchRuntime(const std::string &target, const std::string &path) const;
+  void storeRuntime(const std::string &target, const std::string &path) const;
 
 private:
-  std::string dir;
+  std::string dir, off;
 };
 
 } // namespace arch

@@ -82,41 +82,6 @@ double seconds(std::chrono::steady_clock::time_point since) {
 
 } // namespace
 
-/// The Halide runtime for `target` at `path`: copied from the cache
-/// (halide14-runtime/<target>.o), compiled into it on first use. It
-/// depends only on Halide 14 and the target (a canonical string of
-/// [a-z0-9_-]), and takes longer to compile than a tiny model's kernels.
-/// Without a usable cache, compiled in place.
-static bool halideRuntimeObject(const std::string &target,
-                                const std::string &path, std::string &error) {
-  std::string dir = cacheDirectory();
-  std::error_code ec;
-  if (!dir.empty()) {
-    dir += "/halide14-runtime";
-    fs::create_directories(dir, ec);
-  }
-  std::string cached = dir + "/" + target + ".o";
-  if (!dir.empty() && !ec && !fs::exists(cached, ec)) {
-    // Compiled into a file of its own beside it, then renamed: concurrent
-    // builds never see half of it.
-    std::string part = cached + ".XXXXXX";
-    int fd = mkstemp(part.data());
-    std::string ignored;
-    if (fd >= 0) {
-      close(fd);
-      if (compileHalideRuntime(target, part, ignored))
-        fs::rename(part, cached, ec);
-      fs::remove(part, ec);
-    }
-  }
-  if (!dir.empty() && fs::exists(cached, ec)) {
-    fs::copy_file(cached, path, ec);
-    if (!ec)
-      return true;
-  }
-  return compileHalideRuntime(target, path, error);
-}
-
 bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
                   const std::string &outPath, std::string &error,
                   BuildStats *stats) {
@@ -136,6 +101,7 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
   std::vector<std::string> objects;
   auto t0 = std::chrono::steady_clock::now();
   KernelCache cache(opts.kernelCache);
+  st.cache = cache.enabled() ? cache.directory() : "off: " + cache.offReason();
   for (size_t i = 0; i < model.kernels.size(); ++i) {
     const KernelSpec &k = model.kernels[i];
     std::string obj = tmp.path + "/" + k.name() + ".o";
@@ -155,10 +121,15 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
   st.kernelSeconds = seconds(t0);
 
   t0 = std::chrono::steady_clock::now();
+  // One standalone runtime per library; it takes longer to compile than a
+  // tiny model's kernels.
   std::string rt = tmp.path + "/halide_runtime.o";
-  if (!halideRuntimeObject(target, rt, error)) {
-    error = "Halide runtime: " + error;
-    return false;
+  if (!cache.fetchRuntime(target, rt)) {
+    if (!compileHalideRuntime(target, rt, error)) {
+      error = "Halide runtime: " + error;
+      return false;
+    }
+    cache.storeRuntime(target, rt);
   }
   objects.push_back(rt);
   st.runtimeSeconds = seconds(t0);

@@ -16,7 +16,7 @@ struct BuildOptions {
   /// Glue and runtime built with AddressSanitizer and UBSan (a host loads
   /// the library with the sanitizer runtimes, e.g. LD_PRELOAD=libasan.so).
   bool sanitize = false;
-  /// Kernel objects from and into the cache (BuildCache.h).
+  /// Kernel and runtime objects from and into the cache (BuildCache.h).
   bool kernelCache = true;
   /// Called after each kernel compiles: (kernels done, kernels total).
   std::function<void(size_t, size_t)> progress;
@@ -25,6 +25,7 @@ struct BuildOptions {
 struct BuildStats {
   double kernelSeconds = 0, runtimeSeconds = 0, linkSeconds = 0;
   size_t kernels = 0, cachedKernels = 0; ///< cached: taken from the cache
+  std::string cache; ///< the cache directory, or "off: <why>"
 };
 
 /// Compiles every kernel and the Halide runtime, compiles the glue with the

@@ -95,7 +95,10 @@ void archrt_set_num_threads(int n);
  * model's max_seq_len). Prefill appends a prompt, decode appends one token;
  * both leave the logits of the last appended token in archrt_logits().
  * A sequence keeps its model alive: archrt_model_free may come before
- * archrt_seq_free, and the model is released with its last sequence. */
+ * archrt_seq_free, and the model is released with its last sequence.
+ * The ring caches of sliding-window layers are shared memory mappings: a
+ * process forked from the one that created a sequence must not use it
+ * (parent and child would write the same pages). */
 archrt_status archrt_seq_create(archrt_model *model, int32_t max_tokens,
                                 archrt_seq **out);
 void archrt_seq_free(archrt_seq *seq);

@@ -151,6 +151,15 @@ archrt_status archrt_model_set_weights(archrt_model *m, float **params,
   return ARCHRT_OK;
 }
 
+/* Bytes of cache `c` for a sequence of `positions` (a tokens cache's
+ * rows; a ring keeps its capacity, a state one row). */
+static size_t cache_bytes_of(const archrt_gen_cache *c, int32_t positions) {
+  size_t rows = c->layout == ARCHRT_GEN_CACHE_STATE    ? 1
+                : c->layout == ARCHRT_GEN_CACHE_TOKENS ? (size_t)positions
+                                                       : (size_t)c->capacity;
+  return rows * (size_t)c->row_elems * (size_t)c->elem_bytes;
+}
+
 archrt_status archrt_model_info_get(const archrt_model *m,
                                     archrt_model_info *out) {
   if (!m || !out)
@@ -173,12 +182,10 @@ archrt_status archrt_model_info_get(const archrt_model *m,
     out->n_params += archrt_param_numel(&d->params[i]);
   for (int i = 0; i < d->n_caches; ++i) {
     const archrt_gen_cache *c = &d->caches[i];
-    int64_t row = c->row_elems * c->elem_bytes;
     if (c->layout == ARCHRT_GEN_CACHE_TOKENS)
-      out->cache_bytes_per_token += row;
+      out->cache_bytes_per_token += (int64_t)cache_bytes_of(c, 1);
     else
-      out->fixed_cache_bytes +=
-          row * (c->layout == ARCHRT_GEN_CACHE_RING ? c->capacity : 1);
+      out->fixed_cache_bytes += (int64_t)cache_bytes_of(c, 0);
   }
   return ARCHRT_OK;
 }
@@ -255,23 +262,21 @@ static void *alloc_floats(size_t n) {
   return p;
 }
 
-static size_t cache_bytes_of(const archrt_gen_cache *c, int32_t positions) {
-  size_t rows = c->layout == ARCHRT_GEN_CACHE_STATE    ? 1
-                : c->layout == ARCHRT_GEN_CACHE_TOKENS ? (size_t)positions
-                                                       : (size_t)c->capacity;
-  return rows * (size_t)c->row_elems * (size_t)c->elem_bytes;
-}
-
 /* A ring cache's `bytes` mapped twice in a row, so that row r + capacity
  * is row r and any capacity consecutive positions are consecutive rows
- * (archk.cache); zeroed. archc makes a ring whole pages. NULL on failure,
- * with the reason in `why`. */
-static void *ring_map(size_t bytes, const char **why) {
+ * (archk.cache); zeroed. archc makes a ring whole 4 KiB pages (x86-64's).
+ * NULL on failure, with the status and reason in `rc` and `why`.
+ * The pages are shared memory: after fork() a child must not use a
+ * sequence it inherited (archrt.h). */
+static void *ring_map(size_t bytes, archrt_status *rc, const char **why) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   if (bytes == 0 || bytes % page) {
-    *why = "is not a whole number of pages";
+    *rc = ARCHRT_ERR_STATE;
+    *why = "is not a whole number of this system's pages (the library "
+           "was compiled for 4 KiB pages)";
     return NULL;
   }
+  *rc = ARCHRT_ERR_OUT_OF_MEMORY;
   *why = "cannot be mapped twice";
   int fd = memfd_create("archrt-ring", MFD_CLOEXEC);
   if (fd < 0)
@@ -362,10 +367,11 @@ archrt_status archrt_seq_create(archrt_model *m, int32_t max_tokens,
       continue;
     }
     const char *why;
-    if (!(s->caches[i] = ring_map(bytes, &why))) {
+    archrt_status rc;
+    if (!(s->caches[i] = ring_map(bytes, &rc, &why))) {
       archrt_seq_free(s); /* the name is the library's, not the seq's */
-      return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
-                         "archrt_seq_create: ring cache %s of %zu bytes %s",
+      return archrt_fail(rc, "archrt_seq_create: ring cache %s of %zu "
+                             "bytes %s",
                          c->name, bytes, why);
     }
   }

@@ -391,8 +391,9 @@ int cmdCompile(int argc, char **argv) {
                       cl::cat(archcCat));
   cl::opt<bool> noCache(
       "no-cache",
-      cl::desc("compile every kernel: neither read nor write the kernel "
-               "cache ($ARCHC_CACHE/kernels, default ~/.cache/archc)"),
+      cl::desc("compile every kernel and the Halide runtime: neither read "
+               "nor write the cache ($ARCHC_CACHE/kernels, default "
+               "~/.cache/archc)"),
       cl::cat(archcCat));
   cl::opt<bool> printStats(
       "build-stats",
@@ -495,9 +496,11 @@ int cmdCompile(int argc, char **argv) {
       return 1;
     if (printStats)
       fprintf(stderr,
+              "[archc] cache: %s\n"
               "[archc] kernels: %zu, %zu from the cache, %.2f s\n"
               "[archc] Halide runtime: %.2f s; glue and link: %.2f s\n",
-              stats.kernels, stats.cachedKernels, stats.kernelSeconds,
+              stats.cache.c_str(), stats.kernels, stats.cachedKernels,
+              stats.kernelSeconds,
               stats.runtimeSeconds, stats.linkSeconds);
     if (showProgress(quiet))
       fprintf(stderr, "[archc] wrote %s (%zu kernels, %zu from the cache, "

@@ -49,8 +49,9 @@ std::string modelName(ModuleOp module) {
 int64_t maxChunkOf(ModuleOp module) {
   auto chunk = module->getAttrOfType<IntegerAttr>("arch.max_chunk");
   auto maxSeq = module->getAttrOfType<IntegerAttr>("arch.max_seq_len");
-  int64_t n = chunk ? chunk.getInt() : kDefaultMaxChunk;
-  return maxSeq ? std::min(n, maxSeq.getInt()) : n;
+  // (arch-lower-to-kernels reports a chunk below 1; figures take 1.)
+  int64_t n = std::max<int64_t>(chunk ? chunk.getInt() : kDefaultMaxChunk, 1);
+  return maxSeq ? std::max<int64_t>(std::min(n, maxSeq.getInt()), 1) : n;
 }
 
 int64_t ringRows(CacheOp c) {

@@ -593,7 +593,8 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
                                      "attention's keys and values do)";
     }
     if (isa<AttentionOp, FlashAttentionOp>(op)) {
-      // Keys and values must hold positions 0 ..< pos + T: a cache's context.
+      // Keys and values must be a cache's context: the positions it holds
+      // after the append (0 ..< pos + T, or a ring's last ones).
       auto k = op->getOperand(1).getDefiningOp<CacheAppendOp>();
       auto v = op->getOperand(2).getDefiningOp<CacheAppendOp>();
       if (!k || !v)
@@ -625,9 +626,19 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
                << "reads keys from a cache that keeps " << held(k)
                << " and values from one that keeps " << held(v)
                << ", which has no lowering";
-      auto window = op->getAttrOfType<IntegerAttr>("window").getInt();
+      int64_t window = isa<AttentionOp>(op)
+                           ? int64_t(cast<AttentionOp>(op).getWindow())
+                           : int64_t(cast<FlashAttentionOp>(op).getWindow());
       auto kc = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
           k, k.getCacheAttr());
+      auto vc = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
+          v, v.getCacheAttr());
+      // The kernel finds both contexts' first position from the keys'.
+      if (kc.getLayout() == CacheLayout::ring && ringRows(kc) != ringRows(vc))
+        return op->emitOpError()
+               << "reads keys and values from rings the library gives "
+               << ringRows(kc) << " and " << ringRows(vc)
+               << " rows (rows of different bytes), which has no lowering";
       if (kc.getLayout() == CacheLayout::ring &&
           (window == 0 || window > int64_t(*kc.getCapacity())))
         return op->emitOpError()

@@ -462,8 +462,10 @@ def Arch_AttentionOp : Arch_AttentionBase<"attention", (ins)> {
   let summary = "causal scaled-dot-product attention over a context";
   let description = [{
     Attends each query row `t` (position `pos + t`) over the rows of `key`
-    and `value` that hold positions `0 .. pos + t` (causal): the context an
-    `arch.cache_append` returns. `n_heads` query heads share `n_kv_heads`
+    and `value` that hold positions up to `pos + t` (causal): the context an
+    `arch.cache_append` returns, whose last row is position pos + T - 1
+    (its first is position 0 for a tokens cache, a later one for a ring,
+    which only a windowed attention may read). `n_heads` query heads share `n_kv_heads`
     key/value heads (MHA, GQA, MQA). With `softcap` > 0 the scaled scores
     become softcap * tanh(scores / softcap) (Gemma 2); with `alibi` each
     head h adds -slope_h * (query position - key position) (Press et al.
