@@ -297,6 +297,14 @@ static void *ring_map(size_t bytes, archrt_status *rc, const char **why) {
   return base == MAP_FAILED ? NULL : base;
 }
 
+/* Whether a sequence of `positions` maps cache `c` twice: a ring its
+ * positions can wrap around. A sequence that never holds more positions
+ * than the ring's rows never wraps: plain memory of its positions' rows
+ * does (the glue's pos mod capacity is pos). */
+static int mirrored(const archrt_gen_cache *c, int32_t positions) {
+  return c->layout == ARCHRT_GEN_CACHE_RING && positions > c->capacity;
+}
+
 void archrt_seq_free(archrt_seq *s) {
   if (!s)
     return;
@@ -307,7 +315,7 @@ void archrt_seq_free(archrt_seq *s) {
   free(s->slots);
   if (s->caches)
     for (int i = 0; i < d->n_caches; ++i) {
-      if (d->caches[i].layout != ARCHRT_GEN_CACHE_RING)
+      if (!mirrored(&d->caches[i], s->capacity))
         free(s->caches[i]);
       else if (s->caches[i])
         munmap(s->caches[i], 2 * cache_bytes_of(&d->caches[i], 0));
@@ -361,11 +369,15 @@ archrt_status archrt_seq_create(archrt_model *m, int32_t max_tokens,
                          c->name, c->capacity, asked);
     }
     size_t bytes = cache_bytes_of(c, s->capacity);
-    cache_bytes += bytes;
-    if (c->layout != ARCHRT_GEN_CACHE_RING) {
+    if (!mirrored(c, s->capacity)) {
+      if (c->layout == ARCHRT_GEN_CACHE_RING) /* one row per position */
+        bytes = (size_t)s->capacity * (size_t)c->row_elems *
+                (size_t)c->elem_bytes;
+      cache_bytes += bytes;
       ok = (s->caches[i] = alloc_floats((bytes + 3) / 4)) != NULL;
       continue;
     }
+    cache_bytes += bytes;
     const char *why;
     archrt_status rc;
     if (!(s->caches[i] = ring_map(bytes, &rc, &why))) {
