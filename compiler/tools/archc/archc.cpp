@@ -448,6 +448,15 @@ int cmdCompile(int argc, char **argv) {
   mlir::registerTransformsPasses();
   registerArchPassesAndPipelines();
   passManagerOptionsRegistered = true;
+  // --help lists archc's options and MLIR's (IR printing, timing, context);
+  // the hundreds of LLVM backend options linked in stay accepted, listed by
+  // --help-hidden.
+  for (auto &opt : cl::getRegisteredOptions()) {
+    llvm::StringRef name = opt.first();
+    if (!llvm::is_contained(opt.second->Categories, &archcCat) &&
+        !name.starts_with("mlir-") && !name.starts_with("help"))
+      opt.second->setHiddenFlag(cl::Hidden);
+  }
   cl::ParseCommandLineOptions(argc, argv, "archc compile: spec -> library\n");
   if (!passPipeline.empty() && !disablePass.empty())
     return fail("--pass-pipeline replaces the default pipeline: it takes no "
