@@ -83,8 +83,14 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
         .vectorize(nk, lanes)
         .parallel(no);
   });
-  // At nj: the token rows of the sub-tile (GEMM) or one (GEMV).
-  acc.compute_at(k.out, nj).vectorize(n, lanes).unroll(n).unroll(t);
+  // At nj: the token rows of the sub-tile (GEMM) or one (GEMV), over all
+  // `sub` columns even where N ends inside the sub-tile (the packing's
+  // zeros), so that the unrolled loop has a constant extent.
+  acc.compute_at(k.out, nj)
+      .bound_extent(n, sub)
+      .vectorize(n, lanes)
+      .unroll(n)
+      .unroll(t);
   acc.update().reorder(n, t, r).vectorize(n, lanes).unroll(n).unroll(t);
 }
 
