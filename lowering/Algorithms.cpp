@@ -27,6 +27,14 @@ Type elementType(StoreType t) {
   return Float(32);
 }
 
+int divisorUpTo(int64_t n, int cap) {
+  int d = 1;
+  for (int i = 2; i <= cap; ++i)
+    if (n % i == 0)
+      d = i;
+  return d;
+}
+
 int vectorWidthFor(int64_t extent, int lanes) {
   int v = 1;
   while (v * 2 <= lanes && extent % (v * 2) == 0)
@@ -529,8 +537,8 @@ static SoftmaxPart softmaxPart(const std::string &what, Func score, Var j,
 ///   `group` query heads of key/value head kvh (r = g * block_q + i). Per
 ///   block b of block_kv keys: the tile's scores, their row maximum, the
 ///   exponentials, their sum and their product with the values; `running`
-///   merges each block into (max, sum, accumulator) per row, rescaling by
-///   exp(old max - new max). Blocks past a tile's last visible key, or
+///   merges each block into (max, sum, accumulators) per row and group
+///   of value columns, rescaling by exp(old max - new max). Blocks past a tile's last visible key, or
 ///   before its first row's window, are not visited.
 /// - chunks, for fewer rows (decode): the context is cut into chunks of
 ///   split_kv keys; each (key/value head, chunk) computes the partial max,
@@ -587,17 +595,34 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   kb.where(kb * bk <= firstQuery + bq - 1);
   if (a.window)
     kb.where(kb * bk + bk - 1 > firstQuery - int(a.window));
+  // The running (max, sum, accumulators) of row r for value columns
+  // dc * cols ..< (dc + 1) * cols: the rescaling factors
+  // exp(old max - new max) and exp(block max - new max) are computed once
+  // per row and group of columns, not once per column.
+  int cols = divisorUpTo(hd, 4);
+  Var dc("dc");
   Func run("running");
-  run(r, dd, qb, kvh) = Tuple(kMasked, 0.0f, 0.0f);
-  Expr oldMax = run(r, dd, qb, kvh)[0], blockMax = bmax(r, qb, kvh, kb);
-  Expr newMax = max(oldMax, blockMax);
-  Expr keep = exp(oldMax - newMax), add = exp(blockMax - newMax);
-  run(r, dd, qb, kvh) =
-      Tuple(newMax, run(r, dd, qb, kvh)[1] * keep + bsum(r, qb, kvh, kb) * add,
-            run(r, dd, qb, kvh)[2] * keep + bpv(r, dd, qb, kvh, kb) * add);
+  std::vector<Expr> start(size_t(2 + cols), Expr(0.0f));
+  start[0] = kMasked;
+  run(r, dc, qb, kvh) = Tuple(start);
+  Tuple was = run(r, dc, qb, kvh);
+  Expr oldMax = was[0], blockMax = bmax(r, qb, kvh, kb);
+  // exp(old max - new max) and exp(block max - new max): one of them is
+  // exp(0) = 1, the other exp(-|old max - block max|), one exp for both.
+  Expr newMax = max(oldMax, blockMax), grew = blockMax > oldMax;
+  Expr ratio = exp(-abs(oldMax - blockMax));
+  Expr keep = select(grew, ratio, 1.0f), add = select(grew, 1.0f, ratio);
+  std::vector<Expr> next{newMax, was[1] * keep + bsum(r, qb, kvh, kb) * add};
+  for (int i = 0; i < cols; ++i)
+    next.push_back(was[2 + i] * keep +
+                   bpv(r, dc * cols + i, qb, kvh, kb) * add);
+  run(r, dc, qb, kvh) = Tuple(next);
   Expr row = (h % group) * bq + t % bq;
-  Expr tiled =
-      run(row, dd, t / bq, h / group)[2] / run(row, dd, t / bq, h / group)[1];
+  Tuple done = run(row, dd / cols, t / bq, h / group);
+  Expr column = done[2 + cols - 1];
+  for (int i = cols - 2; i >= 0; --i)
+    column = select(dd % cols == i, done[2 + i], column);
+  Expr tiled = column / done[1];
 
   // Chunks.
   Var g("g"), c("c"), l("l");
@@ -673,10 +698,11 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
              {"total_pv", tpv}};
   if (a.shawClip)
     k.funcs["q_rel"] = qrel;
-  k.vars = {{"dd", dd},   {"h", h}, {"t", t}, {"j", j}, {"r", r}, {"qb", qb},
-            {"kvh", kvh}, {"b", b}, {"g", g}, {"c", c}, {"l", l}};
-  k.rdoms = {{"rd", rd}, {"rj", rj}, {"kb", kb},
-             {"cj", cj}, {"rl", rl}, {"rc", rc}};
+  k.vars = {{"dd", dd}, {"h", h},   {"t", t}, {"j", j},
+            {"r", r},   {"qb", qb}, {"kvh", kvh}, {"b", b},
+            {"g", g},   {"c", c},   {"l", l},     {"dc", dc}};
+  k.rdoms = {{"rd", rd}, {"rj", rj}, {"kb", kb}, {"cj", cj},
+             {"rv", rv}, {"rl", rl}, {"rc", rc}};
   k.outDims = {a.headDim, a.heads};
 }
 

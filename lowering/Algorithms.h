@@ -53,6 +53,9 @@ Halide::Type elementType(StoreType t);
 /// The largest power of two <= `lanes` that divides `extent`.
 int vectorWidthFor(int64_t extent, int lanes);
 
+/// The largest divisor of `n` that is at most `cap` (at least 1).
+int divisorUpTo(int64_t n, int cap);
+
 } // namespace arch
 
 #endif // ARCHC_LOWERING_ALGORITHMS_H

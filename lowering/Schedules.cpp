@@ -139,24 +139,28 @@ static void scheduleAttention(KernelFuncs &k) {
   pv.update().vectorize(dd, k.lanes);
 }
 
-/// The largest divisor of `n` that is at most `cap`.
-static int divisorUpTo(int64_t n, int cap) {
-  int d = 1;
-  for (int i = 2; i <= cap; ++i)
-    if (n % i == 0)
-      d = i;
-  return d;
+/// The target's vector registers: register tiles keep their accumulators
+/// within half of them (the rest hold the operands).
+static int vectorRegisters(const Target &target) {
+  if (target.arch == Target::X86) // AVX-512 (any of its feature sets): 32
+    return target.natural_vector_size<float>() >= 16 ? 32 : 16;
+  if (target.arch == Target::ARM)
+    return target.bits == 64 ? 32 : 16;
+  return 32;
 }
 
 /// Tiled attention: the tile specialization (T >= block_q) runs a task
 /// per (key/value head, query tile), everything of a key block computed at
 /// that block, vectorized across the tile's rows; its two products are
-/// register tiles of up to 4 row vectors x up to 4 keys (scores) or value
-/// columns (accumulators). The chunk code (fewer rows) runs a task per
-/// (key/value head, chunk); its value product is a register tile of query
-/// heads x head_dim vectors, its scores vectorized along the chunk's keys
-/// (each dot product a vector FMA chain and one horizontal sum).
-static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a) {
+/// register tiles of row vectors (4 with 32 registers, 2 with 16) x up to
+/// 4 keys (scores) or value columns (accumulators). The chunk code (fewer
+/// rows) runs a task per chunk of keys; its scores are computed position
+/// by position for every key/value head, each dot product a vector of
+/// lane partial sums for a register tile of query heads and one
+/// horizontal sum; its value product is a register tile of query heads x
+/// head_dim vectors.
+static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
+                                   const Target &target) {
   auto F = [&](const char *n) { return k.funcs.at(n); };
   auto V = [&](const char *n) { return k.vars.at(n); };
   Var dd = V("dd"), h = V("h"), t = V("t"), j = V("j"), r = V("r"), g = V("g"),
@@ -166,8 +170,10 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a) {
   int64_t group = a.heads / a.kvHeads, hd = a.headDim;
   int rows = int(group * a.blockQ);
   int rowLanes = vectorWidthFor(rows, k.lanes);   // lanes across rows
-  int rvecs = divisorUpTo(rows / rowLanes, 4); // row vectors per tile
-  int jt = divisorUpTo(a.blockKV, 4), dt = divisorUpTo(hd, 4);
+  // Accumulators per register tile: row vectors x 4 keys or value columns.
+  int accumulators = vectorRegisters(target) / 2;
+  int rvecs = divisorUpTo(rows / rowLanes, accumulators / 4);
+  int jt = divisorUpTo(a.blockKV, 4);
 
   // Tiles.
   Var ho("ho"), hi("hi"), to("to"), ti("ti"), task("task"), ro("ro"), ri("ri"),
@@ -178,15 +184,17 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a) {
       .reorder(dd, hi, ti, ho, to)
       .fuse(ho, to, task)
       .parallel(task);
+  // The running entries hold a group of value columns each (the
+  // algorithm's `cols`, up to 4): per group, a register tile of row
+  // vectors x its columns.
   Func run = F("running");
+  Var dc = V("dc");
   run.compute_at(k.out, task).vectorize(r, rowLanes);
   run.update()
       .split(r, ro, ri, rowLanes * rvecs)
-      .split(dd, ddo, ddi, dt)
-      .reorder(ri, ddi, ddo, ro, kb)
+      .reorder(ri, dc, ro, kb)
       .vectorize(ri, rowLanes)
-      .unroll(ri)
-      .unroll(ddi);
+      .unroll(ri);
   F("q_tile").compute_at(k.out, task).vectorize(r, rowLanes);
   if (k.funcs.count("q_rel")) {
     F("q_rel").compute_at(k.out, task).vectorize(r, rowLanes);
@@ -214,12 +222,13 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a) {
   }
   F("block_prob").compute_at(run, kb).vectorize(r, rowLanes);
   Func pv = F("block_pv");
-  pv.compute_at(run, ddo).vectorize(r, rowLanes).unroll(r).unroll(dd);
+  pv.compute_at(run, dc).vectorize(r, rowLanes).unroll(r).unroll(dd);
   pv.update().reorder(r, dd, rj).vectorize(r, rowLanes).unroll(r).unroll(dd);
 
   // Chunks.
   int dl = vectorWidthFor(hd, k.lanes);
-  int dvecs = divisorUpTo(hd / dl, 4), gt = divisorUpTo(group, 4);
+  int dvecs = divisorUpTo(hd / dl, 4);
+  int gt = divisorUpTo(group, accumulators / dvecs);
   int jl = vectorWidthFor(a.splitKV, k.lanes);
   Var c = V("c"), kvh = V("kvh"), go("go"), gi("gi");
   k.out.vectorize(dd, dl);
@@ -236,20 +245,34 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a) {
   Func cpv = F("chunk_pv");
   cpv.compute_at(part, ddo).vectorize(dd, dl).unroll(dd).unroll(g);
   cpv.update().reorder(dd, g, cj).vectorize(dd, dl).unroll(dd).unroll(g);
+  // A chunk's scores for every key/value head at once, position by
+  // position: its keys are read in the order they lie in the cache.
   for (const char *n : {"chunk_max", "chunk_sum"}) {
-    F(n).compute_at(part, kvh);
+    F(n).compute_at(part, c);
     if (jl > 1)
       F(n).update().atomic().vectorize(cj, jl);
   }
-  F("chunk_score").compute_at(part, kvh).vectorize(j, jl);
-  F("chunk_prob").compute_at(part, kvh).vectorize(j, jl);
+  F("chunk_score").compute_at(part, c).vectorize(j, jl);
+  F("chunk_prob").compute_at(part, c).vectorize(j, jl);
   Func cdot = F("chunk_dot");
-  cdot.compute_at(part, kvh);
+  cdot.compute_at(part, c);
+  cdot.update().reorder(rl, g, kvh, j, t);
   if (dl > 1)
     cdot.update().atomic().vectorize(rl);
+  // A key row, loaded once per lane step, serves a register tile of query
+  // heads.
   Func laneDot = F("chunk_dot_lanes");
-  laneDot.compute_at(cdot, j).vectorize(l, dl);
-  laneDot.update().vectorize(l, dl);
+  RDom rv = k.rdoms.at("rv");
+  int gl = divisorUpTo(group, accumulators);
+  laneDot.compute_at(cdot, kvh)
+      .split(g, go, gi, gl)
+      .vectorize(l, dl)
+      .unroll(gi);
+  laneDot.update()
+      .split(g, go, gi, gl)
+      .reorder(l, gi, rv, go)
+      .vectorize(l, dl)
+      .unroll(gi);
   F("total_max").compute_root();
   F("total_sum").compute_root();
   F("total_pv").compute_root().vectorize(dd, dl);
@@ -261,7 +284,7 @@ static void scheduleRowwise(KernelFuncs &k) {
   k.out.vectorize(i, k.lanes).parallel(t);
 }
 
-void scheduleKernel(KernelFuncs &k, const Target &) {
+void scheduleKernel(KernelFuncs &k, const Target &target) {
   const KernelSpec &spec = k.spec;
   if (const LinearKernel *d = spec.get<LinearKernel>())
     d->panel ? schedulePackedLinear(k, *d) : scheduleLinear(k, *d);
@@ -273,7 +296,7 @@ void scheduleKernel(KernelFuncs &k, const Target &) {
     scheduleRope(k);
   else if (const AttentionKernel *a = spec.get<AttentionKernel>()) {
     if (a->blockQ)
-      scheduleTiledAttention(k, *a);
+      scheduleTiledAttention(k, *a, target);
     else
       scheduleAttention(k);
   }

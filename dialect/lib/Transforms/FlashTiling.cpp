@@ -4,9 +4,10 @@
 // The tiled kernel vectorizes across a tile's rows (query positions x the
 // query heads of one key/value head), so a block of keys, loaded once,
 // serves every head of its GQA group; the sizes below make those rows a
-// whole number of vectors, four where the group size allows (a 4 x 4
-// register tile of row vectors by keys, and of row vectors by value
-// columns). docs/design.md records the measurements behind them.
+// whole number of vectors, four where the group size allows (register
+// tiles of row vectors by keys, and of row vectors by value columns, take
+// as many of them as the target's registers hold). docs/design.md records
+// the measurements behind them.
 //
 //===----------------------------------------------------------------------===//
 #include "arch/Transforms/Passes.h"
@@ -62,8 +63,8 @@ struct FlashTilingPass : impl::FlashTilingPassBase<FlashTilingPass> {
       auto flash = cast<FlashAttentionOp>(builder.create(state));
       flash.setBlockQ(
           std::min(blockQ ? blockQ : blockQFor(group, lanes), kMaxFlashBlock));
-      flash.setBlockKv(blockKv ? blockKv : 4 * lanes);
-      flash.setSplitKv(splitKv ? splitKv : 16 * lanes);
+      flash.setBlockKv(blockKv ? blockKv : std::max<int64_t>(128, 4 * lanes));
+      flash.setSplitKv(splitKv ? splitKv : std::max<int64_t>(256, 16 * lanes));
       a.replaceAllUsesWith(flash.getResult());
       a.erase();
     }

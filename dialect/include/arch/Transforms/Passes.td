@@ -81,15 +81,16 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
     tile's rows (block_q query positions times the query heads that share
     one key/value head) fill four vectors where the group size allows and
     are always a whole number of vectors, so the score and value products
-    are register tiles of vectors of rows; block_kv is four vectors of
-    keys; a decode call (fewer than block_q rows) splits the context into
-    chunks of split_kv keys done in parallel.
+    are register tiles of vectors of rows; block_kv is 128 keys (four
+    vectors where that is more); a decode call (fewer than block_q rows)
+    splits the context into chunks of split_kv keys done in parallel (256,
+    or sixteen vectors where that is more).
 
     ```mlir
     %a = arch.attention %q, %kc, %vc, %pos {n_heads = 8, n_kv_heads = 2,
         head_dim = 16, scale = 0.25} : ...
     // becomes, with lanes = 16 (4 query heads per key/value head)
-    %a = arch.flash_attention %q, %kc, %vc, %pos {block_kv = 64,
+    %a = arch.flash_attention %q, %kc, %vc, %pos {block_kv = 128,
         block_q = 16, head_dim = 16, n_heads = 8, n_kv_heads = 2,
         scale = 0.25, split_kv = 256} : ...
     ```
@@ -100,9 +101,9 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
     Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
            "query positions per tile (0: chosen from lanes)">,
     Option<"blockKv", "block-kv", "int64_t", /*default=*/"0",
-           "keys per block (0: chosen from lanes)">,
+           "keys per block (0: max(128, 4 x lanes))">,
     Option<"splitKv", "split-kv", "int64_t", /*default=*/"0",
-           "keys per parallel chunk when decoding (0: 16 x lanes)">,
+           "keys per parallel chunk when decoding (0: max(256, 16 x lanes))">,
   ];
   let dependentDialects = ["::arch::ArchDialect"];
 }
