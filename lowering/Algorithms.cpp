@@ -600,7 +600,7 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   // dc * cols ..< (dc + 1) * cols: the rescaling factors
   // exp(old max - new max) and exp(block max - new max) are computed once
   // per row and group of columns, not once per column.
-  int cols = divisorUpTo(hd, 4);
+  int cols = divisorUpTo(hd, kAttentionTileColumns);
   Var dc("dc");
   Func run("running");
   std::vector<Expr> start(size_t(2 + cols), Expr(0.0f));

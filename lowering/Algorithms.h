@@ -56,6 +56,11 @@ int vectorWidthFor(int64_t extent, int lanes);
 /// The largest divisor of `n` that is at most `cap` (at least 1).
 int divisorUpTo(int64_t n, int cap);
 
+/// Tiled attention's register tiles are row vectors by up to this many
+/// keys or value columns; the running softmax groups its value columns
+/// alike, so that a group's accumulators are one tile.
+constexpr int kAttentionTileColumns = 4;
+
 } // namespace arch
 
 #endif // ARCHC_LOWERING_ALGORITHMS_H

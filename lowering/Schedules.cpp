@@ -170,10 +170,10 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   int64_t group = a.heads / a.kvHeads, hd = a.headDim;
   int rows = int(group * a.blockQ);
   int rowLanes = vectorWidthFor(rows, k.lanes);   // lanes across rows
-  // Accumulators per register tile: row vectors x 4 keys or value columns.
+  // Accumulators per register tile: row vectors x keys or value columns.
   int accumulators = vectorRegisters(target) / 2;
-  int rvecs = divisorUpTo(rows / rowLanes, accumulators / 4);
-  int jt = divisorUpTo(a.blockKV, 4);
+  int rvecs = divisorUpTo(rows / rowLanes, accumulators / kAttentionTileColumns);
+  int jt = divisorUpTo(a.blockKV, kAttentionTileColumns);
 
   // Tiles.
   Var ho("ho"), hi("hi"), to("to"), ti("ti"), task("task"), ro("ro"), ri("ri"),
