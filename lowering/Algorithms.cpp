@@ -358,6 +358,10 @@ static std::vector<int> t5Buckets(int64_t buckets, int64_t maxDistance) {
   return out;
 }
 
+/// A score no visible key has: exp(masked - max) is 0 for every row that
+/// sees a key, and finite (no NaN) in a block or chunk that sees none.
+constexpr float kMasked = -1e30f;
+
 /// What every attention kernel reads, and what it does to a query-key dot
 /// product: query head h (key/value head h / group) at position `qpos`
 /// against key position `key`.
@@ -422,6 +426,14 @@ struct AttentionTerms {
     int clip = int(a.shawClip);
     return clamp(key - qpos, -clip, clip) + clip;
   }
+  /// `score` where `visible`, else kMasked. Not a select around the
+  /// score: Halide would shrink the region of the dot products under it
+  /// to the visible keys, and the diagonal block's symbolic extents keep
+  /// its register tile in memory. kMasked + score rounds to kMasked for
+  /// any |score| < 1e22, so the sum is exact.
+  static Expr masked(Expr visible, Expr score) {
+    return select(visible, 0.0f, kMasked) + score;
+  }
   /// Whether `key` is attended from `qpos`: causal, within the window.
   Expr visible(Expr qpos, Expr key) const {
     Expr in = key <= qpos;
@@ -445,10 +457,6 @@ struct AttentionTerms {
     return sc;
   }
 };
-
-/// A score no visible key has: exp(masked - max) is 0 for every row that
-/// sees a key, and finite (no NaN) in a block or chunk that sees none.
-constexpr float kMasked = -1e30f;
 
 /// Causal attention of query rows t over cache positions 0 .. pos + t, with
 /// query head h reading KV head h / (n_heads / n_kv_heads): one task per
@@ -579,8 +587,8 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
     raw += qrel(r, in.shawRow(qpos, key), qb, kvh);
   }
   Func score("block_score");
-  score(r, j, qb, kvh, b) = select(
-      in.visible(qpos, key), in.score(raw, headOf(r, kvh), qpos, key), kMasked);
+  score(r, j, qb, kvh, b) = in.masked(
+      in.visible(qpos, key), in.score(raw, headOf(r, kvh), qpos, key));
   RDom rj(0, bk, "rj");
   SoftmaxPart blk = softmaxPart("block", score, j, rj, {r, qb, kvh, b}, 1);
   Func bmax = blk.max, prob = blk.prob, bsum = blk.sum;
@@ -644,9 +652,9 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   cdot(j, g, t, kvh, c) = 0.0f;
   cdot(j, g, t, kvh, c) += cdotLanes(rl, j, g, t, kvh, c);
   Func cscore("chunk_score");
-  cscore(j, g, t, kvh, c) = select(
+  cscore(j, g, t, kvh, c) = in.masked(
       in.visible(cqpos, ckey),
-      in.score(cdot(j, g, t, kvh, c), kvh * group + g, cqpos, ckey), kMasked);
+      in.score(cdot(j, g, t, kvh, c), kvh * group + g, cqpos, ckey));
   RDom cj(0, ck, "cj");
   SoftmaxPart chk = softmaxPart("chunk", cscore, j, cj, {g, t, kvh, c}, 0);
   Func cmax = chk.max, cprob = chk.prob, csum = chk.sum;
