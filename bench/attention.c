@@ -11,8 +11,11 @@
  * MiB in all, at most 64 copies), so that each streams its context from
  * memory as in a model, whose layers' caches together exceed the CPU's
  * caches; prefill calls read K and V where they are, as the layer that
- * just wrote them does.
+ * just wrote them does. K and V are head-major, as archc keeps a tokens
+ * cache (each head's positions consecutive), or with LAYOUT "positions"
+ * position-major, as it keeps a ring.
  *   attention LIB SYMBOL HEADS KV_HEADS HEAD_DIM WINDOW T POS THREADS RUNS
+ *             [heads|positions]
  *     -> ms=... gflops=... gbs=...
  *
  *===---------------------------------------------------------------------===*/
@@ -27,13 +30,14 @@
 typedef int (*kernel_fn)(halide_buffer_t *, halide_buffer_t *,
                          halide_buffer_t *, int32_t, halide_buffer_t *);
 
-/* A [rows, heads, head_dim] f32 buffer (Halide: innermost first). */
+/* A [rows, heads, head_dim] f32 buffer (Halide: innermost first), stored
+ * row-major or, `by_head`, as [heads, rows, head_dim]. */
 static void buffer(halide_buffer_t *b, halide_dimension_t *d, float *data,
-                   int head_dim, int heads, int rows) {
+                   int head_dim, int heads, int rows, int by_head) {
   memset(b, 0, sizeof *b);
   d[0] = (halide_dimension_t){0, head_dim, 1, 0};
-  d[1] = (halide_dimension_t){0, heads, head_dim, 0};
-  d[2] = (halide_dimension_t){0, rows, head_dim * heads, 0};
+  d[1] = (halide_dimension_t){0, heads, by_head ? head_dim * rows : head_dim, 0};
+  d[2] = (halide_dimension_t){0, rows, by_head ? head_dim : head_dim * heads, 0};
   b->host = (uint8_t *)data;
   b->type = (struct halide_type_t){halide_type_float, 32, 1};
   b->dimensions = 3;
@@ -65,9 +69,14 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 11) {
+  if (argc != 11 && argc != 12) {
     fprintf(stderr, "usage: attention LIB SYMBOL HEADS KV_HEADS HEAD_DIM "
-                    "WINDOW T POS THREADS RUNS\n");
+                    "WINDOW T POS THREADS RUNS [heads|positions]\n");
+    return 2;
+  }
+  int by_head = argc == 11 || strcmp(argv[11], "heads") == 0;
+  if (argc == 12 && !by_head && strcmp(argv[11], "positions") != 0) {
+    fprintf(stderr, "attention: layout is heads or positions\n");
     return 2;
   }
   int heads = atoi(argv[3]), kvh = atoi(argv[4]), hd = atoi(argv[5]);
@@ -99,12 +108,14 @@ int main(int argc, char **argv) {
   float *o = randoms((size_t)T * heads * hd, &seed);
   halide_buffer_t bq, bk[64], bv[64], bo;
   halide_dimension_t dq[3], dk[64][3], dv[64][3], dout[3];
-  buffer(&bq, dq, q, hd, heads, T);
+  buffer(&bq, dq, q, hd, heads, T, 0);
   for (int c = 0; c < copies; ++c) {
-    buffer(&bk[c], dk[c], randoms((size_t)len * kvh * hd, &seed), hd, kvh, len);
-    buffer(&bv[c], dv[c], randoms((size_t)len * kvh * hd, &seed), hd, kvh, len);
+    buffer(&bk[c], dk[c], randoms((size_t)len * kvh * hd, &seed), hd, kvh, len,
+           by_head);
+    buffer(&bv[c], dv[c], randoms((size_t)len * kvh * hd, &seed), hd, kvh, len,
+           by_head);
   }
-  buffer(&bo, dout, o, hd, heads, T);
+  buffer(&bo, dout, o, hd, heads, T, 0);
   double *ms = malloc(sizeof(double) * (size_t)runs);
   for (int r = -1; r < runs; ++r) {
     int c = (r + 1) % copies;

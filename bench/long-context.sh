@@ -7,11 +7,12 @@
 #   2. the attention kernel alone (bench/attention.c) in prefill at 2048
 #      and 8192 tokens: GFLOP/s of its QK^T and PV products (causal pairs)
 #      as a share of the FP32 peak;
-#   3. decode at context 256, 2K, 8K and 16K (2 threads): tok/s, the
+#   3. decode at context 256, 2K, 4K, 8K and 16K (2 threads): tok/s, the
 #      attention kernel's share of a token's time (8 layers x its time at
 #      that context, from bench/attention.c) and its K/V read rate as a
 #      share of the read bandwidth; prefill tok/s of those prompts and the
-#      peak resident memory after them.
+#      peak resident memory after them; the kernel alone at 4K context at
+#      1 and 2 threads (the decode target).
 # Figures are medians of $RUNS repetitions after a warm-up call (1 for the
 # 8K and 16K prompts, and for the untiled kernel at 8192 tokens).
 #   bench/long-context.sh
@@ -55,8 +56,8 @@ for b in tiled untiled; do
     attn "$b" "$t" 8192 0 "$r" > "$out/attn.$b.$t.8192"
   done
 done
-for n in 256 2048 8192 16384; do
-  r=$runs; [ "$n" -gt 2048 ] && r=1
+for n in 256 2048 4096 8192 16384; do
+  r=$runs; [ "$n" -gt 4096 ] && r=1
   bench tiled 2 "$n" 16 "$r" > "$out/decode.tiled.$n"
   attn tiled 2 1 "$n" 20 > "$out/attn.decode.tiled.$n"
   if [ "$n" -le 2048 ]; then
@@ -64,6 +65,8 @@ for n in 256 2048 8192 16384; do
     attn untiled 2 1 "$n" 20 > "$out/attn.decode.untiled.$n"
   fi
 done
+# The decode target's point: the kernel alone at 4K context, both thread counts.
+for t in 1 2; do attn tiled "$t" 1 4096 50 > "$out/attn.decode4k.$t"; done
 /usr/bin/python3 - "$out" "$layers" <<'PY'
 import json, os, sys
 out, layers = sys.argv[1], int(sys.argv[2])
@@ -96,7 +99,7 @@ print("\ndecode, 2 threads: tok/s, the attention kernel's share of a token, its 
 print(f"{'build':<9} {'context':>7} {'decode tok/s':>12} {'attn share':>10} "
       f"{'attn GB/s':>14} {'prefill tok/s':>13} {'peak RSS MiB':>12}")
 for b in ("tiled", "untiled"):
-    for n in (256, 2048, 8192, 16384):
+    for n in (256, 2048, 4096, 8192, 16384):
         path = f"{out}/decode.{b}.{n}"
         if not os.path.exists(path):
             continue
@@ -106,4 +109,9 @@ for b in ("tiled", "untiled"):
         print(f"{b:<9} {n:>7} {d['decode_tokens_per_s']:>12.1f} {share:>10.0%} "
               f"{a['gbs']:>7.1f} ({a['gbs'] / ceil[2]['read_gbs']:>4.0%}) "
               f"{d['prefill_tokens_per_s']:>13.1f} {d['peak_rss_mib']:>12.1f}")
+print("\ndecode attention kernel alone at 4096 positions (tiled): K/V read rate")
+for t in (1, 2):
+    a = kv(f"{out}/attn.decode4k.{t}")
+    print(f"  {t} thread(s): {a['ms']:.3f} ms, {a['gbs']:.1f} GB/s "
+          f"({a['gbs'] / ceil[t]['read_gbs']:.0%} of the read bandwidth)")
 PY

@@ -4,7 +4,8 @@
 //   activations  (features, tokens)      = row-major [T, N]
 //   weights      (K, N)                  = PyTorch's [N, K]
 //   heads        (head_dim, heads, tokens)
-//   context      (head_dim, kv_heads, positions): a cache's first rows
+//   context      (head_dim, kv_heads, positions): a cache's first rows,
+//                head-major or (a ring) position-major
 // Feature sizes are constants; the token count and position are not.
 //
 //===----------------------------------------------------------------------===//
@@ -376,8 +377,8 @@ struct AttentionTerms {
       : a(a), group(int(a.heads / a.kvHeads)) {
     int64_t hd = a.headDim;
     q = rows(kf, "q", {hd, a.heads});
-    k = rows(kf, "k", {hd, a.kvHeads});
-    v = rows(kf, "v", {hd, a.kvHeads});
+    k = context(kf, "k");
+    v = context(kf, "v");
     end = kf.pos + q.dim(2).extent();
     first = end - k.dim(2).extent();
     if (int64_t buckets = a.t5Buckets) {
@@ -404,6 +405,22 @@ struct AttentionTerms {
       for (int i = 0; i < int(a.heads); ++i)
         slope(i) = float(slopes[size_t(i)]);
     }
+  }
+
+  /// A cache's context (head_dim, kv_heads, positions): head-major (a
+  /// head's positions consecutive, heads the sequence's stride apart) or
+  /// position-major (a position's heads consecutive, as a ring keeps them).
+  ImageParam context(KernelFuncs &kf, const char *name) const {
+    ImageParam p = kf.in(name);
+    int hd = int(a.headDim);
+    p.dim(0).set_bounds(0, hd).set_stride(1);
+    p.dim(1).set_bounds(0, int(a.kvHeads));
+    p.dim(2).set_min(0);
+    if (a.kvByHead)
+      p.dim(2).set_stride(hd);
+    else
+      p.dim(1).set_stride(hd);
+    return p;
   }
 
   /// The context's rows hold positions first ..< end = pos + T: all of
@@ -778,6 +795,24 @@ static void lowerElementwise(KernelFuncs &k, const ElementwiseKernel &e) {
   k.denseOutputRows = e.op != ElementwiseKernel::Copy;
 }
 
+/// Rows (head_dim, heads, T) into a head-major cache's window, given as
+/// (head_dim, heads, T) with the sequence's head stride and rows of
+/// head_dim; converted to the cache's type.
+static void lowerAppend(KernelFuncs &k, const AppendKernel &a) {
+  int hd = int(a.headDim), heads = int(a.heads);
+  ImageParam in = rows(k, "rows", {a.headDim, a.heads});
+  Var i("i"), hh("h"), t("t");
+  Func out("append");
+  out(i, hh, t) = cast(elementType(a.store), in(i, hh, t));
+  OutputImageParam o = out.output_buffer();
+  o.dim(0).set_bounds(0, hd).set_stride(1);
+  o.dim(1).set_bounds(0, heads);
+  o.dim(2).set_min(0).set_stride(hd);
+  k.out = out;
+  k.vars = {{"i", i}, {"t", t}};
+  k.lanes = vectorWidthFor(a.headDim, k.lanes);
+}
+
 /// x plus the embedding of position pos + t: a table row (learned) or
 /// sin / cos of (pos + t) / 10000^(2i/d) in dimensions 2i / 2i + 1.
 static void lowerPosEmbed(KernelFuncs &k, const PosEmbedKernel &pe) {
@@ -838,11 +873,13 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
         else if constexpr (std::is_same_v<T, EmbedKernel>) lowerEmbed(k, d);
         else if constexpr (std::is_same_v<T, RopeKernel>) lowerRope(k, d);
         else if constexpr (std::is_same_v<T, AttentionKernel>) lowerAttention(k, d);
+        else if constexpr (std::is_same_v<T, AppendKernel>) lowerAppend(k, d);
         else lowerElementwise(k, d);
       },
       spec.description());
-  // Every output is token-major with static feature extents.
-  constrain(k.out.output_buffer(), k.outDims, k.denseOutputRows);
+  // Every other output is token-major with static feature extents.
+  if (!spec.get<AppendKernel>())
+    constrain(k.out.output_buffer(), k.outDims, k.denseOutputRows);
   return k;
 }
 

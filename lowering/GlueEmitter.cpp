@@ -28,10 +28,12 @@ using namespace mlir;
 namespace arch {
 namespace {
 
-/// A buffer in C: its first element and its extents, outermost first.
+/// A buffer in C: its first element, its extents and, where its type
+/// has a dynamic stride (a head-major cache's heads), its strides in
+/// elements; outermost first.
 struct CBuf {
   std::string ptr;
-  std::vector<std::string> extents;
+  std::vector<std::string> extents, strides;
 };
 
 class GlueEmitter {
@@ -44,6 +46,7 @@ private:
   LogicalResult emitFunction(func::FuncOp fn, bool forward, std::string &c);
   LogicalResult emitOp(Operation *op, bool forward, llvm::raw_ostream &os);
   std::string bufferArg(Value v, int index);
+  std::vector<std::string> stridesOf(Value v);
   std::string comment(Operation *op);
   std::string emitDesc();
 
@@ -81,6 +84,20 @@ std::string GlueEmitter::comment(Operation *op) {
   return "  " + cComment(cs.str()) + "\n";
 }
 
+/// The strides of buffer `v` in C, outermost first: its type's, the
+/// dynamic ones as its CBuf spells them.
+std::vector<std::string> GlueEmitter::stridesOf(Value v) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  (void)getStridesAndOffset(cast<MemRefType>(v.getType()), strides, offset);
+  const CBuf &b = bufs[v];
+  std::vector<std::string> out;
+  for (size_t d = 0; d < strides.size(); ++d)
+    out.push_back(ShapedType::isDynamic(strides[d]) ? b.strides.at(d)
+                                                   : std::to_string(strides[d]));
+  return out;
+}
+
 /// `v` as the kernel's halide_buffer_t argument `index`: extents innermost
 /// first, strides spelled out only for a view that is not dense.
 std::string GlueEmitter::bufferArg(Value v, int index) {
@@ -89,21 +106,18 @@ std::string GlueEmitter::bufferArg(Value v, int index) {
   std::string i = std::to_string(index);
   if (type.getElementType().isSignlessInteger(32))
     return "ARCHRT_I32(" + i + ", " + b.ptr + ", " + b.extents[0] + ")";
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  (void)getStridesAndOffset(type, strides, offset);
+  std::vector<std::string> strides = stridesOf(v);
   // Dense: each stride the product of the static extents inside it.
   bool dense = true;
   for (int64_t d = type.getRank() - 1, expect = 1; d >= 0; --d) {
-    dense &= strides[d] == expect;
+    dense &= strides[d] == std::to_string(expect);
     expect *= type.getDimSize(d);
   }
   std::string args;
   if (!type.getElementType().isF32()) {
     // 16 bits (a cache of --kv-type f16 or bf16): every stride spelled out.
     for (int64_t d = type.getRank() - 1; d >= 0; --d)
-      args += ", " + b.extents[d] + ", " +
-              (dense ? "0" : std::to_string(strides[d]));
+      args += ", " + b.extents[d] + ", " + (dense ? "0" : strides[d]);
     for (int64_t d = type.getRank(); d < 3; ++d)
       args += ", 0, 0";
     return "ARCHRT_F16(" + i + ", " + b.ptr + ", " +
@@ -112,8 +126,7 @@ std::string GlueEmitter::bufferArg(Value v, int index) {
            args + ")";
   }
   for (int64_t d = type.getRank() - 1; d >= 0; --d)
-    args += ", " + b.extents[d] +
-            (dense ? "" : ", " + std::to_string(strides[d]));
+    args += ", " + b.extents[d] + (dense ? "" : ", " + strides[d]);
   for (int64_t d = type.getRank(); d < 3; ++d)
     args += dense ? ", 0" : ", 0, 0";
   return std::string(dense ? "ARCHRT_F32(" : "ARCHRT_STRIDED(") + i + ", " +
@@ -182,7 +195,14 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
     std::string ptr = "C[" + s(it->second) + "]";
     if (!c.getType().getElementType().isF32())
       ptr = "((uint16_t *)" + ptr + ")";
-    bufs[c] = {ptr, staticExtents(c.getType())};
+    CBuf b{ptr, staticExtents(c.getType()), {}};
+    if (c.getType().getRank() == 3) {
+      // Head-major: a head's rows are the sequence's positions.
+      int64_t d = c.getType().getDimSize(2);
+      // (arch-lower-to-kernels keeps max_seq_len x D within int32.)
+      b.strides = {"(c->capacity * " + s(d) + ")", s(d), "1"};
+    }
+    bufs[c] = b;
     return success();
   }
   if (auto a = dyn_cast<memref::AllocOp>(op)) {
@@ -200,23 +220,52 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
     return success();
   }
   if (auto v = dyn_cast<memref::SubViewOp>(op)) {
-    // The window's first element: the offsets times the source's strides.
+    // The window's first element: the offsets times the source's strides
+    // (unit steps; a dropped dimension's offset counts too).
     SmallVector<int64_t> strides;
     int64_t offset;
     (void)getStridesAndOffset(v.getSourceType(), strides, offset);
+    std::vector<std::string> spelled = stridesOf(v.getSource());
     CBuf src = bufs[v.getSource()];
     std::string at;
     for (auto [i, o] : llvm::enumerate(v.getMixedOffsets())) {
       std::optional<int64_t> c = getConstantIntValue(o);
       if (c == std::optional<int64_t>(0))
         continue;
-      std::string term = c ? s(*c * strides[i])
-                           : "(size_t)" + ints[cast<Value>(o)] +
-                                 (strides[i] == 1 ? "" : " * " + s(strides[i]));
+      std::string term;
+      if (ShapedType::isDynamic(strides[i]))
+        term = "(size_t)" + (c ? s(*c) : ints[cast<Value>(o)]) +
+               " * (size_t)" + spelled[i];
+      else if (c)
+        term = s(*c * strides[i]);
+      else
+        term = "(size_t)" + ints[cast<Value>(o)] +
+               (strides[i] == 1 ? "" : " * " + s(strides[i]));
       at += (at.empty() ? "" : " + ") + term;
     }
-    bufs[v] = {at.empty() ? src.ptr : "(" + src.ptr + " + " + at + ")",
-               extentsOf(v.getMixedSizes())};
+    CBuf view{at.empty() ? src.ptr : "(" + src.ptr + " + " + at + ")", {},
+              {}};
+    llvm::SmallBitVector dropped = v.getDroppedDims();
+    std::vector<std::string> sizes = extentsOf(v.getMixedSizes());
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (!dropped.test(d)) {
+        view.extents.push_back(sizes[d]);
+        view.strides.push_back(spelled[d]);
+      }
+    bufs[v] = view;
+    return success();
+  }
+  if (auto t = dyn_cast<memref::TransposeOp>(op)) {
+    // The same memory, its dimensions permuted.
+    CBuf src = bufs[t.getIn()];
+    std::vector<std::string> spelled = stridesOf(t.getIn());
+    CBuf out{src.ptr, {}, {}};
+    for (unsigned d = 0; d < t.getPermutation().getNumResults(); ++d) {
+      unsigned from = t.getPermutation().getDimPosition(d);
+      out.extents.push_back(src.extents[from]);
+      out.strides.push_back(spelled[from]);
+    }
+    bufs[t] = out;
     return success();
   }
   if (auto e = dyn_cast<memref::ExpandShapeOp>(op)) {

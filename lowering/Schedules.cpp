@@ -236,26 +236,35 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   part.compute_root()
       .split(dd, ddo, ddi, dl * dvecs)
       .split(g, go, gi, gt)
-      .reorder(ddi, gi, ddo, go, t, kvh, c)
-      .parallel(c)
       .vectorize(ddi, dl)
       .unroll(ddi)
       .unroll(gi);
+  // A task per chunk: of one key/value head where the cache is head-major
+  // (its keys and values, contiguous, stream from memory), of every head
+  // where it is position-major (a chunk's rows, contiguous, hold them all).
+  Var ctask = c;
+  if (a.kvByHead) {
+    ctask = Var("kvh_c");
+    part.reorder(ddi, gi, ddo, go, t, c, kvh).fuse(c, kvh, ctask);
+  } else {
+    part.reorder(ddi, gi, ddo, go, t, kvh, c);
+  }
+  part.parallel(ctask);
   // The value product's accumulators: one register tile per part tile.
   Func cpv = F("chunk_pv");
   cpv.compute_at(part, ddo).vectorize(dd, dl).unroll(dd).unroll(g);
   cpv.update().reorder(dd, g, cj).vectorize(dd, dl).unroll(dd).unroll(g);
-  // A chunk's scores for every key/value head at once, position by
-  // position: its keys are read in the order they lie in the cache.
+  // A task's scores, position by position: its keys are read in the
+  // order they lie in the cache.
   for (const char *n : {"chunk_max", "chunk_sum"}) {
-    F(n).compute_at(part, c);
+    F(n).compute_at(part, ctask);
     if (jl > 1)
       F(n).update().atomic().vectorize(cj, jl);
   }
-  F("chunk_score").compute_at(part, c).vectorize(j, jl);
-  F("chunk_prob").compute_at(part, c).vectorize(j, jl);
+  F("chunk_score").compute_at(part, ctask).vectorize(j, jl);
+  F("chunk_prob").compute_at(part, ctask).vectorize(j, jl);
   Func cdot = F("chunk_dot");
-  cdot.compute_at(part, c);
+  cdot.compute_at(part, ctask);
   cdot.update().reorder(rl, g, kvh, j, t);
   if (dl > 1)
     cdot.update().atomic().vectorize(rl);

@@ -85,6 +85,9 @@ typedef struct archrt_gen_call {
   const int32_t *tokens;
   int32_t n_tokens, pos;
   float *logits;
+  /* Positions each tokens cache holds: a head-major cache's head stride
+   * is capacity x head_dim elements. */
+  int32_t capacity;
 } archrt_gen_call;
 
 extern const archrt_gen_model archrt_gen_model_desc;

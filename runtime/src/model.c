@@ -448,6 +448,7 @@ archrt_status archrt_prefill(archrt_seq *s, const int32_t *tokens,
         .n_tokens = chunk,
         .pos = s->length,
         .logits = s->logits,
+        .capacity = s->capacity,
     };
     s->has_logits = 0;
     int rc = archrt_gen_forward(&call);

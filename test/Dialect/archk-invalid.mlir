@@ -96,6 +96,18 @@ module {
 
 // -----
 
+// A KV cache's head-major buffer: the head stride is the sequence's.
+module {
+  arch.cache @c tokens 32 : tensor<2x4xf32>
+  func.func @f() {
+    // expected-error @+1 {{'archk.cache' op has type 'memref<2x32x4xf32>' but the cache is 'memref<2x32x4xf32, strided<[?, 4, 1]>>' (head-major)}}
+    %c = archk.cache @c : memref<2x32x4xf32>
+    return
+  }
+}
+
+// -----
+
 func.func @f(%x: memref<4x8xf32>, %w: memref<16x8xf32>, %out: memref<4x16xf32>) {
   // The first problem, in field order, is the one reported.
   // expected-error @+1 {{'archk.call' op kernel description of 'linear' has 'K' that is not an integer}}
@@ -116,12 +128,13 @@ module {
 
 // -----
 
-// A cache's buffer has the cache's element type.
+// A cache's buffer has the cache's element type; a ring's rows are
+// mapped twice.
 module {
-  arch.cache @kc tokens 32 : tensor<2x4xbf16>
+  arch.cache @kc ring 32 : tensor<2x4xbf16>
   func.func @cache_type() {
-    // expected-error @+1 {{'archk.cache' op has type 'memref<32x8xf32>' but the cache holds 32 rows of 8 'bf16'}}
-    %c = archk.cache @kc : memref<32x8xf32>
+    // expected-error @+1 {{'archk.cache' op has type 'memref<64x8xf32>' but the cache holds 64 rows of 8 'bf16'}}
+    %c = archk.cache @kc : memref<64x8xf32>
     return
   }
 }
@@ -132,6 +145,6 @@ module {
 // names.
 func.func @attention_kv_type(%q: memref<?x2x4xf32>, %k: memref<?x1x4xf32>, %p: index, %o: memref<?x2x4xf32>) {
   // expected-error @+1 {{'archk.call' op argument 1 ('k') is 'memref<?x1x4xf32>', but the kernel takes a memref of the declared element type and rank (f16, 3)}}
-  archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f16", kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64}(%q, %k, %k, %p, %o) : memref<?x2x4xf32>, memref<?x1x4xf32>, memref<?x1x4xf32>, index, memref<?x2x4xf32>
+  archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f16", kv_by_head = false, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64}(%q, %k, %k, %p, %o) : memref<?x2x4xf32>, memref<?x1x4xf32>, memref<?x1x4xf32>, index, memref<?x2x4xf32>
   return
 }

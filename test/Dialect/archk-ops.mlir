@@ -4,15 +4,22 @@
 // their description, releases.
 // CHECK: %[[W:.*]] = archk.weight @w : memref<16x8xf32>
 // CHECK: %[[C:.*]] = archk.cache @c : memref<32x8xf32>
+// CHECK: %[[KC:.*]] = archk.cache @kc : memref<2x32x4xf32, strided<[?, 4, 1]>>
+// CHECK: memref.transpose %{{.*}} (d0, d1, d2) -> (d1, d0, d2) : memref<2x?x4xf32, strided<[?, 4, 1]>> to memref<?x2x4xf32, strided<[4, ?, 1]>>
 // CHECK: archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, one_row = false, panel = 0 : i64}(%{{.*}}, %[[W]], %{{.*}}) : memref<?x8xf32, strided<[8, 1], offset: ?>>, memref<16x8xf32>, memref<?x16xf32>
 // CHECK: archk.call "rope" {{.*}}style = "interleaved", theta = 1.000000e+04 : f64}(%{{.*}}, %arg1, %{{.*}}) : memref<?x2x8xf32>, index, memref<?x2x8xf32>
 // CHECK: archk.release %[[W]] : memref<16x8xf32>
 module attributes {arch.max_seq_len = 32 : i64} {
   arch.weight @w : tensor<16x8xf32>
-  arch.cache @c tokens 32 : tensor<1x8xf32>
+  arch.cache @c tokens 32 : tensor<8xf32>
+  arch.cache @kc tokens 32 : tensor<2x4xf32>
   func.func @f(%n: index, %pos: index) {
     %w = archk.weight @w : memref<16x8xf32>
     %c = archk.cache @c : memref<32x8xf32>
+    // A KV cache is head-major; its context is a transposed view.
+    %kc = archk.cache @kc : memref<2x32x4xf32, strided<[?, 4, 1]>>
+    %kv = memref.subview %kc[0, 0, 0] [2, %n, 4] [1, 1, 1] : memref<2x32x4xf32, strided<[?, 4, 1]>> to memref<2x?x4xf32, strided<[?, 4, 1]>>
+    %ctx = memref.transpose %kv (d0, d1, d2) -> (d1, d0, d2) : memref<2x?x4xf32, strided<[?, 4, 1]>> to memref<?x2x4xf32, strided<[4, ?, 1]>>
     %rows = memref.subview %c[%pos, 0] [%n, 8] [1, 1] : memref<32x8xf32> to memref<?x8xf32, strided<[8, 1], offset: ?>>
     %out = memref.alloc(%n) : memref<?x16xf32>
     archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, one_row = false, panel = 0 : i64}(%rows, %w, %out) : memref<?x8xf32, strided<[8, 1], offset: ?>>, memref<16x8xf32>, memref<?x16xf32>

@@ -31,14 +31,20 @@
 // CHECK-NEXT: %[[VQ:.*]] = memref.subview %[[P]][0, 0] [%[[T]], 8] [1, 1] : memref<?x16xf32> to memref<?x8xf32, strided<[16, 1]>>
 // CHECK-NEXT: %[[VK:.*]] = memref.subview %[[P]][0, 8] [%[[T]], 4] [1, 1] : memref<?x16xf32> to memref<?x4xf32, strided<[16, 1], offset: 8>>
 // CHECK-NEXT: %[[VV:.*]] = memref.subview %[[P]][0, 12] [%[[T]], 4] [1, 1]
-// CHECK-NEXT: %[[KC:.*]] = archk.cache @kc : memref<16x4xf32>
-// CHECK-NEXT: %[[KROWS:.*]] = memref.subview %[[KC]][%arg1, 0] [%[[T]], 4] [1, 1] : memref<16x4xf32> to memref<?x4xf32, strided<[4, 1], offset: ?>>
-// CHECK-NEXT: archk.call "copy" {store = "f32", width = 4 : i64}(%[[VK]], %[[KROWS]])
+// A KV cache is head-major [heads, positions, head_dim] (the sequence sets
+// the head stride): one `append` call stores the rows, as heads, to
+// positions pos .. of every head, given as a transposed window; attention
+// reads the context [pos + T, heads, head_dim], transposed likewise.
+// CHECK-NEXT: %[[KC:.*]] = archk.cache @kc : memref<1x16x4xf32, strided<[?, 4, 1]>>
+// CHECK-NEXT: %[[KH:.*]] = memref.expand_shape %[[VK]] {{\[\[}}0], [1, 2]] output_shape [%[[T]], 1, 4]
+// CHECK-NEXT: %[[KW:.*]] = memref.subview %[[KC]][0, %arg1, 0] [1, %[[T]], 4] [1, 1, 1] : memref<1x16x4xf32, strided<[?, 4, 1]>> to memref<1x?x4xf32, strided<[?, 4, 1], offset: ?>>
+// CHECK-NEXT: %[[KWT:.*]] = memref.transpose %[[KW]] (d0, d1, d2) -> (d1, d0, d2) : memref<1x?x4xf32, strided<[?, 4, 1], offset: ?>> to memref<?x1x4xf32, strided<[4, ?, 1], offset: ?>>
+// CHECK-NEXT: archk.call "append" {head_dim = 4 : i64, heads = 1 : i64, store = "f32"}(%[[KH]], %[[KWT]])
 // CHECK-NEXT: %[[END:.*]] = arith.addi %arg1, %[[T]] : index
-// CHECK-NEXT: %[[KCTX:.*]] = memref.subview %[[KC]][0, 0] [%[[END]], 4] [1, 1]
+// CHECK-NEXT: %[[KCTX:.*]] = memref.subview %[[KC]][0, 0, 0] [1, %[[END]], 4] [1, 1, 1]
+// CHECK-NEXT: %[[KT:.*]] = memref.transpose %[[KCTX]] (d0, d1, d2) -> (d1, d0, d2) : memref<1x?x4xf32, strided<[?, 4, 1]>> to memref<?x1x4xf32, strided<[4, ?, 1]>>
 // CHECK: %[[A:.*]] = memref.alloc(%[[T]]) : memref<?x8xf32>
-// CHECK: memref.expand_shape %[[KCTX]] {{\[\[}}0], [1, 2]] output_shape [%[[END]], 1, 4]
-// CHECK: archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f32", kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64}({{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32, strided<[16, 4, 1]>>, memref<?x1x4xf32, strided<[4, 4, 1]>>, memref<?x1x4xf32, strided<[4, 4, 1]>>, index, memref<?x2x4xf32>
+// CHECK: archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f32", kv_by_head = true, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64}({{.*}}, %[[KT]], {{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32, strided<[16, 4, 1]>>, memref<?x1x4xf32, strided<[4, ?, 1]>>, memref<?x1x4xf32, strided<[4, ?, 1]>>, index, memref<?x2x4xf32>
 // CHECK: %[[ONE:.*]] = arith.constant 1 : index
 // CHECK-NEXT: %[[LASTROW:.*]] = arith.subi %[[T]], %[[ONE]] : index
 // CHECK-NEXT: %[[LAST:.*]] = memref.subview %[[A]][%[[LASTROW]], 0] [%[[ONE]], 8] [1, 1] : memref<?x8xf32> to memref<?x8xf32, strided<[8, 1], offset: ?>>
@@ -81,7 +87,7 @@ module attributes {arch.max_seq_len = 16 : i64} {
 // Tiled attention: the same call, its block sizes in the description (a
 // windowed, soft-capped GQA layer here).
 // CHECK-LABEL: func.func @forward
-// CHECK: archk.call "attention" {alibi = false, block_kv = 64 : i64, block_q = 32 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f32", kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 3.000000e+01 : f64, split_kv = 256 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 4 : i64}({{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, index, memref<?x2x4xf32>
+// CHECK: archk.call "attention" {alibi = false, block_kv = 64 : i64, block_q = 32 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f32", kv_by_head = true, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 3.000000e+01 : f64, split_kv = 256 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 4 : i64}({{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, index, memref<?x2x4xf32>
 module attributes {arch.max_seq_len = 16 : i64} {
   arch.weight @emb : tensor<32x8xf32>
   arch.weight @wk : tensor<4x8xf32>
@@ -178,6 +184,25 @@ module attributes {arch.max_seq_len = 16 : i64} {
     %k2 = arch.cache_append @kc, %x at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
     %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
     return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+// A KV cache is head-major: attention reads it as the heads of its rows.
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x8xf32>
+  arch.cache @kc tokens 16 : tensor<1x8xf32>
+  arch.cache @vc tokens 16 : tensor<1x8xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x8xf32> {
+    %e = arch.param @emb : tensor<4x8xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x8xf32>) -> tensor<?x8xf32>
+    %k = arch.cache_append @kc, %x at %pos : tensor<?x8xf32> -> tensor<?x8xf32>
+    %v = arch.cache_append @vc, %x at %pos : tensor<?x8xf32> -> tensor<?x8xf32>
+    // expected-error @+1 {{'arch.attention' op reads 2 heads of 4 from cache @kc, whose rows are 'tensor<1x8xf32>': a KV cache's rows are [n_kv_heads, head_dim]}}
+    %a = arch.attention %x, %k, %v, %pos {head_dim = 4 : i64, n_heads = 2 : i64, n_kv_heads = 2 : i64, scale = 0.5 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+    %l = arch.last_token %a : tensor<?x8xf32> -> tensor<1x8xf32>
+    return %l : tensor<1x8xf32>
   }
 }
 
@@ -517,9 +542,9 @@ module attributes {arch.max_seq_len = 64 : i64, arch.max_chunk = 8 : i64} {
 // -----
 
 // A ring that would not be smaller than max_seq_len (6 + 256 - 1 rows at
-// the default chunk, 64 positions): a tokens cache.
+// the default chunk, 64 positions): a tokens cache, head-major.
 // CHECK-LABEL: arch.cache @kc tokens 64 : tensor<4x64xf32>
-// CHECK: archk.cache @kc : memref<64x256xf32>
+// CHECK: archk.cache @kc : memref<4x64x64xf32, strided<[?, 64, 1]>>
 module attributes {arch.max_seq_len = 64 : i64} {
   arch.weight @emb : tensor<32x256xf32>
   arch.cache @kc ring 6 : tensor<4x64xf32>

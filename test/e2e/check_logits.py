@@ -40,6 +40,10 @@ def main():
                     "model.safetensors.index.json")
     ap.add_argument("--strip-prefix", action="store_true",
                     help="leave the base-model prefix out of tensor names")
+    ap.add_argument("--max-tokens", type=int, default=0,
+                    help="create the sequence for this many positions (0: "
+                    "max_seq_len); fewer put a head-major cache's heads "
+                    "closer together than max_seq_len does")
     args = ap.parse_args()
 
     spec = archref.Spec(args.spec)
@@ -68,7 +72,7 @@ def main():
                                  args.strip_prefix)
         print(f"checkpoint: {spec.naming}, {len(os.listdir(tmp))} file(s)")
         model = lib.model(tmp)
-    seq = lib.seq(model)
+    seq = lib.seq(model, args.max_tokens)
 
     worst, failures = 0.0, 0
     steps = [(0, args.split), (args.split, args.prompt_len)]

@@ -187,7 +187,21 @@ LogicalResult CacheOp::verifySymbolUses(SymbolTableCollection &symbols) {
   int64_t rows = c.getCapacity().value_or(1) *
                  (c.getLayout() == arch::CacheLayout::ring ? 2 : 1);
   MemRefType t = getBuffer().getType();
-  Type elem = c.getRowType().getElementType();
+  RankedTensorType row = c.getRowType();
+  Type elem = row.getElementType();
+  if (c.getLayout() == arch::CacheLayout::tokens && row.getRank() == 2 &&
+      t.getRank() == 3) {
+    // Head-major [heads, capacity, head_dim]; the sequence sets the head
+    // stride.
+    int64_t heads = row.getDimSize(0), d = row.getDimSize(1);
+    auto byHead = MemRefType::get(
+        {heads, rows, d}, elem,
+        StridedLayoutAttr::get(getContext(), 0, {ShapedType::kDynamic, d, 1}));
+    if (t != byHead)
+      return emitOpError() << "has type " << t << " but the cache is "
+                           << byHead << " (head-major)";
+    return success();
+  }
   if (t.getShape() != ArrayRef<int64_t>{rows, c.getRowElements()} ||
       !t.getLayout().isIdentity() || t.getElementType() != elem)
     return emitOpError() << "has type " << t << " but the cache holds "

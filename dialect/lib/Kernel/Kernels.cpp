@@ -17,6 +17,7 @@ struct KindName {
   const char *operator()(const RopeKernel &) { return "rope"; }
   const char *operator()(const AttentionKernel &) { return "attention"; }
   const char *operator()(const PosEmbedKernel &) { return "pos_embed"; }
+  const char *operator()(const AppendKernel &) { return "append"; }
   const char *operator()(const ElementwiseKernel &k) {
     static const char *const names[] = {"add",   "glu",     "activation",
                                         "scale", "softcap", "copy"};
@@ -105,6 +106,7 @@ struct Args {
       in("table", 2);
     pos(), out(2);
   }
+  void operator()(const AppendKernel &k) { in("rows", 3), out(3, k.store); }
   void operator()(const ElementwiseKernel &k) {
     in("a", 2);
     if (k.op == ElementwiseKernel::Add || k.op == ElementwiseKernel::Glu)
@@ -128,7 +130,7 @@ std::optional<KernelSpec> KernelSpec::ofKind(std::string_view kind) {
       PosEmbedKernel{},        EW{EW::Add, 0},
       EW{EW::Glu, 0},          EW{EW::Activate, 0},
       EW{EW::Scale, 0},        EW{EW::Softcap, 0},
-      EW{EW::Copy, 0}};
+      EW{EW::Copy, 0},         AppendKernel{}};
   for (const KernelSpec &k : all)
     if (kind == k.kindName())
       return k;

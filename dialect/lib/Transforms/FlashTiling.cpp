@@ -29,6 +29,19 @@ static int64_t blockQFor(int64_t group, int64_t lanes) {
   return unit * std::max<int64_t>(1, 4 * lanes / (group * unit));
 }
 
+/// Whether attention `a` reads its keys from a ring cache, which keeps
+/// each position's heads together (a tokens cache is head-major: a chunk
+/// of one head's keys is contiguous, so decode takes longer chunks). A
+/// ring no smaller than max_seq_len is lowered as a tokens cache.
+static bool readsRing(AttentionOp a) {
+  auto append = a.getKey().getDefiningOp<CacheAppendOp>();
+  if (!append)
+    return false;
+  auto decl = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
+      append, append.getCacheAttr());
+  return decl && decl.getLayout() == CacheLayout::ring && ringRows(decl) > 0;
+}
+
 struct FlashTilingPass : impl::FlashTilingPassBase<FlashTilingPass> {
   using FlashTilingPassBase::FlashTilingPassBase;
 
@@ -64,7 +77,9 @@ struct FlashTilingPass : impl::FlashTilingPassBase<FlashTilingPass> {
       flash.setBlockQ(
           std::min(blockQ ? blockQ : blockQFor(group, lanes), kMaxFlashBlock));
       flash.setBlockKv(blockKv ? blockKv : std::max<int64_t>(128, 4 * lanes));
-      flash.setSplitKv(splitKv ? splitKv : std::max<int64_t>(256, 16 * lanes));
+      int64_t chunk = readsRing(a) ? std::max<int64_t>(256, 16 * lanes)
+                                   : std::max<int64_t>(1024, 64 * lanes);
+      flash.setSplitKv(std::min(splitKv ? splitKv : chunk, kMaxFlashBlock));
       a.replaceAllUsesWith(flash.getResult());
       a.erase();
     }

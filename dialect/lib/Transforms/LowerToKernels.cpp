@@ -69,9 +69,12 @@ Value expand(OpBuilder &b, Location loc, Value m,
   return b.create<memref::ExpandShapeOp>(loc, *type, m, re, shape);
 }
 
-/// The view of 2-D `m` [R, W] as [R, groups, W / groups]: the heads.
+/// The view of 2-D `m` [R, W] as [R, groups, W / groups]: the heads (a
+/// head-major cache's context is that view already).
 Value heads(OpBuilder &b, Location loc, Value m, int64_t groups) {
   auto t = cast<MemRefType>(m.getType());
+  if (t.getRank() == 3)
+    return m;
   OpFoldResult rows = t.isDynamicDim(0) ? OpFoldResult(rowsOf(b, loc, m))
                                         : b.getIndexAttr(t.getDimSize(0));
   return expand(b, loc, m, {{0}, {1, 2}},
@@ -295,6 +298,7 @@ template <class Op> struct LowerAttention : Lowering<Op> {
                       op.getSoftcap().convertToDouble()};
     setTiling(k, op);
     k.kv = storeOf(buf(a.getKey()));
+    k.kvByHead = cast<MemRefType>(buf(a.getKey()).getType()).getRank() == 3;
     Value out = newRows(b, loc, rowsOf(b, loc, q), h * hd);
     Args args{{"q", heads(b, loc, q, h)},
               {"k", heads(b, loc, buf(a.getKey()), kvh)},
@@ -403,20 +407,71 @@ struct LowerLastToken : Lowering<LastTokenOp> {
   }
 };
 
+/// Whether cache `c` is kept head-major (LowerCacheAppend::appendByHead):
+/// a tokens cache of rows [heads, head_dim] whose head stride, at most
+/// capacity x head_dim elements, fits the kernels' 32-bit strides. (A
+/// ring that ringRows leaves 0 becomes a tokens cache before the lowering.)
+static bool byHead(CacheOp c) {
+  RankedTensorType row = c.getRowType();
+  bool tokens = c.getLayout() == CacheLayout::tokens ||
+                (c.getLayout() == CacheLayout::ring && ringRows(c) == 0);
+  int64_t capacity = c.getLayout() == CacheLayout::tokens
+                         ? int64_t(c.getCapacity().value_or(0))
+                         : int64_t(c->getParentOfType<ModuleOp>()
+                                       ->getAttrOfType<IntegerAttr>(
+                                           "arch.max_seq_len")
+                                       .getInt());
+  return tokens && row.getRank() == 2 &&
+         capacity * row.getDimSize(1) <= std::numeric_limits<int32_t>::max();
+}
+
 struct LowerCacheAppend : Lowering<CacheAppendOp> {
   using Lowering::Lowering;
+  /// A tokens cache of rows [H, D] (a KV cache) is head-major: head h's
+  /// positions are consecutive rows of D, [H, capacity, D], so that a
+  /// decode step streams each head's keys and values from contiguous
+  /// memory. The runtime allocates as many positions as the sequence
+  /// holds, so the head stride is the sequence's (dynamic). One `append`
+  /// call stores the rows [T, H, D] at positions pos ..< pos + T of every
+  /// head; the context is [pos + T, H, D] with strides [D, head stride, 1].
+  /// Both windows are transposed views of [H, positions, D].
+  static Value appendByHead(OpBuilder &b, Location loc, CacheAppendOp op,
+                            Value rows, Value pos, Value n, int64_t capacity,
+                            RankedTensorType row) {
+    int64_t H = row.getDimSize(0), D = row.getDimSize(1);
+    auto layout = StridedLayoutAttr::get(
+        b.getContext(), 0, {ShapedType::kDynamic, D, 1});
+    auto type = MemRefType::get({H, capacity, D}, row.getElementType(),
+                                layout);
+    Value cache = b.create<archk::CacheOp>(loc, type, op.getCacheAttr());
+    OpFoldResult zero = b.getIndexAttr(0);
+    auto swap = AffineMapAttr::get(AffineMap::getPermutationMap(
+        ArrayRef<unsigned>{1, 0, 2}, b.getContext()));
+    auto window = [&](OpFoldResult first, OpFoldResult count) -> Value {
+      Value v = view(b, loc, cache, {zero, first, zero},
+                     {b.getIndexAttr(H), count, b.getIndexAttr(D)});
+      return b.create<memref::TransposeOp>(loc, v, swap);
+    };
+    AppendKernel kernel{H, D, storeOf(cache)};
+    call(b, loc, kernel, {{"rows", heads(b, loc, rows, H)},
+                          {"out", window(pos, n)}});
+    return window(zero, b.create<arith::AddIOp>(loc, pos, n).getResult());
+  }
   Value lower(CacheAppendOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
     auto decl = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
         op, op.getCacheAttr());
     Value rows = buf(a.getRows());
     int64_t w = widthOf(rows), capacity = int64_t(*decl.getCapacity());
     bool ring = decl.getLayout() == CacheLayout::ring;
+    Value n = rowsOf(b, loc, rows), pos = a.getPos();
+    if (byHead(decl))
+      return appendByHead(b, loc, op, rows, pos, n, capacity,
+                          decl.getRowType());
     Value cache = b.create<archk::CacheOp>(
         loc,
         MemRefType::get({ring ? 2 * capacity : capacity, w},
                         decl.getRowType().getElementType()),
         op.getCacheAttr());
-    Value n = rowsOf(b, loc, rows), pos = a.getPos();
     if (!ring) {
       // Rows to positions pos .. pos + T - 1; the context is rows
       // 0 ..< pos + T.
@@ -639,6 +694,20 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
                << "reads keys and values from rings the library gives "
                << ringRows(kc) << " and " << ringRows(vc)
                << " rows (rows of different bytes), which has no lowering";
+      // A head-major cache is read as the heads its rows are.
+      auto headsOf = [](auto a) {
+        return std::pair<int64_t, int64_t>(a.getNKvHeads(), a.getHeadDim());
+      };
+      auto [kvh, hd] = isa<AttentionOp>(op) ? headsOf(cast<AttentionOp>(op))
+                                            : headsOf(cast<FlashAttentionOp>(op));
+      for (CacheOp c : {kc, vc}) {
+        RankedTensorType row = c.getRowType();
+        if (byHead(c) && (row.getDimSize(0) != kvh || row.getDimSize(1) != hd))
+          return op->emitOpError()
+                 << "reads " << kvh << " heads of " << hd << " from cache @"
+                 << c.getSymName() << ", whose rows are " << row
+                 << ": a KV cache's rows are [n_kv_heads, head_dim]";
+      }
       if (kc.getLayout() == CacheLayout::ring &&
           (window == 0 || window > int64_t(*kc.getCapacity())))
         return op->emitOpError()

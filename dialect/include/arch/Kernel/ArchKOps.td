@@ -49,14 +49,21 @@ def ArchK_CacheOp : ArchK_Op<"cache",
     [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "the current sequence's buffer of a cache the module declares";
   let description = [{
-    The memory of `arch.cache @name` for the sequence a call runs on:
-    [capacity, elements per row] of a tokens cache, [2 x capacity, elements
-    per row] of a ring (the runtime maps its rows twice in a row, so that
-    row r + capacity is row r and any `capacity` consecutive positions are
-    consecutive rows), of the cache's element type (f32, f16 or bf16).
+    The memory of `arch.cache @name` for the sequence a call runs on, of
+    the cache's element type (f32, f16 or bf16):
+    - a tokens cache of rows [heads, head_dim] (a KV cache) is head-major,
+      [heads, capacity, head_dim]: each head's positions are consecutive
+      rows. The runtime allocates the positions the sequence holds, so the
+      head stride is dynamic (the sequence's capacity x head_dim);
+    - another tokens cache is [capacity, elements per row];
+    - a ring is [2 x capacity, elements per row], position-major: the
+      runtime maps its rows twice in a row, so that row r + capacity is
+      row r and any `capacity` consecutive positions are consecutive rows.
 
     ```mlir
-    %k = archk.cache @"model.layers.0.self_attn.k_cache" : memref<256x64xf32>
+    %k = archk.cache @"model.layers.0.self_attn.k_cache"
+        : memref<4x256x64xf32, strided<[?, 64, 1]>>
+    %r = archk.cache @"model.layers.1.self_attn.k_cache" : memref<512x256xf32>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$name);

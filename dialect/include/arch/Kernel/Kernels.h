@@ -108,7 +108,9 @@ struct RopeKernel {
 /// (arch.flash_attention: tiles of blockQ positions x the query heads of a
 /// key/value head against blocks of blockKV keys; with fewer than blockQ
 /// rows, chunks of splitKV keys in parallel, their partials merged). Keys
-/// and values are read as `kv` (the caches' element type), computed in f32.
+/// and values are read as `kv` (the caches' element type), computed in f32,
+/// from a head-major cache (`kvByHead`: each head's positions consecutive)
+/// or a position-major one (a ring: each position's heads consecutive).
 struct AttentionKernel {
   int64_t heads, kvHeads, headDim;
   bool alibi;
@@ -116,12 +118,14 @@ struct AttentionKernel {
   double scale, softcap;
   int64_t blockQ = 0, blockKV = 0, splitKV = 0;
   StoreType kv = StoreType::f32;
+  bool kvByHead = false;
   template <class F> void fields(F &&f) {
     f("heads", heads), f("kv_heads", kvHeads), f("head_dim", headDim),
         f("alibi", alibi), f("window", window), f("t5_buckets", t5Buckets),
         f("t5_max_distance", t5MaxDistance), f("shaw_clip", shawClip),
         f("scale", scale), f("softcap", softcap), f("block_q", blockQ),
-        f("block_kv", blockKV), f("split_kv", splitKV), f("kv", kv);
+        f("block_kv", blockKV), f("split_kv", splitKV), f("kv", kv),
+        f("kv_by_head", kvByHead);
   }
 };
 
@@ -158,12 +162,24 @@ struct ElementwiseKernel {
   }
 };
 
+/// Rows [T, heads, head_dim] appended to a head-major KV cache: the
+/// cache's window [heads, T positions, head_dim] is given transposed, as
+/// [T, heads, head_dim] with the sequence's head stride; converted to
+/// `store`. One call per cache, whatever the heads.
+struct AppendKernel {
+  int64_t heads, headDim;
+  StoreType store = StoreType::f32;
+  template <class F> void fields(F &&f) {
+    f("heads", heads), f("head_dim", headDim), f("store", store);
+  }
+};
+
 class KernelSpec {
 public:
   using Description =
       std::variant<EmbedKernel, NormKernel, LinearKernel, PackKernel,
                    RopeKernel, AttentionKernel, PosEmbedKernel,
-                   ElementwiseKernel>;
+                   ElementwiseKernel, AppendKernel>;
   template <class T> KernelSpec(T d) : desc(std::move(d)) {}
 
   /// A description of kind `kind` (a kindName()), its fields zero; none

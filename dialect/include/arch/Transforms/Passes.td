@@ -83,8 +83,11 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
     are always a whole number of vectors, so the score and value products
     are register tiles of vectors of rows; block_kv is 128 keys (four
     vectors where that is more); a decode call (fewer than block_q rows)
-    splits the context into chunks of split_kv keys done in parallel (256,
-    or sixteen vectors where that is more).
+    splits the context into chunks of split_kv keys done in parallel: 1024
+    (or 64 vectors where that is more) where the keys come from a tokens
+    cache, which is head-major, so that a chunk streams one head's keys
+    and values from contiguous memory; 256 (or sixteen vectors) from a
+    ring, whose chunks take every head's scores at once.
 
     ```mlir
     %a = arch.attention %q, %kc, %vc, %pos {n_heads = 8, n_kv_heads = 2,
@@ -92,7 +95,7 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
     // becomes, with lanes = 16 (4 query heads per key/value head)
     %a = arch.flash_attention %q, %kc, %vc, %pos {block_kv = 128,
         block_q = 16, head_dim = 16, n_heads = 8, n_kv_heads = 2,
-        scale = 0.25, split_kv = 256} : ...
+        scale = 0.25, split_kv = 1024} : ...
     ```
   }];
   let options = [
@@ -103,7 +106,8 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
     Option<"blockKv", "block-kv", "int64_t", /*default=*/"0",
            "keys per block (0: max(128, 4 x lanes))">,
     Option<"splitKv", "split-kv", "int64_t", /*default=*/"0",
-           "keys per parallel chunk when decoding (0: max(256, 16 x lanes))">,
+           "keys per parallel chunk when decoding (0: max(1024, 64 x lanes), "
+           "max(256, 16 x lanes) from a ring cache)">,
   ];
   let dependentDialects = ["::arch::ArchDialect"];
 }
