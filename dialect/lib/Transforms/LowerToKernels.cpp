@@ -409,12 +409,15 @@ struct LowerLastToken : Lowering<LastTokenOp> {
 
 /// Whether cache `c` is kept head-major (LowerCacheAppend::appendByHead):
 /// a tokens cache of rows [heads, head_dim] whose head stride, at most
-/// capacity x head_dim elements, fits the kernels' 32-bit strides. (A
-/// ring that ringRows leaves 0 becomes a tokens cache before the lowering.)
-static bool byHead(CacheOp c) {
+/// capacity x head_dim elements, fits the kernels' 32-bit strides.
+/// `sized`: sizeRings has run. Before it, a ring that ringRows leaves 0
+/// counts as the tokens cache of max_seq_len positions it becomes (after
+/// it, a ring's capacity is its rows, and ringRows of that means nothing).
+static bool byHead(CacheOp c, bool sized) {
   RankedTensorType row = c.getRowType();
   bool tokens = c.getLayout() == CacheLayout::tokens ||
-                (c.getLayout() == CacheLayout::ring && ringRows(c) == 0);
+                (!sized && c.getLayout() == CacheLayout::ring &&
+                 ringRows(c) == 0);
   int64_t capacity = c.getLayout() == CacheLayout::tokens
                          ? int64_t(c.getCapacity().value_or(0))
                          : int64_t(c->getParentOfType<ModuleOp>()
@@ -464,7 +467,7 @@ struct LowerCacheAppend : Lowering<CacheAppendOp> {
     int64_t w = widthOf(rows), capacity = int64_t(*decl.getCapacity());
     bool ring = decl.getLayout() == CacheLayout::ring;
     Value n = rowsOf(b, loc, rows), pos = a.getPos();
-    if (byHead(decl))
+    if (byHead(decl, /*sized=*/true))
       return appendByHead(b, loc, op, rows, pos, n, capacity,
                           decl.getRowType());
     Value cache = b.create<archk::CacheOp>(
@@ -702,7 +705,8 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
                                             : headsOf(cast<FlashAttentionOp>(op));
       for (CacheOp c : {kc, vc}) {
         RankedTensorType row = c.getRowType();
-        if (byHead(c) && (row.getDimSize(0) != kvh || row.getDimSize(1) != hd))
+        if (byHead(c, /*sized=*/false) &&
+            (row.getDimSize(0) != kvh || row.getDimSize(1) != hd))
           return op->emitOpError()
                  << "reads " << kvh << " heads of " << hd << " from cache @"
                  << c.getSymName() << ", whose rows are " << row
