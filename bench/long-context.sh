@@ -14,7 +14,9 @@
 #      peak resident memory after them; the kernel alone at 4K context at
 #      1 and 2 threads (the decode target).
 # Figures are medians of $RUNS repetitions after a warm-up call (1 for the
-# 8K and 16K prompts, and for the untiled kernel at 8192 tokens).
+# 8K and 16K prompts, and for the untiled kernel at 8192 tokens); a decode
+# call of the kernel alone, of 100 (300 at 4K), each on its own copy of
+# K and V.
 #   bench/long-context.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,14 +61,14 @@ done
 for n in 256 2048 4096 8192 16384; do
   r=$runs; [ "$n" -gt 4096 ] && r=1
   bench tiled 2 "$n" 16 "$r" > "$out/decode.tiled.$n"
-  attn tiled 2 1 "$n" 20 > "$out/attn.decode.tiled.$n"
+  attn tiled 2 1 "$n" 100 > "$out/attn.decode.tiled.$n"
   if [ "$n" -le 2048 ]; then
     bench untiled 2 "$n" 16 "$r" > "$out/decode.untiled.$n"
     attn untiled 2 1 "$n" 20 > "$out/attn.decode.untiled.$n"
   fi
 done
 # The decode target's point: the kernel alone at 4K context, both thread counts.
-for t in 1 2; do attn tiled "$t" 1 4096 50 > "$out/attn.decode4k.$t"; done
+for t in 1 2; do attn tiled "$t" 1 4096 300 > "$out/attn.decode4k.$t"; done
 /usr/bin/python3 - "$out" "$layers" <<'PY'
 import json, os, sys
 out, layers = sys.argv[1], int(sys.argv[2])
