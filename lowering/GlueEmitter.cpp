@@ -221,7 +221,9 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
   }
   if (auto v = dyn_cast<memref::SubViewOp>(op)) {
     // The window's first element: the offsets times the source's strides
-    // (unit steps; a dropped dimension's offset counts too).
+    // (unit steps, the source's rank).
+    if (v.getType().getRank() != v.getSourceType().getRank())
+      return v.emitOpError() << "has no C form (a rank-reducing view)";
     SmallVector<int64_t> strides;
     int64_t offset;
     (void)getStridesAndOffset(v.getSourceType(), strides, offset);
@@ -243,16 +245,8 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
                (strides[i] == 1 ? "" : " * " + s(strides[i]));
       at += (at.empty() ? "" : " + ") + term;
     }
-    CBuf view{at.empty() ? src.ptr : "(" + src.ptr + " + " + at + ")", {},
-              {}};
-    llvm::SmallBitVector dropped = v.getDroppedDims();
-    std::vector<std::string> sizes = extentsOf(v.getMixedSizes());
-    for (size_t d = 0; d < sizes.size(); ++d)
-      if (!dropped.test(d)) {
-        view.extents.push_back(sizes[d]);
-        view.strides.push_back(spelled[d]);
-      }
-    bufs[v] = view;
+    bufs[v] = {at.empty() ? src.ptr : "(" + src.ptr + " + " + at + ")",
+               extentsOf(v.getMixedSizes()), spelled};
     return success();
   }
   if (auto t = dyn_cast<memref::TransposeOp>(op)) {
