@@ -23,6 +23,7 @@ Type elementType(StoreType t) {
   switch (t) {
   case StoreType::f16: return Float(16);
   case StoreType::bf16: return BFloat(16);
+  case StoreType::i32: return Int(32);
   case StoreType::f32: break;
   }
   return Float(32);
@@ -128,12 +129,163 @@ static void lowerPack(KernelFuncs &k, const PackKernel &d) {
   w.dim(0).set_bounds(0, int(K)).set_stride(1);
   w.dim(1).set_bounds(0, int(N)).set_stride(int(K));
   Var j("j"), kk("kk"), p("p");
-  Expr col = p * int(panel) + j;
+  // Group g (an expert) of n rows is panels g * per ..< (g + 1) * per.
+  int64_t n = N / d.groups, per = (n + panel - 1) / panel;
+  Expr col = (p % int(per)) * int(panel) + j;
+  Expr row = (p / int(per)) * int(n) + col;
   Func out("pack");
-  out(j, kk, p) = select(col < int(N), w(kk, min(col, int(N) - 1)), 0.0f);
+  out(j, kk, p) = select(col < int(n), w(kk, min(row, int(N) - 1)), 0.0f);
   k.out = out;
   k.vars = {{"j", j}, {"kk", kk}, {"p", p}};
   k.outDims = {panel, K};
+}
+
+/// The router's score of expert e: softmax over the experts, or sigmoid.
+static Func routerScores(KernelFuncs &k, ImageParam logits, int64_t experts,
+                         RouterScoring scoring) {
+  Var e("e"), t("t");
+  Func score("score");
+  if (scoring == RouterScoring::sigmoid) {
+    score(e, t) = 1.0f / (1.0f + exp(-logits(e, t)));
+    return score;
+  }
+  RDom all(0, int(experts), "all");
+  Func mx("mx"), sum("sum");
+  mx(t) = maximum(logits(all, t));
+  sum(t) = 0.0f;
+  sum(t) += exp(logits(all, t) - mx(t));
+  score(e, t) = exp(logits(e, t) - mx(t)) / sum(t);
+  k.funcs["mx"] = mx, k.funcs["sum"] = sum;
+  return score;
+}
+
+/// arch.route's choice: the top k experts by score (+ selection bias),
+/// among the topk_group best groups when grouped; ties to the lower index
+/// (argmax keeps the first maximum). k passes of argmax, each excluding
+/// the experts already picked.
+static void lowerRoute(KernelFuncs &k, const RouteKernel &r) {
+  const int E = int(r.experts), K = int(r.topK);
+  ImageParam logits = rows(k, "logits", {r.experts});
+  Var e("e"), j("j"), t("t");
+  Func score = routerScores(k, logits, r.experts, r.scoring);
+  Func choice("choice");
+  if (r.bias) {
+    ImageParam bias = k.in("bias");
+    bias.dim(0).set_bounds(0, E).set_stride(1);
+    choice(e, t) = score(e, t) + bias(e);
+  } else {
+    choice(e, t) = score(e, t);
+  }
+  const Expr none = Float(32).min();
+  Func masked("masked");
+  if (r.nGroup > 1) {
+    const int G = int(r.nGroup), size = E / G;
+    Var g("g");
+    RDom in(0, size, "in");
+    Func group("group");
+    if (r.scoring == RouterScoring::sigmoid) {
+      // The sum of the group's best two.
+      Tuple best = argmax(choice(g * size + in, t));
+      Expr second = maximum(
+          select(in == best[0], none, choice(g * size + in, t)));
+      group(g, t) = best[1] + second;
+    } else {
+      group(g, t) = maximum(choice(g * size + in, t));
+    }
+    RDom gs(0, G, "gs");
+    std::vector<Func> kept;
+    for (int m = 0; m < int(r.topkGroup); ++m) {
+      Expr taken = Halide::Internal::const_false();
+      for (const Func &f : kept)
+        taken = taken || gs.x == f(t);
+      Func pick("group_pick" + std::to_string(m));
+      pick(t) = argmax(select(taken, none, group(gs.x, t)))[0];
+      kept.push_back(pick);
+      k.funcs[pick.name()] = pick;
+    }
+    Expr keep = Halide::Internal::const_false();
+    for (const Func &f : kept)
+      keep = keep || e / size == f(t);
+    masked(e, t) = select(keep, choice(e, t), none);
+    k.funcs["group"] = group;
+  } else {
+    masked(e, t) = choice(e, t);
+  }
+  RDom all(0, E, "pick");
+  std::vector<Expr> picks;
+  for (int m = 0; m < K; ++m) {
+    Expr taken = Halide::Internal::const_false();
+    for (const Expr &p : picks)
+      taken = taken || all.x == p;
+    Func pick("pick" + std::to_string(m));
+    pick(t) = cast<int32_t>(argmax(select(taken, none, masked(all.x, t)))[0]);
+    k.funcs[pick.name()] = pick;
+    picks.push_back(pick(t));
+  }
+  Func out("route");
+  out(j, t) = K == 1 ? picks[0] : mux(j, picks);
+  k.funcs["score"] = score, k.funcs["choice"] = choice,
+  k.funcs["masked"] = masked;
+  k.out = out;
+  k.vars = {{"j", j}, {"t", t}};
+  k.outDims = {r.topK};
+}
+
+/// The weights of the experts a route kernel chose: score, over the k's
+/// sum when normalized, times scaling.
+static void lowerRouteWeights(KernelFuncs &k, const RouteWeightsKernel &r) {
+  const int E = int(r.experts), K = int(r.topK);
+  ImageParam logits = rows(k, "logits", {r.experts});
+  ImageParam experts = rows(k, "experts", {r.topK});
+  Var j("j"), t("t");
+  Func score = routerScores(k, logits, r.experts, r.scoring);
+  Func chosen("chosen");
+  chosen(j, t) = score(clamp(experts(j, t), 0, E - 1), t);
+  Expr w = chosen(j, t);
+  if (r.normalize) {
+    Expr total = chosen(0, t);
+    for (int m = 1; m < K; ++m)
+      total += chosen(m, t);
+    w = w / total;
+  }
+  Func out("route_weights");
+  out(j, t) = r.scaling == 1.0 ? w : w * float(r.scaling);
+  k.funcs["score"] = score, k.funcs["chosen"] = chosen;
+  k.out = out;
+  k.vars = {{"j", j}, {"t", t}};
+  k.outDims = {r.topK};
+}
+
+/// out[r] = x[rows[r]]: the routed rows, expert by expert.
+static void lowerGather(KernelFuncs &k, const GatherKernel &g) {
+  ImageParam x = rows(k, "x", {g.width});
+  ImageParam which = k.in("rows");
+  which.dim(0).set_min(0);
+  Var i("i"), t("t");
+  Func out("gather");
+  out(i, t) = x(i, clamp(which(t), 0, x.dim(1).extent() - 1));
+  k.out = out;
+  k.vars = {{"i", i}, {"t", t}};
+  k.lanes = vectorWidthFor(g.width, k.lanes);
+  k.outDims = {g.width};
+}
+
+/// out[t] = sum over j of weights[t, j] * y[slots[t, j]], j ascending.
+static void lowerCombine(KernelFuncs &k, const CombineKernel &c) {
+  ImageParam y = rows(k, "y", {c.width});
+  ImageParam slots = rows(k, "slots", {c.topK});
+  ImageParam weights = rows(k, "weights", {c.topK});
+  Var i("i"), t("t");
+  Expr last = y.dim(1).extent() - 1;
+  Expr sum = weights(0, t) * y(i, clamp(slots(0, t), 0, last));
+  for (int j = 1; j < int(c.topK); ++j)
+    sum += weights(j, t) * y(i, clamp(slots(j, t), 0, last));
+  Func out("combine");
+  out(i, t) = sum;
+  k.out = out;
+  k.vars = {{"i", i}, {"t", t}};
+  k.lanes = vectorWidthFor(c.width, k.lanes);
+  k.outDims = {c.width};
 }
 
 /// Per token and group: rms: x / sqrt(mean(x^2) + eps) * w (+ b);
@@ -874,6 +1026,10 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
         else if constexpr (std::is_same_v<T, RopeKernel>) lowerRope(k, d);
         else if constexpr (std::is_same_v<T, AttentionKernel>) lowerAttention(k, d);
         else if constexpr (std::is_same_v<T, AppendKernel>) lowerAppend(k, d);
+        else if constexpr (std::is_same_v<T, RouteKernel>) lowerRoute(k, d);
+        else if constexpr (std::is_same_v<T, RouteWeightsKernel>) lowerRouteWeights(k, d);
+        else if constexpr (std::is_same_v<T, GatherKernel>) lowerGather(k, d);
+        else if constexpr (std::is_same_v<T, CombineKernel>) lowerCombine(k, d);
         else lowerElementwise(k, d);
       },
       spec.description());

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/DenseMap.h"
@@ -45,6 +46,11 @@ public:
 private:
   LogicalResult emitFunction(func::FuncOp fn, bool forward, std::string &c);
   LogicalResult emitOp(Operation *op, bool forward, llvm::raw_ostream &os);
+  LogicalResult emitBlock(Block &block, bool forward, llvm::raw_ostream &os);
+  /// A fresh C local for a value computed at run time in a loop.
+  std::string local() { return "v" + std::to_string(locals++); }
+  int locals = 0;
+  std::string indent = "  ";
   std::string bufferArg(Value v, int index);
   std::vector<std::string> stridesOf(Value v);
   std::string comment(Operation *op);
@@ -105,7 +111,9 @@ std::string GlueEmitter::bufferArg(Value v, int index) {
   const CBuf &b = bufs[v];
   std::string i = std::to_string(index);
   if (type.getElementType().isSignlessInteger(32))
-    return "ARCHRT_I32(" + i + ", " + b.ptr + ", " + b.extents[0] + ")";
+    return "ARCHRT_I32(" + i + ", " + b.ptr + ", " +
+           b.extents[type.getRank() - 1] + ", " +
+           (type.getRank() == 2 ? b.extents[0] : std::string("0")) + ")";
   std::vector<std::string> strides = stridesOf(v);
   // Dense: each stride the product of the static extents inside it.
   bool dense = true;
@@ -270,10 +278,77 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
     return success();
   }
   if (auto c = dyn_cast<memref::CollapseShapeOp>(op)) {
-    // Dense groups of dimensions: extents multiplied (all static here).
-    if (!c.getResultType().hasStaticShape())
-      return c.emitOpError() << "has no C form with dynamic extents";
-    bufs[c] = {bufs[c.getSrc()].ptr, staticExtents(c.getResultType())};
+    // Dense groups of dimensions: extents multiplied.
+    const CBuf &src = bufs[c.getSrc()];
+    std::vector<std::string> extents;
+    for (auto [i, group] : llvm::enumerate(c.getReassociationIndices())) {
+      if (!c.getResultType().isDynamicDim(i)) {
+        extents.push_back(std::to_string(c.getResultType().getDimSize(i)));
+        continue;
+      }
+      std::string e;
+      for (int64_t d : group)
+        e += (e.empty() ? "" : " * ") + src.extents[d];
+      extents.push_back(group.size() > 1 ? "(" + e + ")" : e);
+    }
+    bufs[c] = {src.ptr, extents};
+    return success();
+  }
+  if (auto l = dyn_cast<memref::LoadOp>(op)) {
+    // An element of an i32 table (arch.moe's offsets), read once here.
+    if (l.getIndices().size() != 1 || !l.getType().isSignlessInteger(32))
+      return l.emitOpError() << "has no C form (one index into i32 only)";
+    std::string v = local();
+    os << indent << "const int32_t " << v << " = ((const int32_t *)"
+       << bufs[l.getMemRef()].ptr << ")[" << ints[l.getIndices()[0]]
+       << "];\n";
+    ints[l] = v;
+    return success();
+  }
+  if (isa<arith::IndexCastOp>(op)) {
+    ints[op->getResult(0)] = ints[op->getOperand(0)];
+    return success();
+  }
+  if (auto c = dyn_cast<arith::CmpIOp>(op)) {
+    if (c.getPredicate() != arith::CmpIPredicate::sgt)
+      return c.emitOpError() << "has no C form (sgt only)";
+    ints[c] = "(" + ints[c.getLhs()] + " > " + ints[c.getRhs()] + ")";
+    return success();
+  }
+  if (auto f = dyn_cast<scf::ForOp>(op)) {
+    std::string v = local();
+    ints[f.getInductionVar()] = v;
+    os << indent << "for (int64_t " << v << " = " << ints[f.getLowerBound()]
+       << "; " << v << " < " << ints[f.getUpperBound()] << "; " << v
+       << " += " << ints[f.getStep()] << ") {\n";
+    std::string outer = indent;
+    indent += "  ";
+    LogicalResult r = emitBlock(*f.getBody(), forward, os);
+    indent = outer;
+    os << indent << "}\n";
+    return r;
+  }
+  if (auto i = dyn_cast<scf::IfOp>(op)) {
+    if (!i.getElseRegion().empty() || i.getNumResults())
+      return i.emitOpError() << "has no C form (an if without else only)";
+    os << indent << "if (" << ints[i.getCondition()] << ") {\n";
+    std::string outer = indent;
+    indent += "  ";
+    LogicalResult r = emitBlock(*i.thenBlock(), forward, os);
+    indent = outer;
+    os << indent << "}\n";
+    return r;
+  }
+  if (isa<scf::YieldOp>(op))
+    return success();
+  if (auto d = dyn_cast<archk::DispatchOp>(op)) {
+    auto experts = cast<MemRefType>(d.getExperts().getType());
+    const CBuf &e = bufs[d.getExperts()];
+    os << indent << "archrt_gen_moe_dispatch((const int32_t *)" << e.ptr
+       << ", " << e.extents[0] << ", " << experts.getDimSize(1) << ", "
+       << d.getNExperts() << ", (int32_t *)" << bufs[d.getOffsets()].ptr
+       << ", (int32_t *)" << bufs[d.getRows()].ptr << ", (int32_t *)"
+       << bufs[d.getSlots()].ptr << ");\n";
     return success();
   }
   if (auto c = dyn_cast<memref::CastOp>(op)) {
@@ -314,8 +389,8 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
       args += args.empty() ? "" : ", ";
       args += isa<MemRefType>(v.getType()) ? bufferArg(v, index++) : ints[v];
     }
-    os << comment(op) << "  ARCHRT_CHECK(" << spec.name() << "(" << args
-       << "));\n";
+    os << indent.substr(2) << comment(op) << indent << "ARCHRT_CHECK("
+       << spec.name() << "(" << args << "));\n";
     return success();
   }
   if (isa<func::ReturnOp>(op))
@@ -324,12 +399,19 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
                               "kernel-call level)";
 }
 
+LogicalResult GlueEmitter::emitBlock(Block &block, bool forward,
+                                     llvm::raw_ostream &os) {
+  for (Operation &op : block)
+    if (failed(emitOp(&op, forward, os)))
+      return failure();
+  return success();
+}
+
 LogicalResult GlueEmitter::emitFunction(func::FuncOp fn, bool forward,
                                         std::string &c) {
   llvm::raw_string_ostream os(c);
-  for (Operation &op : fn.getBody().front())
-    if (failed(emitOp(&op, forward, os)))
-      return failure();
+  if (failed(emitBlock(fn.getBody().front(), forward, os)))
+    return failure();
   auto scratch = fn->getAttrOfType<IntegerAttr>("archk.scratch_floats");
   auto widths = fn->getAttrOfType<DenseI64ArrayAttr>("archk.slot_widths");
   if (!scratch || !widths)

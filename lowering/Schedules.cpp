@@ -309,7 +309,14 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
     else
       scheduleAttention(k);
   }
-  else // embed, positions, element-wise
+  else if (spec.get<RouteKernel>() || spec.get<RouteWeightsKernel>()) {
+    // A task per token; its scores and picks computed in it.
+    Var t = k.vars["t"];
+    k.out.parallel(t);
+    for (auto &[name, f] : k.funcs)
+      f.compute_at(k.out, t);
+  }
+  else // embed, positions, element-wise, gather, combine
     scheduleRowwise(k);
 }
 

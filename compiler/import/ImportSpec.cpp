@@ -69,6 +69,9 @@ private:
                bool bias);
   Value attention(int64_t i, Value h, Value pos);
   Value ffn(int64_t i, Value h);
+  Value denseFFN(Location l, Value h, const std::string &prefix,
+                 const FFNSpec &f, int64_t dFF);
+  Value moe(int64_t i, Value h);
   Value layer(int64_t i, Value x, Value pos);
 
   MLIRContext &ctx;
@@ -172,23 +175,77 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
   return linear(al, attn, p + "o_proj", spec.model.dModel, a.outBias);
 }
 
-/// The FFN of one layer on normalized input `h`: down(act(up h)) or, gated,
-/// down(act(gate h) * up h).
+/// The FFN of one layer on normalized input `h`: dense, or its experts.
 Value Importer::ffn(int64_t i, Value h) {
-  const FFNSpec &f = spec.layers[size_t(i)].ffn;
-  const std::string p = "model.layers." + std::to_string(i) + ".mlp.";
-  Location fl = layerLoc(i, "ffn");
+  const LayerSpec &l = spec.layers[size_t(i)];
+  if (l.moe)
+    return moe(i, h);
+  return denseFFN(layerLoc(i, "ffn"), h,
+                  "model.layers." + std::to_string(i) + ".mlp.", l.ffn,
+                  l.ffn.dFF);
+}
+
+/// down(act(up h)) or, gated, down(act(gate h) * up h), `dFF` wide.
+Value Importer::denseFFN(Location fl, Value h, const std::string &p,
+                         const FFNSpec &f, int64_t dFF) {
   // spec::Activation lists the dialect's cases in the same order.
   auto act = static_cast<Activation>(f.activation);
-  Value up = linear(fl, h, p + "up_proj", f.dFF, f.bias);
+  Value up = linear(fl, h, p + "up_proj", dFF, f.bias);
   Value m;
   if (f.kind == spec::FFNKind::GLU) {
-    Value g = linear(fl, h, p + "gate_proj", f.dFF, f.bias);
+    Value g = linear(fl, h, p + "gate_proj", dFF, f.bias);
     m = b.create<GluOp>(fl, g, up, act);
   } else {
     m = b.create<ActivationOp>(fl, up, act);
   }
   return linear(fl, m, p + "down_proj", spec.model.dModel, f.bias);
+}
+
+/// The mixture of experts of layer `i` on normalized input `h`: the router
+/// (a linear to one logit per expert, then arch.route), the routed experts
+/// (their weights stacked, expert by expert), and the shared experts, one
+/// dense FFN of shared_d_ff that every token passes through.
+Value Importer::moe(int64_t i, Value h) {
+  const MoESpec &m = spec.moe;
+  const FFNSpec &f = spec.layers[size_t(i)].ffn;
+  const std::string p = "model.layers." + std::to_string(i) + ".mlp.";
+  Location ml = layerLoc(i, "moe");
+  const int64_t d = spec.model.dModel, e = m.nExperts, k = m.topK;
+  Value logits = linear(ml, h, p + "gate", e, false);
+  Value bias = m.selectionBias
+                   ? param(ml, p + "gate.e_score_correction_bias", {e})
+                   : Value();
+  int64_t tokens = cast<RankedTensorType>(h.getType()).getDimSize(0);
+  // Top-k then softmax over the k is softmax over all, renormalized.
+  auto route = b.create<RouteOp>(
+      ml,
+      TypeRange{RankedTensorType::get({tokens, k}, b.getIntegerType(32)),
+                RankedTensorType::get({tokens, k}, b.getF32Type())},
+      logits, bias,
+      m.router == spec::Router::Sigmoid ? RouterScoring::sigmoid
+                                        : RouterScoring::softmax,
+      k, m.normalize || m.router == spec::Router::TopKSoftmax, m.nGroup,
+      m.topkGroup, llvm::APFloat(float(m.routedScaling)));
+  auto stack = [&](const char *proj, int64_t rows, int64_t cols) -> Value {
+    SmallVector<Value> ws;
+    for (int64_t x = 0; x < e; ++x)
+      ws.push_back(param(ml, p + "experts." + std::to_string(x) + "." + proj +
+                                 ".weight",
+                         {rows, cols}));
+    return b.create<ConcatOp>(
+        ml, RankedTensorType::get({e * rows, cols}, b.getF32Type()), ws, 0);
+  };
+  Value gate = f.kind == spec::FFNKind::GLU ? stack("gate_proj", m.dFF, d)
+                                            : Value();
+  Value up = stack("up_proj", m.dFF, d);
+  Value down = stack("down_proj", d, m.dFF);
+  Value y = b.create<MoEOp>(ml, h.getType(), h, route.getExperts(),
+                            route.getWeights(), gate, up, down,
+                            static_cast<Activation>(f.activation), e, m.dFF);
+  if (m.nShared)
+    y = b.create<AddOp>(ml, y,
+                        denseFFN(ml, h, p + "shared_experts.", f, m.sharedDFF));
+  return y;
 }
 
 Value Importer::layer(int64_t i, Value x, Value pos) {

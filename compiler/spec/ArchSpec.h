@@ -41,7 +41,16 @@ enum class Activation {
 enum class BlockLayout { Serial, Parallel };
 enum class QKNorm { None, Head, Full, HeadSeparate };
 /// Hugging Face tensor-naming schemes (see compiler/spec/Checkpoint.h).
-enum class Naming { Llama, GPT2, GPTJ, GPTNeoX, OPT, Bloom, Falcon, Phi3 };
+enum class Naming {
+  Llama, GPT2, GPTJ, GPTNeoX, OPT, Bloom, Falcon, Phi3, Mixtral
+};
+/// How a mixture-of-experts router turns its logits into the top_k experts
+/// and their weights: softmax over every expert, then the top k (Mixtral
+/// renormalizes them, DeepSeek-V2 and Qwen1.5-MoE do not); the top k
+/// logits, then a softmax over those k (the same numbers as the first with
+/// renormalization); sigmoid scores (DeepSeek-V3), chosen with a
+/// selection-only bias.
+enum class Router { SoftmaxTopK, TopKSoftmax, Sigmoid };
 } // namespace spec
 
 struct ModelSpec {
@@ -102,6 +111,27 @@ struct FFNSpec {
   bool bias = false;
 };
 
+/// Mixture of experts in place of the dense FFN ([moe]): each token goes
+/// through the top_k of n_experts expert FFNs (of the [ffn] kind and
+/// activation, d_ff wide each), weighted by the router, plus the shared
+/// experts every token passes through.
+struct MoESpec {
+  int64_t nExperts = 0; ///< 0: no [moe] table, every FFN dense
+  int64_t topK = 0;
+  int64_t dFF = 0;     ///< per expert; defaults to ffn.d_ff
+  spec::Router router = spec::Router::SoftmaxTopK;
+  bool normalize = false; ///< the k weights renormalized to sum 1
+  bool selectionBias = false; ///< a learned bias added to choose, not weigh
+  /// Group-limited routing (DeepSeek): experts in n_group groups, the top
+  /// topk_group groups kept (a group's score its best expert's, or with
+  /// sigmoid scores the sum of its best two), the top k chosen among them.
+  int64_t nGroup = 1, topkGroup = 1;
+  double routedScaling = 1.0; ///< the routed experts' weights times this
+  int64_t nShared = 0;        ///< shared experts, as one FFN of sharedDFF
+  int64_t sharedDFF = 0;      ///< defaults to n_shared_experts * d_ff
+  int64_t firstKDense = 0;    ///< the first layers keep the dense FFN
+};
+
 struct BlockSpec {
   spec::BlockLayout layout = spec::BlockLayout::Serial;
   /// Parallel blocks: one norm feeds attention and FFN (GPT-J, PaLM,
@@ -126,6 +156,7 @@ struct WeightsSpec {
 struct LayerSpec {
   AttentionSpec attention;
   FFNSpec ffn;
+  bool moe = false; ///< the [moe] experts in place of the dense FFN
 };
 
 struct ArchSpec {
@@ -134,6 +165,7 @@ struct ArchSpec {
   NormSpec norm;
   AttentionSpec attention;
   FFNSpec ffn;
+  MoESpec moe;
   BlockSpec block;
   OutputSpec output;
   WeightsSpec weights;

@@ -121,6 +121,20 @@ const Scheme &scheme(Naming n) {
        {"mlp.gate_proj", "mlp.gate_up_proj", Part::Gate},
        {"mlp.up_proj", "mlp.gate_up_proj", Part::Up},
        {"mlp.down_proj", "mlp.down_proj"}}};
+  // Mixtral: Llama's names but for the sparse MoE block (its experts'
+  // w1 / w3 / w2 are gate / up / down; see checkpointSource).
+  static const Scheme mixtral{
+      "model.", "model.layers.", false,
+      {{"model.embed_tokens", "model.embed_tokens"},
+       {"model.norm", "model.norm"},
+       {"lm_head", "lm_head"}},
+      {{"input_layernorm", "input_layernorm"},
+       {"post_attention_layernorm", "post_attention_layernorm"},
+       {"self_attn.q_proj", "self_attn.q_proj"},
+       {"self_attn.k_proj", "self_attn.k_proj"},
+       {"self_attn.v_proj", "self_attn.v_proj"},
+       {"self_attn.o_proj", "self_attn.o_proj"},
+       {"mlp.gate", "block_sparse_moe.gate"}}};
   // Our own names: nothing to rename.
   static const Scheme llama{"model.", "model.layers.", false, {}, {}};
   switch (n) {
@@ -131,6 +145,7 @@ const Scheme &scheme(Naming n) {
   case Naming::Bloom: return bloom;
   case Naming::Falcon: return falcon;
   case Naming::Phi3: return phi3;
+  case Naming::Mixtral: return mixtral;
   case Naming::Llama: break;
   }
   return llama;
@@ -155,7 +170,8 @@ bool anyLayer(const ArchSpec &s, bool (*pred)(const LayerSpec &)) {
 const std::vector<std::string> &namingNames() {
   static const std::vector<std::string> names{
       "hf-llama", "hf-gpt2",  "hf-gptj",   "hf-gpt-neox",
-      "hf-opt",   "hf-bloom", "hf-falcon", "hf-phi3"};
+      "hf-opt",   "hf-bloom", "hf-falcon", "hf-phi3",
+      "hf-mixtral"};
   return names;
 }
 
@@ -168,7 +184,17 @@ std::string namingProblem(const ArchSpec &s) {
   const bool parallel = s.block.layout == spec::BlockLayout::Parallel;
   const spec::PositionKind pos = s.attention.position.kind;
   std::string lacks;
-  if (!parallel && s.norm.placement != spec::NormPlacement::Pre)
+  const MoESpec &m = s.moe;
+  bool anyDense = anyLayer(s, [](const LayerSpec &l) { return !l.moe; });
+  if (n == Naming::Mixtral && anyDense)
+    lacks = "a dense FFN (every Mixtral layer is a mixture of experts)";
+  else if (n == Naming::Mixtral && (m.nShared || m.selectionBias))
+    lacks = m.nShared ? "shared experts" : "a router's selection bias";
+  else if (n != Naming::Mixtral && anyLayer(s, [](const LayerSpec &l) {
+             return l.moe;
+           }))
+    lacks = "mixture-of-experts routers and experts";
+  else if (!parallel && s.norm.placement != spec::NormPlacement::Pre)
     lacks = "the norms of a placement other than \"pre\"";
   else if (anyLayer(s, [](const LayerSpec &l) {
              return l.attention.qkNorm != spec::QKNorm::None;
@@ -181,7 +207,8 @@ std::string namingProblem(const ArchSpec &s) {
     lacks = "a learned position table";
   else if (s.norm.embeddingNorm && n != Naming::Bloom)
     lacks = "an embedding norm";
-  else if (n != Naming::Phi3 && anyLayer(s, [](const LayerSpec &l) {
+  else if (n != Naming::Phi3 && n != Naming::Mixtral &&
+           anyLayer(s, [](const LayerSpec &l) {
              return l.ffn.kind == spec::FFNKind::GLU;
            }))
     lacks = "a gated FFN's gate_proj (set ffn.kind = \"mlp\")";
@@ -221,8 +248,26 @@ checkpointSource(const ArchSpec &s, const std::string &name,
     if (end == std::string::npos)
       return src;
     std::string index = module.substr(layers.size(), end - layers.size());
-    r = find(sc.layer, module.substr(end + 1));
+    std::string rest = module.substr(end + 1);
     prefix = sc.layers + index + ".";
+    const std::string experts = "mlp.experts.";
+    if (n == Naming::Mixtral && rest.compare(0, experts.size(), experts) == 0) {
+      // mlp.experts.E.{gate,up,down}_proj -> block_sparse_moe.experts.E.w1/3/2
+      size_t d = rest.find('.', experts.size());
+      std::string proj = d == std::string::npos ? "" : rest.substr(d + 1);
+      const char *w = proj == "gate_proj" ? "w1"
+                      : proj == "up_proj" ? "w3"
+                      : proj == "down_proj" ? "w2"
+                                            : nullptr;
+      if (!w)
+        return src;
+      src.tensor = prefix + "block_sparse_moe.experts." +
+                   rest.substr(experts.size(), d - experts.size()) + "." + w +
+                   suffix;
+      src.shape = shape;
+      return src;
+    }
+    r = find(sc.layer, rest);
   } else {
     r = find(sc.global, module);
   }

@@ -219,6 +219,14 @@ const std::vector<KeyBound> &keyBounds() {
       {"every", 1, 4096, true, "as n_layers"},
       {"first", 1, 4096, true, "as n_layers"},
       {"layers", 0, 4095, true, "layer indices, as n_layers"},
+      {"n_experts", 1, 4096, true, "expert weights and routing tables inside int32"},
+      {"top_k", 1, 64, true, "routed rows (a chunk's tokens x top_k) inside int32"},
+      {"n_shared_experts", 0, 64, true, "as top_k"},
+      {"shared_d_ff", 1, 1 << 20, true, "as d_ff"},
+      {"n_group", 1, 4096, true, "as n_experts"},
+      {"topk_group", 1, 4096, true, "as n_experts"},
+      {"first_k_dense", 0, 4096, true, "as n_layers"},
+      {"routed_scaling", 1e-6, 1e6, false, "expert weights finite in f32"},
       {"eps", 1e-12, 1, false, "added to a variance in f32"},
       {"theta", 1, 1e12, false, "RoPE frequencies theta^(-2i/d) normal in f32"},
       {"scale", 1e-6, 1e6, false, "attention scores finite in f32"},
@@ -591,11 +599,95 @@ void parseFFN(TableReader &ffn, FFNSpec &f, bool dffRequired) {
     f.bias = *v;
 }
 
+void parseMoE(TableReader &moe, MoESpec &m) {
+  if (auto v = moe.getInt("n_experts", true))
+    m.nExperts = *v;
+  if (auto v = moe.getInt("top_k", true))
+    m.topK = *v;
+  if (auto v = moe.getInt("d_ff", false))
+    m.dFF = *v;
+  if (auto k = moe.getEnum("router", {"softmax_topk", "topk_softmax",
+                                      "sigmoid"}))
+    m.router = Router(*k);
+  // DeepSeek-V3 (sigmoid) renormalizes; Qwen1.5-MoE and DeepSeek-V2 do not.
+  m.normalize = m.router != Router::SoftmaxTopK;
+  if (auto v = moe.getBool("normalize"))
+    m.normalize = *v;
+  if (auto v = moe.getBool("selection_bias"))
+    m.selectionBias = *v;
+  if (auto v = moe.getInt("n_group", false))
+    m.nGroup = *v;
+  if (auto v = moe.getInt("topk_group", false))
+    m.topkGroup = *v;
+  if (auto v = moe.getFloat("routed_scaling", false))
+    m.routedScaling = *v;
+  if (auto v = moe.getInt("n_shared_experts", false))
+    m.nShared = *v;
+  if (auto v = moe.getInt("shared_d_ff", false))
+    m.sharedDFF = *v;
+  if (auto v = moe.getInt("first_k_dense", false))
+    m.firstKDense = *v;
+}
+
+/// Checks of [moe] against itself and the model; fills the defaults.
+void validateMoE(Parser &p) {
+  ArchSpec &s = p.spec;
+  MoESpec &m = s.moe;
+  auto has = [&](const char *key) {
+    return s.locs.count(std::string("moe.") + key) != 0;
+  };
+  auto err = [&](const char *key, const std::string &msg) {
+    p.error(s.locOf(std::string("moe.") + key), std::string("moe.") + key,
+            msg);
+  };
+  auto str = [](int64_t v) { return std::to_string(v); };
+  if (!m.dFF)
+    m.dFF = s.ffn.dFF;
+  if (m.nShared && !m.sharedDFF)
+    m.sharedDFF = m.nShared * m.dFF;
+  if (m.topK > m.nExperts)
+    err("top_k", "top_k = " + str(m.topK) + " exceeds n_experts = " +
+                     str(m.nExperts));
+  if (m.topK * m.dFF > (int64_t(1) << 20))
+    err("top_k", "top_k x d_ff = " + str(m.topK * m.dFF) +
+                     " exceeds 2^20 (limit: a chunk's routed FFN activations "
+                     "< 2^31)");
+  if (m.router == Router::TopKSoftmax && has("normalize"))
+    err("normalize", "router \"topk_softmax\" is normalized by "
+                     "construction (a softmax over the k chosen)");
+  if (has("shared_d_ff") && !m.nShared)
+    err("shared_d_ff", "set n_shared_experts to give shared experts");
+  if (m.nExperts % m.nGroup != 0)
+    err("n_group", "n_experts (" + str(m.nExperts) +
+                       ") is not divisible by n_group (" + str(m.nGroup) +
+                       ")");
+  else if (m.topkGroup > m.nGroup)
+    err("topk_group", "topk_group = " + str(m.topkGroup) +
+                          " exceeds n_group = " + str(m.nGroup));
+  else if (m.topK <= m.nExperts &&
+           m.topK > m.topkGroup * (m.nExperts / m.nGroup))
+    err("top_k", "top_k = " + str(m.topK) + " exceeds the " +
+                     str(m.topkGroup * (m.nExperts / m.nGroup)) +
+                     " experts of the topk_group groups kept");
+  else if (m.router == Router::Sigmoid && m.nGroup > 1 &&
+           m.nExperts / m.nGroup < 2)
+    err("n_group", "with sigmoid scores a group's score is the sum of its "
+                   "best two experts: groups need at least 2");
+  if (has("topk_group") && !has("n_group"))
+    err("topk_group", "topk_group goes with n_group");
+  if (m.firstKDense > s.model.nLayers)
+    err("first_k_dense", "first_k_dense = " + str(m.firstKDense) +
+                             " exceeds n_layers = " + str(s.model.nLayers));
+  if (s.ffn.bias)
+    p.error(s.locOf("ffn.bias"), "ffn.bias",
+            "experts without biases only (no MoE family has them)");
+}
+
 void parseTables(Parser &p, const toml::table &root) {
   ArchSpec &s = p.spec;
   TableReader top(p, &root, "",
-                  {"model", "norm", "attention", "ffn", "block", "output",
-                   "weights", "layer_overrides"});
+                  {"model", "norm", "attention", "ffn", "moe", "block",
+                   "output", "weights", "layer_overrides"});
 
   TableReader model(p, top.subtable("model"), "model",
                     {"name", "vocab_size", "d_model", "n_layers",
@@ -660,6 +752,16 @@ void parseTables(Parser &p, const toml::table &root) {
                   {"kind", "activation", "d_ff", "bias"});
   parseFFN(ffn, s.ffn, true);
   ffn.finish();
+
+  if (const toml::table *m = top.subtable("moe")) {
+    TableReader moe(p, m, "moe",
+                    {"n_experts", "top_k", "d_ff", "router", "normalize",
+                     "selection_bias", "n_group", "topk_group",
+                     "routed_scaling", "n_shared_experts", "shared_d_ff",
+                     "first_k_dense"});
+    parseMoE(moe, s.moe);
+    moe.finish();
+  }
 
   TableReader block(p, top.subtable("block"), "block",
                     {"layout", "shared_norm"});
@@ -782,6 +884,8 @@ void validate(Parser &p) {
       s.block.layout != BlockLayout::Parallel)
     err("block.shared_norm", "only parallel blocks share a norm");
   validateLayerAttention(p, a, "attention");
+  if (s.moe.nExperts)
+    validateMoE(p);
 }
 
 /// [[layer_overrides]]: each entry selects layers (every + offset, layers,
@@ -789,6 +893,9 @@ void validate(Parser &p) {
 void applyOverrides(Parser &p, const toml::table &root) {
   ArchSpec &s = p.spec;
   s.layers.assign(size_t(s.model.nLayers), LayerSpec{s.attention, s.ffn});
+  if (s.moe.nExperts)
+    for (int64_t i = s.moe.firstKDense; i < s.model.nLayers; ++i)
+      s.layers[size_t(i)].moe = true;
   const toml::node *n = root.get("layer_overrides");
   if (!n)
     return;
@@ -874,8 +981,17 @@ void applyOverrides(Parser &p, const toml::table &root) {
                 "bias belong to the whole model, not to a layer");
       validateLayerAttention(p, layer.attention, path + ".attention");
       TableReader ffn(p, ffnTbl, path + ".ffn",
-                      {"kind", "activation", "d_ff", "bias"});
+                      {"kind", "activation", "d_ff", "bias", "moe"});
       parseFFN(ffn, layer.ffn, false);
+      if (auto v = ffn.getBool("moe")) {
+        if (*v && !s.moe.nExperts && k == 0)
+          p.error(s.locOf(path + ".ffn.moe"), path + ".ffn.moe",
+                  "the spec has no [moe] table to take the experts from");
+        layer.moe = *v && s.moe.nExperts;
+      }
+      if (k == 0 && layer.moe && layer.ffn.bias)
+        p.error(s.locOf(path + ".ffn.bias"), path + ".ffn.bias",
+                "experts without biases only (no MoE family has them)");
       ffn.finish();
     }
     p.sink = &p.errors;

@@ -99,6 +99,15 @@ int archrt_gen_prepare(float *const *params);
 /* Called by archrt_gen_prepare once it has read the last of a weight
  * marked prepare_only: its memory may go (the runtime's, not the glue's). */
 void archrt_gen_release(const float *p, int64_t n);
+/* A mixture of experts' routed pairs sorted by expert (archk.dispatch):
+ * from experts[t * k + j] (each in [0, n_experts); others are clamped),
+ * offsets[e] ..< offsets[e + 1] are expert e's rows of the sorted order,
+ * rows[r] the token of sorted row r, and slots[t * k + j] the sorted row
+ * of pair (t, j). A counting sort: linear time, stable (an expert's rows in
+ * token order). */
+void archrt_gen_moe_dispatch(const int32_t *experts, int32_t tokens,
+                             int32_t k, int32_t n_experts, int32_t *offsets,
+                             int32_t *rows, int32_t *slots);
 
 /* Describes an array of up to 3 dims (innermost first; a 0 extent ends
  * the list) in `b` and returns it. Strides of 0 make it dense; a view (some
@@ -133,8 +142,8 @@ static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
   archrt_buf(&B[i], D[i], (p), halide_type_float, 32, e0, 0, e1, 0, e2, 0)
 #define ARCHRT_STRIDED(i, p, e0, s0, e1, s1, e2, s2)                           \
   archrt_buf(&B[i], D[i], (p), halide_type_float, 32, e0, s0, e1, s1, e2, s2)
-#define ARCHRT_I32(i, p, e0)                                                   \
-  archrt_buf(&B[i], D[i], (void *)(p), halide_type_int, 32, e0, 0, 0, 0, 0, 0)
+#define ARCHRT_I32(i, p, e0, e1)                                               \
+  archrt_buf(&B[i], D[i], (void *)(p), halide_type_int, 32, e0, 0, e1, 0, 0, 0)
 /* A 16-bit float buffer (an f16 or bf16 cache): CODE halide_type_float or
  * halide_type_bfloat; strides 0 where dense. */
 #define ARCHRT_F16(i, p, code, e0, s0, e1, s1, e2, s2)                         \

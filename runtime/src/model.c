@@ -88,6 +88,34 @@ void archrt_gen_release(const float *p, int64_t n) {
     madvise((void *)begin, end - begin, MADV_DONTNEED);
 }
 
+void archrt_gen_moe_dispatch(const int32_t *experts, int32_t tokens,
+                             int32_t k, int32_t n_experts, int32_t *offsets,
+                             int32_t *rows, int32_t *slots) {
+  int32_t pairs = tokens * k;
+  for (int32_t e = 0; e <= n_experts; ++e)
+    offsets[e] = 0;
+  for (int32_t i = 0; i < pairs; ++i) {
+    int32_t e = experts[i] < 0 ? 0
+                : experts[i] >= n_experts ? n_experts - 1
+                                          : experts[i];
+    ++offsets[e + 1];
+  }
+  for (int32_t e = 0; e < n_experts; ++e)
+    offsets[e + 1] += offsets[e];
+  /* offsets[e] counts up as expert e's rows are placed, then is restored. */
+  for (int32_t i = 0; i < pairs; ++i) {
+    int32_t e = experts[i] < 0 ? 0
+                : experts[i] >= n_experts ? n_experts - 1
+                                          : experts[i];
+    int32_t r = offsets[e]++;
+    rows[r] = i / k;
+    slots[i] = r;
+  }
+  for (int32_t e = n_experts; e > 0; --e)
+    offsets[e] = offsets[e - 1];
+  offsets[0] = 0;
+}
+
 /* Reads every page of `p`. On the VMs measured (docs/performance.md) the
  * first read of memory just written runs at about a third of the read
  * bandwidth; paying it at load keeps the first forward call as fast as the

@@ -44,6 +44,10 @@ def main():
                     help="create the sequence for this many positions (0: "
                     "max_seq_len); fewer put a head-major cache's heads "
                     "closer together than max_seq_len does")
+    ap.add_argument("--tie-experts", action="store_true",
+                    help="give experts 0 and 1 the same router row (and "
+                    "selection bias): every token's scores tie, and the "
+                    "lower index must win in both")
     args = ap.parse_args()
 
     spec = archref.Spec(args.spec)
@@ -57,6 +61,11 @@ def main():
             print("FAILED: parameter counts differ")
             return 1
     weights = archref.random_weights(spec, args.seed)
+    if args.tie_experts:
+        for name, t in weights.items():
+            if name.endswith("mlp.gate.weight") or name.endswith(
+                    "mlp.gate.e_score_correction_bias"):
+                t[1] = t[0]
     rng = random.Random(args.seed)
     total = args.prompt_len + args.decode
     tokens = [rng.randrange(spec.vocab) for _ in range(total)]

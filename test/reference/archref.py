@@ -80,6 +80,24 @@ class Spec:
         self.glu = ffn.get("kind", "glu") == "glu"
         self.act = ffn.get("activation", "silu")
         self.ffn_bias = ffn.get("bias", False)
+        moe = t.get("moe")
+        self.moe = moe is not None
+        self.moe_layer = False
+        if moe:
+            self.n_experts = moe["n_experts"]
+            self.top_k = moe["top_k"]
+            self.expert_d_ff = moe.get("d_ff", self.d_ff)
+            self.router = moe.get("router", "softmax_topk")
+            self.normalize = moe.get("normalize",
+                                     self.router != "softmax_topk")
+            self.selection_bias = moe.get("selection_bias", False)
+            self.n_group = moe.get("n_group", 1)
+            self.topk_group = moe.get("topk_group", 1)
+            self.routed_scaling = moe.get("routed_scaling", 1.0)
+            self.n_shared = moe.get("n_shared_experts", 0)
+            self.shared_d_ff = moe.get("shared_d_ff",
+                                       self.n_shared * self.expert_d_ff)
+            self.first_k_dense = moe.get("first_k_dense", 0)
         self.overrides = t.get("layer_overrides", [])
         self.naming = t.get("weights", {}).get("naming", "hf-llama")
 
@@ -95,6 +113,7 @@ class Spec:
         applied in order."""
         import copy
         ls = copy.copy(self)
+        ls.moe_layer = self.moe and i >= self.first_k_dense
         for o in self.overrides:
             if not self.selects(o, i):
                 continue
@@ -122,6 +141,8 @@ class Spec:
                               ("bias", "ffn_bias")]:
                 if key in f:
                     setattr(ls, attr, f[key])
+            if "moe" in f:
+                ls.moe_layer = f["moe"] and self.moe
         return ls
 
     def norm_names(self, i):
@@ -181,10 +202,22 @@ class Spec:
             elif ls.qk_norm == "head_separate":  # a weight per head
                 norm(p + "self_attn.q_norm", (self.heads, self.head_dim))
                 norm(p + "self_attn.k_norm", (self.kv_heads, self.head_dim))
-            linear(p + "mlp.up_proj", ff, d, ls.ffn_bias)
-            if ls.glu:
-                linear(p + "mlp.gate_proj", ff, d, ls.ffn_bias)
-            linear(p + "mlp.down_proj", d, ff, ls.ffn_bias)
+            def mlp(prefix, ff):
+                linear(prefix + "up_proj", ff, d, ls.ffn_bias)
+                if ls.glu:
+                    linear(prefix + "gate_proj", ff, d, ls.ffn_bias)
+                linear(prefix + "down_proj", d, ff, ls.ffn_bias)
+            if ls.moe_layer:
+                linear(p + "mlp.gate", self.n_experts, d, False)
+                if self.selection_bias:
+                    shapes[p + "mlp.gate.e_score_correction_bias"] = (
+                        self.n_experts,)
+                for e in range(self.n_experts):
+                    mlp(p + f"mlp.experts.{e}.", self.expert_d_ff)
+                if self.n_shared:
+                    mlp(p + "mlp.shared_experts.", self.shared_d_ff)
+            else:
+                mlp(p + "mlp.", ff)
         if self.final_norm:
             norm("model.norm")
         if self.embedding_norm:
@@ -202,7 +235,7 @@ def random_weights(spec, seed):
     g = torch.Generator().manual_seed(seed)
     w = {}
     for name, shape in spec.param_shapes().items():
-        if name.endswith(".bias"):
+        if name.endswith(".bias") or name.endswith("_bias"):
             w[name] = 0.1 * torch.randn(shape, generator=g)
         elif len(shape) == 1 or name.split(".")[-2].endswith("norm"):
             w[name] = 1.0 + 0.1 * torch.randn(shape, generator=g)
@@ -310,6 +343,19 @@ def hf_checkpoint(spec, w):
     a loader must skip."""
     if spec.naming == "hf-llama":
         return dict(w)
+    if spec.naming == "hf-mixtral":
+        # MixtralSparseMoeBlock: gate, experts.E.w1 (gate) / w3 (up) / w2.
+        import re
+        out = {}
+        for k, v in w.items():
+            k = re.sub(r"\.mlp\.gate\.", ".block_sparse_moe.gate.", k)
+            m = re.search(r"\.mlp\.experts\.(\d+)\.(\w+)_proj\.", k)
+            if m:
+                wn = {"gate": "w1", "up": "w3", "down": "w2"}[m.group(2)]
+                k = k.replace(m.group(0),
+                              f".block_sparse_moe.experts.{m.group(1)}.{wn}.")
+            out[k] = v.contiguous()
+        return out
     layer_prefix, per_layer, whole = HF_NAMES[spec.naming]
     per_layer = dict(per_layer)
     if spec.naming == "hf-falcon":
@@ -645,13 +691,62 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
             a = a + torch.einsum("hts,tsd->thd", probs, rel_v)
         return linear(W, p + "self_attn.o_proj", a.reshape(T, H * hd))
 
-    def ffn(p, h, ls):
-        up = linear(W, p + "mlp.up_proj", h)
+    def mlp(prefix, h, ls):
+        up = linear(W, prefix + "up_proj", h)
         if ls.glu:
-            m = activation(ls.act, linear(W, p + "mlp.gate_proj", h)) * up
+            m = activation(ls.act, linear(W, prefix + "gate_proj", h)) * up
         else:
             m = activation(ls.act, up)
-        return linear(W, p + "mlp.down_proj", m)
+        return linear(W, prefix + "down_proj", m)
+
+    def route(p, h, ls):
+        """The top-k experts per token and their weights, as the families'
+        modeling code routes (ties to the lower expert index: a stable
+        descending sort)."""
+        logits = h @ W[p + "mlp.gate.weight"].T
+        E, k = ls.n_experts, ls.top_k
+
+        def topk(x, n):
+            return torch.sort(x, dim=-1, descending=True, stable=True)[1][:, :n]
+        if ls.router == "topk_softmax":
+            # The top k logits, then a softmax over those k.
+            idx = topk(logits, k)
+            return idx, torch.softmax(logits.gather(1, idx), -1) * \
+                ls.routed_scaling
+        scores = torch.sigmoid(logits) if ls.router == "sigmoid" \
+            else torch.softmax(logits, -1)
+        choice = scores.clone()
+        if ls.selection_bias:
+            choice = choice + W[p + "mlp.gate.e_score_correction_bias"]
+        if ls.n_group > 1:
+            g = choice.view(T, ls.n_group, -1)
+            if ls.router == "sigmoid":  # DeepSeek-V3: sum of the best two
+                gs = torch.sort(g, dim=-1, descending=True, stable=True)[0][..., :2].sum(-1)
+            else:  # DeepSeek-V2: the best expert's
+                gs = g.max(-1).values
+            keep = torch.zeros_like(gs, dtype=torch.bool)
+            keep.scatter_(1, topk(gs, ls.topk_group), True)
+            choice = torch.where(keep[:, :, None], g,
+                                 torch.full_like(g, float("-inf"))).view(T, E)
+        idx = topk(choice, k)
+        wts = scores.gather(1, idx)
+        if ls.normalize:
+            wts = wts / wts.sum(-1, keepdim=True)
+        return idx, wts * ls.routed_scaling
+
+    def ffn(p, h, ls):
+        if not ls.moe_layer:
+            return mlp(p + "mlp.", h, ls)
+        idx, wts = route(p, h, ls)
+        y = torch.zeros_like(h)
+        for e in range(ls.n_experts):
+            rows, j = (idx == e).nonzero(as_tuple=True)
+            if len(rows):
+                y[rows] += wts[rows, j, None] * mlp(
+                    p + f"mlp.experts.{e}.", h[rows], ls)
+        if ls.n_shared:
+            y = y + mlp(p + "mlp.shared_experts.", h, ls)
+        return y
 
     for i in range(spec.layers):
         p = f"model.layers.{i}."

@@ -21,7 +21,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<arch::ArchDialect, arch::archk::ArchKDialect,
                   mlir::func::FuncDialect, mlir::memref::MemRefDialect,
-                  mlir::arith::ArithDialect>();
+                  mlir::arith::ArithDialect, mlir::scf::SCFDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "arch optimizer driver\n", registry));
 }

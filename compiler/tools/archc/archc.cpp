@@ -606,6 +606,7 @@ int cmdCheck(int argc, char **argv) {
     llvm::outs() << "{\"model\": " << jsonString(name)
                  << ", \"params\": " << r.params
                  << ", \"embedding_params\": " << r.embeddingParams
+                 << ", \"active_params\": " << r.activeParams
                  << ", \"weight_bytes\": " << r.weightBytes
                  << ", \"kv_bytes_per_token\": " << r.kvBytesPerToken
                  << ", \"fixed_cache_bytes\": " << r.fixedCacheBytes
@@ -626,6 +627,8 @@ int cmdCheck(int argc, char **argv) {
   llvm::outs() << "model:                 " << name << " (" << input << ")\n"
                << "parameters:            " << withCommas(r.params)
                << " (embedding " << withCommas(r.embeddingParams) << ")\n"
+               << "active per token:      " << withCommas(r.activeParams)
+               << " (what decoding a token reads, embedding lookup excluded)\n"
                << "weight bytes:          " << withCommas(r.weightBytes) << "\n"
                << "KV cache per token:    " << withCommas(r.kvBytesPerToken)
                << " bytes\n";

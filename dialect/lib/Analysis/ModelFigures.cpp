@@ -103,12 +103,28 @@ FailureOr<ModelFigures> Figures::run() {
   }
   // Embedding parameters: the tables read by position, and the
   // classifier that produces the logits (through a final scale or cap).
-  llvm::SetVector<Operation *> embedding;
+  llvm::SetVector<Operation *> embedding, lookup, classifier;
+  // Experts a decoded token does not read: (E - k) / E of each layer's.
+  int64_t unread = 0;
   fn.walk([&](Operation *op) {
     if (auto e = dyn_cast<EmbedOp>(op))
-      loadedSources(e.getTable(), embedding);
+      loadedSources(e.getTable(), lookup);
     else if (auto p = dyn_cast<PosEmbedOp>(op))
-      loadedSources(p.getTable(), embedding);
+      loadedSources(p.getTable(), lookup);
+    else if (auto m = dyn_cast<MoEOp>(op)) {
+      int64_t e = m.getNExperts(), ff = m.getDFf(),
+              k = cast<RankedTensorType>(m.getExperts().getType()).getDimSize(1);
+      int64_t kn = k * ff * widthOf(m.getInput()) * (m.getGate() ? 3 : 2);
+      f.matmulParamsPerToken += kn;
+      f.matmulWeightBytes += kn * 4;
+      llvm::SetVector<Operation *> experts;
+      for (Value w : {m.getGate(), m.getUp(), m.getDown()})
+        loadedSources(w, experts);
+      int64_t all = 0;
+      for (Operation *w : experts)
+        all += cast<WeightOp>(w).getTensorType().getNumElements();
+      unread += all / e * (e - k);
+    }
     else if (auto a = dyn_cast<AttentionOp>(op))
       attention(a, embedding);
     else if (auto a = dyn_cast<FlashAttentionOp>(op))
@@ -125,11 +141,21 @@ FailureOr<ModelFigures> Figures::run() {
     logits = logits.getDefiningOp()->getOperand(0);
   if (auto l = logits.getDefiningOp<LinearOp>()) {
     f.classifierParams = widthOf(l.getInput()) * widthOf(l.getResult());
-    loadedSources(l.getWeight(), embedding);
-    loadedSources(l.getBias(), embedding);
+    loadedSources(l.getWeight(), classifier);
+    loadedSources(l.getBias(), classifier);
   }
+  auto count = [](Operation *w) {
+    return cast<WeightOp>(w).getTensorType().getNumElements();
+  };
+  embedding.insert(lookup.begin(), lookup.end());
+  embedding.insert(classifier.begin(), classifier.end());
   for (Operation *w : embedding)
-    f.embeddingParams += cast<WeightOp>(w).getTensorType().getNumElements();
+    f.embeddingParams += count(w);
+  // Active: what decoding a token reads, but for rows looked up by id.
+  f.activeParams = f.params - unread;
+  for (Operation *w : lookup)
+    if (!classifier.contains(w))
+      f.activeParams -= count(w);
   return f;
 }
 

@@ -265,17 +265,105 @@ LogicalResult ConcatOp::verify() {
 LogicalResult PackOp::verify() {
   auto w = cast<RankedTensorType>(getWeight().getType());
   auto r = cast<RankedTensorType>(getResult().getType());
-  int64_t panel = getPanel();
+  int64_t panel = getPanel(), groups = getGroups().value_or(1);
   if (w.getRank() != 2 || !w.hasStaticShape())
     return emitOpError() << "weight must be a static [N, K] tensor, got " << w;
   if (panel <= 0)
     return emitOpError() << "panel must be positive";
   int64_t n = w.getDimSize(0), k = w.getDimSize(1);
-  int64_t panels = (n + panel - 1) / panel;
+  if (groups <= 0 || n % groups != 0)
+    return emitOpError() << "groups (" << groups << ") must divide N = " << n;
+  int64_t panels = groups * ((n / groups + panel - 1) / panel);
   if (r.getRank() != 3 || r.getDimSize(0) != panels || r.getDimSize(1) != k ||
       r.getDimSize(2) != panel)
     return emitOpError() << "result must be tensor<" << panels << "x" << k
                          << "x" << panel << "xf32>, got " << r;
+  return success();
+}
+
+LogicalResult RouteOp::verify() {
+  int64_t e = featureDim(*this, getLogits(), "logits");
+  if (e < 0)
+    return failure();
+  int64_t k = getTopK(), groups = getNGroup(), kept = getTopkGroup();
+  if (k < 1 || k > e)
+    return emitOpError() << "top_k = " << k << " must be in [1, " << e
+                         << "] (the router scores " << e << " experts)";
+  if (groups < 1 || e % groups != 0)
+    return emitOpError() << "n_group = " << groups
+                         << " must divide the " << e << " experts";
+  if (kept < 1 || kept > groups)
+    return emitOpError() << "topk_group = " << kept << " must be in [1, "
+                         << groups << "]";
+  if (k > kept * (e / groups))
+    return emitOpError() << "top_k = " << k << " exceeds the "
+                         << kept * (e / groups)
+                         << " experts of the groups kept";
+  if (groups > 1 && getScoring() == RouterScoring::sigmoid && e / groups < 2)
+    return emitOpError() << "sigmoid group scores sum a group's best two "
+                            "experts: groups of at least 2";
+  if (getBias()) {
+    auto b = cast<RankedTensorType>(getBias().getType());
+    if (b.getRank() != 1 || b.getDimSize(0) != e)
+      return emitOpError() << "bias must be tensor<" << e << "xf32>, got "
+                           << b;
+  }
+  if (!(getScaling().convertToFloat() > 0))
+    return emitOpError() << "scaling must be positive";
+  auto tokens = cast<RankedTensorType>(getLogits().getType()).getDimSize(0);
+  for (Value r : {getExperts(), getWeights()}) {
+    auto t = cast<RankedTensorType>(r.getType());
+    if (t.getRank() != 2 || t.getDimSize(0) != tokens || t.getDimSize(1) != k)
+      return emitOpError() << "results must be [tokens, top_k] = [" << 
+                              (ShapedType::isDynamic(tokens)
+                                   ? std::string("?")
+                                   : std::to_string(tokens))
+                           << ", " << k << "], got " << t;
+  }
+  return success();
+}
+
+LogicalResult MoEOp::verify() {
+  int64_t d = featureDim(*this, getInput(), "input");
+  if (d < 0)
+    return failure();
+  if (getResult().getType() != getInput().getType())
+    return emitOpError() << "result type must equal the input type";
+  int64_t e = getNExperts(), f = getDFf();
+  if (e < 1 || f < 1)
+    return emitOpError() << "n_experts and d_ff must be positive";
+  auto experts = cast<RankedTensorType>(getExperts().getType());
+  auto weights = cast<RankedTensorType>(getWeights().getType());
+  auto input = cast<RankedTensorType>(getInput().getType());
+  if (experts.getRank() != 2 || experts.getShape() != weights.getShape() ||
+      experts.getDimSize(0) != input.getDimSize(0) ||
+      experts.isDynamicDim(1))
+    return emitOpError() << "experts and weights must be [tokens, top_k] "
+                            "alike, got "
+                         << experts << " and " << weights;
+  if (experts.getDimSize(1) > e)
+    return emitOpError() << "top_k = " << experts.getDimSize(1)
+                         << " exceeds n_experts = " << e;
+  // Stacked [E * rows, cols] or packed by expert [E * panels, cols, panel].
+  auto check = [&](Value w, const char *name, int64_t rows,
+                   int64_t cols) -> LogicalResult {
+    auto t = cast<RankedTensorType>(w.getType());
+    if (t.getRank() == 2 && t.getDimSize(0) == e * rows &&
+        t.getDimSize(1) == cols)
+      return success();
+    if (t.getRank() == 3 && t.getDimSize(2) > 0 && t.getDimSize(1) == cols &&
+        t.getDimSize(0) ==
+            e * ((rows + t.getDimSize(2) - 1) / t.getDimSize(2)))
+      return success();
+    return emitOpError() << name << " must be tensor<" << e * rows << "x"
+                         << cols << "xf32> (" << e << " experts of [" << rows
+                         << ", " << cols << "]) or packed by expert, got "
+                         << t;
+  };
+  if ((getGate() && failed(check(getGate(), "gate", f, d))) ||
+      failed(check(getUp(), "up", f, d)) ||
+      failed(check(getDown(), "down", d, f)))
+    return failure();
   return success();
 }
 

@@ -98,6 +98,7 @@ Type storeElementType(MLIRContext *ctx, StoreType t) {
   switch (t) {
   case StoreType::f16: return b.getF16Type();
   case StoreType::bf16: return b.getBF16Type();
+  case StoreType::i32: return b.getI32Type();
   case StoreType::f32: break;
   }
   return b.getF32Type();
@@ -110,6 +111,8 @@ std::optional<StoreType> storeTypeOf(Type t) {
     return StoreType::f16;
   if (t.isBF16())
     return StoreType::bf16;
+  if (t.isSignlessInteger(32))
+    return StoreType::i32;
   return std::nullopt;
 }
 
@@ -254,6 +257,22 @@ LogicalResult CallOp::verify() {
                                             ")"
                                       : "");
   }
+  return success();
+}
+
+LogicalResult DispatchOp::verify() {
+  auto experts = cast<MemRefType>(getExperts().getType());
+  auto offsets = cast<MemRefType>(getOffsets().getType());
+  auto rows = cast<MemRefType>(getRows().getType());
+  auto slots = cast<MemRefType>(getSlots().getType());
+  if (experts.getRank() != 2 || slots != experts ||
+      rows.getRank() != 1)
+    return emitOpError() << "experts and slots must be [T, k] alike and rows "
+                            "[T * k]";
+  if (offsets.getRank() != 1 ||
+      offsets.getDimSize(0) != int64_t(getNExperts()) + 1)
+    return emitOpError() << "offsets must be memref<" << getNExperts() + 1
+                         << "xi32> (n_experts + 1), got " << offsets;
   return success();
 }
 

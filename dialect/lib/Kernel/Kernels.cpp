@@ -18,6 +18,10 @@ struct KindName {
   const char *operator()(const AttentionKernel &) { return "attention"; }
   const char *operator()(const PosEmbedKernel &) { return "pos_embed"; }
   const char *operator()(const AppendKernel &) { return "append"; }
+  const char *operator()(const RouteKernel &) { return "route"; }
+  const char *operator()(const RouteWeightsKernel &) { return "route_weights"; }
+  const char *operator()(const GatherKernel &) { return "gather"; }
+  const char *operator()(const CombineKernel &) { return "combine"; }
   const char *operator()(const ElementwiseKernel &k) {
     static const char *const names[] = {"add",   "glu",     "activation",
                                         "scale", "softcap", "copy"};
@@ -107,6 +111,21 @@ struct Args {
     pos(), out(2);
   }
   void operator()(const AppendKernel &k) { in("rows", 3), out(3, k.store); }
+  void operator()(const RouteKernel &k) {
+    in("logits", 2);
+    if (k.bias)
+      in("bias", 1);
+    out(2, StoreType::i32);
+  }
+  void operator()(const RouteWeightsKernel &) {
+    in("logits", 2), in("experts", 2, StoreType::i32), out(2);
+  }
+  void operator()(const GatherKernel &) {
+    in("x", 2), in("rows", 1, StoreType::i32), out(2);
+  }
+  void operator()(const CombineKernel &) {
+    in("y", 2), in("slots", 2, StoreType::i32), in("weights", 2), out(2);
+  }
   void operator()(const ElementwiseKernel &k) {
     in("a", 2);
     if (k.op == ElementwiseKernel::Add || k.op == ElementwiseKernel::Glu)
@@ -130,7 +149,9 @@ std::optional<KernelSpec> KernelSpec::ofKind(std::string_view kind) {
       PosEmbedKernel{},        EW{EW::Add, 0},
       EW{EW::Glu, 0},          EW{EW::Activate, 0},
       EW{EW::Scale, 0},        EW{EW::Softcap, 0},
-      EW{EW::Copy, 0},         AppendKernel{}};
+      EW{EW::Copy, 0},         AppendKernel{},
+      RouteKernel{},           RouteWeightsKernel{},
+      GatherKernel{},          CombineKernel{}};
   for (const KernelSpec &k : all)
     if (kind == k.kindName())
       return k;

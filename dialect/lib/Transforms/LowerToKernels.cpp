@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -389,8 +390,153 @@ struct LowerPack : Lowering<PackOp> {
     auto type = cast<RankedTensorType>(op.getResult().getType());
     Value out = newFixed(b, loc, type.getShape());
     call(b, loc,
-         PackKernel{w.getDimSize(1), w.getDimSize(0), int64_t(op.getPanel())},
+         PackKernel{w.getDimSize(1), w.getDimSize(0), int64_t(op.getPanel()),
+                    int64_t(op.getGroups().value_or(1))},
          {{"weight", weight}, {"out", out}});
+    return out;
+  }
+};
+
+/// A buffer of `rows` x `k` rows of `width` (the routed rows of arch.moe:
+/// k per token), allocated per token ([rows, k * width], an activation
+/// slot's shape) and viewed as [rows * k, width], or [rows * k] when
+/// `width` is 1.
+static Value routedRows(OpBuilder &b, Location loc, Value rows, int64_t k,
+                        int64_t width, Type elem) {
+  auto type = MemRefType::get({ShapedType::kDynamic, k * width}, elem);
+  Value m = b.create<memref::AllocOp>(loc, type, ValueRange{rows});
+  if (width == 1)
+    return b.create<memref::CollapseShapeOp>(
+        loc, m, ArrayRef<ReassociationIndices>{{0, 1}});
+  Value split = expand(b, loc, m, {{0}, {1, 2}},
+                       {rows, b.getIndexAttr(k), b.getIndexAttr(width)});
+  return b.create<memref::CollapseShapeOp>(
+      loc, split, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+}
+
+/// arch.route: the experts (a route kernel), then their weights.
+struct LowerRoute : OpConversionPattern<RouteOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RouteOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    Value logits = buf(a.getLogits());
+    int64_t e = widthOf(logits), k = op.getTopK();
+    Value rows = rowsOf(rw, loc, logits);
+    auto i32 = MemRefType::get({ShapedType::kDynamic, k}, rw.getI32Type());
+    Value experts = rw.create<memref::AllocOp>(loc, i32, ValueRange{rows});
+    Args args{{"logits", logits}, {"out", experts}};
+    if (a.getBias())
+      args["bias"] = buf(a.getBias());
+    call(rw, loc,
+         RouteKernel{e, k, op.getScoring(), int64_t(op.getNGroup()),
+                     int64_t(op.getTopkGroup()), bool(a.getBias())},
+         args);
+    Value weights = newRows(rw, loc, rows, k);
+    call(rw, loc,
+         RouteWeightsKernel{e, k, op.getScoring(), op.getNormalize(),
+                            double(op.getScaling().convertToFloat())},
+         {{"logits", logits}, {"experts", experts}, {"out", weights}});
+    rw.replaceOp(op, ValueRange{experts, weights});
+    return success();
+  }
+};
+
+/// arch.moe: the routed pairs sorted by expert (archk.dispatch), the
+/// inputs gathered in that order, then for each expert that has rows its
+/// FFN over those rows only (an scf.for over the experts, an scf.if on the
+/// count: a decoded token runs top_k experts' kernels and reads only their
+/// weights), and the outputs combined per token with the router's weights.
+struct LowerMoE : Lowering<MoEOp> {
+  using Lowering::Lowering;
+  /// Expert `e`'s block of stacked weight `w` ([E * rows, cols] or
+  /// packed [E * panels, cols, panel]).
+  static Value expertWeight(OpBuilder &b, Location loc, Value w, Value e,
+                            int64_t experts) {
+    auto t = cast<MemRefType>(w.getType());
+    int64_t block = t.getDimSize(0) / experts;
+    Value first = b.create<arith::MulIOp>(
+        loc, e, b.create<arith::ConstantIndexOp>(loc, block));
+    SmallVector<OpFoldResult> offsets{first}, sizes{b.getIndexAttr(block)};
+    for (int64_t d = 1; d < t.getRank(); ++d) {
+      offsets.push_back(b.getIndexAttr(0));
+      sizes.push_back(b.getIndexAttr(t.getDimSize(d)));
+    }
+    return view(b, loc, w, offsets, sizes);
+  }
+  static LinearKernel linearOf(Value x, Value w, int64_t n) {
+    auto t = cast<MemRefType>(w.getType());
+    return LinearKernel{widthOf(x), n, false,
+                        t.getRank() == 3 ? t.getDimSize(2) : 0, false};
+  }
+  Value lower(MoEOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
+    Value x = buf(a.getInput()), experts = buf(a.getExperts()),
+          weights = buf(a.getWeights());
+    Value gate = a.getGate() ? buf(a.getGate()) : Value();
+    Value up = buf(a.getUp()), down = buf(a.getDown());
+    int64_t d = widthOf(x), f = op.getDFf(), e = op.getNExperts(),
+            k = cast<MemRefType>(experts.getType()).getDimSize(1);
+    Value tokens = rowsOf(b, loc, x);
+    Type i32 = b.getI32Type();
+    Value offsets = b.create<memref::AllocOp>(
+        loc, MemRefType::get({e + 1}, i32));
+    Value order = routedRows(b, loc, tokens, k, 1, i32);
+    Value slots = b.create<memref::AllocOp>(
+        loc, MemRefType::get({ShapedType::kDynamic, k}, i32),
+        ValueRange{tokens});
+    b.create<archk::DispatchOp>(loc, experts, offsets, order, slots, e);
+    Type f32 = b.getF32Type();
+    Value xs = routedRows(b, loc, tokens, k, d, f32);
+    call(b, loc, GatherKernel{d}, {{"x", x}, {"rows", order}, {"out", xs}});
+    Value g = gate ? routedRows(b, loc, tokens, k, f, f32) : Value();
+    Value u = routedRows(b, loc, tokens, k, f, f32);
+    Value h = routedRows(b, loc, tokens, k, f, f32);
+    Value ys = routedRows(b, loc, tokens, k, d, f32);
+    Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+    Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+    Value count = b.create<arith::ConstantIndexOp>(loc, e);
+    auto loop = b.create<scf::ForOp>(loc, zero, count, one);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value ex = loop.getInductionVar();
+      auto at = [&](Value i) -> Value {
+        Value v = b.create<memref::LoadOp>(loc, offsets, ValueRange{i});
+        return b.create<arith::IndexCastOp>(loc, b.getIndexType(), v);
+      };
+      Value lo = at(ex);
+      Value hi = at(b.create<arith::AddIOp>(loc, ex, one));
+      Value n = b.create<arith::SubIOp>(loc, hi, lo);
+      Value any = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, n,
+                                          zero);
+      auto ifOp = b.create<scf::IfOp>(loc, any, /*withElseRegion=*/false);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      auto rowsOfExpert = [&](Value m, int64_t width) {
+        return view(b, loc, m, {lo, b.getIndexAttr(0)},
+                    {n, b.getIndexAttr(width)});
+      };
+      Value xe = rowsOfExpert(xs, d), ue = rowsOfExpert(u, f),
+            he = rowsOfExpert(h, f);
+      Value wu = expertWeight(b, loc, up, ex, e);
+      call(b, loc, linearOf(xe, wu, f), {{"x", xe}, {"weight", wu}, {"out", ue}});
+      if (gate) {
+        Value ge = rowsOfExpert(g, f), wg = expertWeight(b, loc, gate, ex, e);
+        call(b, loc, linearOf(xe, wg, f),
+             {{"x", xe}, {"weight", wg}, {"out", ge}});
+        call(b, loc, EW{EW::Glu, f, op.getActivation()},
+             {{"a", ge}, {"b", ue}, {"out", he}});
+      } else {
+        call(b, loc, EW{EW::Activate, f, op.getActivation()},
+             {{"a", ue}, {"out", he}});
+      }
+      Value wd = expertWeight(b, loc, down, ex, e);
+      Value ye = rowsOfExpert(ys, d);
+      call(b, loc, linearOf(he, wd, d), {{"x", he}, {"weight", wd}, {"out", ye}});
+    }
+    Value out = newRows(b, loc, tokens, d);
+    call(b, loc, CombineKernel{d, k},
+         {{"y", ys}, {"slots", slots}, {"weights", weights}, {"out", out}});
     return out;
   }
 };
@@ -888,7 +1034,7 @@ void LowerToKernelsPass::runOnOperation() {
 
   ConversionTarget target(*ctx);
   target.addLegalDialect<archk::ArchKDialect, memref::MemRefDialect,
-                         arith::ArithDialect>();
+                         arith::ArithDialect, scf::SCFDialect>();
   target.addIllegalDialect<ArchDialect>();
   target.addLegalOp<WeightOp, CacheOp, UnrealizedConversionCastOp,
                     func::FuncOp>();
@@ -900,7 +1046,8 @@ void LowerToKernelsPass::runOnOperation() {
                LowerAttention<FlashAttentionOp>, LowerElementwise<GluOp>,
                LowerElementwise<AddOp>, LowerElementwise<ActivationOp>,
                LowerElementwise<ScaleOp>, LowerElementwise<SoftcapOp>,
-               LowerConcat, LowerPack, LowerLastToken, LowerCacheAppend,
+               LowerConcat, LowerPack, LowerRoute, LowerMoE, LowerLastToken,
+               LowerCacheAppend,
                LowerSplit, LowerAssign, LowerReturn>(ctx);
   // The model is @forward and @prepare_params; other functions are not
   // part of it and stay as they are.

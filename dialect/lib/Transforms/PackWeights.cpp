@@ -42,9 +42,28 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
       auto packed = RankedTensorType::get({(n + panel - 1) / panel, k, panel},
                                           w.getElementType());
       Value p = b.create<PackOp>(l.getLoc(), packed, l.getWeight(),
-                                 int64_t(panel));
+                                 b.getI64IntegerAttr(panel), IntegerAttr());
       l.getWeightMutable().assign(p);
       changed = true;
+    });
+    // The experts of arch.moe: each expert's block of rows packed alone.
+    getOperation().walk([&](MoEOp m) {
+      OpBuilder b(m);
+      int64_t e = m.getNExperts();
+      for (OpOperand *o : {m.getGate() ? &m->getOpOperand(3) : nullptr,
+                           &m.getUpMutable(), &m.getDownMutable()}) {
+        auto w = o ? cast<RankedTensorType>(o->get().getType())
+                   : RankedTensorType();
+        if (!w || w.getRank() != 2)
+          continue;
+        int64_t n = w.getDimSize(0) / e, k = w.getDimSize(1);
+        auto packed = RankedTensorType::get(
+            {e * ((n + panel - 1) / panel), k, panel}, w.getElementType());
+        o->set(b.create<PackOp>(m.getLoc(), packed, o->get(),
+                                b.getI64IntegerAttr(panel),
+                                b.getI64IntegerAttr(e)));
+        changed = true;
+      }
     });
     if (!changed)
       markAllAnalysesPreserved();

@@ -35,7 +35,9 @@ struct PlanBuffersPass : impl::PlanBuffersPassBase<PlanBuffersPass> {
 Operation *lastUse(const LivenessBlockInfo *info, memref::AllocOp alloc) {
   Operation *end = alloc;
   for (Value v : archk::viewsOf(alloc.getResult())) {
-    Operation *e = info->getEndOperation(v, v.getDefiningOp());
+    // A view made in a loop (an expert's rows) lives as long as the loop.
+    Operation *start = info->getBlock()->findAncestorOpInBlock(*v.getDefiningOp());
+    Operation *e = info->getEndOperation(v, start);
     if (end->isBeforeInBlock(e))
       end = e;
   }

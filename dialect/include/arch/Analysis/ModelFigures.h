@@ -18,6 +18,9 @@ namespace arch {
 struct ModelFigures {
   int64_t params = 0;          ///< elements of the loaded weights
   int64_t embeddingParams = 0; ///< token/position tables, T5 bias, classifier
+  /// What decoding one token reads: the routed experts it is sent to (top_k
+  /// of each layer's), not the others, nor the embedding rows looked up.
+  int64_t activeParams = 0;
   int64_t weightBytes = 0;     ///< bytes of the loaded weights
   int64_t kvBytesPerToken = 0; ///< bytes every position adds to tokens caches
   int64_t fixedCacheBytes = 0; ///< ring and state caches, whatever the length

@@ -49,6 +49,16 @@ def Arch_Activation : I32EnumAttr<"Activation", "activation function", [
   let cppNamespace = "::arch";
 }
 
+def Arch_RouterScoring : I32EnumAttr<"RouterScoring",
+    "how a mixture-of-experts router scores its experts", [
+    // softmax over every expert (Mixtral, Qwen-MoE, DeepSeek-V2).
+    I32EnumAttrCase<"softmax", 0>,
+    // sigmoid of each logit (DeepSeek-V3).
+    I32EnumAttrCase<"sigmoid", 1>,
+  ]> {
+  let cppNamespace = "::arch";
+}
+
 def Arch_PosEmbedKind : I32EnumAttr<"PosEmbedKind", "absolute positions", [
     // A trained table row per position (GPT-2, OPT with offset 2).
     I32EnumAttrCase<"learned", 0>,
@@ -78,6 +88,8 @@ def Arch_StoreType : I32EnumAttr<"StoreType",
     I32EnumAttrCase<"f16", 1>,
     // bfloat16: f32's exponent, 7-bit mantissa.
     I32EnumAttrCase<"bf16", 2>,
+    // 32-bit integers: expert indices and routed-row tables of arch.moe.
+    I32EnumAttrCase<"i32", 3>,
   ]> {
   let cppNamespace = "::arch";
 }

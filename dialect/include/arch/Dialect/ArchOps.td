@@ -340,13 +340,16 @@ def Arch_PackOp : Arch_Op<"pack", [Pure]> {
     `p * panel + j >= N`: the weight as ceil(N / panel) panels of `panel`
     output columns, each stored K-major, so that a register tile of the
     GEMM reads one contiguous row of a panel per step of K. `arch.linear`
-    takes a packed weight in place of the [N, K] one.
+    takes a packed weight in place of the [N, K] one. With `groups` = G the
+    weight is G blocks of N / G rows (the experts of `arch.moe`), each
+    packed on its own: G x ceil(N / G / panel) panels, none straddling two.
 
     ```mlir
     %p = arch.pack %w {panel = 64 : i64} : tensor<96x288xf32> -> tensor<2x288x64xf32>
     ```
   }];
-  let arguments = (ins Arch_F32Tensor:$weight, I64Attr:$panel);
+  let arguments = (ins Arch_F32Tensor:$weight, I64Attr:$panel,
+                       OptionalAttr<I64Attr>:$groups);
   let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$weight attr-dict `:` type($weight) `->` type($result)";
   let hasVerifier = 1;
@@ -367,6 +370,73 @@ def Arch_SplitOp : Arch_Op<"split", [Pure]> {
   let arguments = (ins Arch_F32Tensor:$input);
   let results = (outs Variadic<Arch_F32Tensor>:$results);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+def Arch_RouteOp : Arch_Op<"route", [Pure]> {
+  let summary = "a mixture-of-experts router: the top k experts per token";
+  let description = [{
+    From router logits [T, E]: scores (softmax over the experts, or the
+    sigmoid of each); with `n_group` > 1, the experts split into n_group
+    groups of consecutive experts and only the `topk_group` best groups
+    kept (a group's score is its best expert's with softmax scores, the sum
+    of its best two with sigmoid scores, as DeepSeek-V2 and V3 route);
+    then the `top_k` best experts, ties to the lower index. `bias` (a
+    selection-only bias, DeepSeek-V3's e_score_correction_bias) is added
+    to the scores for choosing groups and experts, not to the weights.
+    Results: the chosen experts [T, k] (best first) and their weights,
+    each the expert's score, divided by the k scores' sum when `normalize`,
+    times `scaling`.
+
+    ```mlir
+    %e, %w = arch.route softmax %logits {top_k = 2 : i64, normalize = true,
+                                         n_group = 1 : i64, topk_group = 1 : i64,
+                                         scaling = 1.0 : f32}
+        : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+    ```
+  }];
+  let arguments = (ins Arch_F32Tensor:$logits, Optional<Arch_F32Tensor>:$bias,
+                       Arch_RouterScoring:$scoring, I64Attr:$top_k,
+                       BoolAttr:$normalize, I64Attr:$n_group,
+                       I64Attr:$topk_group, F32Attr:$scaling);
+  let results = (outs RankedTensorOf<[I32]>:$experts, Arch_F32Tensor:$weights);
+  let assemblyFormat = "$scoring $logits (`bias` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Arch_MoEOp : Arch_Op<"moe", [Pure]> {
+  let summary = "the routed experts' FFNs, weighted and summed per token";
+  let description = [{
+    `result[t] = sum_j weights[t, j] * FFN_e(input[t])`, e = experts[t, j]:
+    expert e's FFN is `down_e(act(gate_e x) * up_e x)` (or, without
+    `gate`, `down_e(act(up_e x))`). The expert weights are stacked: `up`
+    and `gate` [E * d_ff, D], expert e's rows e * d_ff ..< (e + 1) * d_ff;
+    `down` [E * D, d_ff]; or packed by `arch.pack` with groups = E. Only
+    the rows routed to an expert pass through it, and only the experts some
+    token chose are read.
+
+    ```mlir
+    %y = arch.moe silu %h, %e, %w gate %g up %u down %d
+        {n_experts = 8 : i64, d_ff = 64 : i64}
+        : (tensor<?x32xf32>, tensor<?x2xi32>, tensor<?x2xf32>,
+           tensor<512x32xf32>, tensor<512x32xf32>, tensor<256x64xf32>)
+        -> tensor<?x32xf32>
+    ```
+  }];
+  let arguments = (ins Arch_F32Tensor:$input, RankedTensorOf<[I32]>:$experts,
+                       Arch_F32Tensor:$weights, Optional<Arch_F32Tensor>:$gate,
+                       Arch_F32Tensor:$up, Arch_F32Tensor:$down,
+                       Arch_Activation:$activation, I64Attr:$n_experts,
+                       I64Attr:$d_ff);
+  let results = (outs Arch_F32Tensor:$result);
+  let assemblyFormat =
+      "$activation $input `,` $experts `,` $weights (`gate` $gate^)? `up` $up "
+      "`down` $down attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 

@@ -19,7 +19,8 @@ def ArchK_Dialect : Dialect {
   let cppNamespace = "::arch::archk";
   let summary = "kernel calls on buffers: the level the C glue is printed from";
   let dependentDialects = ["::mlir::memref::MemRefDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 class ArchK_Op<string mnemonic, list<Trait> traits = []>
@@ -112,6 +113,33 @@ def ArchK_ReleaseOp : ArchK_Op<"release"> {
   }];
   let arguments = (ins Arg<ArchK_F32MemRef, "", [MemFree]>:$buffer);
   let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+}
+
+def ArchK_DispatchOp : ArchK_Op<"dispatch"> {
+  let summary = "a call's routed pairs sorted by expert (a counting sort)";
+  let description = [{
+    From the experts chosen per token ([T, k], each below `n_experts`):
+    `offsets` [n_experts + 1] (expert e's rows of the sorted order are
+    offsets[e] ..< offsets[e + 1]), `rows` [T * k] (the token of each
+    sorted row) and `slots` [T, k] (the sorted row of each pair). Stable:
+    an expert's rows keep token order. Integer bookkeeping in linear time,
+    printed as a call of the runtime's `archrt_gen_moe_dispatch`; the
+    experts' matmuls then run over `rows`' gathered inputs, one expert
+    after another (an `scf.for` over the offsets).
+    ```mlir
+    archk.dispatch %experts -> %offsets, %rows, %slots {n_experts = 8 : i64}
+        : memref<?x2xi32>, memref<9xi32>, memref<?xi32>, memref<?x2xi32>
+    ```
+  }];
+  let arguments = (ins Arg<MemRefOf<[I32]>, "", [MemRead]>:$experts,
+                       Arg<MemRefOf<[I32]>, "", [MemWrite]>:$offsets,
+                       Arg<MemRefOf<[I32]>, "", [MemWrite]>:$rows,
+                       Arg<MemRefOf<[I32]>, "", [MemWrite]>:$slots,
+                       I64Attr:$n_experts);
+  let assemblyFormat = "$experts `->` $offsets `,` $rows `,` $slots attr-dict "
+                       "`:` type($experts) `,` type($offsets) `,` type($rows) "
+                       "`,` type($slots)";
+  let hasVerifier = 1;
 }
 
 #endif // ARCHK_OPS_TD

@@ -78,11 +78,57 @@ struct LinearKernel {
   }
 };
 
-/// weight [N, K] -> [ceil(N / panel), K, panel], zeros past N.
+/// weight [N, K] -> [ceil(N / panel), K, panel], zeros past N; with
+/// `groups` G, each block of N / G rows packed on its own (the experts of
+/// a mixture): [G * ceil(N / G / panel), K, panel].
 struct PackKernel {
-  int64_t K, N, panel;
+  int64_t K, N, panel, groups = 1;
   template <class F> void fields(F &&f) {
-    f("K", K), f("N", N), f("panel", panel);
+    f("K", K), f("N", N), f("panel", panel), f("groups", groups);
+  }
+};
+
+/// The top_k of `experts` experts per token from router logits [T, E]
+/// (plus a selection-only `bias` [E]): expert indices [T, k], best first,
+/// ties to the lower index; group-limited when nGroup > 1 (arch.route).
+struct RouteKernel {
+  int64_t experts, topK;
+  RouterScoring scoring;
+  int64_t nGroup, topkGroup;
+  bool bias;
+  template <class F> void fields(F &&f) {
+    f("experts", experts), f("top_k", topK), f("scoring", scoring),
+        f("n_group", nGroup), f("topk_group", topkGroup), f("bias", bias);
+  }
+};
+
+/// The weights [T, k] of the experts [T, k] a route kernel chose: their
+/// scores from the logits, over the k's sum when `normalize`, times
+/// `scaling`.
+struct RouteWeightsKernel {
+  int64_t experts, topK;
+  RouterScoring scoring;
+  bool normalize;
+  double scaling;
+  template <class F> void fields(F &&f) {
+    f("experts", experts), f("top_k", topK), f("scoring", scoring),
+        f("normalize", normalize), f("scaling", scaling);
+  }
+};
+
+/// Rows of x [T, width] gathered: out[r] = x[rows[r]] (the tokens routed
+/// to the experts, expert by expert).
+struct GatherKernel {
+  int64_t width;
+  template <class F> void fields(F &&f) { f("width", width); }
+};
+
+/// The experts' outputs y [T * k, width] combined per token:
+/// out[t] = sum over j < k of weights[t, j] * y[slots[t, j]], j ascending.
+struct CombineKernel {
+  int64_t width, topK;
+  template <class F> void fields(F &&f) {
+    f("width", width), f("top_k", topK);
   }
 };
 
@@ -179,7 +225,8 @@ public:
   using Description =
       std::variant<EmbedKernel, NormKernel, LinearKernel, PackKernel,
                    RopeKernel, AttentionKernel, PosEmbedKernel,
-                   ElementwiseKernel, AppendKernel>;
+                   ElementwiseKernel, AppendKernel, RouteKernel,
+                   RouteWeightsKernel, GatherKernel, CombineKernel>;
   template <class T> KernelSpec(T d) : desc(std::move(d)) {}
 
   /// A description of kind `kind` (a kindName()), its fields zero; none
