@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <type_traits>
 
 using namespace Halide;
@@ -159,10 +160,30 @@ static Func routerScores(KernelFuncs &k, ImageParam logits, int64_t experts,
   return score;
 }
 
+/// The indices i < extent of the n largest value(i) of each token, best
+/// first, ties to the lower index (argmax keeps the first maximum): n
+/// passes of argmax, each excluding the indices already picked, a Func per
+/// pass (`name` + m, in k.funcs for the schedule).
+static std::vector<Expr> topIndices(KernelFuncs &k, const std::string &name,
+                                    int n, int extent, Var t,
+                                    const std::function<Expr(Expr)> &value) {
+  RDom r(0, extent, name + "_r");
+  std::vector<Expr> picks;
+  for (int m = 0; m < n; ++m) {
+    Expr taken = Halide::Internal::const_false();
+    for (const Expr &p : picks)
+      taken = taken || r.x == p;
+    Func pick(name + std::to_string(m));
+    pick(t) = cast<int32_t>(
+        argmax(select(taken, Float(32).min(), value(r.x)))[0]);
+    k.funcs[pick.name()] = pick;
+    picks.push_back(pick(t));
+  }
+  return picks;
+}
+
 /// arch.route's choice: the top k experts by score (+ selection bias),
-/// among the topk_group best groups when grouped; ties to the lower index
-/// (argmax keeps the first maximum). k passes of argmax, each excluding
-/// the experts already picked.
+/// among the topk_group best groups when grouped; ties to the lower index.
 static void lowerRoute(KernelFuncs &k, const RouteKernel &r) {
   const int E = int(r.experts), K = int(r.topK);
   ImageParam logits = rows(k, "logits", {r.experts});
@@ -192,36 +213,18 @@ static void lowerRoute(KernelFuncs &k, const RouteKernel &r) {
     } else {
       group(g, t) = maximum(choice(g * size + in, t));
     }
-    RDom gs(0, G, "gs");
-    std::vector<Func> kept;
-    for (int m = 0; m < int(r.topkGroup); ++m) {
-      Expr taken = Halide::Internal::const_false();
-      for (const Func &f : kept)
-        taken = taken || gs.x == f(t);
-      Func pick("group_pick" + std::to_string(m));
-      pick(t) = argmax(select(taken, none, group(gs.x, t)))[0];
-      kept.push_back(pick);
-      k.funcs[pick.name()] = pick;
-    }
     Expr keep = Halide::Internal::const_false();
-    for (const Func &f : kept)
-      keep = keep || e / size == f(t);
+    for (const Expr &kept :
+         topIndices(k, "group_pick", int(r.topkGroup), G, t,
+                    [&](Expr x) { return group(x, t); }))
+      keep = keep || e / size == kept;
     masked(e, t) = select(keep, choice(e, t), none);
     k.funcs["group"] = group;
   } else {
     masked(e, t) = choice(e, t);
   }
-  RDom all(0, E, "pick");
-  std::vector<Expr> picks;
-  for (int m = 0; m < K; ++m) {
-    Expr taken = Halide::Internal::const_false();
-    for (const Expr &p : picks)
-      taken = taken || all.x == p;
-    Func pick("pick" + std::to_string(m));
-    pick(t) = cast<int32_t>(argmax(select(taken, none, masked(all.x, t)))[0]);
-    k.funcs[pick.name()] = pick;
-    picks.push_back(pick(t));
-  }
+  std::vector<Expr> picks = topIndices(
+      k, "pick", K, E, t, [&](Expr x) { return masked(x, t); });
   Func out("route");
   out(j, t) = K == 1 ? picks[0] : mux(j, picks);
   k.funcs["score"] = score, k.funcs["choice"] = choice,

@@ -47,6 +47,9 @@ private:
   LogicalResult emitFunction(func::FuncOp fn, bool forward, std::string &c);
   LogicalResult emitOp(Operation *op, bool forward, llvm::raw_ostream &os);
   LogicalResult emitBlock(Block &block, bool forward, llvm::raw_ostream &os);
+  /// `head` ("for (...)", "if (...)"), then `block` indented in braces.
+  LogicalResult emitNested(const std::string &head, Block &block, bool forward,
+                           llvm::raw_ostream &os);
   /// A fresh C local for a value computed at run time in a loop.
   std::string local() { return "v" + std::to_string(locals++); }
   int locals = 0;
@@ -318,26 +321,16 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
   if (auto f = dyn_cast<scf::ForOp>(op)) {
     std::string v = local();
     ints[f.getInductionVar()] = v;
-    os << indent << "for (int64_t " << v << " = " << ints[f.getLowerBound()]
-       << "; " << v << " < " << ints[f.getUpperBound()] << "; " << v
-       << " += " << ints[f.getStep()] << ") {\n";
-    std::string outer = indent;
-    indent += "  ";
-    LogicalResult r = emitBlock(*f.getBody(), forward, os);
-    indent = outer;
-    os << indent << "}\n";
-    return r;
+    return emitNested("for (int64_t " + v + " = " + ints[f.getLowerBound()] +
+                          "; " + v + " < " + ints[f.getUpperBound()] + "; " +
+                          v + " += " + ints[f.getStep()] + ")",
+                      *f.getBody(), forward, os);
   }
   if (auto i = dyn_cast<scf::IfOp>(op)) {
     if (!i.getElseRegion().empty() || i.getNumResults())
       return i.emitOpError() << "has no C form (an if without else only)";
-    os << indent << "if (" << ints[i.getCondition()] << ") {\n";
-    std::string outer = indent;
-    indent += "  ";
-    LogicalResult r = emitBlock(*i.thenBlock(), forward, os);
-    indent = outer;
-    os << indent << "}\n";
-    return r;
+    return emitNested("if (" + ints[i.getCondition()] + ")", *i.thenBlock(),
+                      forward, os);
   }
   if (isa<scf::YieldOp>(op))
     return success();
@@ -405,6 +398,17 @@ LogicalResult GlueEmitter::emitBlock(Block &block, bool forward,
     if (failed(emitOp(&op, forward, os)))
       return failure();
   return success();
+}
+
+LogicalResult GlueEmitter::emitNested(const std::string &head, Block &block,
+                                      bool forward, llvm::raw_ostream &os) {
+  os << indent << head << " {\n";
+  std::string outer = indent;
+  indent += "  ";
+  LogicalResult r = emitBlock(block, forward, os);
+  indent = outer;
+  os << indent << "}\n";
+  return r;
 }
 
 LogicalResult GlueEmitter::emitFunction(func::FuncOp fn, bool forward,

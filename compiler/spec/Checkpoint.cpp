@@ -27,6 +27,8 @@ struct Scheme {
   /// v] (GPT-NeoX, BLOOM, Falcon), or [all q; all k; all v] (GPT-2, Phi-3).
   bool groupedQKV;
   std::vector<Rename> global, layer;
+  /// Tensors the tables do not rename keep our names (else they have none).
+  bool keepOthers = false;
 };
 
 const Scheme &scheme(Naming n) {
@@ -123,18 +125,9 @@ const Scheme &scheme(Naming n) {
        {"mlp.down_proj", "mlp.down_proj"}}};
   // Mixtral: Llama's names but for the sparse MoE block (its experts'
   // w1 / w3 / w2 are gate / up / down; see checkpointSource).
-  static const Scheme mixtral{
-      "model.", "model.layers.", false,
-      {{"model.embed_tokens", "model.embed_tokens"},
-       {"model.norm", "model.norm"},
-       {"lm_head", "lm_head"}},
-      {{"input_layernorm", "input_layernorm"},
-       {"post_attention_layernorm", "post_attention_layernorm"},
-       {"self_attn.q_proj", "self_attn.q_proj"},
-       {"self_attn.k_proj", "self_attn.k_proj"},
-       {"self_attn.v_proj", "self_attn.v_proj"},
-       {"self_attn.o_proj", "self_attn.o_proj"},
-       {"mlp.gate", "block_sparse_moe.gate"}}};
+  static const Scheme mixtral{"model.", "model.layers.", false, {},
+                              {{"mlp.gate", "block_sparse_moe.gate"}},
+                              /*keepOthers=*/true};
   // Our own names: nothing to rename.
   static const Scheme llama{"model.", "model.layers.", false, {}, {}};
   switch (n) {
@@ -242,13 +235,13 @@ checkpointSource(const ArchSpec &s, const std::string &name,
   std::string module = name.substr(0, dot), suffix = name.substr(dot);
   const std::string layers = "model.layers.";
   const Rename *r = nullptr;
-  std::string prefix, theirs;
+  std::string prefix, ours = module;
   if (module.compare(0, layers.size(), layers) == 0) {
     size_t end = module.find('.', layers.size());
     if (end == std::string::npos)
       return src;
     std::string index = module.substr(layers.size(), end - layers.size());
-    std::string rest = module.substr(end + 1);
+    const std::string &rest = ours = module.substr(end + 1);
     prefix = sc.layers + index + ".";
     const std::string experts = "mlp.experts.";
     if (n == Naming::Mixtral && rest.compare(0, experts.size(), experts) == 0) {
@@ -271,9 +264,9 @@ checkpointSource(const ArchSpec &s, const std::string &name,
   } else {
     r = find(sc.global, module);
   }
-  if (!r)
+  if (!r && !sc.keepOthers)
     return src;
-  theirs = r->theirs;
+  std::string theirs = r ? r->theirs : ours;
   // Falcon's new decoder with two norms per parallel block.
   if (n == Naming::Falcon && s.block.layout == spec::BlockLayout::Parallel &&
       !s.block.sharedNorm)
@@ -282,7 +275,7 @@ checkpointSource(const ArchSpec &s, const std::string &name,
                                                     : theirs;
   src.tensor = prefix + theirs + suffix;
   src.shape = shape;
-  if (r->part != Part::Whole) {
+  if (r && r->part != Part::Whole) {
     const int64_t hd = s.attention.headDim, q = s.qDim(), kv = s.kvDim();
     const int64_t rows = shape[0];
     int64_t total = 0;
@@ -308,7 +301,7 @@ checkpointSource(const ArchSpec &s, const std::string &name,
     src.stride = total / src.groups;
     src.shape[0] = total;
   }
-  if (r->conv1d && src.shape.size() == 2) {
+  if (r && r->conv1d && src.shape.size() == 2) {
     src.transpose = true;
     std::swap(src.shape[0], src.shape[1]);
   }

@@ -88,26 +88,24 @@ void archrt_gen_release(const float *p, int64_t n) {
     madvise((void *)begin, end - begin, MADV_DONTNEED);
 }
 
+/* An expert index clamped into [0, n): the route kernel's are in range. */
+static int32_t expert_of(int32_t e, int32_t n) {
+  return e < 0 ? 0 : e >= n ? n - 1 : e;
+}
+
 void archrt_gen_moe_dispatch(const int32_t *experts, int32_t tokens,
                              int32_t k, int32_t n_experts, int32_t *offsets,
                              int32_t *rows, int32_t *slots) {
   int32_t pairs = tokens * k;
   for (int32_t e = 0; e <= n_experts; ++e)
     offsets[e] = 0;
-  for (int32_t i = 0; i < pairs; ++i) {
-    int32_t e = experts[i] < 0 ? 0
-                : experts[i] >= n_experts ? n_experts - 1
-                                          : experts[i];
-    ++offsets[e + 1];
-  }
+  for (int32_t i = 0; i < pairs; ++i)
+    ++offsets[expert_of(experts[i], n_experts) + 1];
   for (int32_t e = 0; e < n_experts; ++e)
     offsets[e + 1] += offsets[e];
   /* offsets[e] counts up as expert e's rows are placed, then is restored. */
   for (int32_t i = 0; i < pairs; ++i) {
-    int32_t e = experts[i] < 0 ? 0
-                : experts[i] >= n_experts ? n_experts - 1
-                                          : experts[i];
-    int32_t r = offsets[e]++;
+    int32_t r = offsets[expert_of(experts[i], n_experts)]++;
     rows[r] = i / k;
     slots[i] = r;
   }

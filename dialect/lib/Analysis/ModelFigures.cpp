@@ -116,7 +116,10 @@ FailureOr<ModelFigures> Figures::run() {
               k = cast<RankedTensorType>(m.getExperts().getType()).getDimSize(1);
       int64_t kn = k * ff * widthOf(m.getInput()) * (m.getGate() ? 3 : 2);
       f.matmulParamsPerToken += kn;
-      f.matmulWeightBytes += kn * 4;
+      f.matmulWeightBytes +=
+          kn * int64_t(cast<RankedTensorType>(m.getUp().getType())
+                           .getElementTypeBitWidth() /
+                       8);
       llvm::SetVector<Operation *> experts;
       for (Value w : {m.getGate(), m.getUp(), m.getDown()})
         loadedSources(w, experts);

@@ -222,14 +222,20 @@ struct LowerPosEmbed : Lowering<PosEmbedOp> {
   }
 };
 
+/// The linear kernel of x [T, K] times `weight`, packed [panels, K,
+/// panel] or [N, K], to N columns.
+static LinearKernel linearKernel(Value x, Value weight, int64_t n, bool bias,
+                                 bool oneRow) {
+  auto t = cast<MemRefType>(weight.getType());
+  return LinearKernel{widthOf(x), n, bias,
+                      t.getRank() == 3 ? t.getDimSize(2) : 0, oneRow};
+}
+
 struct LowerLinear : Lowering<LinearOp> {
   using Lowering::Lowering;
   Value lower(LinearOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
     Value x = buf(a.getInput()), weight = buf(a.getWeight());
-    int64_t K = widthOf(x), N = widthOf(op.getResult());
-    // Packed [panels, K, panel] or [N, K].
-    auto wt = cast<MemRefType>(weight.getType());
-    int64_t panel = wt.getRank() == 3 ? wt.getDimSize(2) : 0;
+    int64_t N = widthOf(op.getResult());
     Value rows = rowsOf(b, loc, x);
     Value out = newRows(b, loc, rows, N);
     Args args{{"x", x}, {"weight", weight}, {"out", out}};
@@ -238,7 +244,7 @@ struct LowerLinear : Lowering<LinearOp> {
     // The kernel picks its GEMM or GEMV code by the rows it is given; one
     // row known here (the classifier's) needs the GEMV code only.
     bool oneRow = getConstantIntValue(rows) == std::optional<int64_t>(1);
-    call(b, loc, LinearKernel{K, N, bool(a.getBias()), panel, oneRow}, args);
+    call(b, loc, linearKernel(x, weight, N, bool(a.getBias()), oneRow), args);
     return out;
   }
 };
@@ -466,9 +472,7 @@ struct LowerMoE : Lowering<MoEOp> {
     return view(b, loc, w, offsets, sizes);
   }
   static LinearKernel linearOf(Value x, Value w, int64_t n) {
-    auto t = cast<MemRefType>(w.getType());
-    return LinearKernel{widthOf(x), n, false,
-                        t.getRank() == 3 ? t.getDimSize(2) : 0, false};
+    return linearKernel(x, w, n, /*bias=*/false, /*oneRow=*/false);
   }
   Value lower(MoEOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
     Value x = buf(a.getInput()), experts = buf(a.getExperts()),

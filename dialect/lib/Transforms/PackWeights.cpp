@@ -21,6 +21,19 @@ namespace {
 struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
   using PackWeightsPassBase::PackWeightsPassBase;
 
+  /// Weight operand `o` ([N, K], `groups` blocks of rows) read packed
+  /// instead, each block packed alone.
+  void pack(OpOperand &o, int64_t groups) {
+    auto w = cast<RankedTensorType>(o.get().getType());
+    OpBuilder b(o.getOwner());
+    int64_t n = w.getDimSize(0) / groups, k = w.getDimSize(1);
+    auto packed = RankedTensorType::get(
+        {groups * ((n + panel - 1) / panel), k, panel}, w.getElementType());
+    o.set(b.create<PackOp>(
+        o.getOwner()->getLoc(), packed, o.get(), b.getI64IntegerAttr(panel),
+        groups == 1 ? IntegerAttr() : b.getI64IntegerAttr(groups)));
+  }
+
   // linear(x, W) over many rows  =>  linear(x, pack(W))
   void runOnOperation() override {
     if (panel <= 0) {
@@ -37,33 +50,20 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
       if (w.getRank() != 2 || !x.isDynamicDim(0) ||
           w.getDimSize(0) < minColumns)
         return;
-      OpBuilder b(l);
-      int64_t n = w.getDimSize(0), k = w.getDimSize(1);
-      auto packed = RankedTensorType::get({(n + panel - 1) / panel, k, panel},
-                                          w.getElementType());
-      Value p = b.create<PackOp>(l.getLoc(), packed, l.getWeight(),
-                                 b.getI64IntegerAttr(panel), IntegerAttr());
-      l.getWeightMutable().assign(p);
+      pack(l.getWeightMutable(), 1);
       changed = true;
     });
     // The experts of arch.moe: each expert's block of rows packed alone.
     getOperation().walk([&](MoEOp m) {
-      OpBuilder b(m);
-      int64_t e = m.getNExperts();
-      for (OpOperand *o : {m.getGate() ? &m->getOpOperand(3) : nullptr,
-                           &m.getUpMutable(), &m.getDownMutable()}) {
-        auto w = o ? cast<RankedTensorType>(o->get().getType())
-                   : RankedTensorType();
-        if (!w || w.getRank() != 2)
-          continue;
-        int64_t n = w.getDimSize(0) / e, k = w.getDimSize(1);
-        auto packed = RankedTensorType::get(
-            {e * ((n + panel - 1) / panel), k, panel}, w.getElementType());
-        o->set(b.create<PackOp>(m.getLoc(), packed, o->get(),
-                                b.getI64IntegerAttr(panel),
-                                b.getI64IntegerAttr(e)));
-        changed = true;
-      }
+      SmallVector<OpOperand *, 3> weights;
+      if (m.getGate())
+        weights.push_back(&m.getGateMutable()[0]);
+      weights.append({&m.getUpMutable(), &m.getDownMutable()});
+      for (OpOperand *o : weights)
+        if (cast<RankedTensorType>(o->get().getType()).getRank() == 2) {
+          pack(*o, m.getNExperts());
+          changed = true;
+        }
     });
     if (!changed)
       markAllAnalysesPreserved();
