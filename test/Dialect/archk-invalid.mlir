@@ -148,3 +148,19 @@ func.func @attention_kv_type(%q: memref<?x2x4xf32>, %k: memref<?x1x4xf32>, %p: i
   archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f16", kv_by_head = false, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64}(%q, %k, %k, %p, %o) : memref<?x2x4xf32>, memref<?x1x4xf32>, memref<?x1x4xf32>, index, memref<?x2x4xf32>
   return
 }
+
+// -----
+
+func.func @dispatch_offsets(%e: memref<?x2xi32>, %o: memref<4xi32>, %r: memref<?xi32>, %s: memref<?x2xi32>) {
+  // expected-error @+1 {{offsets must be memref<5xi32> (n_experts + 1), got 'memref<4xi32>'}}
+  archk.dispatch %e -> %o, %r, %s {n_experts = 4 : i64} : memref<?x2xi32>, memref<4xi32>, memref<?xi32>, memref<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @dispatch_slots(%e: memref<?x2xi32>, %o: memref<5xi32>, %r: memref<?xi32>, %s: memref<?x3xi32>) {
+  // expected-error @+1 {{experts and slots must be [T, k] alike and rows [T * k]}}
+  archk.dispatch %e -> %o, %r, %s {n_experts = 4 : i64} : memref<?x2xi32>, memref<5xi32>, memref<?xi32>, memref<?x3xi32>
+  return
+}

@@ -481,3 +481,116 @@ func.func @flash_block_too_big(%q: tensor<?x8xf32>, %k: tensor<?x4xf32>, %p: ind
   %y = arch.flash_attention %q, %k, %k, %p {n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5, block_q = 16, block_kv = 64, split_kv = 100000} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+// Mixture of experts: arch.route, arch.moe, arch.pack with groups.
+func.func @route_topk(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{top_k = 5 must be in [1, 4] (the router scores 4 experts)}}
+  %e, %w = arch.route softmax %l {top_k = 5 : i64, normalize = true, n_group = 1 : i64, topk_group = 1 : i64, scaling = 1.0 : f32} : (tensor<?x4xf32>) -> (tensor<?x5xi32>, tensor<?x5xf32>)
+  return
+}
+
+// -----
+
+func.func @route_groups(%l: tensor<?x6xf32>) {
+  // expected-error @+1 {{n_group = 4 must divide the 6 experts}}
+  %e, %w = arch.route softmax %l {top_k = 2 : i64, normalize = true, n_group = 4 : i64, topk_group = 1 : i64, scaling = 1.0 : f32} : (tensor<?x6xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @route_kept(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{topk_group = 3 must be in [1, 2]}}
+  %e, %w = arch.route softmax %l {top_k = 2 : i64, normalize = true, n_group = 2 : i64, topk_group = 3 : i64, scaling = 1.0 : f32} : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @route_few(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{top_k = 5 exceeds the 4 experts of the groups kept}}
+  %e, %w = arch.route softmax %l {top_k = 5 : i64, normalize = true, n_group = 4 : i64, topk_group = 2 : i64, scaling = 1.0 : f32} : (tensor<?x8xf32>) -> (tensor<?x5xi32>, tensor<?x5xf32>)
+  return
+}
+
+// -----
+
+func.func @route_sigmoid_groups(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{sigmoid group scores sum a group's best two experts: groups of at least 2}}
+  %e, %w = arch.route sigmoid %l {top_k = 2 : i64, normalize = true, n_group = 4 : i64, topk_group = 2 : i64, scaling = 1.0 : f32} : (tensor<?x4xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @route_bias(%l: tensor<?x4xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{bias must be tensor<4xf32>, got 'tensor<8xf32>'}}
+  %e, %w = arch.route sigmoid %l bias %b {top_k = 2 : i64, normalize = true, n_group = 1 : i64, topk_group = 1 : i64, scaling = 1.0 : f32} : (tensor<?x4xf32>, tensor<8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @route_scaling(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{scaling must be positive}}
+  %e, %w = arch.route softmax %l {top_k = 2 : i64, normalize = true, n_group = 1 : i64, topk_group = 1 : i64, scaling = 0.0 : f32} : (tensor<?x4xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @route_results(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{results must be [tokens, top_k] = [?, 2], got 'tensor<?x3xi32>'}}
+  %e, %w = arch.route softmax %l {top_k = 2 : i64, normalize = true, n_group = 1 : i64, topk_group = 1 : i64, scaling = 1.0 : f32} : (tensor<?x4xf32>) -> (tensor<?x3xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @moe_topk(%x: tensor<?x8xf32>, %e: tensor<?x5xi32>, %w: tensor<?x5xf32>, %u: tensor<64x8xf32>, %d: tensor<32x16xf32>) {
+  // expected-error @+1 {{top_k = 5 exceeds n_experts = 4}}
+  %y = arch.moe silu %x, %e, %w up %u down %d {n_experts = 4 : i64, d_ff = 16 : i64} : (tensor<?x8xf32>, tensor<?x5xi32>, tensor<?x5xf32>, tensor<64x8xf32>, tensor<32x16xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_routes(%x: tensor<?x8xf32>, %e: tensor<?x2xi32>, %w: tensor<?x3xf32>, %u: tensor<64x8xf32>, %d: tensor<32x16xf32>) {
+  // expected-error @+1 {{experts and weights must be [tokens, top_k] alike}}
+  %y = arch.moe silu %x, %e, %w up %u down %d {n_experts = 4 : i64, d_ff = 16 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x3xf32>, tensor<64x8xf32>, tensor<32x16xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_up(%x: tensor<?x8xf32>, %e: tensor<?x2xi32>, %w: tensor<?x2xf32>, %u: tensor<48x8xf32>, %d: tensor<32x16xf32>) {
+  // expected-error @+1 {{up must be tensor<64x8xf32> (4 experts of [16, 8]) or packed by expert, got 'tensor<48x8xf32>'}}
+  %y = arch.moe silu %x, %e, %w up %u down %d {n_experts = 4 : i64, d_ff = 16 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<48x8xf32>, tensor<32x16xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_packed_down(%x: tensor<?x8xf32>, %e: tensor<?x2xi32>, %w: tensor<?x2xf32>, %g: tensor<64x8xf32>, %u: tensor<64x8xf32>, %d: tensor<2x16x64xf32>) {
+  // expected-error @+1 {{down must be tensor<32x16xf32> (4 experts of [8, 16]) or packed by expert, got 'tensor<2x16x64xf32>'}}
+  %y = arch.moe silu %x, %e, %w gate %g up %u down %d {n_experts = 4 : i64, d_ff = 16 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<64x8xf32>, tensor<64x8xf32>, tensor<2x16x64xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @pack_groups(%w: tensor<96x8xf32>) {
+  // expected-error @+1 {{groups (5) must divide N = 96}}
+  %p = arch.pack %w {panel = 64 : i64, groups = 5 : i64} : tensor<96x8xf32> -> tensor<5x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @pack_groups_shape(%w: tensor<96x8xf32>) {
+  // expected-error @+1 {{result must be tensor<4x8x64xf32>, got 'tensor<2x8x64xf32>'}}
+  %p = arch.pack %w {panel = 64 : i64, groups = 4 : i64} : tensor<96x8xf32> -> tensor<2x8x64xf32>
+  return
+}
