@@ -402,8 +402,11 @@ static std::vector<double> ropeFrequencies(const RopeKernel &r,
       double extrapolate = 1.0 - ramp;
       freq[p] = freq[p] / factor * (1 - extrapolate) + freq[p] * extrapolate;
     }
-    if (factor > 1)
-      mscale = 0.1 * std::log(factor) + 1.0;
+    // YaRN's factor m(1) by default; DeepSeek's m(mscale) / m(all_dim).
+    auto m = [&](double x) {
+      return factor > 1 && x > 0 ? 0.1 * x * std::log(factor) + 1.0 : 1.0;
+    };
+    mscale = m(r.mscale) / m(r.mscaleAllDim);
     break;
   }
   case RopeScaling::llama3: { // Llama 3.1
@@ -524,16 +527,17 @@ constexpr float kMasked = -1e30f;
 struct AttentionTerms {
   const AttentionKernel &a;
   int group;
+  int64_t vd; ///< the values' head dim
   ImageParam q, k, v, relBias, relKey, relValue;
   Buffer<float> slope;      ///< ALiBi's per-head slopes
   Buffer<int32_t> bucketOf; ///< T5's bucket of each distance
 
   AttentionTerms(KernelFuncs &kf, const AttentionKernel &a)
-      : a(a), group(int(a.heads / a.kvHeads)) {
+      : a(a), group(int(a.heads / a.kvHeads)), vd(a.vHeadDim) {
     int64_t hd = a.headDim;
     q = rows(kf, "q", {hd, a.heads});
-    k = context(kf, "k");
-    v = context(kf, "v");
+    k = context(kf, "k", int(hd));
+    v = context(kf, "v", int(vd));
     end = kf.pos + q.dim(2).extent();
     first = end - k.dim(2).extent();
     if (int64_t buckets = a.t5Buckets) {
@@ -565,15 +569,16 @@ struct AttentionTerms {
   /// A cache's context (head_dim, kv_heads, positions): head-major (a
   /// head's positions consecutive, heads the sequence's stride apart) or
   /// position-major (a position's heads consecutive, as a ring keeps them).
-  ImageParam context(KernelFuncs &kf, const char *name) const {
+  /// The positions' stride is free: MLA's values are the first columns of
+  /// the rows that hold its keys.
+  ImageParam context(KernelFuncs &kf, const char *name, int hd) const {
     ImageParam p = kf.in(name);
-    int hd = int(a.headDim);
     p.dim(0).set_bounds(0, hd).set_stride(1);
     p.dim(1).set_bounds(0, int(a.kvHeads));
     p.dim(2).set_min(0);
     if (a.kvByHead)
       p.dim(2).set_stride(hd);
-    else
+    else if (a.kvHeads > 1)
       p.dim(1).set_stride(hd);
     return p;
   }
@@ -678,8 +683,8 @@ static void lowerRowAttention(KernelFuncs &k, const AttentionTerms &in) {
              {"row_sum", rowSum}, {"pv", pv}};
   k.vars = {{"j", j}, {"h", h}, {"t", t}, {"dd", dd}};
   k.rdoms = {{"rd", rd}, {"past", past}};
-  k.lanes = vectorWidthFor(hd, k.lanes);
-  k.outDims = {hd, heads};
+  k.lanes = vectorWidthFor(in.vd, k.lanes);
+  k.outDims = {in.vd, heads};
 }
 
 /// A softmax over a block or chunk of keys: per row, the maximum of the
@@ -780,7 +785,8 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   // dc * cols ..< (dc + 1) * cols: the rescaling factors
   // exp(old max - new max) and exp(block max - new max) are computed once
   // per row and group of columns, not once per column.
-  int cols = divisorUpTo(hd, kAttentionTileColumns);
+  int vd = int(in.vd);
+  int cols = divisorUpTo(vd, kAttentionTileColumns);
   Var dc("dc");
   Func run("running");
   std::vector<Expr> start(size_t(2 + cols), Expr(0.0f));
@@ -884,7 +890,7 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
             {"g", g},   {"c", c},   {"l", l},     {"dc", dc}};
   k.rdoms = {{"rd", rd}, {"rj", rj}, {"kb", kb}, {"cj", cj},
              {"rv", rv}, {"rl", rl}, {"rc", rc}};
-  k.outDims = {a.headDim, a.heads};
+  k.outDims = {in.vd, a.heads};
 }
 
 Expr takesTiles(const KernelFuncs &k, const AttentionKernel &a) {
@@ -1002,6 +1008,63 @@ static void lowerPosEmbed(KernelFuncs &k, const PosEmbedKernel &pe) {
   k.outDims = {d};
 }
 
+/// out(c, h, t) = x(c, shared ? 0 : h, t), c < width: heads into (a view
+/// of) heads. Both are strided: views of some columns of wider heads.
+static void lowerHeadsCopy(KernelFuncs &k, const HeadsCopyKernel &c) {
+  int w = int(c.width), heads = int(c.heads);
+  ImageParam x = k.in("x");
+  x.dim(0).set_bounds(0, w).set_stride(1);
+  x.dim(1).set_bounds(0, c.shared ? 1 : heads);
+  x.dim(2).set_min(0);
+  Var i("i"), h("h"), t("t");
+  Func out("heads_copy");
+  out(i, h, t) = x(i, c.shared ? Expr(0) : Expr(h), t);
+  OutputImageParam o = out.output_buffer();
+  o.dim(0).set_bounds(0, w).set_stride(1);
+  o.dim(1).set_bounds(0, heads);
+  o.dim(2).set_min(0);
+  k.out = out;
+  k.vars = {{"i", i}, {"h", h}, {"t", t}};
+  k.lanes = vectorWidthFor(w, k.lanes);
+}
+
+/// Per head h: x (K, h, T) times weight block h, [N, K] rows h N .. as
+/// weight (K, h N + n), or K-major [K, N] rows h K .. as (n, h K + k). Over
+/// [N, K] blocks the reduction runs along contiguous K in `lanes`-wide
+/// partial sums (as a linear's); over [K, N] blocks each step of K is a
+/// vector FMA along a contiguous weight row.
+static void lowerHeadLinear(KernelFuncs &k, const HeadLinearKernel &d) {
+  int K = int(d.K), N = int(d.N), H = int(d.heads);
+  ImageParam x = rows(k, "x", {d.K, d.heads});
+  ImageParam w = k.in("weight");
+  int inner = d.kMajor ? N : K;
+  w.dim(0).set_bounds(0, inner).set_stride(1);
+  w.dim(1).set_bounds(0, H * (d.kMajor ? K : N)).set_stride(inner);
+  Var kk("kk"), n("n"), h("h"), t("t");
+  Func acc("acc"), out("head_linear");
+  if (d.kMajor) {
+    RDom r(0, K, "r");
+    acc(n, h, t) = 0.0f;
+    acc(n, h, t) += x(r, h, t) * w(n, h * K + r);
+    out(n, h, t) = acc(n, h, t);
+    k.rdoms["r"] = r;
+    k.lanes = vectorWidthFor(N, k.lanes);
+  } else {
+    int vl = vectorWidthFor(K, k.lanes);
+    RDom r(0, K / vl, "r");
+    acc(kk, n, h, t) = 0.0f;
+    acc(kk, n, h, t) += x(r * vl + kk, h, t) * w(r * vl + kk, h * N + n);
+    RDom lane(0, vl, "lane");
+    out(n, h, t) = sum(acc(lane, n, h, t), "lane_sum");
+    k.rdoms["r"] = r;
+    k.lanes = vl;
+  }
+  k.out = out;
+  k.funcs["acc"] = acc;
+  k.vars = {{"kk", kk}, {"n", n}, {"h", h}, {"t", t}};
+  k.outDims = {d.N, d.heads};
+}
+
 KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
   KernelFuncs k(spec);
   k.lanes = lanes;
@@ -1033,11 +1096,13 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
         else if constexpr (std::is_same_v<T, RouteWeightsKernel>) lowerRouteWeights(k, d);
         else if constexpr (std::is_same_v<T, GatherKernel>) lowerGather(k, d);
         else if constexpr (std::is_same_v<T, CombineKernel>) lowerCombine(k, d);
+        else if constexpr (std::is_same_v<T, HeadsCopyKernel>) lowerHeadsCopy(k, d);
+        else if constexpr (std::is_same_v<T, HeadLinearKernel>) lowerHeadLinear(k, d);
         else lowerElementwise(k, d);
       },
       spec.description());
   // Every other output is token-major with static feature extents.
-  if (!spec.get<AppendKernel>())
+  if (!spec.get<AppendKernel>() && !spec.get<HeadsCopyKernel>())
     constrain(k.out.output_buffer(), k.outDims, k.denseOutputRows);
   return k;
 }

@@ -1,7 +1,8 @@
 //===- CText.h - User text made safe for generated C ----------*- C++ -*-===//
 //
 // Every byte of user text (spec text, model and tensor names, file paths)
-// that reaches generated C goes through one of these two functions.
+// that reaches generated C goes through one of the first two functions;
+// the third shortens generated statements.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_LOWERING_CTEXT_H
@@ -21,6 +22,15 @@ std::string cStringLiteral(const std::string &text);
 /// that could end the comment or splice lines ('*', '?', '\', control and
 /// non-ASCII bytes) replaced by '_'.
 std::string cComment(const std::string &text);
+
+/// Straight-line C statements with runs of repeats rolled into loops: a
+/// statement group (a `/* ... */` line and the lines after it, none opening
+/// or closing a block) repeated at least kMinRun times with the same text
+/// but for integer literals that each step by a constant becomes one
+/// `for` over the run, each such literal written base + step * rep (a
+/// model's hundreds of thousands of per-expert weight copies compile as a
+/// handful of loops). Other text is returned as it is.
+std::string rollRepeats(const std::string &statements);
 
 } // namespace arch
 

@@ -72,6 +72,7 @@ private:
   std::map<std::string, int> cacheIndex; ///< into C
   llvm::StringSet<> forwardReads;        ///< weights @forward reads
   std::vector<int64_t> slotWidth;
+  std::vector<uint8_t> slotContext; ///< 1: sized for the sequence's positions
   int64_t scratchFloats = 0, prepareTemp = 0;
   // Model facts for the descriptor, read off the kernel calls.
   int64_t vocab = 0, dModel = 0, nLayers = 0, nHeads = 0, nKVHeads = 0,
@@ -413,9 +414,13 @@ LogicalResult GlueEmitter::emitNested(const std::string &head, Block &block,
 
 LogicalResult GlueEmitter::emitFunction(func::FuncOp fn, bool forward,
                                         std::string &c) {
-  llvm::raw_string_ostream os(c);
+  std::string body;
+  llvm::raw_string_ostream os(body);
   if (failed(emitBlock(fn.getBody().front(), forward, os)))
     return failure();
+  // @prepare_params is straight-line: a mixture's per-expert copies roll
+  // into loops.
+  c += forward ? body : rollRepeats(body);
   auto scratch = fn->getAttrOfType<IntegerAttr>("archk.scratch_floats");
   auto widths = fn->getAttrOfType<DenseI64ArrayAttr>("archk.slot_widths");
   if (!scratch || !widths)
@@ -423,6 +428,11 @@ LogicalResult GlueEmitter::emitFunction(func::FuncOp fn, bool forward,
   if (forward) {
     scratchFloats = scratch.getInt();
     slotWidth.assign(widths.asArrayRef().begin(), widths.asArrayRef().end());
+    slotContext.assign(slotWidth.size(), 0);
+    if (auto ctx = fn->getAttrOfType<DenseI64ArrayAttr>("archk.context_slots"))
+      for (int64_t i : ctx.asArrayRef())
+        if (i >= 0 && size_t(i) < slotContext.size())
+          slotContext[size_t(i)] = 1;
   } else {
     prepareTemp = scratch.getInt();
     if (!widths.empty())
@@ -482,6 +492,10 @@ std::string GlueEmitter::emitDesc() {
      << "] = {";
   for (size_t i = 0; i < slotWidth.size(); ++i)
     ds << (i ? ", " : "") << slotWidth[i];
+  ds << "};\n\nstatic const uint8_t slot_context[" << slotContext.size()
+     << "] = {";
+  for (size_t i = 0; i < slotContext.size(); ++i)
+    ds << (i ? ", " : "") << int(slotContext[i]);
   ds << "};\n\nconst archrt_gen_model archrt_gen_model_desc = {\n"
      << "    .name = " << cStringLiteral(out.name) << ",\n"
      << "    .spec_toml = " << cStringLiteral(opts.specText) << ",\n"
@@ -497,7 +511,7 @@ std::string GlueEmitter::emitDesc() {
      << "    .checkpoint_prefix = "
      << (prefix.empty() ? std::string("0") : cStringLiteral(prefix)) << ",\n"
      << "    .n_slots = " << slotWidth.size()
-     << ", .slot_width = slot_width,\n"
+     << ", .slot_width = slot_width, .slot_context = slot_context,\n"
      << "    .scratch_floats = " << scratchFloats << ",\n"
      << "    .n_caches = " << caches.size() << ", .caches = caches,\n};\n";
   return ds.str();

@@ -225,9 +225,10 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   pv.compute_at(run, dc).vectorize(r, rowLanes).unroll(r).unroll(dd);
   pv.update().reorder(r, dd, rj).vectorize(r, rowLanes).unroll(r).unroll(dd);
 
-  // Chunks.
-  int dl = vectorWidthFor(hd, k.lanes);
-  int dvecs = divisorUpTo(hd / dl, 4);
+  // Chunks. Key dot products in kl lanes, value columns in dl.
+  int kl = vectorWidthFor(hd, k.lanes);
+  int dl = vectorWidthFor(a.vHeadDim, k.lanes);
+  int dvecs = divisorUpTo(a.vHeadDim / dl, 4);
   int gt = divisorUpTo(group, accumulators / dvecs);
   int jl = vectorWidthFor(a.splitKV, k.lanes);
   Var c = V("c"), kvh = V("kvh"), go("go"), gi("gi");
@@ -266,7 +267,7 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   Func cdot = F("chunk_dot");
   cdot.compute_at(part, ctask);
   cdot.update().reorder(rl, g, kvh, j, t);
-  if (dl > 1)
+  if (kl > 1)
     cdot.update().atomic().vectorize(rl);
   // A key row, loaded once per lane step, serves a register tile of query
   // heads.
@@ -275,17 +276,37 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   int gl = divisorUpTo(group, accumulators);
   laneDot.compute_at(cdot, kvh)
       .split(g, go, gi, gl)
-      .vectorize(l, dl)
+      .vectorize(l, kl)
       .unroll(gi);
   laneDot.update()
       .split(g, go, gi, gl)
       .reorder(l, gi, rv, go)
-      .vectorize(l, dl)
+      .vectorize(l, kl)
       .unroll(gi);
   F("total_max").compute_root();
   F("total_sum").compute_root();
   F("total_pv").compute_root().vectorize(dd, dl);
   F("total_pv").update().vectorize(dd, dl);
+}
+
+/// A task per (head, token); the head's outputs a few vectors at a time,
+/// their accumulators in registers while K runs.
+static void scheduleHeadLinear(KernelFuncs &k, const HeadLinearKernel &d) {
+  Var n = k.vars["n"], h = k.vars["h"], t = k.vars["t"], kk = k.vars["kk"];
+  Func acc = k.funcs["acc"];
+  Var ht("ht"), no("no"), ni("ni");
+  k.out.fuse(h, t, ht).parallel(ht);
+  if (d.kMajor) {
+    int sub = vectorWidthFor(d.N, 4 * k.lanes);
+    k.out.split(n, no, ni, sub).vectorize(ni, k.lanes);
+    acc.compute_at(k.out, no).vectorize(n, k.lanes).unroll(n);
+    acc.update().reorder(n, k.rdoms["r"]).vectorize(n, k.lanes).unroll(n);
+  } else {
+    int nt = int(vectorWidthFor(d.N, 4));
+    k.out.split(n, no, ni, nt).unroll(ni);
+    acc.compute_at(k.out, no).vectorize(kk).unroll(n);
+    acc.update().reorder(kk, n, k.rdoms["r"]).vectorize(kk).unroll(n);
+  }
 }
 
 static void scheduleRowwise(KernelFuncs &k) {
@@ -309,6 +330,8 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
     else
       scheduleAttention(k);
   }
+  else if (const HeadLinearKernel *d = spec.get<HeadLinearKernel>())
+    scheduleHeadLinear(k, *d);
   else if (spec.get<RouteKernel>() || spec.get<RouteWeightsKernel>()) {
     // A task per token; its scores and picks computed in it.
     Var t = k.vars["t"];
@@ -316,7 +339,7 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
     for (auto &[name, f] : k.funcs)
       f.compute_at(k.out, t);
   }
-  else // embed, positions, element-wise, gather, combine
+  else // embed, positions, element-wise, gather, combine, heads copies
     scheduleRowwise(k);
 }
 

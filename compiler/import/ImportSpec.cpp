@@ -67,7 +67,10 @@ private:
              int64_t groups = 1, bool separate = false);
   Value linear(Location l, Value x, const std::string &prefix, int64_t out,
                bool bias);
+  Value rope(Location l, Value x, Value pos, const AttentionSpec &a,
+             int64_t heads, int64_t headDim);
   Value attention(int64_t i, Value h, Value pos);
+  Value latentAttention(int64_t i, Value h, Value pos);
   Value ffn(int64_t i, Value h);
   Value denseFFN(Location l, Value h, const std::string &prefix,
                  const FFNSpec &f, int64_t dFF);
@@ -107,8 +110,88 @@ Value Importer::linear(Location l, Value x, const std::string &prefix,
                             b0);
 }
 
+/// RoPE with the layer's position keys on `heads` heads of `headDim`.
+Value Importer::rope(Location l, Value x, Value pos, const AttentionSpec &a,
+                     int64_t heads, int64_t headDim) {
+  const PositionSpec &ps = a.position;
+  RopeStyle style = ps.style == spec::RopeStyle::HalfSplit
+                        ? RopeStyle::half_split
+                        : RopeStyle::interleaved;
+  // spec::RopeScaling lists the dialect's cases in the same order.
+  return b.create<RopeOp>(
+      l, x.getType(), x, pos, style, heads, headDim, ps.rotaryDim,
+      llvm::APFloat(ps.theta), static_cast<RopeScaling>(ps.scaling),
+      llvm::APFloat(ps.factor), ps.originalMaxSeqLen,
+      llvm::APFloat(ps.lowFreqFactor), llvm::APFloat(ps.highFreqFactor),
+      llvm::APFloat(ps.betaFast), llvm::APFloat(ps.betaSlow),
+      llvm::APFloat(ps.mscale), llvm::APFloat(ps.mscaleAllDim));
+}
+
+/// Multi-head latent attention in its naive form (DeepSeek-V2 section
+/// 2.1): the cache keeps, per position, the normalized latent c_KV and the
+/// rotary key k_R shared by every head; each call up-projects every cached
+/// latent to per-head keys (with k_R appended) and values. arch-absorb-mla
+/// rewrites it to attend in the latent space.
+Value Importer::latentAttention(int64_t i, Value h, Value pos) {
+  const AttentionSpec &a = spec.layers[size_t(i)].attention;
+  const MLASpec &m = spec.mla;
+  const std::string p = "model.layers." + std::to_string(i) + ".self_attn.";
+  Location al = layerLoc(i, "attention.mla");
+  Location rl = layerLoc(i, "attention.position");
+  const int64_t H = a.nHeads, dn = m.qkNopeHeadDim, dr = m.qkRopeHeadDim,
+                dv = m.vHeadDim, c = m.kvLoraRank;
+  Value q = m.qLoraRank
+                ? linear(al,
+                         norm(al, linear(al, h, p + "q_a_proj", m.qLoraRank,
+                                         false),
+                              p + "q_a_layernorm"),
+                         p + "q_b_proj", H * (dn + dr), false)
+                : linear(al, h, p + "q_proj", H * (dn + dr), false);
+  auto rowsOf = [&](Value v) {
+    return cast<RankedTensorType>(v.getType()).getDimSize(0);
+  };
+  auto type = [&](Value like, int64_t width) {
+    return RankedTensorType::get({rowsOf(like), width}, b.getF32Type());
+  };
+  // Each query head: [its part without position, its rotary part].
+  auto qs = b.create<HeadsSplitOp>(
+      al, TypeRange{type(q, H * dn), type(q, H * dr)}, q, H);
+  Value qr = rope(rl, qs.getResult(1), pos, a, H, dr);
+  q = b.create<HeadsConcatOp>(al, type(q, H * (dn + dr)),
+                              ValueRange{qs.getResult(0), qr}, H,
+                              b.getDenseI64ArrayAttr({H, H}));
+  // The latent and the shared rotary key, into the cache.
+  Value kva = linear(al, h, p + "kv_a_proj_with_mqa", c + dr, false);
+  auto ks = b.create<SplitOp>(al, TypeRange{type(kva, c), type(kva, dr)}, kva);
+  Value latent = norm(al, ks.getResult(0), p + "kv_a_layernorm");
+  Value kr = rope(rl, ks.getResult(1), pos, a, 1, dr);
+  Value row = b.create<ConcatOp>(al, type(kva, c + dr),
+                                 ValueRange{latent, kr}, 1);
+  const std::string cache = p + "latent_cache";
+  OpBuilder(forward).create<CacheOp>(
+      al, cache, CacheLayout::tokens,
+      b.getI64IntegerAttr(spec.model.maxSeqLen),
+      RankedTensorType::get({c + dr}, b.getF32Type()));
+  Value ctx = b.create<CacheAppendOp>(al, row.getType(), cache, row, pos);
+  auto cs = b.create<SplitOp>(al, TypeRange{type(ctx, c), type(ctx, dr)}, ctx);
+  // Every cached latent up-projected: per head [key part, value].
+  Value kv = linear(al, cs.getResult(0), p + "kv_b_proj", H * (dn + dv), false);
+  auto kvs = b.create<HeadsSplitOp>(
+      al, TypeRange{type(kv, H * dn), type(kv, H * dv)}, kv, H);
+  Value k = b.create<HeadsConcatOp>(al, type(kv, H * (dn + dr)),
+                                    ValueRange{kvs.getResult(0), cs.getResult(1)},
+                                    H, b.getDenseI64ArrayAttr({H, 1}));
+  Value attn = b.create<AttentionOp>(
+      al, type(q, H * dv), q, k, kvs.getResult(1), pos, Value(), Value(),
+      Value(), H, H, dn + dr, llvm::APFloat(a.scale), llvm::APFloat(0.0),
+      false, 0, a.position.maxDistance, 0, dv);
+  return linear(al, attn, p + "o_proj", spec.model.dModel, false);
+}
+
 /// Self-attention of one layer on normalized input `h`, output projected.
 Value Importer::attention(int64_t i, Value h, Value pos) {
+  if (spec.isMLA())
+    return latentAttention(i, h, pos);
   const AttentionSpec &a = spec.layers[size_t(i)].attention;
   const std::string p = "model.layers." + std::to_string(i) + ".self_attn.";
   Location al = layerLoc(i, "attention");
@@ -124,21 +207,8 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
   }
   if (a.position.kind == spec::PositionKind::Rope) {
     Location rl = layerLoc(i, "attention.position");
-    RopeStyle style = a.position.style == spec::RopeStyle::HalfSplit
-                          ? RopeStyle::half_split
-                          : RopeStyle::interleaved;
-    auto rope = [&](Value t, int64_t heads) -> Value {
-      const PositionSpec &ps = a.position;
-      // spec::RopeScaling lists the dialect's cases in the same order.
-      return b.create<RopeOp>(
-          rl, t.getType(), t, pos, style, heads, a.headDim, ps.rotaryDim,
-          llvm::APFloat(ps.theta), static_cast<RopeScaling>(ps.scaling),
-          llvm::APFloat(ps.factor), ps.originalMaxSeqLen,
-          llvm::APFloat(ps.lowFreqFactor), llvm::APFloat(ps.highFreqFactor),
-          llvm::APFloat(ps.betaFast), llvm::APFloat(ps.betaSlow));
-    };
-    q = rope(q, a.nHeads);
-    k = rope(k, a.nKVHeads);
+    q = rope(rl, q, pos, a, a.nHeads, a.headDim);
+    k = rope(rl, k, pos, a, a.nKVHeads, a.headDim);
   }
   const PositionSpec &ps = a.position;
   Value relBias;

@@ -84,6 +84,10 @@ struct PositionSpec {
   int64_t originalMaxSeqLen = 0; ///< yarn, llama3: pre-extension context
   double lowFreqFactor = 1.0, highFreqFactor = 4.0; ///< llama3
   double betaFast = 32.0, betaSlow = 1.0;           ///< yarn
+  /// DeepSeek's YaRN: cos and sin scaled by m(mscale) / m(mscale_all_dim),
+  /// the softmax scale by m(mscale_all_dim)^2 when mscale_all_dim > 0, with
+  /// m(x) = 0.1 x ln(factor) + 1. The defaults give YaRN's own factor.
+  double mscale = 1.0, mscaleAllDim = 0.0;
   int64_t buckets = 32, maxDistance = 128;          ///< t5_bias
   int64_t clip = 16; ///< shaw: relative distances clipped to [-clip, clip]
 };
@@ -102,6 +106,20 @@ struct AttentionSpec {
   spec::QKNorm qkNorm = spec::QKNorm::None;
   int64_t window = 0; ///< sliding window: attend to the last `window` tokens
   PositionSpec position;
+};
+
+/// Multi-head latent attention ([attention.mla], DeepSeek-V2/V3): keys and
+/// values come from a per-token latent of kv_lora_rank (RMS-normed) that the
+/// cache keeps with one rotary key of qk_rope_head_dim shared by all heads;
+/// each head's key is [its qk_nope_head_dim up-projection of the latent,
+/// the shared rotary key], its value a v_head_dim up-projection. The query
+/// is projected directly or through a q_lora_rank bottleneck (RMS-normed).
+struct MLASpec {
+  int64_t qLoraRank = 0;  ///< 0: q_proj straight from the input (V2-Lite)
+  int64_t kvLoraRank = 0; ///< 0: no [attention.mla], attention is MHA/GQA
+  int64_t qkNopeHeadDim = 0, qkRopeHeadDim = 0, vHeadDim = 0;
+  /// Cache elements per token and layer: the latent and the rotary key.
+  int64_t cacheWidth() const { return kvLoraRank + qkRopeHeadDim; }
 };
 
 struct FFNSpec {
@@ -164,6 +182,7 @@ struct ArchSpec {
   ModelSpec model;
   NormSpec norm;
   AttentionSpec attention;
+  MLASpec mla;
   FFNSpec ffn;
   MoESpec moe;
   BlockSpec block;
@@ -175,6 +194,7 @@ struct ArchSpec {
 
   /// The location of `path`, or of its closest enclosing table, or the file.
   SourceLoc locOf(const std::string &path) const;
+  bool isMLA() const { return mla.kvLoraRank > 0; }
   int64_t qDim() const { return attention.nHeads * attention.headDim; }
   int64_t kvDim() const { return attention.nKVHeads * attention.headDim; }
 };

@@ -187,6 +187,9 @@ std::string namingProblem(const ArchSpec &s) {
              return l.moe;
            }))
     lacks = "mixture-of-experts routers and experts";
+  else if (s.isMLA())
+    lacks = "multi-head latent attention's projections (DeepSeek's "
+            "checkpoints use hf-llama names)";
   else if (!parallel && s.norm.placement != spec::NormPlacement::Pre)
     lacks = "the norms of a placement other than \"pre\"";
   else if (anyLayer(s, [](const LayerSpec &l) {

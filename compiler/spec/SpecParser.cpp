@@ -226,6 +226,11 @@ const std::vector<KeyBound> &keyBounds() {
       {"n_group", 1, 4096, true, "as n_experts"},
       {"topk_group", 1, 4096, true, "as n_experts"},
       {"first_k_dense", 0, 4096, true, "as n_layers"},
+      {"q_lora_rank", 0, 1 << 16, true, "as d_model (0 = no query bottleneck)"},
+      {"kv_lora_rank", 1, 1 << 16, true, "as d_model"},
+      {"qk_nope_head_dim", 1, 1024, true, "as head_dim"},
+      {"qk_rope_head_dim", 2, 1024, true, "as head_dim"},
+      {"v_head_dim", 1, 1024, true, "as head_dim"},
       {"routed_scaling", 1e-6, 1e6, false, "expert weights finite in f32"},
       {"eps", 1e-12, 1, false, "added to a variance in f32"},
       {"theta", 1, 1e12, false, "RoPE frequencies theta^(-2i/d) normal in f32"},
@@ -239,6 +244,8 @@ const std::vector<KeyBound> &keyBounds() {
       {"high_freq_factor", 1e-3, 1e6, false, "as factor"},
       {"beta_fast", 1e-3, 1e6, false, "as factor"},
       {"beta_slow", 1e-3, 1e6, false, "as factor"},
+      {"mscale", 1e-3, 1e3, false, "as factor"},
+      {"mscale_all_dim", 0, 1e3, false, "as factor (0 = YaRN's own factor)"},
       {"z_loss", 1e-12, 1e3, false, "reported only"},
       {"logit_scale", 1e-6, 1e6, false, "logits finite in f32"},
   };
@@ -548,8 +555,8 @@ void parseLayerAttention(Parser &p, TableReader &attn, AttentionSpec &a,
   TableReader pos(p, attn.subtable("position"), path + ".position",
                   {"kind", "theta", "rotary_dim", "style", "offset", "scaling",
                    "factor", "original_max_seq_len", "low_freq_factor",
-                   "high_freq_factor", "beta_fast", "beta_slow", "buckets",
-                   "max_distance", "clip"});
+                   "high_freq_factor", "beta_fast", "beta_slow", "mscale",
+                   "mscale_all_dim", "buckets", "max_distance", "clip"});
   PositionSpec &ps = a.position;
   if (auto k = pos.getEnum("kind", {"rope", "none", "learned", "sinusoidal",
                                     "alibi", "t5_bias", "shaw"}))
@@ -579,6 +586,10 @@ void parseLayerAttention(Parser &p, TableReader &attn, AttentionSpec &a,
     ps.betaFast = *v;
   if (auto v = pos.getFloat("beta_slow", false))
     ps.betaSlow = *v;
+  if (auto v = pos.getFloat("mscale", false))
+    ps.mscale = *v;
+  if (auto v = pos.getFloat("mscale_all_dim", false))
+    ps.mscaleAllDim = *v;
   if (auto v = pos.getFloat("theta", false))
     ps.theta = *v;
   if (auto v = pos.getInt("rotary_dim", false))
@@ -734,7 +745,8 @@ void parseTables(Parser &p, const toml::table &root) {
 
   TableReader attn(p, top.subtable("attention"), "attention",
                    {"n_heads", "n_kv_heads", "head_dim", "scale", "qkv_bias",
-                    "out_bias", "softcap", "qk_norm", "window", "position"});
+                    "out_bias", "softcap", "qk_norm", "window", "position",
+                    "mla"});
   if (auto v = attn.getInt("n_heads", true))
     s.attention.nHeads = *v;
   if (auto v = attn.getInt("n_kv_heads", false))
@@ -746,6 +758,23 @@ void parseTables(Parser &p, const toml::table &root) {
   if (auto v = attn.getBool("out_bias"))
     s.attention.outBias = *v;
   parseLayerAttention(p, attn, s.attention, "attention");
+  if (const toml::table *m = attn.subtable("mla")) {
+    TableReader mla(p, m, "attention.mla",
+                    {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                     "qk_rope_head_dim", "v_head_dim"});
+    MLASpec &l = s.mla;
+    if (auto v = mla.getInt("q_lora_rank", false))
+      l.qLoraRank = *v;
+    if (auto v = mla.getInt("kv_lora_rank", true))
+      l.kvLoraRank = *v;
+    if (auto v = mla.getInt("qk_nope_head_dim", true))
+      l.qkNopeHeadDim = *v;
+    if (auto v = mla.getInt("qk_rope_head_dim", true))
+      l.qkRopeHeadDim = *v;
+    if (auto v = mla.getInt("v_head_dim", true))
+      l.vHeadDim = *v;
+    mla.finish();
+  }
   attn.finish();
 
   TableReader ffn(p, top.subtable("ffn"), "ffn",
@@ -809,7 +838,7 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
       err(".position.rotary_dim",
           "rotary_dim (" + std::to_string(ps.rotaryDim) +
               ") is larger than head_dim (" + std::to_string(a.headDim) + ")");
-    else if (ps.rotaryDim % 2 != 0)
+    else if (ps.rotaryDim % 2 != 0 && !s.isMLA()) // (MLA: qk_rope_head_dim)
       err(has(".position.rotary_dim") || path != "attention"
               ? ".position.rotary_dim"
               : ".head_dim",
@@ -830,6 +859,31 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
       ps.highFreqFactor <= ps.lowFreqFactor)
     err(".position.high_freq_factor",
         "high_freq_factor must exceed low_freq_factor");
+  for (const char *key : {"mscale", "mscale_all_dim"})
+    if (has(std::string(".position.") + key) &&
+        ps.scaling != RopeScaling::YaRN)
+      err(std::string(".position.") + key,
+          std::string(key) + " applies only to yarn scaling");
+  if (s.isMLA()) {
+    // The latent cache holds every position; the score is a plain dot.
+    if (a.window)
+      err(".window", "multi-head latent attention keeps every position "
+                     "(no sliding window)");
+    if (a.softcap > 0)
+      err(".softcap", "soft-capping is not supported with multi-head "
+                      "latent attention");
+    if (a.qkNorm != QKNorm::None)
+      err(".qk_norm", "multi-head latent attention normalizes its latents "
+                      "(no QK-norm)");
+    if (ps.kind != PositionKind::Rope)
+      err(".position.kind", "multi-head latent attention takes rope "
+                            "positions (its decoupled rotary key)");
+    if (path != "attention" && has(".position.rotary_dim") &&
+        ps.rotaryDim != s.mla.qkRopeHeadDim)
+      err(".position.rotary_dim",
+          "MLA rotates its whole rotary part: rotary_dim must equal "
+          "qk_rope_head_dim = " + std::to_string(s.mla.qkRopeHeadDim));
+  }
   for (const char *key : {"factor", "original_max_seq_len"})
     if (has(std::string(".position.") + key) && !scaled)
       err(std::string(".position.") + key,
@@ -849,8 +903,54 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
     if (has(std::string(".position.") + key) && ps.kind != PositionKind::Rope)
       err(std::string(".position.") + key,
           std::string(key) + " applies only to rope positions");
-  if (a.scale == 0 && a.headDim > 0)
+  if (a.scale == 0 && a.headDim > 0) {
     a.scale = 1.0 / std::sqrt(static_cast<double>(a.headDim));
+    // DeepSeek's YaRN puts its attention factor on the scores, squared.
+    if (ps.scaling == RopeScaling::YaRN && ps.mscaleAllDim > 0 &&
+        ps.factor > 1) {
+      double m = 0.1 * ps.mscaleAllDim * std::log(ps.factor) + 1.0;
+      a.scale *= m * m;
+    }
+  }
+}
+
+/// [attention.mla] against the rest of [attention]: the head dims it
+/// implies, one latent for every head, no biases (no MLA model has them).
+void validateMLA(Parser &p) {
+  ArchSpec &s = p.spec;
+  const MLASpec &m = s.mla;
+  AttentionSpec &a = s.attention;
+  auto err = [&](const std::string &key, const std::string &msg) {
+    p.error(s.locOf(key), key, msg);
+  };
+  auto str = [](int64_t v) { return std::to_string(v); };
+  int64_t hd = m.qkNopeHeadDim + m.qkRopeHeadDim;
+  if (s.locs.count("attention.head_dim") && a.headDim != hd)
+    err("attention.head_dim",
+        "head_dim = " + str(a.headDim) + " differs from qk_nope_head_dim + "
+        "qk_rope_head_dim = " + str(hd) + " (the query and key head dim of "
+        "multi-head latent attention)");
+  a.headDim = hd;
+  if (s.locs.count("attention.n_kv_heads") && a.nKVHeads != a.nHeads)
+    err("attention.n_kv_heads",
+        "multi-head latent attention gives every head its own key and value "
+        "from one shared latent: n_kv_heads does not apply");
+  a.nKVHeads = a.nHeads;
+  if (a.qkvBias || a.outBias)
+    err(a.qkvBias ? "attention.qkv_bias" : "attention.out_bias",
+        "multi-head latent attention has no projection biases");
+  if (m.qkRopeHeadDim % 2 != 0)
+    err("attention.mla.qk_rope_head_dim",
+        "RoPE rotates pairs of dimensions: qk_rope_head_dim = " +
+            str(m.qkRopeHeadDim) + " is odd");
+  PositionSpec &ps = a.position;
+  if (s.locs.count("attention.position.rotary_dim") &&
+      ps.rotaryDim != m.qkRopeHeadDim)
+    err("attention.position.rotary_dim",
+        "rotary_dim = " + str(ps.rotaryDim) + " differs from "
+        "qk_rope_head_dim = " + str(m.qkRopeHeadDim) +
+            " (MLA rotates its whole rotary part)");
+  ps.rotaryDim = m.qkRopeHeadDim;
 }
 
 /// Cross-key checks, run only on a spec whose keys all parsed.
@@ -860,6 +960,8 @@ void validate(Parser &p) {
     p.error(s.locOf(key), key, msg);
   };
   AttentionSpec &a = s.attention;
+  if (s.isMLA())
+    validateMLA(p);
   if (a.nKVHeads == 0)
     a.nKVHeads = a.nHeads;
   if (a.nHeads % a.nKVHeads != 0)

@@ -68,6 +68,9 @@ typedef struct archrt_gen_model {
   const char *checkpoint_prefix;
   int32_t n_slots;           /* activation buffers */
   const int64_t *slot_width; /* floats per token in each */
+  /* 1 where a slot holds a context's rows (naive MLA's keys and values):
+   * as many rows as the sequence's positions, not max_chunk. */
+  const uint8_t *slot_context;
   /* Floats of per-call scratch for weight-only work left in the forward
    * function (when arch-hoist-param-prep is disabled). */
   int64_t scratch_floats;

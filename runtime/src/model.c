@@ -379,8 +379,11 @@ archrt_status archrt_seq_create(archrt_model *m, int32_t max_tokens,
   int ok = s->logits && s->slots && s->caches &&
            (s->scratch || !d->scratch_floats);
   for (int i = 0; ok && i < d->n_slots; ++i)
-    ok = (s->slots[i] = alloc_floats((size_t)d->slot_width[i] *
-                                     (size_t)d->max_chunk)) != NULL;
+    ok = (s->slots[i] = alloc_floats(
+              (size_t)d->slot_width[i] *
+              (size_t)(d->slot_context && d->slot_context[i] ? s->capacity
+                                                             : d->max_chunk))) !=
+         NULL;
   /* A token cache holds the sequence's positions (archc makes its
    * capacity max_seq_len), a ring its capacity, a state one row. */
   size_t cache_bytes = 0;

@@ -58,7 +58,7 @@ func.func @f(%a: memref<4x2x4xf32>, %b: memref<4x8xf32>) {
 
 func.func @f(%x: memref<4x2x8xf32>, %pos: i32, %out: memref<4x2x8xf32>) {
   // expected-error @+1 {{'archk.call' op argument 1 ('pos') is 'i32', but the kernel takes index}}
-  archk.call "rope" {beta_fast = 32.0 : f64, beta_slow = 1.0 : f64, factor = 1.0 : f64, head_dim = 8 : i64, heads = 2 : i64, high_freq_factor = 4.0 : f64, low_freq_factor = 1.0 : f64, original_max_seq_len = 0 : i64, rotary_dim = 8 : i64, scaling = "none", style = "interleaved", theta = 10000.0 : f64}(%x, %pos, %out) : memref<4x2x8xf32>, i32, memref<4x2x8xf32>
+  archk.call "rope" {beta_fast = 32.0 : f64, beta_slow = 1.0 : f64, factor = 1.0 : f64, head_dim = 8 : i64, heads = 2 : i64, high_freq_factor = 4.0 : f64, low_freq_factor = 1.0 : f64, mscale = 1.0 : f64, mscale_all_dim = 0.0 : f64, original_max_seq_len = 0 : i64, rotary_dim = 8 : i64, scaling = "none", style = "interleaved", theta = 10000.0 : f64}(%x, %pos, %out) : memref<4x2x8xf32>, i32, memref<4x2x8xf32>
   return
 }
 
@@ -145,7 +145,7 @@ module {
 // names.
 func.func @attention_kv_type(%q: memref<?x2x4xf32>, %k: memref<?x1x4xf32>, %p: index, %o: memref<?x2x4xf32>) {
   // expected-error @+1 {{'archk.call' op argument 1 ('k') is 'memref<?x1x4xf32>', but the kernel takes a memref of the declared element type and rank (f16, 3)}}
-  archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f16", kv_by_head = false, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64}(%q, %k, %k, %p, %o) : memref<?x2x4xf32>, memref<?x1x4xf32>, memref<?x1x4xf32>, index, memref<?x2x4xf32>
+  archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f16", kv_by_head = false, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64, v_head_dim = 4 : i64}(%q, %k, %k, %p, %o) : memref<?x2x4xf32>, memref<?x1x4xf32>, memref<?x1x4xf32>, index, memref<?x2x4xf32>
   return
 }
 

@@ -87,7 +87,7 @@ func.func @attention_groups(%q: tensor<?x12xf32>, %k: tensor<?x8xf32>, %p: index
 // -----
 
 func.func @attention_kv_width(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %p: index) {
-  // expected-error @+1 {{key and value widths must be n_kv_heads * head_dim (4), got 8 and 8}}
+  // expected-error @+1 {{key and value widths must be n_kv_heads * head_dim (4) and n_kv_heads * v_head_dim (4), got 8 and 8}}
   %y = arch.attention %q, %k, %k, %p {n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   return
 }
@@ -461,7 +461,7 @@ func.func @flash_blocks(%q: tensor<?x8xf32>, %k: tensor<?x4xf32>, %p: index) {
 // -----
 
 func.func @flash_checked_as_attention(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %p: index) {
-  // expected-error @+1 {{key and value widths must be n_kv_heads * head_dim (4), got 8 and 8}}
+  // expected-error @+1 {{key and value widths must be n_kv_heads * head_dim (4) and n_kv_heads * v_head_dim (4), got 8 and 8}}
   %y = arch.flash_attention %q, %k, %k, %p {n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5, block_q = 16, block_kv = 64, split_kv = 256} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   return
 }
@@ -592,5 +592,77 @@ func.func @pack_groups(%w: tensor<96x8xf32>) {
 func.func @pack_groups_shape(%w: tensor<96x8xf32>) {
   // expected-error @+1 {{result must be tensor<4x8x64xf32>, got 'tensor<2x8x64xf32>'}}
   %p = arch.pack %w {panel = 64 : i64, groups = 4 : i64} : tensor<96x8xf32> -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @heads_split_heads(%x: tensor<?x10xf32>) {
+  // expected-error @+1 {{input width 10 is not a multiple of 4 heads}}
+  %a, %b = arch.heads_split %x {heads = 4 : i64} : tensor<?x10xf32> -> tensor<?x8xf32>, tensor<?x2xf32>
+  return
+}
+
+// -----
+
+func.func @heads_split_cover(%x: tensor<?x48xf32>) {
+  // expected-error @+1 {{results cover 10 columns of each head, the input's heads have 12}}
+  %a, %b = arch.heads_split %x {heads = 4 : i64} : tensor<?x48xf32> -> tensor<?x32xf32>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @heads_concat_heads(%a: tensor<?x32xf32>, %b: tensor<?x8xf32>) {
+  // expected-error @+1 {{an input has 4 heads or one (shared), got 2}}
+  %c = arch.heads_concat %a, %b {heads = 4 : i64, input_heads = array<i64: 4, 2>} : (tensor<?x32xf32>, tensor<?x8xf32>) -> tensor<?x48xf32>
+  return
+}
+
+// -----
+
+func.func @heads_concat_width(%a: tensor<?x32xf32>, %b: tensor<?x4xf32>) {
+  // expected-error @+1 {{result width 40 != heads * the inputs' head widths (48)}}
+  %c = arch.heads_concat %a, %b {heads = 4 : i64, input_heads = array<i64: 4, 1>} : (tensor<?x32xf32>, tensor<?x4xf32>) -> tensor<?x40xf32>
+  return
+}
+
+// -----
+
+func.func @heads_concat_list(%a: tensor<?x32xf32>, %b: tensor<?x4xf32>) {
+  // expected-error @+1 {{needs inputs and one input_heads entry each}}
+  %c = arch.heads_concat %a, %b {heads = 4 : i64, input_heads = array<i64: 4>} : (tensor<?x32xf32>, tensor<?x4xf32>) -> tensor<?x48xf32>
+  return
+}
+
+// -----
+
+func.func @head_linear_weight(%x: tensor<?x32xf32>, %w: tensor<16x32xf32>) {
+  // expected-error @+1 {{weight must be tensor<32x16xf32> (4 heads of [K, N], K = 8, N = 16), got 'tensor<16x32xf32>'}}
+  %y = arch.head_linear %x, %w {heads = 4 : i64, k_major} : (tensor<?x32xf32>, tensor<16x32xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @head_linear_nk(%x: tensor<?x64xf32>, %w: tensor<24x8xf32>) {
+  // expected-error @+1 {{weight must be tensor<24x16xf32> (4 heads of [N, K], K = 16, N = 6), got 'tensor<24x8xf32>'}}
+  %y = arch.head_linear %x, %w {heads = 4 : i64} : (tensor<?x64xf32>, tensor<24x8xf32>) -> tensor<?x24xf32>
+  return
+}
+
+// -----
+
+func.func @attention_value_heads(%q: tensor<?x80xf32>, %k: tensor<?x20xf32>, %v: tensor<?x20xf32>, %p: index) {
+  // expected-error @+1 {{key and value widths must be n_kv_heads * head_dim (20) and n_kv_heads * v_head_dim (16), got 20 and 20}}
+  %y = arch.attention %q, %k, %v, %p {n_heads = 4, n_kv_heads = 1, head_dim = 20, v_head_dim = 16, scale = 0.5} : (tensor<?x80xf32>, tensor<?x20xf32>, tensor<?x20xf32>, index) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_value_result(%q: tensor<?x80xf32>, %k: tensor<?x20xf32>, %v: tensor<?x16xf32>, %p: index) {
+  // expected-error @+1 {{result must be the query's rows of n_heads * v_head_dim (64) columns}}
+  %y = arch.attention %q, %k, %v, %p {n_heads = 4, n_kv_heads = 1, head_dim = 20, v_head_dim = 16, scale = 0.5} : (tensor<?x80xf32>, tensor<?x20xf32>, tensor<?x16xf32>, index) -> tensor<?x80xf32>
   return
 }

@@ -182,3 +182,24 @@ func.func @flash(%q: tensor<?x8xf32>, %k: tensor<?x4xf32>, %pos: index) -> tenso
   %a = arch.flash_attention %q, %k, %k, %pos {n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5, window = 3, block_q = 32, block_kv = 64, split_kv = 256} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
+
+// -----
+// Multi-head latent attention's ops: per-head splits and joins (a
+// one-head input shared by every head), per-head linears in both weight
+// layouts, attention with value heads narrower than key heads.
+// CHECK-LABEL: func.func @latent
+func.func @latent(%q: tensor<?x48xf32>, %kr: tensor<?x4xf32>, %lat: tensor<?x16xf32>, %wk: tensor<32x16xf32>, %wv: tensor<24x16xf32>, %pos: index) -> tensor<?x24xf32> {
+  // CHECK: %[[S:.*]]:2 = arch.heads_split %{{.*}} {heads = 4 : i64} : tensor<?x48xf32> -> tensor<?x32xf32>, tensor<?x16xf32>
+  %qn, %qr = arch.heads_split %q {heads = 4 : i64} : tensor<?x48xf32> -> tensor<?x32xf32>, tensor<?x16xf32>
+  // CHECK: %[[L:.*]] = arch.head_linear %[[S]]#0, %{{.*}} {heads = 4 : i64, k_major} : (tensor<?x32xf32>, tensor<32x16xf32>) -> tensor<?x64xf32>
+  %ql = arch.head_linear %qn, %wk {heads = 4 : i64, k_major} : (tensor<?x32xf32>, tensor<32x16xf32>) -> tensor<?x64xf32>
+  // CHECK: %[[Q:.*]] = arch.heads_concat %[[L]], %[[S]]#1 {heads = 4 : i64, input_heads = array<i64: 4, 4>} : (tensor<?x64xf32>, tensor<?x16xf32>) -> tensor<?x80xf32>
+  %q2 = arch.heads_concat %ql, %qr {heads = 4 : i64, input_heads = array<i64: 4, 4>} : (tensor<?x64xf32>, tensor<?x16xf32>) -> tensor<?x80xf32>
+  // CHECK: %[[K:.*]] = arch.heads_concat %{{.*}}, %{{.*}} {heads = 1 : i64, input_heads = array<i64: 1, 1>} : (tensor<?x16xf32>, tensor<?x4xf32>) -> tensor<?x20xf32>
+  %k = arch.heads_concat %lat, %kr {heads = 1 : i64, input_heads = array<i64: 1, 1>} : (tensor<?x16xf32>, tensor<?x4xf32>) -> tensor<?x20xf32>
+  // CHECK: %[[O:.*]] = arch.attention %[[Q]], %[[K]], %{{.*}}, %{{.*}} {head_dim = 20 : i64, n_heads = 4 : i64, n_kv_heads = 1 : i64, scale = 5.000000e-01 : f64, v_head_dim = 16 : i64} : (tensor<?x80xf32>, tensor<?x20xf32>, tensor<?x16xf32>, index) -> tensor<?x64xf32>
+  %o = arch.attention %q2, %k, %lat, %pos {n_heads = 4, n_kv_heads = 1, head_dim = 20, v_head_dim = 16, scale = 0.5} : (tensor<?x80xf32>, tensor<?x20xf32>, tensor<?x16xf32>, index) -> tensor<?x64xf32>
+  // CHECK: arch.head_linear %[[O]], %{{.*}} {heads = 4 : i64} : (tensor<?x64xf32>, tensor<24x16xf32>) -> tensor<?x24xf32>
+  %a = arch.head_linear %o, %wv {heads = 4 : i64} : (tensor<?x64xf32>, tensor<24x16xf32>) -> tensor<?x24xf32>
+  return %a : tensor<?x24xf32>
+}

@@ -44,7 +44,7 @@
 // CHECK-NEXT: %[[KCTX:.*]] = memref.subview %[[KC]][0, 0, 0] [1, %[[END]], 4] [1, 1, 1]
 // CHECK-NEXT: %[[KT:.*]] = memref.transpose %[[KCTX]] (d0, d1, d2) -> (d1, d0, d2) : memref<1x?x4xf32, strided<[?, 4, 1]>> to memref<?x1x4xf32, strided<[4, ?, 1]>>
 // CHECK: %[[A:.*]] = memref.alloc(%[[T]]) : memref<?x8xf32>
-// CHECK: archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f32", kv_by_head = true, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 0 : i64}({{.*}}, %[[KT]], {{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32, strided<[16, 4, 1]>>, memref<?x1x4xf32, strided<[4, ?, 1]>>, memref<?x1x4xf32, strided<[4, ?, 1]>>, index, memref<?x2x4xf32>
+// CHECK: archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f32", kv_by_head = true, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, v_head_dim = 4 : i64, window = 0 : i64}({{.*}}, %[[KT]], {{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32, strided<[16, 4, 1]>>, memref<?x1x4xf32, strided<[4, ?, 1]>>, memref<?x1x4xf32, strided<[4, ?, 1]>>, index, memref<?x2x4xf32>
 // CHECK: %[[ONE:.*]] = arith.constant 1 : index
 // CHECK-NEXT: %[[LASTROW:.*]] = arith.subi %[[T]], %[[ONE]] : index
 // CHECK-NEXT: %[[LAST:.*]] = memref.subview %[[A]][%[[LASTROW]], 0] [%[[ONE]], 8] [1, 1] : memref<?x8xf32> to memref<?x8xf32, strided<[8, 1], offset: ?>>
@@ -87,7 +87,7 @@ module attributes {arch.max_seq_len = 16 : i64} {
 // Tiled attention: the same call, its block sizes in the description (a
 // windowed, soft-capped GQA layer here).
 // CHECK-LABEL: func.func @forward
-// CHECK: archk.call "attention" {alibi = false, block_kv = 64 : i64, block_q = 32 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f32", kv_by_head = true, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 3.000000e+01 : f64, split_kv = 256 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, window = 4 : i64}({{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, index, memref<?x2x4xf32>
+// CHECK: archk.call "attention" {alibi = false, block_kv = 64 : i64, block_q = 32 : i64, head_dim = 4 : i64, heads = 2 : i64, kv = "f32", kv_by_head = true, kv_heads = 1 : i64, scale = 5.000000e-01 : f64, shaw_clip = 0 : i64, softcap = 3.000000e+01 : f64, split_kv = 256 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, v_head_dim = 4 : i64, window = 4 : i64}({{.*}}, %arg1, {{.*}}) : memref<?x2x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, memref<?x1x4xf32{{.*}}>, index, memref<?x2x4xf32>
 module attributes {arch.max_seq_len = 16 : i64} {
   arch.weight @emb : tensor<32x8xf32>
   arch.weight @wk : tensor<4x8xf32>
@@ -452,7 +452,7 @@ module attributes {arch.max_seq_len = 16 : i64} {
   func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
     %e = arch.param @emb : tensor<4x4xf32>
     %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
-    // expected-error @+1 {{'arch.cache_append' op has a context that arch.scale reads, which has no lowering (only attention's keys and values do)}}
+    // expected-error @+1 {{'arch.cache_append' op has a context that arch.scale reads, which has no lowering (only attention's keys and values, and the splits, linears and head copies that make them, do)}}
     %k = arch.cache_append @kc, %x at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
     %s = arch.scale %k {factor = 2.0 : f32} : tensor<?x4xf32>
     %a = arch.attention %x, %k, %k, %pos {head_dim = 4 : i64, n_heads = 1 : i64, n_kv_heads = 1 : i64, scale = 0.5 : f64} : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x4xf32>
@@ -469,7 +469,7 @@ module attributes {arch.max_seq_len = 16 : i64} {
   func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
     %e = arch.param @emb : tensor<4x4xf32>
     %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
-    // expected-error @+1 {{'arch.cache_append' op has a context that arch.attention reads, which has no lowering (only attention's keys and values do)}}
+    // expected-error @+1 {{'arch.cache_append' op has a context that arch.attention reads, which has no lowering (only attention's keys and values, and the splits, linears and head copies that make them, do)}}
     %k = arch.cache_append @kc, %x at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
     %a = arch.attention %k, %k, %k, %pos {head_dim = 4 : i64, n_heads = 1 : i64, n_kv_heads = 1 : i64, scale = 0.5 : f64} : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x4xf32>
     %l = arch.last_token %a : tensor<?x4xf32> -> tensor<1x4xf32>

@@ -18,10 +18,13 @@ sys.path.insert(0, os.path.dirname(__file__))
 import archrt  # noqa: E402
 
 
-def run(lib, vocab, seed, tokens, split, prompt_len):
-    model = lib.model()
-    lib.check(lib.lib.archrt_init_random(model, C.c_uint64(seed)),
-              "init_random")
+def run(lib, vocab, seed, tokens, split, prompt_len, weights=None):
+    if weights:  # a checkpoint: variants whose parameters differ (MLA's
+        model = lib.model(weights)  # absorbed kv_b_proj) load the same
+    else:
+        model = lib.model()
+        lib.check(lib.lib.archrt_init_random(model, C.c_uint64(seed)),
+                  "init_random")
     seq = lib.seq(model)
     out = []
     steps = [(0, split), (split, prompt_len)]
@@ -46,6 +49,9 @@ def main():
     ap.add_argument("--split", type=int, default=5)
     ap.add_argument("--decode", type=int, default=8)
     ap.add_argument("--tol", type=float, default=1e-5)
+    ap.add_argument("--weights", help="a checkpoint every library loads, "
+                    "instead of archrt_init_random's weights (which follow "
+                    "a library's own parameter table)")
     args = ap.parse_args()
     with open(args.spec, "rb") as f:
         vocab = tomllib.load(f)["model"]["vocab_size"]
@@ -55,7 +61,7 @@ def main():
     tokens = [rng.randrange(vocab)
               for _ in range(args.prompt_len + args.decode)]
     base = run(archrt.Lib(args.lib), vocab, args.seed, tokens,
-               args.split, args.prompt_len)
+               args.split, args.prompt_len, args.weights)
     if not all(np.linalg.norm(b) > 0 for b in base):
         print(f"{name}: FAILED: zero logits")
         return 1
@@ -63,7 +69,7 @@ def main():
     for v in args.variant:
         variant, path = v.split("=", 1)
         got = run(archrt.Lib(path), vocab, args.seed, tokens,
-                  args.split, args.prompt_len)
+                  args.split, args.prompt_len, args.weights)
         worst = max(np.linalg.norm(g - b) / np.linalg.norm(b)
                     for g, b in zip(got, base))
         good = worst <= args.tol

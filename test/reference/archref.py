@@ -52,6 +52,15 @@ class Spec:
         self.heads = a["n_heads"]
         self.kv_heads = a.get("n_kv_heads", self.heads)
         self.head_dim = a.get("head_dim", self.d // self.heads)
+        # Multi-head latent attention (DeepSeek-V2, section 2.1).
+        self.mla = a.get("mla")
+        if self.mla:
+            self.q_lora = self.mla.get("q_lora_rank", 0)
+            self.kv_lora = self.mla["kv_lora_rank"]
+            self.d_nope = self.mla["qk_nope_head_dim"]
+            self.d_rope = self.mla["qk_rope_head_dim"]
+            self.d_v = self.mla["v_head_dim"]
+            self.head_dim = self.d_nope + self.d_rope
         self.scale = a.get("scale", 1.0 / math.sqrt(self.head_dim))
         self.qkv_bias = a.get("qkv_bias", False)
         self.out_bias = a.get("out_bias", False)
@@ -74,6 +83,17 @@ class Spec:
         self.max_distance = pos.get("max_distance", 128)
         self.theta = pos.get("theta", 10000.0)
         self.rotary_dim = pos.get("rotary_dim", self.head_dim)
+        if self.mla:
+            self.rotary_dim = self.d_rope
+        # DeepSeek's YaRN (modeling_deepseek.py): cos and sin times
+        # m(mscale) / m(mscale_all_dim), the softmax scale times
+        # m(mscale_all_dim)^2, m(x) = 0.1 x ln(factor) + 1.
+        self.mscale = pos.get("mscale", 1.0)
+        self.mscale_all_dim = pos.get("mscale_all_dim", 0.0)
+        if ("scale" not in a and self.scaling == "yarn"
+                and self.mscale_all_dim and self.factor > 1):
+            m = 0.1 * self.mscale_all_dim * math.log(self.factor) + 1.0
+            self.scale *= m * m
         self.style = pos.get("style", "half_split")
         ffn = t["ffn"]
         self.d_ff = ffn["d_ff"]
@@ -188,9 +208,26 @@ class Spec:
             ff = ls.d_ff
             for n in self.norm_names(i):
                 norm(n)
-            for name, n_out in [("q", q), ("k", kv), ("v", kv)]:
-                linear(p + f"self_attn.{name}_proj", n_out, d, self.qkv_bias)
-            linear(p + "self_attn.o_proj", d, q, self.out_bias)
+            if self.mla:  # DeepSeek's names
+                a = p + "self_attn."
+                qw = self.heads * self.head_dim
+                if self.q_lora:
+                    linear(a + "q_a_proj", self.q_lora, d, False)
+                    norm(a + "q_a_layernorm", self.q_lora)
+                    linear(a + "q_b_proj", qw, self.q_lora, False)
+                else:
+                    linear(a + "q_proj", qw, d, False)
+                linear(a + "kv_a_proj_with_mqa", self.kv_lora + self.d_rope,
+                       d, False)
+                norm(a + "kv_a_layernorm", self.kv_lora)
+                linear(a + "kv_b_proj", self.heads * (self.d_nope + self.d_v),
+                       self.kv_lora, False)
+                linear(a + "o_proj", d, self.heads * self.d_v, False)
+            else:
+                for name, n_out in [("q", q), ("k", kv), ("v", kv)]:
+                    linear(p + f"self_attn.{name}_proj", n_out, d,
+                           self.qkv_bias)
+                linear(p + "self_attn.o_proj", d, q, self.out_bias)
             if ls.pos_kind == "shaw":
                 for name in ("rel_key", "rel_value"):
                     shapes[p + f"self_attn.{name}.weight"] = (
@@ -577,8 +614,9 @@ def rope_frequencies(spec):
         ramp = ((torch.arange(rot // 2, dtype=torch.float64) - lo) / (hi - lo)).clamp(0, 1)
         keep = 1 - ramp  # share of the original (extrapolated) frequency
         freq = freq / s * (1 - keep) + freq * keep
-        if s > 1:
-            mscale = 0.1 * math.log(s) + 1.0
+        def m(x):
+            return 0.1 * x * math.log(s) + 1.0 if s > 1 and x > 0 else 1.0
+        mscale = m(spec.mscale) / m(spec.mscale_all_dim)
     return freq, mscale
 
 
@@ -646,7 +684,34 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
     causal = torch.full((T, T), float("-inf"), dtype=dtype).triu(1)
     dist = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).to(dtype)
 
+    def latent_attention(p, h, ls):
+        # Naive MLA (DeepSeek-V2, eqs. 9-19): every key and value from the
+        # normalized latent; the rotary key shared by the heads.
+        a = p + "self_attn."
+        dn, dr, dv, c = spec.d_nope, spec.d_rope, spec.d_v, spec.kv_lora
+        if spec.q_lora:
+            cq = norm(spec, W, a + "q_a_layernorm",
+                      linear(W, a + "q_a_proj", h))
+            q = linear(W, a + "q_b_proj", cq)
+        else:
+            q = linear(W, a + "q_proj", h)
+        q = q.view(T, H, dn + dr)
+        kva = linear(W, a + "kv_a_proj_with_mqa", h)
+        latent = norm(spec, W, a + "kv_a_layernorm", kva[:, :c])
+        q_rot = rotate(q[..., dn:], ls).to(dtype)
+        k_rot = rotate(kva[:, c:].reshape(T, 1, dr), ls).to(dtype)
+        kv = linear(W, a + "kv_b_proj", latent).view(T, H, dn + dv)
+        k = torch.cat([kv[..., :dn], k_rot.expand(T, H, dr)], -1)
+        v = kv[..., dn:]
+        q = torch.cat([q[..., :dn], q_rot], -1)
+        scores = torch.einsum("thd,shd->hts", q, k) * ls.scale + causal
+        probs = torch.softmax(scores, -1)
+        out = torch.einsum("hts,shd->thd", probs, v)
+        return linear(W, a + "o_proj", out.reshape(T, H * dv))
+
     def attention(p, h, ls):
+        if spec.mla:
+            return latent_attention(p, h, ls)
         mask = causal
         if ls.window:  # sliding window: keys within the last `window` tokens
             mask = mask + torch.full((T, T), float("-inf"), dtype=dtype).tril(-ls.window)

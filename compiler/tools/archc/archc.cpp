@@ -609,6 +609,7 @@ int cmdCheck(int argc, char **argv) {
                  << ", \"active_params\": " << r.activeParams
                  << ", \"weight_bytes\": " << r.weightBytes
                  << ", \"kv_bytes_per_token\": " << r.kvBytesPerToken
+                 << ", \"kv_elements_per_token\": " << r.kvElementsPerToken
                  << ", \"fixed_cache_bytes\": " << r.fixedCacheBytes
                  << ", \"context\": " << ctx << ", \"decode_flops_per_token\": "
                  << llvm::format("%.0f", decode)
@@ -631,7 +632,8 @@ int cmdCheck(int argc, char **argv) {
                << " (what decoding a token reads, embedding lookup excluded)\n"
                << "weight bytes:          " << withCommas(r.weightBytes) << "\n"
                << "KV cache per token:    " << withCommas(r.kvBytesPerToken)
-               << " bytes\n";
+               << " bytes (" << withCommas(r.kvElementsPerToken)
+               << " elements, all layers)\n";
   if (r.fixedCacheBytes)
     llvm::outs() << "bounded caches:        " << withCommas(r.fixedCacheBytes)
                  << " bytes (ring and state caches, at any length)\n";

@@ -65,7 +65,8 @@ private:
   template <class Op>
   void attention(Op a, llvm::SetVector<Operation *> &embedding) {
     loadedSources(a.getRelBias(), embedding);
-    figures.attnFlopsPerCtx += 4 * a.getNHeads() * a.getHeadDim();
+    figures.attnFlopsPerCtx +=
+        2 * a.getNHeads() * (a.getHeadDim() + a.getValueHeadDim());
   }
 
   ModelFigures figures;
@@ -98,8 +99,10 @@ FailureOr<ModelFigures> Figures::run() {
                                                          : 0;
     if (rows)
       f.fixedCacheBytes += row * rows;
-    else
+    else {
       f.kvBytesPerToken += row;
+      f.kvElementsPerToken += c.getRowElements();
+    }
   }
   // Embedding parameters: the tables read by position, and the
   // classifier that produces the logits (through a final scale or cap).
@@ -135,8 +138,22 @@ FailureOr<ModelFigures> Figures::run() {
     else if (auto l = dyn_cast<LinearOp>(op)) {
       int64_t kn = widthOf(l.getInput()) * widthOf(l.getResult());
       auto w = cast<RankedTensorType>(l.getWeight().getType());
-      f.matmulParamsPerToken += kn;
       f.matmulWeightBytes += kn * int64_t(w.getElementTypeBitWidth() / 8);
+      // Over a cache's context (naive MLA's up-projection of every cached
+      // latent), each call multiplies every past position.
+      Value in = l.getInput();
+      while (auto sp = in.getDefiningOp<SplitOp>())
+        in = sp.getInput();
+      if (in.getDefiningOp<CacheAppendOp>())
+        f.attnFlopsPerCtx += 2 * kn;
+      else
+        f.matmulParamsPerToken += kn;
+    }
+    else if (auto l = dyn_cast<HeadLinearOp>(op)) {
+      int64_t kn = widthOf(l.getInput()) * widthOf(l.getResult()) /
+                   int64_t(l.getHeads());
+      f.matmulParamsPerToken += kn;
+      f.matmulWeightBytes += kn * 4;
     }
   });
   Value logits = fn.getBody().front().getTerminator()->getOperand(0);

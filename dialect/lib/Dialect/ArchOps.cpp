@@ -389,6 +389,95 @@ LogicalResult SplitOp::verify() {
   return success();
 }
 
+/// Per-head widths of `v` ([?, heads * w] or, when `shared`, [?, w]).
+static int64_t headWidth(Operation *op, Value v, int64_t heads,
+                         StringRef what) {
+  int64_t w = featureDim(op, v, what);
+  if (w < 0)
+    return -1;
+  if (w % heads != 0) {
+    op->emitOpError() << what << " width " << w << " is not a multiple of "
+                      << heads << " heads";
+    return -1;
+  }
+  return w / heads;
+}
+
+LogicalResult HeadsSplitOp::verify() {
+  int64_t h = getHeads();
+  if (h < 1)
+    return emitOpError() << "heads must be positive";
+  int64_t width = headWidth(*this, getInput(), h, "input");
+  if (width < 0)
+    return failure();
+  if (getResults().empty())
+    return emitOpError() << "needs at least one result";
+  int64_t total = 0;
+  for (Value r : getResults()) {
+    int64_t w = headWidth(*this, r, h, "result");
+    if (w < 0)
+      return failure();
+    if (cast<RankedTensorType>(r.getType()).getDimSize(0) !=
+        cast<RankedTensorType>(getInput().getType()).getDimSize(0))
+      return emitOpError() << "results must have the input's token dimension";
+    total += w;
+  }
+  if (total != width)
+    return emitOpError() << "results cover " << total
+                         << " columns of each head, the input's heads have "
+                         << width;
+  return success();
+}
+
+LogicalResult HeadsConcatOp::verify() {
+  int64_t h = getHeads();
+  if (h < 1)
+    return emitOpError() << "heads must be positive";
+  ArrayRef<int64_t> inHeads = getInputHeads();
+  if (getInputs().empty() || inHeads.size() != getInputs().size())
+    return emitOpError() << "needs inputs and one input_heads entry each";
+  int64_t total = 0;
+  for (auto [v, n] : llvm::zip(getInputs(), inHeads)) {
+    if (n != h && n != 1)
+      return emitOpError() << "an input has " << h
+                           << " heads or one (shared), got " << n;
+    int64_t w = headWidth(*this, v, n, "input");
+    if (w < 0)
+      return failure();
+    if (cast<RankedTensorType>(v.getType()).getDimSize(0) !=
+        cast<RankedTensorType>(getResult().getType()).getDimSize(0))
+      return emitOpError() << "inputs must have the result's token dimension";
+    total += w;
+  }
+  int64_t out = featureDim(*this, getResult(), "result");
+  if (out < 0)
+    return failure();
+  if (out != h * total)
+    return emitOpError() << "result width " << out << " != heads * "
+                         << "the inputs' head widths (" << h * total << ")";
+  return success();
+}
+
+LogicalResult HeadLinearOp::verify() {
+  int64_t h = getHeads();
+  if (h < 1)
+    return emitOpError() << "heads must be positive";
+  int64_t k = headWidth(*this, getInput(), h, "input");
+  int64_t n = k < 0 ? -1 : headWidth(*this, getResult(), h, "result");
+  if (n < 0)
+    return failure();
+  auto w = cast<RankedTensorType>(getWeight().getType());
+  SmallVector<int64_t, 2> want =
+      getKMajor() ? SmallVector<int64_t, 2>{h * k, n}
+                  : SmallVector<int64_t, 2>{h * n, k};
+  if (!w.hasStaticShape() || w.getShape() != ArrayRef<int64_t>(want))
+    return emitOpError() << "weight must be tensor<" << want[0] << "x"
+                         << want[1] << "xf32> (" << h << " heads of "
+                         << (getKMajor() ? "[K, N]" : "[N, K]") << ", K = " << k
+                         << ", N = " << n << "), got " << w;
+  return success();
+}
+
 LogicalResult EmbedOp::verify() {
   auto table = cast<RankedTensorType>(getTable().getType());
   if (table.getRank() != 2 || !table.hasStaticShape())
@@ -525,10 +614,10 @@ LogicalResult RopeOp::verify() {
 /// What arch.attention and arch.flash_attention both verify.
 template <class Op> static LogicalResult verifyAttention(Op op) {
   int64_t heads = op.getNHeads(), kvHeads = op.getNKvHeads(),
-          hd = op.getHeadDim();
-  if (heads <= 0 || kvHeads <= 0 || hd <= 0)
-    return op.emitOpError()
-           << "n_heads, n_kv_heads and head_dim must be positive";
+          hd = op.getHeadDim(), vd = op.getValueHeadDim();
+  if (heads <= 0 || kvHeads <= 0 || hd <= 0 || int64_t(op.getVHeadDim()) < 0)
+    return op.emitOpError() << "n_heads, n_kv_heads and head_dim must be "
+                               "positive, v_head_dim non-negative";
   if (heads % kvHeads != 0)
     return op.emitOpError()
            << "n_heads (" << heads << ") must be a multiple of n_kv_heads ("
@@ -541,12 +630,20 @@ template <class Op> static LogicalResult verifyAttention(Op op) {
   if (q != heads * hd)
     return op.emitOpError() << "query width " << q << " != n_heads * head_dim ("
                             << heads * hd << ")";
-  if (k != kvHeads * hd || v != kvHeads * hd)
+  if (k != kvHeads * hd || v != kvHeads * vd)
     return op.emitOpError()
-           << "key and value widths must be n_kv_heads * "
-           << "head_dim (" << kvHeads * hd << "), got " << k << " and " << v;
-  if (op.getResult().getType() != op.getQuery().getType())
-    return op.emitOpError() << "result type must equal the query type";
+           << "key and value widths must be n_kv_heads * head_dim ("
+           << kvHeads * hd << ") and n_kv_heads * v_head_dim (" << kvHeads * vd
+           << "), got " << k << " and " << v;
+  auto qt = cast<RankedTensorType>(op.getQuery().getType());
+  if (op.getResult().getType() !=
+      RankedTensorType::get({qt.getDimSize(0), heads * vd},
+                            qt.getElementType()))
+    return op.emitOpError() << "result must be the query's rows of n_heads * "
+                               "v_head_dim ("
+                            << heads * vd << ") columns";
+  if (vd != hd && op.getRelKey())
+    return op.emitOpError() << "Shaw tables need v_head_dim = head_dim";
   if (int64_t(op.getWindow()) < 0)
     return op.emitOpError() << "window must be non-negative";
   if (op.getRelBias()) {

@@ -22,6 +22,8 @@ struct KindName {
   const char *operator()(const RouteWeightsKernel &) { return "route_weights"; }
   const char *operator()(const GatherKernel &) { return "gather"; }
   const char *operator()(const CombineKernel &) { return "combine"; }
+  const char *operator()(const HeadsCopyKernel &) { return "heads_copy"; }
+  const char *operator()(const HeadLinearKernel &) { return "head_linear"; }
   const char *operator()(const ElementwiseKernel &k) {
     static const char *const names[] = {"add",   "glu",     "activation",
                                         "scale", "softcap", "copy"};
@@ -126,6 +128,10 @@ struct Args {
   void operator()(const CombineKernel &) {
     in("y", 2), in("slots", 2, StoreType::i32), in("weights", 2), out(2);
   }
+  void operator()(const HeadsCopyKernel &) { in("x", 3), out(3); }
+  void operator()(const HeadLinearKernel &) {
+    in("x", 3), in("weight", 2), out(3);
+  }
   void operator()(const ElementwiseKernel &k) {
     in("a", 2);
     if (k.op == ElementwiseKernel::Add || k.op == ElementwiseKernel::Glu)
@@ -151,7 +157,8 @@ std::optional<KernelSpec> KernelSpec::ofKind(std::string_view kind) {
       EW{EW::Scale, 0},        EW{EW::Softcap, 0},
       EW{EW::Copy, 0},         AppendKernel{},
       RouteKernel{},           RouteWeightsKernel{},
-      GatherKernel{},          CombineKernel{}};
+      GatherKernel{},          CombineKernel{},
+      HeadsCopyKernel{},       HeadLinearKernel{}};
   for (const KernelSpec &k : all)
     if (kind == k.kindName())
       return k;

@@ -265,7 +265,9 @@ struct LowerRope : Lowering<RopeOp> {
                  op.getLowFreqFactor().convertToDouble(),
                  op.getHighFreqFactor().convertToDouble(),
                  op.getBetaFast().convertToDouble(),
-                 op.getBetaSlow().convertToDouble()};
+                 op.getBetaSlow().convertToDouble(),
+                 op.getMscale().convertToDouble(),
+                 op.getMscaleAllDim().convertToDouble()};
     Value out = newRows(b, loc, rowsOf(b, loc, x), h * hd);
     call(b, loc, k,
          {{"x", heads(b, loc, x, h)},
@@ -306,7 +308,8 @@ template <class Op> struct LowerAttention : Lowering<Op> {
     setTiling(k, op);
     k.kv = storeOf(buf(a.getKey()));
     k.kvByHead = cast<MemRefType>(buf(a.getKey()).getType()).getRank() == 3;
-    Value out = newRows(b, loc, rowsOf(b, loc, q), h * hd);
+    k.vHeadDim = op.getValueHeadDim();
+    Value out = newRows(b, loc, rowsOf(b, loc, q), h * k.vHeadDim);
     Args args{{"q", heads(b, loc, q, h)},
               {"k", heads(b, loc, buf(a.getKey()), kvh)},
               {"v", heads(b, loc, buf(a.getValue()), kvh)},
@@ -319,6 +322,80 @@ template <class Op> struct LowerAttention : Lowering<Op> {
       args["rel_value"] = buf(a.getRelValue());
     }
     call(b, loc, k, args);
+    return out;
+  }
+};
+
+/// Heads `x` (rows [R, n * width], n = 1 or heads) copied into the window
+/// of columns [offset, offset + width) of each of the heads of `out` [R,
+/// heads * W].
+static void copyHeads(OpBuilder &b, Location loc, Value x, int64_t n,
+                      Value out, int64_t h, int64_t offset) {
+  int64_t width = widthOf(x) / n;
+  Value rows = rowsOf(b, loc, out);
+  Value window = view(b, loc, heads(b, loc, out, h),
+                      {b.getIndexAttr(0), b.getIndexAttr(0),
+                       b.getIndexAttr(offset)},
+                      {rows, b.getIndexAttr(h), b.getIndexAttr(width)});
+  call(b, loc, HeadsCopyKernel{h, width, n == 1},
+       {{"x", heads(b, loc, x, n)}, {"out", window}});
+}
+
+struct LowerHeadsConcat : Lowering<HeadsConcatOp> {
+  using Lowering::Lowering;
+  Value lower(HeadsConcatOp op, OpAdaptor a, OpBuilder &b,
+              Location loc) const override {
+    int64_t h = op.getHeads(), offset = 0;
+    Value first = buf(a.getInputs().front());
+    Value out = newRows(b, loc, rowsOf(b, loc, first), widthOf(op.getResult()));
+    for (auto [in, n] : llvm::zip(a.getInputs(), op.getInputHeads())) {
+      copyHeads(b, loc, buf(in), n, out, h, offset);
+      offset += widthOf(in) / n;
+    }
+    return out;
+  }
+};
+
+struct LowerHeadsSplit : OpConversionPattern<HeadsSplitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(HeadsSplitOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rw) const override {
+    // Each result's columns of every head, copied out dense.
+    Location loc = op.getLoc();
+    Value x = buf(a.getInput());
+    int64_t h = op.getHeads(), offset = 0;
+    Value rows = rowsOf(rw, loc, x);
+    SmallVector<Value> outs;
+    for (Value r : op.getResults()) {
+      int64_t w = widthOf(r) / h;
+      Value out = newRows(rw, loc, rows, h * w);
+      Value window = view(rw, loc, heads(rw, loc, x, h),
+                          {rw.getIndexAttr(0), rw.getIndexAttr(0),
+                           rw.getIndexAttr(offset)},
+                          {rows, rw.getIndexAttr(h), rw.getIndexAttr(w)});
+      call(rw, loc, HeadsCopyKernel{h, w, false},
+           {{"x", window}, {"out", heads(rw, loc, out, h)}});
+      outs.push_back(out);
+      offset += w;
+    }
+    rw.replaceOp(op, outs);
+    return success();
+  }
+};
+
+struct LowerHeadLinear : Lowering<HeadLinearOp> {
+  using Lowering::Lowering;
+  Value lower(HeadLinearOp op, OpAdaptor a, OpBuilder &b,
+              Location loc) const override {
+    Value x = buf(a.getInput());
+    int64_t h = op.getHeads(), K = widthOf(x) / h,
+            N = widthOf(op.getResult()) / h;
+    Value out = newRows(b, loc, rowsOf(b, loc, x), h * N);
+    call(b, loc, HeadLinearKernel{h, K, N, op.getKMajor()},
+         {{"x", heads(b, loc, x, h)},
+          {"weight", buf(a.getWeight())},
+          {"out", heads(b, loc, out, h)}});
     return out;
   }
 };
@@ -705,6 +782,19 @@ struct LowerReturn : OpConversionPattern<func::ReturnOp> {
   }
 };
 
+/// The cache_append whose context `v` is or is made from (through the ops
+/// that may read a context); none if it is not.
+static CacheAppendOp contextOf(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto ap = dyn_cast<CacheAppendOp>(def))
+      return ap;
+    if (!isa<SplitOp, HeadsSplitOp, HeadsConcatOp, LinearOp, HeadLinearOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return {};
+}
+
 struct LowerToKernelsPass
     : impl::LowerToKernelsPassBase<LowerToKernelsPass> {
   void runOnOperation() override;
@@ -790,21 +880,36 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
         return ap.emitOpError() << "appends to " << ap.getCacheAttr()
                                 << " a second time in one call, which has no "
                                    "lowering (its first context would change)";
-      // A context has pos + T rows, more than an activation slot holds:
-      // attention reads it in place.
-      for (OpOperand &use : ap.getContext().getUses())
-        if (!isa<AttentionOp, FlashAttentionOp>(use.getOwner()) ||
-            (use.getOperandNumber() != 1 && use.getOperandNumber() != 2))
-          return ap.emitOpError() << "has a context that "
-                                  << use.getOwner()->getName()
-                                  << " reads, which has no lowering (only "
-                                     "attention's keys and values do)";
+      // A context has pos + T rows, not a call's T: attention reads it as
+      // its keys and values, directly or through what makes them from it
+      // (MLA's split of its cached rows, up-projection and head copies).
+      SmallVector<Value> derived{ap.getContext()};
+      while (!derived.empty()) {
+        Value d = derived.pop_back_val();
+        for (OpOperand &use : d.getUses()) {
+          Operation *user = use.getOwner();
+          if (isa<AttentionOp, FlashAttentionOp>(user) &&
+              (use.getOperandNumber() == 1 || use.getOperandNumber() == 2))
+            continue;
+          if (isa<SplitOp, HeadsSplitOp, HeadsConcatOp>(user) ||
+              (isa<LinearOp, HeadLinearOp>(user) &&
+               use.getOperandNumber() == 0)) {
+            llvm::append_range(derived, user->getResults());
+            continue;
+          }
+          return ap.emitOpError()
+                 << "has a context that " << user->getName()
+                 << " reads, which has no lowering (only attention's keys "
+                    "and values, and the splits, linears and head copies "
+                    "that make them, do)";
+        }
+      }
     }
     if (isa<AttentionOp, FlashAttentionOp>(op)) {
-      // Keys and values must be a cache's context: the positions it holds
-      // after the append (0 ..< pos + T, or a ring's last ones).
-      auto k = op->getOperand(1).getDefiningOp<CacheAppendOp>();
-      auto v = op->getOperand(2).getDefiningOp<CacheAppendOp>();
+      // Keys and values must come from a cache's context: the positions it
+      // holds after the append (0 ..< pos + T, or a ring's last ones).
+      auto k = contextOf(op->getOperand(1));
+      auto v = contextOf(op->getOperand(2));
       if (!k || !v)
         return op->emitOpError() << "reads keys or values that are not the "
                                     "context of an arch.cache_append, which "
@@ -1051,8 +1156,8 @@ void LowerToKernelsPass::runOnOperation() {
                LowerElementwise<AddOp>, LowerElementwise<ActivationOp>,
                LowerElementwise<ScaleOp>, LowerElementwise<SoftcapOp>,
                LowerConcat, LowerPack, LowerRoute, LowerMoE, LowerLastToken,
-               LowerCacheAppend,
-               LowerSplit, LowerAssign, LowerReturn>(ctx);
+               LowerCacheAppend, LowerHeadsSplit, LowerHeadsConcat,
+               LowerHeadLinear, LowerSplit, LowerAssign, LowerReturn>(ctx);
   // The model is @forward and @prepare_params; other functions are not
   // part of it and stay as they are.
   SmallVector<Operation *> fns{forward};

@@ -17,11 +17,16 @@ struct Step {
 };
 } // namespace
 
-/// Fusion first, then the kernels' weight layout; hoisting then moves all
+/// The attention's form first (MLA absorbed), fusion, then the kernels'
+/// weight layout; hoisting then moves all
 /// the weight-only work they made to load time. Every pass works on the
 /// whole module, so that --dump-ir and --mlir-print-ir-after-all show the
 /// model after each one (nested function pipelines would interleave).
 static const Step steps[] = {
+    {"arch-absorb-mla",
+     [](OpPassManager &pm, const PipelineTarget &) {
+       pm.addPass(createAbsorbMLAPass());
+     }},
     {"arch-fuse-qkv",
      [](OpPassManager &pm, const PipelineTarget &) {
        pm.addPass(createFuseQKVPass());

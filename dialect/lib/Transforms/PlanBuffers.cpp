@@ -44,6 +44,25 @@ Operation *lastUse(const LivenessBlockInfo *info, memref::AllocOp alloc) {
   return end;
 }
 
+/// Whether a row count is computed from the function's position argument
+/// (its index argument): a context's pos + T, not a call's token count.
+bool countsPositions(Value rows) {
+  SmallVector<Value> work{rows};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getType().isIndex() &&
+          isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+        return true;
+      continue;
+    }
+    Operation *def = v.getDefiningOp();
+    if (def && def->getDialect()->getNamespace() == "arith")
+      llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
 void PlanBuffersPass::plan(func::FuncOp fn) {
   Builder b(fn.getContext());
   Block &body = fn.getBody().front();
@@ -53,6 +72,7 @@ void PlanBuffersPass::plan(func::FuncOp fn) {
   struct Slot {
     int64_t width;
     Operation *end; ///< the current owner's last use
+    bool context;   ///< holds a context's rows (up to the capacity)
   };
   struct Fixed {
     int64_t offset, size;
@@ -67,18 +87,21 @@ void PlanBuffersPass::plan(func::FuncOp fn) {
     auto dead = [&](Operation *e) { return e->isBeforeInBlock(alloc); };
     if (t.isDynamicDim(0)) {
       // Token rows: a free slot, a wider one if this one is too narrow.
+      // Rows of a context (naive MLA's up-projected keys and values) go to
+      // slots of their own, as many rows as the sequence's positions.
       int64_t width = 1;
       for (int64_t d : t.getShape().drop_front())
         width *= d;
+      bool context = countsPositions(alloc.getDynamicSizes()[0]);
       int slot = -1;
       for (size_t i = 0; i < slots.size(); ++i)
-        if (dead(slots[i].end) &&
+        if (dead(slots[i].end) && slots[i].context == context &&
             (slot < 0 || (slots[slot].width < width &&
                           slots[i].width > slots[slot].width)))
           slot = int(i);
       if (slot < 0) {
         slot = int(slots.size());
-        slots.push_back({width, end});
+        slots.push_back({width, end, context});
       }
       slots[slot].width = std::max(slots[slot].width, width);
       slots[slot].end = end;
@@ -100,10 +123,15 @@ void PlanBuffersPass::plan(func::FuncOp fn) {
     scratch = std::max(scratch, offset + size);
     alloc->setAttr("archk.offset", b.getI64IntegerAttr(offset));
   }
-  SmallVector<int64_t> widths;
-  for (const Slot &s : slots)
-    widths.push_back(s.width);
+  SmallVector<int64_t> widths, contextSlots;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    widths.push_back(slots[i].width);
+    if (slots[i].context)
+      contextSlots.push_back(int64_t(i));
+  }
   fn->setAttr("archk.slot_widths", b.getDenseI64ArrayAttr(widths));
+  if (!contextSlots.empty())
+    fn->setAttr("archk.context_slots", b.getDenseI64ArrayAttr(contextSlots));
   fn->setAttr("archk.scratch_floats", b.getI64IntegerAttr(scratch));
 }
 

@@ -23,6 +23,7 @@ struct ModelFigures {
   int64_t activeParams = 0;
   int64_t weightBytes = 0;     ///< bytes of the loaded weights
   int64_t kvBytesPerToken = 0; ///< bytes every position adds to tokens caches
+  int64_t kvElementsPerToken = 0; ///< and their elements
   int64_t fixedCacheBytes = 0; ///< ring and state caches, whatever the length
   /// Weights multiplied per token: K x N of every linear, counted as if the
   /// classifier ran on every token (as published FLOP counts do).

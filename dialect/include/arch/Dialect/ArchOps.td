@@ -373,6 +373,70 @@ def Arch_SplitOp : Arch_Op<"split", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Arch_HeadsSplitOp : Arch_Op<"heads_split", [Pure]> {
+  let summary = "each head's consecutive column blocks";
+  let description = [{
+    The input's columns are `heads` heads of equal width; result i holds,
+    head by head, the columns of each head after those of results
+    0 .. i - 1, as many per head as its width / heads. Multi-head latent
+    attention splits each query head into its part without position and its
+    rotary part, and each up-projected latent head into key and value.
+
+    ```mlir
+    %qn, %qr = arch.heads_split %q {heads = 4 : i64}
+        : tensor<?x96xf32> -> tensor<?x64xf32>, tensor<?x32xf32>
+    ```
+  }];
+  let arguments = (ins Arch_F32Tensor:$input, I64Attr:$heads);
+  let results = (outs Variadic<Arch_F32Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+def Arch_HeadsConcatOp : Arch_Op<"heads_concat", [Pure]> {
+  let summary = "heads joined head by head";
+  let description = [{
+    Head h of the result is head h of each input in turn. An input of one
+    head is shared: every head of the result takes it (MLA's rotary key,
+    one for all heads). Every input has `heads` heads or one.
+
+    ```mlir
+    %k = arch.heads_concat %kn, %kr {heads = 4 : i64}
+        : (tensor<?x64xf32>, tensor<?x8xf32>) -> tensor<?x96xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Arch_F32Tensor>:$inputs, I64Attr:$heads,
+                       DenseI64ArrayAttr:$input_heads);
+  let results = (outs Arch_F32Tensor:$result);
+  let assemblyFormat =
+      "$inputs attr-dict `:` functional-type($inputs, $result)";
+  let hasVerifier = 1;
+}
+
+def Arch_HeadLinearOp : Arch_Op<"head_linear", [Pure]> {
+  let summary = "a linear per head, each with its own weight";
+  let description = [{
+    Head h (of `heads`) of the input, K wide, times weight block h: `[N, K]`
+    blocks (the rows h N ..< (h + 1) N of a [heads N, K] weight, as arch.linear
+    takes its weight), or with `k_major` `[K, N]` blocks (rows h K ..<
+    (h + 1) K of [heads K, N]); head h of the result is N wide. arch-absorb-mla
+    applies MLA's per-head up-projections with it: the query's part without
+    position through W_UK (K-major, as the checkpoint keeps it) into the
+    latent space, and the attention's latent output through W_UV.
+
+    ```mlir
+    %ql = arch.head_linear %qn, %wuk {heads = 4 : i64, k_major}
+        : (tensor<?x64xf32>, tensor<64x32xf32>) -> tensor<?x128xf32>
+    ```
+  }];
+  let arguments = (ins Arch_F32Tensor:$input, Arch_F32Tensor:$weight,
+                       I64Attr:$heads, UnitAttr:$k_major);
+  let results = (outs Arch_F32Tensor:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Mixture of experts
 //===----------------------------------------------------------------------===//
@@ -451,7 +515,10 @@ def Arch_RopeOp : Arch_Op<"rope", [Pure]> {
     `input` by angle `(pos + t) * theta^(-2i / rotary_dim)` for token `t`,
     pairing dimensions as `style` says. `pos` is the position of the first
     token (the number already in the KV cache). `scaling` and its factors
-    adjust the frequencies for context extension (see RopeScaling).
+    adjust the frequencies for context extension (see RopeScaling); with
+    yarn, cos and sin are scaled by m(mscale) / m(mscale_all_dim), m(x) =
+    0.1 x ln(factor) + 1 (1 for x = 0): YaRN's own factor by default, 1 as
+    DeepSeek sets them (it scales the softmax instead).
 
     ```mlir
     %qr = arch.rope interleaved %q, %pos {n_heads = 6, head_dim = 48,
@@ -473,7 +540,9 @@ def Arch_RopeOp : Arch_Op<"rope", [Pure]> {
                        DefaultValuedAttr<F64Attr, "1.0">:$low_freq_factor,
                        DefaultValuedAttr<F64Attr, "4.0">:$high_freq_factor,
                        DefaultValuedAttr<F64Attr, "32.0">:$beta_fast,
-                       DefaultValuedAttr<F64Attr, "1.0">:$beta_slow);
+                       DefaultValuedAttr<F64Attr, "1.0">:$beta_slow,
+                       DefaultValuedAttr<F64Attr, "1.0">:$mscale,
+                       DefaultValuedAttr<F64Attr, "0.0">:$mscale_all_dim);
   let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$style (`scaling` $scaling^)? $input `,` $pos "
                        "attr-dict `:` functional-type(operands, results)";
@@ -518,7 +587,8 @@ class Arch_AttentionBase<string mnemonic, dag tiling>
            UnitAttr:$alibi,
            DefaultValuedAttr<I64Attr, "0">:$window,
            DefaultValuedAttr<I64Attr, "128">:$t5_max_distance,
-           DefaultValuedAttr<I64Attr, "0">:$shaw_clip),
+           DefaultValuedAttr<I64Attr, "0">:$shaw_clip,
+           DefaultValuedAttr<I64Attr, "0">:$v_head_dim),
       tiling);
   let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$query `,` $key `,` $value `,` $pos "
@@ -526,6 +596,13 @@ class Arch_AttentionBase<string mnemonic, dag tiling>
                        "(`shaw` $rel_key^ `,` $rel_value)? attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
+  code attentionClassDeclaration = [{
+    /// The value (and result) head dim: head_dim unless v_head_dim is set.
+    int64_t getValueHeadDim() {
+      return getVHeadDim() ? int64_t(getVHeadDim()) : int64_t(getHeadDim());
+    }
+  }];
+  let extraClassDeclaration = attentionClassDeclaration;
 }
 
 def Arch_AttentionOp : Arch_AttentionBase<"attention", (ins)> {
@@ -546,7 +623,10 @@ def Arch_AttentionOp : Arch_AttentionBase<"attention", (ins)> {
     et al. 2020) up to `t5_max_distance`. With `rel_key` and `rel_value`
     tables [2 shaw_clip + 1, head_dim] (Shaw et al. 2018), the key and
     value of position j for query position i gain row
-    clip(j - i, -shaw_clip, shaw_clip) + shaw_clip.
+    clip(j - i, -shaw_clip, shaw_clip) + shaw_clip. With `v_head_dim`
+    set, values (and the result) have heads of that width, not head_dim
+    (multi-head latent attention: 192-wide keys and 128-wide values naive,
+    576 and 512 absorbed).
 
     ```mlir
     %kc = arch.cache_append @"model.layers.0.self_attn.k_cache", %k at %pos

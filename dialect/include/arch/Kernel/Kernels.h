@@ -139,13 +139,15 @@ struct RopeKernel {
   RopeScaling scaling;
   int64_t originalMaxSeqLen;
   double theta, factor, lowFreqFactor, highFreqFactor, betaFast, betaSlow;
+  double mscale = 1.0, mscaleAllDim = 0.0; ///< yarn's factor on cos and sin
   template <class F> void fields(F &&f) {
     f("heads", heads), f("head_dim", headDim), f("rotary_dim", rotaryDim),
         f("style", style), f("scaling", scaling),
         f("original_max_seq_len", originalMaxSeqLen), f("theta", theta),
         f("factor", factor), f("low_freq_factor", lowFreqFactor),
         f("high_freq_factor", highFreqFactor), f("beta_fast", betaFast),
-        f("beta_slow", betaSlow);
+        f("beta_slow", betaSlow), f("mscale", mscale),
+        f("mscale_all_dim", mscaleAllDim);
   }
 };
 
@@ -157,6 +159,7 @@ struct RopeKernel {
 /// and values are read as `kv` (the caches' element type), computed in f32,
 /// from a head-major cache (`kvByHead`: each head's positions consecutive)
 /// or a position-major one (a ring: each position's heads consecutive).
+/// Values have heads of vHeadDim (MLA's differ from the keys').
 struct AttentionKernel {
   int64_t heads, kvHeads, headDim;
   bool alibi;
@@ -165,13 +168,14 @@ struct AttentionKernel {
   int64_t blockQ = 0, blockKV = 0, splitKV = 0;
   StoreType kv = StoreType::f32;
   bool kvByHead = false;
+  int64_t vHeadDim = 0;
   template <class F> void fields(F &&f) {
     f("heads", heads), f("kv_heads", kvHeads), f("head_dim", headDim),
         f("alibi", alibi), f("window", window), f("t5_buckets", t5Buckets),
         f("t5_max_distance", t5MaxDistance), f("shaw_clip", shawClip),
         f("scale", scale), f("softcap", softcap), f("block_q", blockQ),
         f("block_kv", blockKV), f("split_kv", splitKV), f("kv", kv),
-        f("kv_by_head", kvByHead);
+        f("kv_by_head", kvByHead), f("v_head_dim", vHeadDim);
   }
 };
 
@@ -220,13 +224,36 @@ struct AppendKernel {
   }
 };
 
+/// Heads of x (one, shared, or `heads`) copied into heads of a view:
+/// out[t, h, c] = x[t, shared ? 0 : h, c] for c < width, both strided
+/// (arch.heads_split and arch.heads_concat).
+struct HeadsCopyKernel {
+  int64_t heads, width;
+  bool shared;
+  template <class F> void fields(F &&f) {
+    f("heads", heads), f("width", width), f("shared", shared);
+  }
+};
+
+/// Per head h < heads: x[t, h, :K] times weight block h, [N, K] (rows
+/// h N ..< (h + 1) N) or, `kMajor`, [K, N] (rows h K ..< (h + 1) K)
+/// (arch.head_linear).
+struct HeadLinearKernel {
+  int64_t heads, K, N;
+  bool kMajor;
+  template <class F> void fields(F &&f) {
+    f("heads", heads), f("K", K), f("N", N), f("k_major", kMajor);
+  }
+};
+
 class KernelSpec {
 public:
   using Description =
       std::variant<EmbedKernel, NormKernel, LinearKernel, PackKernel,
                    RopeKernel, AttentionKernel, PosEmbedKernel,
                    ElementwiseKernel, AppendKernel, RouteKernel,
-                   RouteWeightsKernel, GatherKernel, CombineKernel>;
+                   RouteWeightsKernel, GatherKernel, CombineKernel,
+                   HeadsCopyKernel, HeadLinearKernel>;
   template <class T> KernelSpec(T d) : desc(std::move(d)) {}
 
   /// A description of kind `kind` (a kindName()), its fields zero; none

@@ -5,6 +5,48 @@
 include "mlir/Pass/PassBase.td"
 
 //===----------------------------------------------------------------------===//
+// Attention forms
+//===----------------------------------------------------------------------===//
+
+def AbsorbMLAPass : Pass<"arch-absorb-mla", "::mlir::ModuleOp"> {
+  let summary = "multi-head latent attention computed in the latent space";
+  let description = [{
+    Naive MLA (as archc imports it) up-projects every cached latent to
+    per-head keys and values on every call: a `linear` of the context by
+    kv_b_proj, split per head into k_nope and v, the shared rotary key
+    appended to each key head. This pass folds the up-projections away
+    from the cache (DeepSeek-V2, section 2.1.3): W_UK (the k_nope rows of
+    kv_b_proj, per head [qk_nope, kv_lora]) moves to the query side, where
+    `arch.head_linear` takes each head's q_nope into the latent space; the
+    attention then has one key/value head, the cached rows themselves
+    ([latent, rotary key] as keys, the latent as values, v_head_dim =
+    kv_lora_rank); W_UV (the value rows, per head [v_head_dim, kv_lora])
+    applies per head to the attention's latent output, before o_proj.
+    Nothing per position is up-projected: decode reads the cache once.
+
+    W_UK and W_UV become weights of their own, the rows of the checkpoint's
+    kv_b_proj the runtime assembles at load (`rows [heads, qk_nope + v,
+    offset, length]`); kv_b_proj itself is no longer loaded. W_UV is not
+    multiplied into o_proj: the product [d_model, n_heads x kv_lora] is
+    kv_lora / v_head_dim times o_proj's size (4x for DeepSeek), bytes every
+    decoded token would read.
+
+    ```mlir
+    %kv = arch.linear %lat, %wkvb : ... -> tensor<?x192xf32>
+    %kn, %v = arch.heads_split %kv {heads = 4 : i64} : ...
+    %k = arch.heads_concat %kn, %kr {heads = 4 : i64, input_heads = array<i64: 4, 1>} : ...
+    %a = arch.attention %q, %k, %v, %pos {head_dim = 24, n_heads = 4, n_kv_heads = 4, v_head_dim = 16, ...}
+    // becomes
+    %ql = arch.head_linear %qn, %wuk {heads = 4 : i64, k_major} : ...
+    %q2 = arch.heads_concat %ql, %qr {heads = 4 : i64, input_heads = array<i64: 4, 4>} : ...
+    %o = arch.attention %q2, %ctx, %lat, %pos {head_dim = 40, n_heads = 4, n_kv_heads = 1, v_head_dim = 32, ...}
+    %a = arch.head_linear %o, %wuv {heads = 4 : i64} : ...
+    ```
+  }];
+  let dependentDialects = ["::arch::ArchDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Fusion
 //===----------------------------------------------------------------------===//
 
@@ -221,7 +263,11 @@ def PlanBuffersPass : Pass<"archk-plan-buffers", "::mlir::ModuleOp"> {
     the function's scratch memory (`archk.offset`), first fit among those
     live at once. The function records what the runtime allocates:
     `archk.slot_widths` (floats per token row of each slot) and
-    `archk.scratch_floats`.
+    `archk.scratch_floats`. Allocations whose row count is computed from
+    the position argument hold a context's rows (naive MLA's keys and values
+    up-projected from every cached latent): they share slots only among
+    themselves, listed in `archk.context_slots`, which the runtime sizes for
+    the sequence's positions instead of a call's chunk of tokens.
 
     ```mlir
     %0 = memref.alloc(%T) {archk.slot = 0 : i64} : memref<?x64xf32>
