@@ -43,8 +43,11 @@ std::string cComment(const std::string &text) {
 
 namespace {
 
+/// Where a cut-out literal was in a group's skeleton.
+constexpr char kLiteral = '\x01';
+
 /// A statement group: its comment line and its code, the code's integer
-/// literals cut out (`skeleton` has '#' for each) and kept in `values`.
+/// literals cut out (`skeleton` has kLiteral for each) and kept in `values`.
 struct Group {
   std::string comment, code, skeleton;
   std::vector<int64_t> values;
@@ -61,23 +64,26 @@ void cutLiterals(Group &g) {
     bool start = std::isdigit(static_cast<unsigned char>(s[i])) &&
                  (i == 0 || !identChar(s[i - 1]));
     if (!start) {
-      if (s[i] == '{' || s[i] == '}' || s[i] == '"' || s[i] == '\'')
-        g.rollable = false; // blocks and literals stay as they are
+      if (s[i] == '{' || s[i] == '}' || s[i] == '"' || s[i] == '\'' ||
+          s[i] == '#' || s[i] == kLiteral)
+        g.rollable = false; // blocks, literals and directives stay as they are
       g.skeleton += s[i++];
       continue;
     }
     size_t j = i;
     while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])))
       ++j;
-    // A float (1.5, 1e-05) or an over-long literal is not a counter.
+    // A float (1.5, 1e-05), an octal (017) or an over-long literal is not
+    // a counter.
     if ((j < s.size() && identChar(s[j])) || j - i > 15 ||
+        (s[i] == '0' && j - i > 1) ||
         (i >= 2 && (s[i - 1] == '-' || s[i - 1] == '+') &&
          (s[i - 2] == 'e' || s[i - 2] == 'E'))) {
       g.rollable = false;
       g.skeleton.append(s, i, j - i);
     } else {
       g.values.push_back(std::stoll(s.substr(i, j - i)));
-      g.skeleton += '#';
+      g.skeleton += kLiteral;
     }
     i = j;
   }
@@ -143,7 +149,7 @@ std::string rollRepeats(const std::string &statements) {
         out += "\n  ";
         continue;
       }
-      if (ch != '#') {
+      if (ch != kLiteral) {
         out += c == 0 ? "  " + std::string(1, ch) : std::string(1, ch);
         continue;
       }

@@ -312,10 +312,19 @@ Value Importer::moe(int64_t i, Value h) {
   Value y = b.create<MoEOp>(ml, h.getType(), h, route.getExperts(),
                             route.getWeights(), gate, up, down,
                             static_cast<Activation>(f.activation), e, m.dFF);
-  if (m.nShared)
-    y = b.create<AddOp>(ml, y,
-                        denseFFN(ml, h, p + "shared_experts.", f, m.sharedDFF));
-  return y;
+  if (!m.nShared)
+    return y;
+  if (!m.sharedGate)
+    return b.create<AddOp>(
+        ml, y, denseFFN(ml, h, p + "shared_experts.", f, m.sharedDFF));
+  // Qwen-MoE: sigmoid(h . w) times the shared expert, the one gate value
+  // of each token given to all d columns (a head of one, shared).
+  Value shared = denseFFN(ml, h, p + "shared_expert.", f, m.sharedDFF);
+  Value logit = linear(ml, h, p + "shared_expert_gate", 1, false);
+  Value wide = b.create<HeadsConcatOp>(ml, h.getType(), ValueRange{logit}, d,
+                                       b.getDenseI64ArrayAttr({1}));
+  return b.create<AddOp>(ml, y,
+                         b.create<GluOp>(ml, wide, shared, Activation::sigmoid));
 }
 
 Value Importer::layer(int64_t i, Value x, Value pos) {

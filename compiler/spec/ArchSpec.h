@@ -147,6 +147,9 @@ struct MoESpec {
   double routedScaling = 1.0; ///< the routed experts' weights times this
   int64_t nShared = 0;        ///< shared experts, as one FFN of sharedDFF
   int64_t sharedDFF = 0;      ///< defaults to n_shared_experts * d_ff
+  /// Qwen-MoE: the shared expert's output times sigmoid(x . w), w one
+  /// learned row (mlp.shared_expert_gate); its FFN is mlp.shared_expert.
+  bool sharedGate = false;
   int64_t firstKDense = 0;    ///< the first layers keep the dense FFN
 };
 

@@ -638,6 +638,8 @@ void parseMoE(TableReader &moe, MoESpec &m) {
     m.sharedDFF = *v;
   if (auto v = moe.getInt("first_k_dense", false))
     m.firstKDense = *v;
+  if (auto v = moe.getBool("shared_gate"))
+    m.sharedGate = *v;
 }
 
 /// Checks of [moe] against itself and the model; fills the defaults.
@@ -668,6 +670,8 @@ void validateMoE(Parser &p) {
                      "construction (a softmax over the k chosen)");
   if (has("shared_d_ff") && !m.nShared)
     err("shared_d_ff", "set n_shared_experts to give shared experts");
+  if (m.sharedGate && !m.nShared)
+    err("shared_gate", "a gate on the shared experts needs n_shared_experts");
   if (m.nExperts % m.nGroup != 0)
     err("n_group", "n_experts (" + str(m.nExperts) +
                        ") is not divisible by n_group (" + str(m.nGroup) +
@@ -787,7 +791,7 @@ void parseTables(Parser &p, const toml::table &root) {
                     {"n_experts", "top_k", "d_ff", "router", "normalize",
                      "selection_bias", "n_group", "topk_group",
                      "routed_scaling", "n_shared_experts", "shared_d_ff",
-                     "first_k_dense"});
+                     "shared_gate", "first_k_dense"});
     parseMoE(moe, s.moe);
     moe.finish();
   }

@@ -378,12 +378,21 @@ archrt_status archrt_seq_create(archrt_model *m, int32_t max_tokens,
                                  : NULL;
   int ok = s->logits && s->slots && s->caches &&
            (s->scratch || !d->scratch_floats);
-  for (int i = 0; ok && i < d->n_slots; ++i)
-    ok = (s->slots[i] = alloc_floats(
-              (size_t)d->slot_width[i] *
-              (size_t)(d->slot_context && d->slot_context[i] ? s->capacity
-                                                             : d->max_chunk))) !=
-         NULL;
+  for (int i = 0; ok && i < d->n_slots; ++i) {
+    /* A context slot (naive MLA's per-position keys and values) holds the
+     * sequence's positions; every row is written before it is read, so it
+     * is not zeroed, and its pages are committed as positions fill. */
+    int context = d->slot_context && d->slot_context[i];
+    size_t n = (size_t)d->slot_width[i] *
+               (size_t)(context ? s->capacity : d->max_chunk);
+    if (context) {
+      size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+      s->slots[i] = aligned_alloc(64, bytes ? bytes : 64);
+    } else {
+      s->slots[i] = alloc_floats(n);
+    }
+    ok = s->slots[i] != NULL;
+  }
   /* A token cache holds the sequence's positions (archc makes its
    * capacity max_seq_len), a ring its capacity, a state one row. */
   size_t cache_bytes = 0;

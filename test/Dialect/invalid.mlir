@@ -598,7 +598,7 @@ func.func @pack_groups_shape(%w: tensor<96x8xf32>) {
 // -----
 
 func.func @heads_split_heads(%x: tensor<?x10xf32>) {
-  // expected-error @+1 {{input width 10 is not a multiple of 4 heads}}
+  // expected-error @+1 {{input width 10 is not a positive multiple of 4 heads}}
   %a, %b = arch.heads_split %x {heads = 4 : i64} : tensor<?x10xf32> -> tensor<?x8xf32>, tensor<?x2xf32>
   return
 }
@@ -622,7 +622,7 @@ func.func @heads_concat_heads(%a: tensor<?x32xf32>, %b: tensor<?x8xf32>) {
 // -----
 
 func.func @heads_concat_width(%a: tensor<?x32xf32>, %b: tensor<?x4xf32>) {
-  // expected-error @+1 {{result width 40 != heads * the inputs' head widths (48)}}
+  // expected-error @+1 {{result width 40 != heads * the inputs' head widths (4 x 12)}}
   %c = arch.heads_concat %a, %b {heads = 4 : i64, input_heads = array<i64: 4, 1>} : (tensor<?x32xf32>, tensor<?x4xf32>) -> tensor<?x40xf32>
   return
 }

@@ -452,7 +452,7 @@ module attributes {arch.max_seq_len = 16 : i64} {
   func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
     %e = arch.param @emb : tensor<4x4xf32>
     %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
-    // expected-error @+1 {{'arch.cache_append' op has a context that arch.scale reads, which has no lowering (only attention's keys and values, and the splits, linears and head copies that make them, do)}}
+    // expected-error @+1 {{'arch.cache_append' op has a context that arch.scale reads, which has no lowering (only attention's keys and values, and the splits, linears and head copies that make them from an f32 cache of 1-D rows, do)}}
     %k = arch.cache_append @kc, %x at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
     %s = arch.scale %k {factor = 2.0 : f32} : tensor<?x4xf32>
     %a = arch.attention %x, %k, %k, %pos {head_dim = 4 : i64, n_heads = 1 : i64, n_kv_heads = 1 : i64, scale = 0.5 : f64} : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x4xf32>
@@ -469,7 +469,7 @@ module attributes {arch.max_seq_len = 16 : i64} {
   func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
     %e = arch.param @emb : tensor<4x4xf32>
     %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
-    // expected-error @+1 {{'arch.cache_append' op has a context that arch.attention reads, which has no lowering (only attention's keys and values, and the splits, linears and head copies that make them, do)}}
+    // expected-error @+1 {{'arch.cache_append' op has a context that arch.attention reads, which has no lowering (only attention's keys and values, and the splits, linears and head copies that make them from an f32 cache of 1-D rows, do)}}
     %k = arch.cache_append @kc, %x at %pos : tensor<?x4xf32> -> tensor<?x4xf32>
     %a = arch.attention %k, %k, %k, %pos {head_dim = 4 : i64, n_heads = 1 : i64, n_kv_heads = 1 : i64, scale = 0.5 : f64} : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x4xf32>
     %l = arch.last_token %a : tensor<?x4xf32> -> tensor<1x4xf32>
@@ -621,6 +621,60 @@ module attributes {arch.max_seq_len = 64 : i64, arch.max_chunk = 0 : i64} {
     %e = arch.param @emb : tensor<4x4xf32>
     %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
     %l = arch.last_token %x : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+// A head-major KV cache's context is read by attention only.
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x8xf32>
+  arch.cache @kc tokens 16 : tensor<2x4xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x8xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x8xf32>) -> tensor<?x8xf32>
+    // expected-error @+1 {{'arch.cache_append' op has a context that arch.split reads, which has no lowering}}
+    %k = arch.cache_append @kc, %x at %pos : tensor<?x8xf32> -> tensor<?x8xf32>
+    %a, %b = arch.split %k : tensor<?x8xf32> -> tensor<?x4xf32>, tensor<?x4xf32>
+    %l = arch.last_token %a : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+}
+
+// -----
+
+// A latent cache's rows joined with a call's rows: not the same positions.
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x8xf32>
+  arch.cache @lc tokens 16 : tensor<8xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x12xf32> {
+    %e = arch.param @emb : tensor<4x8xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x8xf32>) -> tensor<?x8xf32>
+    %c = arch.cache_append @lc, %x at %pos : tensor<?x8xf32> -> tensor<?x8xf32>
+    %a, %b = arch.split %c : tensor<?x8xf32> -> tensor<?x4xf32>, tensor<?x4xf32>
+    // expected-error @+1 {{'arch.heads_concat' op joins the context of @lc with rows that are not, which has no lowering}}
+    %j = arch.heads_concat %a, %x {heads = 1 : i64, input_heads = array<i64: 1, 1>} : (tensor<?x4xf32>, tensor<?x8xf32>) -> tensor<?x12xf32>
+    %l = arch.last_token %j : tensor<?x12xf32> -> tensor<1x12xf32>
+    return %l : tensor<1x12xf32>
+  }
+}
+
+// -----
+
+// A 16-bit latent cache is read by attention only (the linear takes f32).
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x8xf32>
+  arch.weight @w : tensor<4x8xf32>
+  arch.cache @lc tokens 16 : tensor<8xf16>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x8xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x8xf32>) -> tensor<?x8xf32>
+    // expected-error @+1 {{'arch.cache_append' op has a context that arch.linear reads, which has no lowering}}
+    %c = arch.cache_append @lc, %x at %pos : tensor<?x8xf32> -> tensor<?x8xf32>
+    %w = arch.param @w : tensor<4x8xf32>
+    %y = arch.linear %c, %w : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %y : tensor<?x4xf32> -> tensor<1x4xf32>
     return %l : tensor<1x4xf32>
   }
 }

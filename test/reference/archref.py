@@ -118,6 +118,7 @@ class Spec:
             self.shared_d_ff = moe.get("shared_d_ff",
                                        self.n_shared * self.expert_d_ff)
             self.first_k_dense = moe.get("first_k_dense", 0)
+            self.shared_gate = moe.get("shared_gate", False)
         self.overrides = t.get("layer_overrides", [])
         self.naming = t.get("weights", {}).get("naming", "hf-llama")
 
@@ -251,7 +252,10 @@ class Spec:
                         self.n_experts,)
                 for e in range(self.n_experts):
                     mlp(p + f"mlp.experts.{e}.", self.expert_d_ff)
-                if self.n_shared:
+                if self.n_shared and self.shared_gate:  # Qwen-MoE's names
+                    mlp(p + "mlp.shared_expert.", self.shared_d_ff)
+                    linear(p + "mlp.shared_expert_gate", 1, d, False)
+                elif self.n_shared:
                     mlp(p + "mlp.shared_experts.", self.shared_d_ff)
             else:
                 mlp(p + "mlp.", ff)
@@ -809,7 +813,10 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
             if len(rows):
                 y[rows] += wts[rows, j, None] * mlp(
                     p + f"mlp.experts.{e}.", h[rows], ls)
-        if ls.n_shared:
+        if ls.n_shared and ls.shared_gate:  # Qwen2-MoE's gated shared expert
+            gate = torch.sigmoid(linear(W, p + "mlp.shared_expert_gate", h))
+            y = y + gate * mlp(p + "mlp.shared_expert.", h, ls)
+        elif ls.n_shared:
             y = y + mlp(p + "mlp.shared_experts.", h, ls)
         return y
 

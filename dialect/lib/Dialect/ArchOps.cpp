@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 #include <numeric>
@@ -389,18 +390,26 @@ LogicalResult SplitOp::verify() {
   return success();
 }
 
-/// Per-head widths of `v` ([?, heads * w] or, when `shared`, [?, w]).
+/// The width of each of the `heads` heads of `v` ([?, heads * w], w > 0),
+/// or -1 with an error.
 static int64_t headWidth(Operation *op, Value v, int64_t heads,
                          StringRef what) {
   int64_t w = featureDim(op, v, what);
   if (w < 0)
     return -1;
-  if (w % heads != 0) {
-    op->emitOpError() << what << " width " << w << " is not a multiple of "
-                      << heads << " heads";
+  if (w == 0 || w % heads != 0) {
+    op->emitOpError() << what << " width " << w
+                      << " is not a positive multiple of " << heads
+                      << " heads";
     return -1;
   }
   return w / heads;
+}
+
+/// a * b, or -1 when it overflows int64 (operands non-negative).
+static int64_t product(int64_t a, int64_t b) {
+  int64_t r;
+  return llvm::MulOverflow(a, b, r) ? -1 : r;
 }
 
 LogicalResult HeadsSplitOp::verify() {
@@ -452,9 +461,10 @@ LogicalResult HeadsConcatOp::verify() {
   int64_t out = featureDim(*this, getResult(), "result");
   if (out < 0)
     return failure();
-  if (out != h * total)
+  if (product(h, total) < 0 || out != h * total)
     return emitOpError() << "result width " << out << " != heads * "
-                         << "the inputs' head widths (" << h * total << ")";
+                         << "the inputs' head widths (" << h << " x " << total
+                         << ")";
   return success();
 }
 
@@ -466,6 +476,9 @@ LogicalResult HeadLinearOp::verify() {
   int64_t n = k < 0 ? -1 : headWidth(*this, getResult(), h, "result");
   if (n < 0)
     return failure();
+  if (cast<RankedTensorType>(getResult().getType()).getDimSize(0) !=
+      cast<RankedTensorType>(getInput().getType()).getDimSize(0))
+    return emitOpError() << "result must have the input's token dimension";
   auto w = cast<RankedTensorType>(getWeight().getType());
   SmallVector<int64_t, 2> want =
       getKMajor() ? SmallVector<int64_t, 2>{h * k, n}
@@ -627,6 +640,10 @@ template <class Op> static LogicalResult verifyAttention(Op op) {
   int64_t v = featureDim(op, op.getValue(), "value");
   if (q < 0 || k < 0 || v < 0)
     return failure();
+  if (product(heads, hd) < 0 || product(heads, vd) < 0 ||
+      product(kvHeads, std::max(hd, vd)) < 0)
+    return op.emitOpError() << "n_heads, n_kv_heads and head dims overflow "
+                               "int64";
   if (q != heads * hd)
     return op.emitOpError() << "query width " << q << " != n_heads * head_dim ("
                             << heads * hd << ")";

@@ -42,7 +42,8 @@ static std::optional<NaiveMLA> match(AttentionOp a, SymbolTable &symbols) {
     return std::nullopt;
   m.key = a.getKey().getDefiningOp<HeadsConcatOp>();
   m.query = a.getQuery().getDefiningOp<HeadsConcatOp>();
-  if (!m.key || !m.query || m.key.getInputs().size() != 2 ||
+  if (!m.key || !m.query || m.key == m.query ||
+      m.key.getInputs().size() != 2 ||
       m.query.getInputs().size() != 2 ||
       m.key.getInputHeads() != ArrayRef<int64_t>{H, 1} ||
       m.query.getInputHeads() != ArrayRef<int64_t>{H, H})
@@ -51,6 +52,7 @@ static std::optional<NaiveMLA> match(AttentionOp a, SymbolTable &symbols) {
   // up-projection.
   m.upSplit = m.key.getInputs()[0].getDefiningOp<HeadsSplitOp>();
   if (!m.upSplit || m.upSplit.getNumResults() != 2 ||
+      int64_t(m.upSplit.getHeads()) != H ||
       m.upSplit.getResult(0) != m.key.getInputs()[0] ||
       m.upSplit.getResult(1) != a.getValue())
     return std::nullopt;
@@ -70,6 +72,10 @@ static std::optional<NaiveMLA> match(AttentionOp a, SymbolTable &symbols) {
   if (!m.upWeight || m.upWeight.getPrepared() || m.upWeight.getRows() ||
       m.upWeight.getTranspose())
     return std::nullopt;
+  // The two weights it becomes must have names of their own.
+  for (const char *suffix : {".k_up", ".v_up"})
+    if (symbols.lookup((m.upWeight.getSymName() + suffix).str()))
+      return std::nullopt;
   m.heads = H;
   m.nope = widthOf(m.upSplit.getResult(0)) / H;
   m.value = widthOf(m.upSplit.getResult(1)) / H;
@@ -106,11 +112,9 @@ static void absorb(NaiveMLA &m, ModuleOp module, SymbolTable &symbols) {
   // kv_b_proj holds, per head, dn rows of W_UK then dv rows of W_UV.
   std::string uk = m.upWeight.getSymName().str() + ".k_up";
   std::string uv = m.upWeight.getSymName().str() + ".v_up";
-  if (!symbols.lookup(uk)) {
-    // (Each declared right after kv_b_proj: W_UK ends up first.)
-    symbols.insert(rowsOf(m.upWeight, ".v_up", H * dv, {H, dn + dv, dn, dv}));
-    symbols.insert(rowsOf(m.upWeight, ".k_up", H * dn, {H, dn + dv, 0, dn}));
-  }
+  // (Each declared right after kv_b_proj: W_UK ends up first.)
+  symbols.insert(rowsOf(m.upWeight, ".v_up", H * dv, {H, dn + dv, dn, dv}));
+  symbols.insert(rowsOf(m.upWeight, ".k_up", H * dn, {H, dn + dv, 0, dn}));
   AttentionOp a = m.attn;
   OpBuilder b(a);
   Location loc = a.getLoc();
@@ -157,15 +161,18 @@ struct AbsorbMLAPass : impl::AbsorbMLAPassBase<AbsorbMLAPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
-    SmallVector<NaiveMLA> found;
-    module.walk([&](AttentionOp a) {
-      if (std::optional<NaiveMLA> m = match(a, symbols))
-        found.push_back(*m);
-    });
-    if (found.empty())
-      return markAllAnalysesPreserved();
-    for (NaiveMLA &m : found)
-      absorb(m, module, symbols);
+    SmallVector<AttentionOp> attns;
+    module.walk([&](AttentionOp a) { attns.push_back(a); });
+    // Matched one at a time: an absorption erases only its own attention,
+    // and takes the names the next match checks.
+    bool changed = false;
+    for (AttentionOp a : attns)
+      if (std::optional<NaiveMLA> m = match(a, symbols)) {
+        absorb(*m, module, symbols);
+        changed = true;
+      }
+    if (!changed)
+      markAllAnalysesPreserved();
   }
 };
 

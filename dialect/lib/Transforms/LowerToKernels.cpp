@@ -53,6 +53,31 @@ Value newRows(OpBuilder &b, Location loc, Value rows, int64_t width) {
   return b.create<memref::AllocOp>(loc, type, ValueRange{rows});
 }
 
+/// Whether buffer `m` holds a context's rows, pos + T of them: a view of a
+/// cache, or a buffer made from one (tagged archk.context).
+bool holdsContext(Value m) {
+  while (Operation *def = m.getDefiningOp()) {
+    if (isa<archk::CacheOp>(def))
+      return true;
+    if (def->hasAttr("archk.context"))
+      return true;
+    if (!archk::isBufferView(def))
+      return false;
+    m = def->getOperand(0);
+  }
+  return false;
+}
+
+/// A buffer of as many rows as `like` of `width` floats, tagged
+/// archk.context when those are a context's rows (naive MLA's keys and
+/// values): archk-plan-buffers sizes its slot for the sequence.
+Value newRowsLike(OpBuilder &b, Location loc, Value like, int64_t width) {
+  Value out = newRows(b, loc, rowsOf(b, loc, like), width);
+  if (holdsContext(like))
+    out.getDefiningOp()->setAttr("archk.context", b.getUnitAttr());
+  return out;
+}
+
 /// A buffer of static shape: weight-only work.
 Value newFixed(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
   return b.create<memref::AllocOp>(loc,
@@ -237,7 +262,7 @@ struct LowerLinear : Lowering<LinearOp> {
     Value x = buf(a.getInput()), weight = buf(a.getWeight());
     int64_t N = widthOf(op.getResult());
     Value rows = rowsOf(b, loc, x);
-    Value out = newRows(b, loc, rows, N);
+    Value out = newRowsLike(b, loc, x, N);
     Args args{{"x", x}, {"weight", weight}, {"out", out}};
     if (a.getBias())
       args["bias"] = buf(a.getBias());
@@ -347,7 +372,7 @@ struct LowerHeadsConcat : Lowering<HeadsConcatOp> {
               Location loc) const override {
     int64_t h = op.getHeads(), offset = 0;
     Value first = buf(a.getInputs().front());
-    Value out = newRows(b, loc, rowsOf(b, loc, first), widthOf(op.getResult()));
+    Value out = newRowsLike(b, loc, first, widthOf(op.getResult()));
     for (auto [in, n] : llvm::zip(a.getInputs(), op.getInputHeads())) {
       copyHeads(b, loc, buf(in), n, out, h, offset);
       offset += widthOf(in) / n;
@@ -369,7 +394,7 @@ struct LowerHeadsSplit : OpConversionPattern<HeadsSplitOp> {
     SmallVector<Value> outs;
     for (Value r : op.getResults()) {
       int64_t w = widthOf(r) / h;
-      Value out = newRows(rw, loc, rows, h * w);
+      Value out = newRowsLike(rw, loc, x, h * w);
       Value window = view(rw, loc, heads(rw, loc, x, h),
                           {rw.getIndexAttr(0), rw.getIndexAttr(0),
                            rw.getIndexAttr(offset)},
@@ -391,7 +416,7 @@ struct LowerHeadLinear : Lowering<HeadLinearOp> {
     Value x = buf(a.getInput());
     int64_t h = op.getHeads(), K = widthOf(x) / h,
             N = widthOf(op.getResult()) / h;
-    Value out = newRows(b, loc, rowsOf(b, loc, x), h * N);
+    Value out = newRowsLike(b, loc, x, h * N);
     call(b, loc, HeadLinearKernel{h, K, N, op.getKMajor()},
          {{"x", heads(b, loc, x, h)},
           {"weight", buf(a.getWeight())},
@@ -883,7 +908,14 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
       // A context has pos + T rows, not a call's T: attention reads it as
       // its keys and values, directly or through what makes them from it
       // (MLA's split of its cached rows, up-projection and head copies).
+      // Only an f32 cache of 1-D rows (a latent cache, position-major) is
+      // read by anything but attention.
+      auto decl = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
+          ap, ap.getCacheAttr());
+      bool latent = decl && decl.getRowType().getRank() == 1 &&
+                    decl.getRowType().getElementType().isF32();
       SmallVector<Value> derived{ap.getContext()};
+      llvm::DenseSet<Operation *> seen;
       while (!derived.empty()) {
         Value d = derived.pop_back_val();
         for (OpOperand &use : d.getUses()) {
@@ -891,17 +923,25 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
           if (isa<AttentionOp, FlashAttentionOp>(user) &&
               (use.getOperandNumber() == 1 || use.getOperandNumber() == 2))
             continue;
-          if (isa<SplitOp, HeadsSplitOp, HeadsConcatOp>(user) ||
-              (isa<LinearOp, HeadLinearOp>(user) &&
-               use.getOperandNumber() == 0)) {
+          bool passes = isa<SplitOp, HeadsSplitOp, HeadsConcatOp>(user) ||
+                        (isa<LinearOp, HeadLinearOp>(user) &&
+                         use.getOperandNumber() == 0);
+          if (!passes || !latent)
+            return ap.emitOpError()
+                   << "has a context that " << user->getName()
+                   << " reads, which has no lowering (only attention's keys "
+                      "and values, and the splits, linears and head copies "
+                      "that make them from an f32 cache of 1-D rows, do)";
+          // Rows of one context only: a head join takes its rows from its
+          // first input.
+          if (auto hc = dyn_cast<HeadsConcatOp>(user))
+            for (Value in : hc.getInputs())
+              if (contextOf(in) != ap)
+                return hc.emitOpError()
+                       << "joins the context of " << ap.getCacheAttr()
+                       << " with rows that are not, which has no lowering";
+          if (seen.insert(user).second)
             llvm::append_range(derived, user->getResults());
-            continue;
-          }
-          return ap.emitOpError()
-                 << "has a context that " << user->getName()
-                 << " reads, which has no lowering (only attention's keys "
-                    "and values, and the splits, linears and head copies "
-                    "that make them, do)";
         }
       }
     }
@@ -958,12 +998,15 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
       };
       auto [kvh, hd] = isa<AttentionOp>(op) ? headsOf(cast<AttentionOp>(op))
                                             : headsOf(cast<FlashAttentionOp>(op));
-      for (CacheOp c : {kc, vc}) {
+      int64_t vd = isa<AttentionOp>(op)
+                       ? cast<AttentionOp>(op).getValueHeadDim()
+                       : cast<FlashAttentionOp>(op).getValueHeadDim();
+      for (auto [c, width] : {std::pair{kc, hd}, {vc, vd}}) {
         RankedTensorType row = c.getRowType();
         if (byHead(c, /*sized=*/false) &&
-            (row.getDimSize(0) != kvh || row.getDimSize(1) != hd))
+            (row.getDimSize(0) != kvh || row.getDimSize(1) != width))
           return op->emitOpError()
-                 << "reads " << kvh << " heads of " << hd << " from cache @"
+                 << "reads " << kvh << " heads of " << width << " from cache @"
                  << c.getSymName() << ", whose rows are " << row
                  << ": a KV cache's rows are [n_kv_heads, head_dim]";
       }

@@ -44,25 +44,6 @@ Operation *lastUse(const LivenessBlockInfo *info, memref::AllocOp alloc) {
   return end;
 }
 
-/// Whether a row count is computed from the function's position argument
-/// (its index argument): a context's pos + T, not a call's token count.
-bool countsPositions(Value rows) {
-  SmallVector<Value> work{rows};
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      if (arg.getType().isIndex() &&
-          isa<func::FuncOp>(arg.getOwner()->getParentOp()))
-        return true;
-      continue;
-    }
-    Operation *def = v.getDefiningOp();
-    if (def && def->getDialect()->getNamespace() == "arith")
-      llvm::append_range(work, def->getOperands());
-  }
-  return false;
-}
-
 void PlanBuffersPass::plan(func::FuncOp fn) {
   Builder b(fn.getContext());
   Block &body = fn.getBody().front();
@@ -87,12 +68,13 @@ void PlanBuffersPass::plan(func::FuncOp fn) {
     auto dead = [&](Operation *e) { return e->isBeforeInBlock(alloc); };
     if (t.isDynamicDim(0)) {
       // Token rows: a free slot, a wider one if this one is too narrow.
-      // Rows of a context (naive MLA's up-projected keys and values) go to
-      // slots of their own, as many rows as the sequence's positions.
+      // Rows of a context (archk.context: naive MLA's up-projected keys and
+      // values) go to slots of their own, as many rows as the sequence's
+      // positions.
       int64_t width = 1;
       for (int64_t d : t.getShape().drop_front())
         width *= d;
-      bool context = countsPositions(alloc.getDynamicSizes()[0]);
+      bool context = alloc->hasAttr("archk.context");
       int slot = -1;
       for (size_t i = 0; i < slots.size(); ++i)
         if (dead(slots[i].end) && slots[i].context == context &&

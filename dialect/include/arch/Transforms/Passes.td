@@ -263,8 +263,8 @@ def PlanBuffersPass : Pass<"archk-plan-buffers", "::mlir::ModuleOp"> {
     the function's scratch memory (`archk.offset`), first fit among those
     live at once. The function records what the runtime allocates:
     `archk.slot_widths` (floats per token row of each slot) and
-    `archk.scratch_floats`. Allocations whose row count is computed from
-    the position argument hold a context's rows (naive MLA's keys and values
+    `archk.scratch_floats`. Allocations tagged `archk.context` hold a
+    context's rows, pos + T of them (naive MLA's keys and values
     up-projected from every cached latent): they share slots only among
     themselves, listed in `archk.context_slots`, which the runtime sizes for
     the sequence's positions instead of a call's chunk of tokens.
