@@ -289,23 +289,43 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   F("total_pv").update().vectorize(dd, dl);
 }
 
-/// A task per (head, token); the head's outputs a few vectors at a time,
-/// their accumulators in registers while K runs.
+/// As a linear's GEMM and GEMV: with >= kTokenTile rows, a task per
+/// (head, tile of kTokenTile tokens) whose register tiles are a few vectors
+/// of outputs x the tile's tokens (each weight vector loaded once for
+/// kTokenTile tokens); with fewer, a task per (head, token).
 static void scheduleHeadLinear(KernelFuncs &k, const HeadLinearKernel &d) {
   Var n = k.vars["n"], h = k.vars["h"], t = k.vars["t"], kk = k.vars["kk"];
+  RDom r = k.rdoms["r"];
   Func acc = k.funcs["acc"];
-  Var ht("ht"), no("no"), ni("ni");
-  k.out.fuse(h, t, ht).parallel(ht);
+  Var ht("ht"), no("no"), ni("ni"), to("to"), ti("ti");
+  // kMajor: vectors along the contiguous outputs; else a few outputs, each
+  // a vector of partial sums along K.
+  int sub = d.kMajor ? vectorWidthFor(d.N, 4 * k.lanes)
+                     : int(vectorWidthFor(d.N, 4));
+  auto tiles = [&](Stage s, bool gemm) {
+    s.split(n, no, ni, sub);
+    if (d.kMajor)
+      s.vectorize(ni, k.lanes);
+    else
+      s.unroll(ni);
+    if (gemm)
+      s.split(t, to, ti, kTokenTile, TailStrategy::ShiftInwards)
+          .reorder(ni, ti, no, h, to)
+          .unroll(ti)
+          .fuse(h, to, ht)
+          .parallel(ht);
+    else
+      s.reorder(ni, no, h, t).fuse(h, t, ht).parallel(ht);
+  };
+  tiles(k.out.specialize(k.out.output_buffer().dim(2).extent() >= kTokenTile),
+        true);
+  tiles(k.out, false);
   if (d.kMajor) {
-    int sub = vectorWidthFor(d.N, 4 * k.lanes);
-    k.out.split(n, no, ni, sub).vectorize(ni, k.lanes);
-    acc.compute_at(k.out, no).vectorize(n, k.lanes).unroll(n);
-    acc.update().reorder(n, k.rdoms["r"]).vectorize(n, k.lanes).unroll(n);
+    acc.compute_at(k.out, no).vectorize(n, k.lanes).unroll(n).unroll(t);
+    acc.update().reorder(n, t, r).vectorize(n, k.lanes).unroll(n).unroll(t);
   } else {
-    int nt = int(vectorWidthFor(d.N, 4));
-    k.out.split(n, no, ni, nt).unroll(ni);
-    acc.compute_at(k.out, no).vectorize(kk).unroll(n);
-    acc.update().reorder(kk, n, k.rdoms["r"]).vectorize(kk).unroll(n);
+    acc.compute_at(k.out, no).vectorize(kk).unroll(n).unroll(t);
+    acc.update().reorder(kk, n, t, r).vectorize(kk).unroll(n).unroll(t);
   }
 }
 
