@@ -106,7 +106,8 @@ static WeightOp rowsOf(WeightOp w, StringRef suffix, int64_t rows,
                             false);
 }
 
-static void absorb(NaiveMLA &m, ModuleOp module, SymbolTable &symbols) {
+static void absorb(NaiveMLA &m, ModuleOp module, SymbolTable &symbols,
+                   bool foldOutput) {
   const int64_t H = m.heads, dn = m.nope, dr = m.rope, dv = m.value,
                 c = m.latent;
   // kv_b_proj holds, per head, dn rows of W_UK then dv rows of W_UV.
@@ -142,10 +143,30 @@ static void absorb(NaiveMLA &m, ModuleOp module, SymbolTable &symbols) {
       loc, type(H * c), query, context, m.cached.getResult(0), a.getPos(),
       Value(), Value(), Value(), H, 1, c + dr, a.getScaleAttr().getValue(),
       a.getSoftcapAttr().getValue(), false, 0, a.getT5MaxDistance(), 0, c);
-  // Each head's latent output through its W_UV.
-  Value out = b.create<HeadLinearOp>(loc, type(H * dv), latentOut, param(uv),
-                                     H, false);
-  a.getResult().replaceAllUsesWith(out);
+  // Each head's latent output through its W_UV; or, folded, through
+  // o_proj x W_UV per head ([d, H x c], a weight-only product hoisted to
+  // load time): head h of o_proj's rows [d, v] times W_UV_h as [v, c].
+  auto oproj = a.getResult().hasOneUse()
+                   ? dyn_cast<LinearOp>(*a.getResult().getUsers().begin())
+                   : LinearOp();
+  auto wo = oproj ? cast<RankedTensorType>(oproj.getWeight().getType())
+                  : RankedTensorType();
+  if (foldOutput && oproj && oproj.getInput() == a.getResult() &&
+      wo.getRank() == 2) {
+    auto folded = RankedTensorType::get({wo.getDimSize(0), H * c},
+                                        b.getF32Type());
+    b.setInsertionPoint(oproj); // after o_proj's weight
+    Value w = b.create<HeadLinearOp>(loc, folded, oproj.getWeight(),
+                                     param(uv), H, true);
+    Value y = b.create<LinearOp>(oproj.getLoc(), oproj.getType(), latentOut,
+                                 w, oproj.getBias());
+    oproj.getResult().replaceAllUsesWith(y);
+    oproj.erase();
+  } else {
+    Value out = b.create<HeadLinearOp>(loc, type(H * dv), latentOut,
+                                       param(uv), H, false);
+    a.getResult().replaceAllUsesWith(out);
+  }
   // The naive form, now unused, goes.
   SmallVector<Operation *> dead{a, m.key, m.query, m.upSplit, m.up,
                                 m.up.getWeight().getDefiningOp()};
@@ -158,6 +179,7 @@ static void absorb(NaiveMLA &m, ModuleOp module, SymbolTable &symbols) {
 }
 
 struct AbsorbMLAPass : impl::AbsorbMLAPassBase<AbsorbMLAPass> {
+  using AbsorbMLAPassBase::AbsorbMLAPassBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -168,7 +190,7 @@ struct AbsorbMLAPass : impl::AbsorbMLAPassBase<AbsorbMLAPass> {
     bool changed = false;
     for (AttentionOp a : attns)
       if (std::optional<NaiveMLA> m = match(a, symbols)) {
-        absorb(*m, module, symbols);
+        absorb(*m, module, symbols, foldOutput);
         changed = true;
       }
     if (!changed)

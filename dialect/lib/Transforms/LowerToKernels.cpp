@@ -416,7 +416,10 @@ struct LowerHeadLinear : Lowering<HeadLinearOp> {
     Value x = buf(a.getInput());
     int64_t h = op.getHeads(), K = widthOf(x) / h,
             N = widthOf(op.getResult()) / h;
-    Value out = newRowsLike(b, loc, x, h * N);
+    // Over weights (MLA's o_proj x W_UV) the rows are static.
+    auto type = cast<RankedTensorType>(op.getType());
+    Value out = type.hasStaticShape() ? newFixed(b, loc, type.getShape())
+                                      : newRowsLike(b, loc, x, h * N);
     call(b, loc, HeadLinearKernel{h, K, N, op.getKMajor()},
          {{"x", heads(b, loc, x, h)},
           {"weight", buf(a.getWeight())},
@@ -875,7 +878,8 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
   auto checkOp = [&](Operation *op, bool inPrepare) -> LogicalResult {
     if (isa<func::ReturnOp>(op))
       return success();
-    if (inPrepare && !isa<ParamOp, ConcatOp, PackOp, AddOp, AssignOp>(op))
+    if (inPrepare &&
+        !isa<ParamOp, ConcatOp, PackOp, AddOp, HeadLinearOp, AssignOp>(op))
       return op->emitOpError() << "has no lowering in @prepare_params";
     if (!inPrepare && isa<AssignOp>(op))
       return op->emitOpError() << "assigns a prepared weight in @forward: "
@@ -891,7 +895,7 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
     // Weight-only work left in @forward gets buffers of fixed size (every
     // other result has token rows, or the last token's one row).
     if (!inPrepare && weightOnly.contains(op) &&
-        !isa<ParamOp, ConcatOp, PackOp, AddOp>(op))
+        !isa<ParamOp, ConcatOp, PackOp, AddOp, HeadLinearOp>(op))
       return op->emitOpError() << "depends only on weights and has no "
                                   "lowering as weight preparation";
     if (op->getDialect() != module->getContext()->getLoadedDialect<ArchDialect>())

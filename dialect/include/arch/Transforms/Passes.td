@@ -26,10 +26,13 @@ def AbsorbMLAPass : Pass<"arch-absorb-mla", "::mlir::ModuleOp"> {
 
     W_UK and W_UV become weights of their own, the rows of the checkpoint's
     kv_b_proj the runtime assembles at load (`rows [heads, qk_nope + v,
-    offset, length]`); kv_b_proj itself is no longer loaded. W_UV is not
-    multiplied into o_proj: the product [d_model, n_heads x kv_lora] is
+    offset, length]`); kv_b_proj itself is no longer loaded. With
+    `fold-output`, W_UV is also multiplied into o_proj at load (one
+    `arch.head_linear` of the two weights, hoisted to `@prepare_params`):
+    the output projection becomes one linear from the attention's latent
+    output. Off by default: that product [d_model, n_heads x kv_lora] is
     kv_lora / v_head_dim times o_proj's size (4x for DeepSeek), bytes every
-    decoded token would read.
+    decoded token would read (bench/mla.sh measures both).
 
     ```mlir
     %kv = arch.linear %lat, %wkvb : ... -> tensor<?x192xf32>
@@ -43,6 +46,10 @@ def AbsorbMLAPass : Pass<"arch-absorb-mla", "::mlir::ModuleOp"> {
     %a = arch.head_linear %o, %wuv {heads = 4 : i64} : ...
     ```
   }];
+  let options = [
+    Option<"foldOutput", "fold-output", "bool", /*default=*/"false",
+           "multiply W_UV into o_proj at load">
+  ];
   let dependentDialects = ["::arch::ArchDialect"];
 }
 
