@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 
@@ -106,8 +107,7 @@ static WeightOp rowsOf(WeightOp w, StringRef suffix, int64_t rows,
                             false);
 }
 
-static void absorb(NaiveMLA &m, ModuleOp module, SymbolTable &symbols,
-                   bool foldOutput) {
+static void absorb(NaiveMLA &m, SymbolTable &symbols, bool foldOutput) {
   const int64_t H = m.heads, dn = m.nope, dr = m.rope, dv = m.value,
                 c = m.latent;
   // kv_b_proj holds, per head, dn rows of W_UK then dv rows of W_UV.
@@ -173,9 +173,6 @@ static void absorb(NaiveMLA &m, ModuleOp module, SymbolTable &symbols,
   for (Operation *op : dead)
     if (op->use_empty())
       op->erase();
-  if (SymbolTable::symbolKnownUseEmpty(m.upWeight, module)) {
-    symbols.erase(m.upWeight);
-  }
 }
 
 struct AbsorbMLAPass : impl::AbsorbMLAPassBase<AbsorbMLAPass> {
@@ -187,14 +184,21 @@ struct AbsorbMLAPass : impl::AbsorbMLAPassBase<AbsorbMLAPass> {
     module.walk([&](AttentionOp a) { attns.push_back(a); });
     // Matched one at a time: an absorption erases only its own attention,
     // and takes the names the next match checks.
-    bool changed = false;
+    SmallVector<WeightOp> absorbed;
     for (AttentionOp a : attns)
       if (std::optional<NaiveMLA> m = match(a, symbols)) {
-        absorb(*m, module, symbols, foldOutput);
-        changed = true;
+        absorb(*m, symbols, foldOutput);
+        absorbed.push_back(m->upWeight);
       }
-    if (!changed)
-      markAllAnalysesPreserved();
+    if (absorbed.empty())
+      return markAllAnalysesPreserved();
+    // kv_b_proj weights nothing reads any more are no longer parameters
+    // (one walk for all: a use query per layer would scan the module each).
+    llvm::StringSet<> read;
+    module.walk([&](ParamOp p) { read.insert(p.getName()); });
+    for (WeightOp w : absorbed)
+      if (!read.contains(w.getSymName()))
+        symbols.erase(w);
   }
 };
 

@@ -1104,9 +1104,12 @@ void elideCopies(func::FuncOp fn) {
 /// @prepare_params reads.
 void insertReleases(func::FuncOp prepare, const llvm::StringSet<> &forwardReads) {
   Block &body = prepare.getBody().front();
+  // One table for the lookups (a nearest-symbol lookup per weight scans the
+  // module: quadratic at DeepSeek-V3's 44k weights).
+  SymbolTable symbols(prepare->getParentOfType<ModuleOp>());
   llvm::StringMap<std::pair<archk::WeightOp, Operation *>> last;
   for (auto w : body.getOps<archk::WeightOp>()) {
-    auto decl = SymbolTable::lookupNearestSymbolFrom<WeightOp>(w, w.getNameAttr());
+    auto decl = symbols.lookup<WeightOp>(w.getName());
     if (decl.getPrepared() || forwardReads.contains(w.getName()))
       continue;
     auto &[first, end] = last[w.getName()];
