@@ -12,13 +12,9 @@
 #      positions: the same figures.
 #   bench/kv-cache.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build="${ARCHC_BUILD:-build}"
-archc="$build/bin/archc"
+source "$(dirname "$0")/lib.sh"
 spec=specs/llama/bench-156m-32k.toml
 runs="${RUNS:-1}"
-out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
 grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /'
 sed -e 's/^name = "llama-156m-32k"/name = "llama-156m-32k-swa"/' \
     -e '/^\[attention\]$/a window = 4096' "$spec" > "$out/swa.toml"

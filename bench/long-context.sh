@@ -19,17 +19,11 @@
 # K and V.
 #   bench/long-context.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build="${ARCHC_BUILD:-build}"
-archc="$build/bin/archc"
+source "$(dirname "$0")/lib.sh"
 spec=specs/llama/bench-156m-32k.toml
 runs="${RUNS:-3}"
-out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
-cc -O3 -march=native -pthread bench/ceilings.c -o "$out/ceilings"
+bench_ceilings
 cc -O2 -I/usr/include/halide14 bench/attention.c -ldl -o "$out/attention"
-for t in 1 2; do "$out/ceilings" "$t" > "$out/ceilings.$t"; done
-grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /' > "$out/cpu"
 "$archc" compile "$spec" -o "$out/tiled.so" --quiet
 "$archc" compile "$spec" -o "$out/untiled.so" --quiet --disable-pass=arch-flash-tiling
 # Model shape, for the kernel harness: heads, kv heads, head_dim, layers.
@@ -71,14 +65,10 @@ done
 for t in 1 2; do attn tiled "$t" 1 4096 300 > "$out/attn.decode4k.$t"; done
 /usr/bin/python3 - "$out" "$layers" <<'PY'
 import json, os, sys
+sys.path.insert(0, "bench")
+import benchlib
 out, layers = sys.argv[1], int(sys.argv[2])
-def kv(path):
-    return {k: float(v) for k, v in (x.split("=") for x in open(path).read().split())}
-ceil = {t: kv(f"{out}/ceilings.{t}") for t in (1, 2)}
-print(open(f"{out}/cpu").read().strip())
-for t in (1, 2):
-    print(f"ceilings, {t} thread(s): FP32 FMA peak {ceil[t]['peak_gflops']:.1f} GFLOP/s, "
-          f"read bandwidth {ceil[t]['read_gbs']:.1f} GB/s")
+ceil = benchlib.ceilings(out)
 print("\nprefill tok/s (bench-156m-32k)")
 print(f"{'build':<9} {'thr':>3} {'128':>8} {'512':>8} {'2048':>8} {'2048/128':>9}")
 for b in ("tiled", "untiled"):
@@ -93,7 +83,7 @@ for b in ("tiled", "untiled"):
     for t in (1, 2):
         cells = []
         for n in (2048, 8192):
-            a = kv(f"{out}/attn.{b}.{t}.{n}")
+            a = benchlib.kv(f"{out}/attn.{b}.{t}.{n}")
             cells.append(f"{a['gflops']:>8.1f} ({a['gflops'] / ceil[t]['peak_gflops']:>4.0%})")
         print(f"{b:<9} {t:>3} {cells[0]:>18} {cells[1]:>18}")
 print("\ndecode, 2 threads: tok/s, the attention kernel's share of a token, its "
@@ -106,14 +96,14 @@ for b in ("tiled", "untiled"):
         if not os.path.exists(path):
             continue
         d = json.load(open(path))
-        a = kv(f"{out}/attn.decode.{b}.{n}")
+        a = benchlib.kv(f"{out}/attn.decode.{b}.{n}")
         share = layers * a["ms"] / 1e3 * d["decode_tokens_per_s"]
         print(f"{b:<9} {n:>7} {d['decode_tokens_per_s']:>12.1f} {share:>10.0%} "
               f"{a['gbs']:>7.1f} ({a['gbs'] / ceil[2]['read_gbs']:>4.0%}) "
               f"{d['prefill_tokens_per_s']:>13.1f} {d['peak_rss_mib']:>12.1f}")
 print("\ndecode attention kernel alone at 4096 positions (tiled): K/V read rate")
 for t in (1, 2):
-    a = kv(f"{out}/attn.decode4k.{t}")
+    a = benchlib.kv(f"{out}/attn.decode4k.{t}")
     print(f"  {t} thread(s): {a['ms']:.3f} ms, {a['gbs']:.1f} GB/s "
           f"({a['gbs'] / ceil[t]['read_gbs']:.0%} of the read bandwidth)")
 PY

@@ -13,16 +13,10 @@
 # Figures are medians of $RUNS repetitions after a warm-up call (1 at 8K).
 #   bench/mla.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build="${ARCHC_BUILD:-build}"
-archc="$build/bin/archc"
+source "$(dirname "$0")/lib.sh"
 spec=specs/deepseek/bench-mla.toml
 runs="${RUNS:-3}"
-out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
-cc -O3 -march=native -pthread bench/ceilings.c -o "$out/ceilings"
-for t in 1 2; do "$out/ceilings" "$t" > "$out/ceilings.$t"; done
-grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /' > "$out/cpu"
+bench_ceilings
 "$archc" compile "$spec" -o "$out/absorbed.so" --quiet
 "$archc" compile "$spec" -o "$out/naive.so" --quiet --disable-pass=arch-absorb-mla
 "$archc" check "$spec" --json > "$out/check.json"
@@ -41,15 +35,11 @@ for b in absorbed naive; do
 done
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
+sys.path.insert(0, "bench")
+import benchlib
 out = sys.argv[1]
-def kv(path):
-    return {k: float(v) for k, v in (x.split("=") for x in open(path).read().split())}
-ceil = {t: kv(f"{out}/ceilings.{t}") for t in (1, 2)}
+ceil = benchlib.ceilings(out)
 check = json.load(open(f"{out}/check.json"))
-print(open(f"{out}/cpu").read().strip())
-for t in (1, 2):
-    print(f"ceilings, {t} thread(s): FP32 FMA peak {ceil[t]['peak_gflops']:.1f} GFLOP/s, "
-          f"read bandwidth {ceil[t]['read_gbs']:.1f} GB/s")
 per = check["kv_bytes_per_token"]
 print(f"\nbench-mla: {check['params']:,} parameters, cache {per:,} bytes per token "
       f"({check['kv_elements_per_token']:,} elements, all layers)")

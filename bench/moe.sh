@@ -13,15 +13,9 @@
 # Medians of $RUNS repetitions after a warm-up call.
 #   bench/moe.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build="${ARCHC_BUILD:-build}"
-archc="$build/bin/archc"
+source "$(dirname "$0")/lib.sh"
 runs="${RUNS:-5}"
-out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
-cc -O3 -march=native -pthread bench/ceilings.c -o "$out/ceilings"
-for t in 1 2; do "$out/ceilings" "$t" > "$out/ceilings.$t"; done
-grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /' > "$out/cpu"
+bench_ceilings
 for m in bench-156m bench-moe; do
   "$archc" compile "specs/llama/$m.toml" -o "$out/$m.so" --quiet
   "$archc" check "specs/llama/$m.toml" --json > "$out/$m.json"
@@ -32,14 +26,10 @@ for m in bench-156m bench-moe; do
 done
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
+sys.path.insert(0, "bench")
+import benchlib
 out = sys.argv[1]
-def kv(path):
-    return {k: float(v) for k, v in (x.split("=") for x in open(path).read().split())}
-ceil = {t: kv(f"{out}/ceilings.{t}") for t in (1, 2)}
-print(open(f"{out}/cpu").read().strip())
-for t in (1, 2):
-    print(f"ceilings, {t} thread(s): FP32 FMA peak {ceil[t]['peak_gflops']:.1f} GFLOP/s, "
-          f"read bandwidth {ceil[t]['read_gbs']:.1f} GB/s")
+ceil = benchlib.ceilings(out)
 check = {m: json.load(open(f"{out}/{m}.json")) for m in ("bench-156m", "bench-moe")}
 for m, c in check.items():
     print(f"{m}: {c['params']:,} parameters, {c['active_params']:,} active per token")

@@ -12,18 +12,12 @@
 # medians of $RUNS repetitions after a warm-up call.
 #   bench/run.sh [SPEC...]   (default: the 156M Llama and Falcon shapes)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build="${ARCHC_BUILD:-build}"
-archc="$build/bin/archc"
+source "$(dirname "$0")/lib.sh"
 specs=("$@")
 [ "${#specs[@]}" -gt 0 ] || specs=(specs/llama/bench-156m.toml specs/falcon/bench-falcon-160m.toml)
 prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}"
 passes=(arch-fuse-qkv arch-fuse-parallel-block arch-flash-tiling arch-pack-weights arch-hoist-param-prep)
-out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
-cc -O3 -march=native -pthread bench/ceilings.c -o "$out/ceilings"
-for t in 1 2; do "$out/ceilings" "$t" > "$out/ceilings.$t"; done
-grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /' > "$out/cpu"
+bench_ceilings
 for spec in "${specs[@]}"; do
   name="$(basename "$spec" .toml)"
   "$archc" check "$spec" --json --context "$prompt" > "$out/$name.check.json"
@@ -53,15 +47,10 @@ for spec in "${specs[@]}"; do
 done
 /usr/bin/python3 - "$out" "${specs[@]}" <<'PY'
 import json, os, sys
+sys.path.insert(0, "bench")
+import benchlib
 out, specs = sys.argv[1], sys.argv[2:]
-ceil = {}
-for t in (1, 2):
-    kv = dict(x.split("=") for x in open(f"{out}/ceilings.{t}").read().split())
-    ceil[t] = (float(kv["peak_gflops"]), float(kv["read_gbs"]))
-print(open(f"{out}/cpu").read().strip())
-for t in (1, 2):
-    print(f"ceilings, {t} thread(s): FP32 FMA peak {ceil[t][0]:.1f} GFLOP/s, "
-          f"read bandwidth {ceil[t][1]:.1f} GB/s")
+ceil = benchlib.ceilings(out)
 print(f"{'model':<18} {'build':<27} {'thr':>3} {'compile s':>9} {'prefill tok/s':>13} "
       f"{'GFLOP/s':>8} {'of peak':>7} {'vs torch':>8} {'decode tok/s':>12} "
       f"{'GB/s':>6} {'of bw':>6} {'1st/med':>7} {'load MiB':>8} {'weights':>7}")
@@ -82,8 +71,8 @@ for spec in specs:
                   else f"{'':>8}")
             print(f"{b['model']:<18} {v:<27} {t:>3} {comp:>9.2f} "
                   f"{b['prefill_tokens_per_s']:>13.1f} {gf:>8.1f} "
-                  f"{gf / ceil[t][0]:>6.0%} {vs} {b['decode_tokens_per_s']:>12.1f} "
-                  f"{gb:>6.1f} {gb / ceil[t][1]:>5.0%} "
+                  f"{gf / ceil[t]['peak_gflops']:>6.0%} {vs} {b['decode_tokens_per_s']:>12.1f} "
+                  f"{gb:>6.1f} {gb / ceil[t]['read_gbs']:>5.0%} "
                   f"{b['first_prefill_tokens_per_s'] / b['prefill_tokens_per_s']:>7.2f} "
                   f"{b['load_rss_mib']:>8.1f} {b['weight_mib']:>7.1f}")
 PY

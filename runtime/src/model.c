@@ -280,13 +280,17 @@ struct archrt_seq {
   float **slots, **caches;
 };
 
-static void *alloc_floats(size_t n) {
+/* n floats, 64-byte aligned and rounded up to whole cache lines; zeroed
+ * when `zero`. */
+static void *alloc_floats_as(size_t n, int zero) {
   size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
   void *p = aligned_alloc(64, bytes ? bytes : 64);
-  if (p)
+  if (p && zero)
     memset(p, 0, bytes);
   return p;
 }
+
+static void *alloc_floats(size_t n) { return alloc_floats_as(n, 1); }
 
 /* A ring cache's `bytes` mapped twice in a row, so that row r + capacity
  * is row r and any capacity consecutive positions are consecutive rows
@@ -385,13 +389,7 @@ archrt_status archrt_seq_create(archrt_model *m, int32_t max_tokens,
     int context = d->slot_context && d->slot_context[i];
     size_t n = (size_t)d->slot_width[i] *
                (size_t)(context ? s->capacity : d->max_chunk);
-    if (context) {
-      size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-      s->slots[i] = aligned_alloc(64, bytes ? bytes : 64);
-    } else {
-      s->slots[i] = alloc_floats(n);
-    }
-    ok = s->slots[i] != NULL;
+    ok = (s->slots[i] = alloc_floats_as(n, !context)) != NULL;
   }
   /* A token cache holds the sequence's positions (archc makes its
    * capacity max_seq_len), a ring its capacity, a state one row. */

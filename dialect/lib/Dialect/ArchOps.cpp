@@ -368,28 +368,6 @@ LogicalResult MoEOp::verify() {
   return success();
 }
 
-LogicalResult SplitOp::verify() {
-  int64_t width = featureDim(*this, getInput(), "input");
-  if (width < 0)
-    return failure();
-  if (getResults().empty())
-    return emitOpError() << "needs at least one result";
-  int64_t total = 0;
-  for (Value r : getResults()) {
-    int64_t w = featureDim(*this, r, "result");
-    if (w < 0)
-      return failure();
-    if (cast<RankedTensorType>(r.getType()).getDimSize(0) !=
-        cast<RankedTensorType>(getInput().getType()).getDimSize(0))
-      return emitOpError() << "results must have the input's token dimension";
-    total += w;
-  }
-  if (total != width)
-    return emitOpError() << "results cover " << total
-                         << " columns, the input has " << width;
-  return success();
-}
-
 /// The width of each of the `heads` heads of `v` ([?, heads * w], w > 0),
 /// or -1 with an error.
 static int64_t headWidth(Operation *op, Value v, int64_t heads,
@@ -412,30 +390,49 @@ static int64_t product(int64_t a, int64_t b) {
   return llvm::MulOverflow(a, b, r) ? -1 : r;
 }
 
-LogicalResult HeadsSplitOp::verify() {
-  int64_t h = getHeads();
-  if (h < 1)
-    return emitOpError() << "heads must be positive";
-  int64_t width = headWidth(*this, getInput(), h, "input");
-  if (width < 0)
+/// split and heads_split: `results` share out the columns of `input` (of
+/// each of its `heads` heads when `heads` > 0; a plain split has none), all
+/// with the input's token dimension, together covering it.
+static LogicalResult verifySplit(Operation *op, Value input,
+                                 ValueRange results, int64_t heads) {
+  auto width = [&](Value v, StringRef what) {
+    return heads > 0 ? headWidth(op, v, heads, what)
+                     : featureDim(op, v, what);
+  };
+  int64_t w = width(input, "input");
+  if (w < 0)
     return failure();
-  if (getResults().empty())
-    return emitOpError() << "needs at least one result";
+  if (results.empty())
+    return op->emitOpError() << "needs at least one result";
   int64_t total = 0;
-  for (Value r : getResults()) {
-    int64_t w = headWidth(*this, r, h, "result");
-    if (w < 0)
+  for (Value r : results) {
+    int64_t rw = width(r, "result");
+    if (rw < 0)
       return failure();
     if (cast<RankedTensorType>(r.getType()).getDimSize(0) !=
-        cast<RankedTensorType>(getInput().getType()).getDimSize(0))
-      return emitOpError() << "results must have the input's token dimension";
-    total += w;
+        cast<RankedTensorType>(input.getType()).getDimSize(0))
+      return op->emitOpError()
+             << "results must have the input's token dimension";
+    total += rw;
   }
-  if (total != width)
-    return emitOpError() << "results cover " << total
-                         << " columns of each head, the input's heads have "
-                         << width;
-  return success();
+  if (total == w)
+    return success();
+  if (heads > 0)
+    return op->emitOpError() << "results cover " << total
+                             << " columns of each head, the input's heads have "
+                             << w;
+  return op->emitOpError() << "results cover " << total
+                           << " columns, the input has " << w;
+}
+
+LogicalResult SplitOp::verify() {
+  return verifySplit(*this, getInput(), getResults(), 0);
+}
+
+LogicalResult HeadsSplitOp::verify() {
+  if (getHeads() < 1)
+    return emitOpError() << "heads must be positive";
+  return verifySplit(*this, getInput(), getResults(), getHeads());
 }
 
 LogicalResult HeadsConcatOp::verify() {

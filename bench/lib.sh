@@ -1,0 +1,16 @@
+# Sourced by every bench/*.sh: runs from the repository root, with $archc,
+# a scratch directory $out removed on exit, and bench_ceilings, which
+# measures this machine's ceilings (bench/ceilings.c: FP32 FMA peak, read
+# bandwidth; 1 and 2 threads) into $out/ceilings.{1,2} and names the CPU in
+# $out/cpu, for bench/benchlib.py to print beside the figures.
+cd "$(dirname "${BASH_SOURCE[1]}")/.."
+build="${ARCHC_BUILD:-build}"
+archc="$build/bin/archc"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+bench_ceilings() {
+  cc -O3 -march=native -pthread bench/ceilings.c -o "$out/ceilings"
+  for t in 1 2; do "$out/ceilings" "$t" > "$out/ceilings.$t"; done
+  grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /' > "$out/cpu"
+}
+export PYTHONDONTWRITEBYTECODE=1
