@@ -70,6 +70,22 @@ static ImageParam rows(KernelFuncs &k, const char *name,
   return p;
 }
 
+/// A 16-bit weight element widened to f32 in registers. bf16 is an f32's
+/// top half. An f16 (normal or zero: the pack flushes subnormals, so no f32
+/// subnormal ever reaches the multiply) sign-extended and shifted left by
+/// 13 has its exponent and mantissa where an f32's go, the exponent 112
+/// lower, which one multiply by 2^112 restores: four instructions, where
+/// Halide 14 emulates the conversion in many more (it emits no vcvtph2ps).
+static Expr widen(Expr w, StoreType t) {
+  if (t == StoreType::f32)
+    return w;
+  if (t != StoreType::f16)
+    return cast<float>(w);
+  Expr bits = cast<int32_t>(reinterpret<int16_t>(w)) << 13;
+  bits = bits & Expr(int32_t(0x8fffe000u));
+  return reinterpret<float>(bits) * std::ldexp(1.0f, 112);
+}
+
 /// x (K, T) . w (K, N) -> (N, T). The reduction over K is split into
 /// `lanes`-wide partial sums (acc) so the inner loop is a vector FMA.
 /// With a packed weight (panel > 0), w is (panel, K, panels) and acc keeps
@@ -102,7 +118,14 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
   if (panel) {
     RDom r(0, int(K), "r");
     acc(n, t) = 0.0f;
-    acc(n, t) += x(r, t) * w(n % int(panel), r, n / int(panel));
+    // The weight widened: an f16 one as a Func of its own, computed once per
+    // step of K (inlined, its multiply would be taken once per token).
+    Func wide("wide");
+    Var j("j"), p("p");
+    wide(j, kk, p) = widen(w(j, kk, p), d.weight);
+    if (d.weight == StoreType::f16)
+      k.funcs["wide"] = wide;
+    acc(n, t) += x(r, t) * wide(n % int(panel), r, n / int(panel));
     dot = acc(n, t);
     k.rdoms["r"] = r;
     k.lanes = vectorWidthFor(panel, k.lanes);
@@ -123,6 +146,18 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
   k.outDims = {N};
 }
 
+/// f32 -> the 16-bit `store`, rounded to nearest even. An f16 saturates at
+/// +-65504 (no infinities) and its subnormals (below 2^-14 in magnitude)
+/// become zero, so that widen() reads every stored value exactly.
+static Expr narrow(Expr v, StoreType store) {
+  if (store != StoreType::f16)
+    return cast(elementType(store), v);
+  Expr h = cast(Float(16), clamp(v, -65504.0f, 65504.0f));
+  Expr bits = reinterpret<uint16_t>(h);
+  return reinterpret(Float(16), select((bits & 0x7c00) == 0,
+                                       bits & 0x8000, bits));
+}
+
 /// w (K, N) -> (panel, K, panels): column p * panel + j of row k, zero past N.
 static void lowerPack(KernelFuncs &k, const PackKernel &d) {
   int64_t K = d.K, N = d.N, panel = d.panel;
@@ -135,7 +170,8 @@ static void lowerPack(KernelFuncs &k, const PackKernel &d) {
   Expr col = (p % int(per)) * int(panel) + j;
   Expr row = (p / int(per)) * int(n) + col;
   Func out("pack");
-  out(j, kk, p) = select(col < int(n), w(kk, min(row, int(N) - 1)), 0.0f);
+  out(j, kk, p) = narrow(
+      select(col < int(n), w(kk, min(row, int(N) - 1)), 0.0f), d.store);
   k.out = out;
   k.vars = {{"j", j}, {"kk", kk}, {"p", p}};
   k.outDims = {panel, K};

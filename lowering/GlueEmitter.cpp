@@ -196,7 +196,11 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
     auto it = paramIndex.find(w.getName().str());
     if (it == paramIndex.end())
       return w.emitOpError() << "reads a weight the module does not declare";
-    bufs[w] = {"P[" + s(it->second) + "]", staticExtents(w.getType())};
+    // A 16-bit weight: its pointer is offset in 16-bit elements.
+    std::string ptr = "P[" + s(it->second) + "]";
+    if (!w.getType().getElementType().isF32())
+      ptr = "((uint16_t *)" + ptr + ")";
+    bufs[w] = {ptr, staticExtents(w.getType())};
     return success();
   }
   if (auto c = dyn_cast<archk::CacheOp>(op)) {
@@ -228,6 +232,9 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
     else
       return a.emitOpError() << "has no planned place (run "
                                 "archk-plan-buffers)";
+    if (a.getType().getElementType().isF16() ||
+        a.getType().getElementType().isBF16())
+      b.ptr = "((uint16_t *)" + b.ptr + ")";
     bufs[a] = b;
     return success();
   }
@@ -478,6 +485,8 @@ std::string GlueEmitter::emitDesc() {
   for (WeightOp p : prepared) {
     ds << "    {" << cStringLiteral(p.getSymName().str()) << ", ";
     list(p.getTensorType().getShape());
+    if (!p.getTensorType().getElementType().isF32())
+      ds << ", .elem_bytes = 2";
     ds << "},\n";
   }
   ds << "};\n\nstatic const archrt_gen_cache caches[" << caches.size()

@@ -92,6 +92,11 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
       .unroll(n)
       .unroll(t);
   acc.update().reorder(n, t, r).vectorize(n, lanes).unroll(n).unroll(t);
+  // An f16 weight's panel row widened once per step of K, not once per
+  // token of the tile (the multiply of its widening would be).
+  auto wide = k.funcs.find("wide");
+  if (wide != k.funcs.end())
+    wide->second.compute_at(acc, r).vectorize(Var("j"), lanes);
 }
 
 static void schedulePack(KernelFuncs &k) {

@@ -34,6 +34,9 @@ typedef struct archrt_gen_param {
   int64_t rows[4];
   /* Read only by archrt_gen_prepare, which releases it once read. */
   int32_t prepare_only;
+  /* Bytes per element of a prepared weight: 2 (f16, bf16: a 16-bit
+   * weight type) or 4 (0 reads as 4). Loaded weights are f32. */
+  int32_t elem_bytes;
 } archrt_gen_param;
 
 /* A cache (arch.cache) the runtime allocates per sequence, zeroed: one

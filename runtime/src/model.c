@@ -125,22 +125,29 @@ static void read_once(const float *p, int64_t n) {
   (void)sink;
 }
 
+/* The floats prepared weight `p` takes: its bytes rounded up to 64. */
+static int64_t prepared_floats(const archrt_gen_param *p) {
+  int64_t bytes = archrt_param_numel(p) * (p->elem_bytes ? p->elem_bytes : 4);
+  return (bytes + 63) / 64 * 16;
+}
+
 archrt_status archrt_model_set_weights(archrt_model *m, float **params,
                                        archrt_mapping *maps, int n_maps,
                                        void *owned) {
   const archrt_gen_model *d = m->desc;
   float *prepared = NULL;
   if (d->n_prepared > 0) {
+    /* Each prepared weight starts on a cache line: 16 floats. */
     int64_t total = 0;
     for (int i = 0; i < d->n_prepared; ++i)
-      total += archrt_param_numel(&d->prepared[i]);
+      total += prepared_floats(&d->prepared[i]);
     float **all = realloc(params, (size_t)(d->n_params + d->n_prepared) *
                                       sizeof *all);
     if (all)
       params = all;
     /* Not zeroed: archrt_gen_prepare writes every element, and pages are
      * only taken as it writes them while it releases the sources. */
-    size_t bytes = ((size_t)total * sizeof(float) + 63) / 64 * 64;
+    size_t bytes = (size_t)total * sizeof(float);
     prepared = all ? aligned_alloc(64, bytes ? bytes : 64) : NULL;
     if (!prepared) {
       release(params, NULL, maps, n_maps, owned);
@@ -151,7 +158,7 @@ archrt_status archrt_model_set_weights(archrt_model *m, float **params,
     float *next = prepared;
     for (int i = 0; i < d->n_prepared; ++i) {
       params[d->n_params + i] = next;
-      next += archrt_param_numel(&d->prepared[i]);
+      next += prepared_floats(&d->prepared[i]);
     }
     int rc = archrt_gen_prepare(params);
     if (rc != 0) {

@@ -141,6 +141,24 @@ module {
 
 // -----
 
+// A linear reads a 16-bit packed weight only when its description names
+// the weight type (and a pack writes one only when it names `store`).
+func.func @linear_weight_type(%x: memref<?x8xf32>, %w: memref<1x8x64xbf16>, %o: memref<?x16xf32>) {
+  // expected-error @+1 {{'archk.call' op argument 1 ('weight') is 'memref<1x8x64xbf16>', but the kernel takes a memref of the declared element type and rank (f32, 3)}}
+  archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, one_row = false, panel = 64 : i64}(%x, %w, %o) : memref<?x8xf32>, memref<1x8x64xbf16>, memref<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @pack_store(%w: memref<16x8xf32>, %o: memref<1x8x64xf32>) {
+  // expected-error @+1 {{'archk.call' op argument 1 ('out') is 'memref<1x8x64xf32>', but the kernel takes a memref of the declared element type and rank (bf16, 3)}}
+  archk.call "pack" {K = 8 : i64, N = 16 : i64, groups = 1 : i64, panel = 64 : i64, store = "bf16"}(%w, %o) : memref<16x8xf32>, memref<1x8x64xf32>
+  return
+}
+
+// -----
+
 // Attention reads keys and values of the element type its description
 // names.
 func.func @attention_kv_type(%q: memref<?x2x4xf32>, %k: memref<?x1x4xf32>, %p: index, %o: memref<?x2x4xf32>) {

@@ -334,7 +334,7 @@ func.func @split_tokens(%x: tensor<?x8xf32>) {
 // -----
 
 func.func @pack_shape(%w: tensor<96x8xf32>) {
-  // expected-error @+1 {{result must be tensor<2x8x64xf32>, got 'tensor<1x8x64xf32>'}}
+  // expected-error @+1 {{result must be tensor<2x8x64x(f32|f16|bf16)>, got 'tensor<1x8x64xf32>'}}
   %p = arch.pack %w {panel = 64 : i64} : tensor<96x8xf32> -> tensor<1x8x64xf32>
   return
 }
@@ -581,6 +581,36 @@ func.func @moe_packed_down(%x: tensor<?x8xf32>, %e: tensor<?x2xi32>, %w: tensor<
 
 // -----
 
+// 16-bit weights (--weight-type) are prepared, and packed.
+// expected-error @+1 {{a loaded weight is f32 (16-bit weights are prepared from it), got 'tensor<8x8xbf16>'}}
+arch.weight @w16 : tensor<8x8xbf16>
+
+// -----
+
+func.func @linear_16bit_unpacked(%x: tensor<?x8xf32>, %w: tensor<8x8xbf16>) {
+  // expected-error @+1 {{a 16-bit weight must be packed, got 'tensor<8x8xbf16>'}}
+  %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_16bit_unpacked(%x: tensor<?x8xf32>, %e: tensor<?x2xi32>, %w: tensor<?x2xf32>, %u: tensor<64x8xf16>, %d: tensor<32x16xf32>) {
+  // expected-error @+1 {{up: a 16-bit weight must be packed, got 'tensor<64x8xf16>'}}
+  %y = arch.moe silu %x, %e, %w up %u down %d {n_experts = 4 : i64, d_ff = 16 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<64x8xf16>, tensor<32x16xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @pack_f8(%w: tensor<96x8xf32>) {
+  // expected-error @+1 {{result #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %p = arch.pack %w {panel = 64 : i64} : tensor<96x8xf32> -> tensor<2x8x64xf8E4M3FN>
+  return
+}
+
+// -----
+
 func.func @pack_groups(%w: tensor<96x8xf32>) {
   // expected-error @+1 {{groups (5) must divide N = 96}}
   %p = arch.pack %w {panel = 64 : i64, groups = 5 : i64} : tensor<96x8xf32> -> tensor<5x8x64xf32>
@@ -590,7 +620,7 @@ func.func @pack_groups(%w: tensor<96x8xf32>) {
 // -----
 
 func.func @pack_groups_shape(%w: tensor<96x8xf32>) {
-  // expected-error @+1 {{result must be tensor<4x8x64xf32>, got 'tensor<2x8x64xf32>'}}
+  // expected-error @+1 {{result must be tensor<4x8x64x(f32|f16|bf16)>, got 'tensor<2x8x64xf32>'}}
   %p = arch.pack %w {panel = 64 : i64, groups = 4 : i64} : tensor<96x8xf32> -> tensor<2x8x64xf32>
   return
 }

@@ -1,5 +1,11 @@
 // RUN: arch-opt %s -split-input-file -arch-pack-weights | FileCheck %s
 // RUN: arch-opt %s -split-input-file -arch-pack-weights='panel=32 min-columns=64' | FileCheck %s --check-prefix=OPTS
+// 16-bit weights: every matmul weight packed in that type, the one-row
+// classifier and narrow ones included.
+// RUN: arch-opt %s -split-input-file -arch-pack-weights='weight-type=bf16' | FileCheck %s --check-prefix=BF16
+// RUN: arch-opt %s -split-input-file -arch-pack-weights='weight-type=f16' | FileCheck %s --check-prefix=F16
+// RUN: not arch-opt %s -split-input-file -arch-pack-weights='weight-type=f8' 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: arch-pack-weights: weight-type must be f32, f16 or bf16, got 'f8'
 
 arch.weight @w : tensor<96x8xf32>
 arch.weight @c : tensor<16x8xf32>
@@ -13,6 +19,12 @@ func.func @pack_projection(%x: tensor<?x8xf32>, %l: tensor<1x8xf32>) -> (tensor<
   // CHECK: %[[P:.*]] = arch.pack %[[W]] {panel = 64 : i64} : tensor<96x8xf32> -> tensor<2x8x64xf32>
   // CHECK: arch.linear %{{.*}}, %[[P]] : (tensor<?x8xf32>, tensor<2x8x64xf32>) -> tensor<?x96xf32>
   // OPTS: arch.pack %{{.*}} {panel = 32 : i64} : tensor<96x8xf32> -> tensor<3x8x32xf32>
+  // BF16: %[[P:.*]] = arch.pack %{{.*}} {panel = 64 : i64} : tensor<96x8xf32> -> tensor<2x8x64xbf16>
+  // BF16: arch.linear %{{.*}}, %[[P]] : (tensor<?x8xf32>, tensor<2x8x64xbf16>) -> tensor<?x96xf32>
+  // BF16: %[[Q:.*]] = arch.pack %{{.*}} {panel = 64 : i64} : tensor<16x8xf32> -> tensor<1x8x64xbf16>
+  // BF16: arch.linear %{{.*}}, %[[Q]] : (tensor<1x8xf32>, tensor<1x8x64xbf16>) -> tensor<1x16xf32>
+  // F16: arch.pack %{{.*}} -> tensor<2x8x64xf16>
+  // F16: arch.pack %{{.*}} -> tensor<1x8x64xf16>
   %w = arch.param @w : tensor<96x8xf32>
   %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<96x8xf32>) -> tensor<?x96xf32>
   // CHECK: %[[C:.*]] = arch.param @c
@@ -32,6 +44,7 @@ arch.weight @w : tensor<8x8xf32>
 func.func @no_pack_narrow(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
   // CHECK-NOT: arch.pack
   // OPTS-NOT: arch.pack
+  // BF16: arch.pack %{{.*}} -> tensor<1x8x64xbf16>
   %w = arch.param @w : tensor<8x8xf32>
   %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   return %y : tensor<?x8xf32>

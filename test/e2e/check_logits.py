@@ -33,6 +33,9 @@ def main():
     ap.add_argument("--kv-type", choices=["f32", "f16", "bf16"],
                     default="f32", help="the library's KV cache element "
                     "type: the reference rounds keys and values to it")
+    ap.add_argument("--weight-type", choices=["f32", "f16", "bf16"],
+                    default="f32", help="the library's --weight-type: the "
+                    "reference rounds the matmul weights to it")
     ap.add_argument("--check-json", help="output of archc check --json: its "
                     "parameter count must equal the reference's")
     ap.add_argument("--shards", type=int, default=1,
@@ -71,7 +74,10 @@ def main():
     tokens = [rng.randrange(spec.vocab) for _ in range(total)]
     kv_type = {"f32": None, "f16": torch.float16,
                "bf16": torch.bfloat16}[args.kv_type]
-    ref = archref.forward(spec, weights, tokens, kv_type=kv_type).numpy()
+    weight_type = {"f32": None, "f16": torch.float16,
+                   "bf16": torch.bfloat16}[args.weight_type]
+    ref = archref.forward(spec, weights, tokens, kv_type=kv_type,
+                          weight_type=weight_type).numpy()
 
     lib = archrt.Lib(args.lib)
     with tempfile.TemporaryDirectory() as tmp:

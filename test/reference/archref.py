@@ -670,13 +670,36 @@ def t5_bucket(relative_position, num_buckets, max_distance):
     return torch.where(is_small, n, large)
 
 
+def matmul_weight(name):
+    """Whether archc stores checkpoint tensor `name` in a 16-bit
+    --weight-type: the weights of its matmuls (projections, experts, the
+    router, Qwen's shared-expert gate, the classifier), not MLA's kv_b_proj
+    (absorbed into f32 per-head products), embeddings or tables."""
+    return ((name.endswith(("_proj.weight", "_proj_with_mqa.weight"))
+             and not name.endswith("kv_b_proj.weight"))
+            or name == "lm_head.weight" or name.endswith("mlp.gate.weight")
+            or name.endswith("shared_expert_gate.weight"))
+
+
 def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
-            kv_type=None):
+            kv_type=None, weight_type=None):
     """Logits [T, vocab] of a whole token sequence (causal); with last_only,
     the final norm and classifier run on the last position only. With
     kv_type (torch.float16 or torch.bfloat16), keys and values are rounded
-    to it, as a cache of that element type stores them."""
-    W = {k: v.to(dtype) for k, v in w.items()}
+    to it, as a cache of that element type stores them; with weight_type,
+    the matmul weights (matmul_weight; a tied classifier too) are."""
+    def stored(name, t):
+        if weight_type is None:
+            return t.to(dtype)
+        if weight_type == torch.float16:
+            # archc's f16 weights: saturated at +-65504, nearest even,
+            # subnormals (below 2^-14) flushed to zero.
+            h = t.clamp(-65504, 65504).to(torch.float16)
+            return torch.where(h.abs() < 2.0 ** -14, torch.zeros_like(h),
+                               h).to(dtype)
+        return t.to(weight_type).to(dtype)
+    W = {k: stored(k, v) if matmul_weight(k) else v.to(dtype)
+         for k, v in w.items()}
     T, H, KV, hd = len(tokens), spec.heads, spec.kv_heads, spec.head_dim
     x = W["model.embed_tokens.weight"][torch.tensor(tokens)] * spec.emb_scale
     if spec.pos_kind == "learned":
@@ -845,7 +868,8 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
         x = x[-1:]
     if spec.final_norm:
         x = norm(spec, W, "model.norm", x)
-    head = W["model.embed_tokens.weight" if spec.tied else "lm_head.weight"]
+    head = (stored("", w["model.embed_tokens.weight"]) if spec.tied
+            else W["lm_head.weight"])
     logits = x @ head.T
     if spec.lm_bias:
         logits = logits + W["lm_head.bias"]

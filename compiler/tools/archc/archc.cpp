@@ -165,6 +165,7 @@ struct PipelineOptions {
   bool importOnly = false;           ///< --emit=import: no pass at all
   int dumpNext = 0;                  ///< the next --dump-ir file's number
   std::string target = "host";       ///< what target-dependent passes tune for
+  std::string weightType = "f32";    ///< --weight-type
 } pipelineOpts;
 
 /// Writes the module after each top-level pass (a nested pipeline counts
@@ -303,6 +304,7 @@ bool runPipeline(mlir::MLIRContext &ctx, mlir::ModuleOp module,
     }
     PipelineTarget t;
     t.lanes = lanes;
+    t.weightType = po.weightType;
     if (failed(buildDefaultPipeline(pm, po.disabled, error, t))) {
       fail(error);
       return false;
@@ -409,6 +411,16 @@ int cmdCompile(int argc, char **argv) {
                  clEnumValN(StoreType::f16, "f16", "IEEE half, 2 bytes"),
                  clEnumValN(StoreType::bf16, "bf16", "bfloat16, 2 bytes")),
       cl::cat(archcCat));
+  cl::opt<StoreType> weightType(
+      "weight-type",
+      cl::desc("element type of the matmul weights (converted once at load "
+               "from the checkpoint's F32/F16/BF16, stored packed; products "
+               "and sums in f32)"),
+      cl::init(StoreType::f32),
+      cl::values(clEnumValN(StoreType::f32, "f32", "4 bytes (default)"),
+                 clEnumValN(StoreType::f16, "f16", "IEEE half, 2 bytes"),
+                 clEnumValN(StoreType::bf16, "bf16", "bfloat16, 2 bytes")),
+      cl::cat(archcCat));
   cl::opt<int64_t> maxChunk(
       "max-chunk",
       cl::desc("most tokens one forward call takes (longer prompts run in "
@@ -465,6 +477,20 @@ int cmdCompile(int argc, char **argv) {
       (!passPipeline.empty() || !disablePass.empty() || !dumpIR.empty()))
     return fail("--emit=import runs no pass: it takes no --pass-pipeline, "
                 "--disable-pass or --dump-ir");
+  if (weightType != StoreType::f32) {
+    if (!passPipeline.empty())
+      return fail("--weight-type sets arch-pack-weights' option in the "
+                  "default pipeline; with --pass-pipeline write "
+                  "arch-pack-weights{weight-type=...} instead");
+    if (llvm::is_contained(disablePass, "arch-pack-weights"))
+      return fail("--weight-type=" +
+                  std::string(weightType == StoreType::f16 ? "f16" : "bf16") +
+                  " needs arch-pack-weights: 16-bit weights are stored "
+                  "packed");
+  }
+  pipelineOpts.weightType = weightType == StoreType::f16    ? "f16"
+                            : weightType == StoreType::bf16 ? "bf16"
+                                                            : "f32";
   pipelineOpts.disabled.assign(disablePass.begin(), disablePass.end());
   pipelineOpts.pipeline = passPipeline;
   pipelineOpts.dumpDir = dumpIR;

@@ -111,6 +111,10 @@ LogicalResult WeightOp::verify() {
   if (getPrepared() && (getSource() || getSourceShape() || getTranspose() ||
                         getRows()))
     return emitOpError() << "a prepared weight has no checkpoint source";
+  if (!getPrepared() && !type.getElementType().isF32())
+    return emitOpError() << "a loaded weight is f32 (16-bit weights are "
+                            "prepared from it), got "
+                         << type;
   if (!getSource()) {
     if (getSourceShape() || getTranspose() || getRows())
       return emitOpError() << "has a source layout but no source tensor";
@@ -278,7 +282,7 @@ LogicalResult PackOp::verify() {
   if (r.getRank() != 3 || r.getDimSize(0) != panels || r.getDimSize(1) != k ||
       r.getDimSize(2) != panel)
     return emitOpError() << "result must be tensor<" << panels << "x" << k
-                         << "x" << panel << "xf32>, got " << r;
+                         << "x" << panel << "x(f32|f16|bf16)>, got " << r;
   return success();
 }
 
@@ -349,6 +353,9 @@ LogicalResult MoEOp::verify() {
   auto check = [&](Value w, const char *name, int64_t rows,
                    int64_t cols) -> LogicalResult {
     auto t = cast<RankedTensorType>(w.getType());
+    if (t.getRank() == 2 && !t.getElementType().isF32())
+      return emitOpError() << name << ": a 16-bit weight must be packed, got "
+                           << t;
     if (t.getRank() == 2 && t.getDimSize(0) == e * rows &&
         t.getDimSize(1) == cols)
       return success();
@@ -543,6 +550,8 @@ LogicalResult LinearOp::verify() {
   int64_t n = featureDim(*this, getResult(), "result");
   if (n < 0)
     return failure();
+  if (w.getRank() != 3 && !w.getElementType().isF32())
+    return emitOpError() << "a 16-bit weight must be packed, got " << w;
   if (w.getRank() == 3) {
     int64_t panel = w.getDimSize(2), panels = w.getDimSize(0);
     if (panel <= 0 || panels != (n + panel - 1) / panel)

@@ -48,6 +48,7 @@ struct FieldReader {
     if (error.empty())
       error = std::move(message);
   }
+  bool has(const char *name) const { return bool(dict.get(name)); }
   template <class A> A get(const char *name, const char *what) {
     Attribute a = dict.get(name);
     if (!a) {

@@ -91,12 +91,12 @@ struct Args {
     out(3);
   }
   void operator()(const LinearKernel &k) {
-    in("x", 2), in("weight", k.panel ? 3 : 2);
+    in("x", 2), in("weight", k.panel ? 3 : 2, k.weight);
     if (k.bias)
       in("bias", 1);
     out(2);
   }
-  void operator()(const PackKernel &) { in("weight", 2), out(3); }
+  void operator()(const PackKernel &k) { in("weight", 2), out(3, k.store); }
   void operator()(const RopeKernel &) { in("x", 3), pos(), out(3); }
   void operator()(const AttentionKernel &k) {
     in("q", 3), in("k", 3, k.kv), in("v", 3, k.kv);

@@ -78,10 +78,11 @@ Value newRowsLike(OpBuilder &b, Location loc, Value like, int64_t width) {
   return out;
 }
 
-/// A buffer of static shape: weight-only work.
-Value newFixed(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
-  return b.create<memref::AllocOp>(loc,
-                                   MemRefType::get(shape, b.getF32Type()));
+/// A buffer of static shape: weight-only work (f32 unless `elem` says).
+Value newFixed(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+               Type elem = {}) {
+  return b.create<memref::AllocOp>(
+      loc, MemRefType::get(shape, elem ? elem : b.getF32Type()));
 }
 
 /// `m` reshaped to `shape` (its dimensions split as `re` says), a view.
@@ -253,7 +254,8 @@ static LinearKernel linearKernel(Value x, Value weight, int64_t n, bool bias,
                                  bool oneRow) {
   auto t = cast<MemRefType>(weight.getType());
   return LinearKernel{widthOf(x), n, bias,
-                      t.getRank() == 3 ? t.getDimSize(2) : 0, oneRow};
+                      t.getRank() == 3 ? t.getDimSize(2) : 0, oneRow,
+                      storeOf(weight)};
 }
 
 struct LowerLinear : Lowering<LinearOp> {
@@ -499,10 +501,10 @@ struct LowerPack : Lowering<PackOp> {
     Value weight = buf(a.getWeight());
     auto w = cast<MemRefType>(weight.getType());
     auto type = cast<RankedTensorType>(op.getResult().getType());
-    Value out = newFixed(b, loc, type.getShape());
+    Value out = newFixed(b, loc, type.getShape(), type.getElementType());
     call(b, loc,
          PackKernel{w.getDimSize(1), w.getDimSize(0), int64_t(op.getPanel()),
-                    int64_t(op.getGroups().value_or(1))},
+                    int64_t(op.getGroups().value_or(1)), storeOf(out)},
          {{"weight", weight}, {"out", out}});
     return out;
   }
@@ -788,7 +790,7 @@ struct LowerAssign : OpConversionPattern<AssignOp> {
     Value v = buf(a.getValue());
     auto t = cast<MemRefType>(v.getType());
     Value w = rw.create<archk::WeightOp>(
-        op.getLoc(), MemRefType::get(t.getShape(), rw.getF32Type()),
+        op.getLoc(), MemRefType::get(t.getShape(), t.getElementType()),
         op.getNameAttr());
     copy(rw, op.getLoc(), v, w);
     rw.eraseOp(op);

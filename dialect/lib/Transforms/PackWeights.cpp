@@ -21,6 +21,8 @@ namespace {
 struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
   using PackWeightsPassBase::PackWeightsPassBase;
 
+  Type elem; ///< of the packed weights (weight-type)
+
   /// Weight operand `o` ([N, K], `groups` blocks of rows) read packed
   /// instead, each block packed alone.
   void pack(OpOperand &o, int64_t groups) {
@@ -28,7 +30,7 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
     OpBuilder b(o.getOwner());
     int64_t n = w.getDimSize(0) / groups, k = w.getDimSize(1);
     auto packed = RankedTensorType::get(
-        {groups * ((n + panel - 1) / panel), k, panel}, w.getElementType());
+        {groups * ((n + panel - 1) / panel), k, panel}, elem);
     o.set(b.create<PackOp>(
         o.getOwner()->getLoc(), packed, o.get(), b.getI64IntegerAttr(panel),
         groups == 1 ? IntegerAttr() : b.getI64IntegerAttr(groups)));
@@ -42,13 +44,28 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
                                  << panel;
       return signalPassFailure();
     }
+    Builder b(&getContext());
+    if (weightType == "f32")
+      elem = b.getF32Type();
+    else if (weightType == "f16")
+      elem = b.getF16Type();
+    else if (weightType == "bf16")
+      elem = b.getBF16Type();
+    else {
+      getOperation().emitError() << "arch-pack-weights: weight-type must be "
+                                    "f32, f16 or bf16, got '"
+                                 << weightType << "'";
+      return signalPassFailure();
+    }
+    // 16-bit weights are stored packed: every matmul weight is.
+    bool all = !elem.isF32();
     bool changed = false;
     getOperation().walk([&](LinearOp l) {
       auto w = cast<RankedTensorType>(l.getWeight().getType());
       auto x = cast<RankedTensorType>(l.getInput().getType());
       // One row (the classifier on the last token) is a GEMV only.
-      if (w.getRank() != 2 || !x.isDynamicDim(0) ||
-          w.getDimSize(0) < minColumns)
+      if (w.getRank() != 2 ||
+          (!all && (!x.isDynamicDim(0) || w.getDimSize(0) < minColumns)))
         return;
       pack(l.getWeightMutable(), 1);
       changed = true;

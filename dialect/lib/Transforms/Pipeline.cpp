@@ -42,8 +42,10 @@ static const Step steps[] = {
        pm.addPass(createFlashTilingPass(o));
      }},
     {"arch-pack-weights",
-     [](OpPassManager &pm, const PipelineTarget &) {
-       pm.addPass(createPackWeightsPass());
+     [](OpPassManager &pm, const PipelineTarget &t) {
+       PackWeightsPassOptions o;
+       o.weightType = t.weightType;
+       pm.addPass(createPackWeightsPass(o));
      }},
     {"arch-hoist-param-prep",
      [](OpPassManager &pm, const PipelineTarget &) {

@@ -10,6 +10,9 @@ include "mlir/IR/SymbolInterfaces.td"
 
 // Every tensor of the dialect is ranked: verifiers read its shape.
 def Arch_F32Tensor : RankedTensorOf<[F32]>;
+// Weights are f32; a matmul's weight may be stored in 16 bits (arch-pack-
+// weights{weight-type}), widened to f32 as the kernel reads it.
+def Arch_WeightTensor : RankedTensorOf<[F32, F16, BF16]>;
 
 //===----------------------------------------------------------------------===//
 // Parameters and embeddings
@@ -44,7 +47,7 @@ def Arch_WeightOp : Arch_Op<"weight", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
-                       TypeAttrOf<Arch_F32Tensor>:$type,
+                       TypeAttrOf<Arch_WeightTensor>:$type,
                        OptionalAttr<StrAttr>:$source,
                        OptionalAttr<DenseI64ArrayAttr>:$source_shape,
                        UnitAttr:$transpose,
@@ -81,7 +84,7 @@ def Arch_ParamOp : Arch_Op<"param",
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$name);
-  let results = (outs Arch_F32Tensor:$result);
+  let results = (outs Arch_WeightTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
@@ -99,7 +102,7 @@ def Arch_AssignOp : Arch_Op<"assign",
         : tensor<192x64xf32>
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$name, Arch_F32Tensor:$value);
+  let arguments = (ins FlatSymbolRefAttr:$name, Arch_WeightTensor:$value);
   let assemblyFormat = "$name `=` $value attr-dict `:` type($value)";
 }
 
@@ -216,14 +219,15 @@ def Arch_LinearOp : Arch_Op<"linear", [Pure]> {
   let description = [{
     The only matmul with a weight: `result[t, n] = sum_k input[t, k] *
     weight[n, k] (+ bias[n])`, with the weight in PyTorch's [N, K] layout,
-    or packed by `arch.pack` into [ceil(N / panel), K, panel].
+    or packed by `arch.pack` into [ceil(N / panel), K, panel]; a packed
+    weight may hold f16 or bf16 elements (products and sums in f32).
 
     ```mlir
     %q = arch.linear %h, %wq
         : (tensor<?x288xf32>, tensor<288x288xf32>) -> tensor<?x288xf32>
     ```
   }];
-  let arguments = (ins Arch_F32Tensor:$input, Arch_F32Tensor:$weight,
+  let arguments = (ins Arch_F32Tensor:$input, Arch_WeightTensor:$weight,
                        Optional<Arch_F32Tensor>:$bias);
   let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
@@ -343,6 +347,8 @@ def Arch_PackOp : Arch_Op<"pack", [Pure]> {
     takes a packed weight in place of the [N, K] one. With `groups` = G the
     weight is G blocks of N / G rows (the experts of `arch.moe`), each
     packed on its own: G x ceil(N / G / panel) panels, none straddling two.
+    The result may be f16 or bf16: each element rounded to nearest, ties to
+    even (a 16-bit weight type).
 
     ```mlir
     %p = arch.pack %w {panel = 64 : i64} : tensor<96x288xf32> -> tensor<2x288x64xf32>
@@ -350,7 +356,7 @@ def Arch_PackOp : Arch_Op<"pack", [Pure]> {
   }];
   let arguments = (ins Arch_F32Tensor:$weight, I64Attr:$panel,
                        OptionalAttr<I64Attr>:$groups);
-  let results = (outs Arch_F32Tensor:$result);
+  let results = (outs Arch_WeightTensor:$result);
   let assemblyFormat = "$weight attr-dict `:` type($weight) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -493,8 +499,8 @@ def Arch_MoEOp : Arch_Op<"moe", [Pure]> {
     ```
   }];
   let arguments = (ins Arch_F32Tensor:$input, RankedTensorOf<[I32]>:$experts,
-                       Arch_F32Tensor:$weights, Optional<Arch_F32Tensor>:$gate,
-                       Arch_F32Tensor:$up, Arch_F32Tensor:$down,
+                       Arch_F32Tensor:$weights, Optional<Arch_WeightTensor>:$gate,
+                       Arch_WeightTensor:$up, Arch_WeightTensor:$down,
                        Arch_Activation:$activation, I64Attr:$n_experts,
                        I64Attr:$d_ff);
   let results = (outs Arch_F32Tensor:$result);

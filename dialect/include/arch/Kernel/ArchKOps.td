@@ -29,6 +29,8 @@ class ArchK_Op<string mnemonic, list<Trait> traits = []>
 def ArchK_F32MemRef : MemRefOf<[F32]>;
 // What a cache stores (--kv-type).
 def ArchK_CacheMemRef : MemRefOf<[F32, F16, BF16]>;
+// A weight's buffer: f32, or a prepared 16-bit one (--weight-type).
+def ArchK_WeightMemRef : MemRefOf<[F32, F16, BF16]>;
 
 def ArchK_WeightOp : ArchK_Op<"weight",
     [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
@@ -42,7 +44,7 @@ def ArchK_WeightOp : ArchK_Op<"weight",
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$name);
-  let results = (outs ArchK_F32MemRef:$buffer);
+  let results = (outs ArchK_WeightMemRef:$buffer);
   let assemblyFormat = "$name attr-dict `:` type($buffer)";
 }
 

@@ -21,10 +21,32 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
 namespace arch {
+
+/// Whether a field visitor reads fields (has(name): the description holds
+/// it) rather than writes them.
+template <class F, class = void> struct ReadsFields : std::false_type {};
+template <class F>
+struct ReadsFields<F, std::void_t<decltype(std::declval<F &>().has(""))>>
+    : std::true_type {};
+
+/// A field most kernels of its kind leave at `def` (a 16-bit weight type):
+/// spelled in the name, the key and the attribute only when it differs, so
+/// that the usual kernels keep their names; read when present.
+template <class F, class T>
+void optionalField(F &&f, const char *name, T &v, T def) {
+  if constexpr (ReadsFields<std::remove_reference_t<F>>::value) {
+    if (f.has(name))
+      f(name, v);
+  } else if (v != def) {
+    f(name, v);
+  }
+}
 
 /// One argument of a kernel, in call order; the output comes last.
 struct KernelArg {
@@ -66,25 +88,31 @@ struct NormKernel {
 /// x [T, K] times weight [N, K] (panel = 0) or packed [ceil(N / panel), K,
 /// panel]. One kernel for every row count: it specializes on the rows,
 /// GEMM register tiles for >= 4, GEMV below (unless `oneRow`: the glue
-/// knows it is called with one row only, as the classifier is).
+/// knows it is called with one row only, as the classifier is). A packed
+/// weight may be 16-bit (`weight`), widened to f32 in registers.
 struct LinearKernel {
   int64_t K, N;
   bool bias;
   int64_t panel;
   bool oneRow;
+  StoreType weight = StoreType::f32;
   template <class F> void fields(F &&f) {
     f("K", K), f("N", N), f("bias", bias), f("panel", panel),
         f("one_row", oneRow);
+    optionalField(f, "weight", weight, StoreType::f32);
   }
 };
 
 /// weight [N, K] -> [ceil(N / panel), K, panel], zeros past N; with
 /// `groups` G, each block of N / G rows packed on its own (the experts of
-/// a mixture): [G * ceil(N / G / panel), K, panel].
+/// a mixture): [G * ceil(N / G / panel), K, panel]; stored as `store`
+/// (rounded to nearest even when 16-bit).
 struct PackKernel {
   int64_t K, N, panel, groups = 1;
+  StoreType store = StoreType::f32;
   template <class F> void fields(F &&f) {
     f("K", K), f("N", N), f("panel", panel), f("groups", groups);
+    optionalField(f, "store", store, StoreType::f32);
   }
 };
 

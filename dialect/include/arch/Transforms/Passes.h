@@ -25,6 +25,7 @@ const std::vector<std::string> &defaultPipelinePasses();
 /// What the pipeline's target-dependent choices read.
 struct PipelineTarget {
   int64_t lanes = 16; ///< f32 lanes of the target's vectors
+  std::string weightType = "f32"; ///< arch-pack-weights' weight-type
 };
 
 /// Adds the default pipeline, less the passes named in `disabled`, to `pm`

@@ -176,6 +176,13 @@ def PackWeightsPass : Pass<"arch-pack-weights", "::mlir::ModuleOp"> {
     as they are. The packing depends on weights only, so
     arch-hoist-param-prep moves it to load time.
 
+    With `weight-type` f16 or bf16, every matmul weight (every
+    `arch.linear`'s, the classifier and the router included, and the
+    experts of `arch.moe`) is packed and stored in that type, rounded to
+    nearest even; the kernels widen it to f32 as they read it. Embedding
+    tables, norms, biases and MLA's per-head `arch.head_linear` weights stay
+    f32.
+
     ```mlir
     %y = arch.linear %x, %w : (tensor<?x288xf32>, tensor<768x288xf32>) -> tensor<?x768xf32>
     // becomes
@@ -188,6 +195,8 @@ def PackWeightsPass : Pass<"arch-pack-weights", "::mlir::ModuleOp"> {
            "output columns per panel (the register tile's width)">,
     Option<"minColumns", "min-columns", "int64_t", /*default=*/"16",
            "leave linears with fewer output columns unpacked">,
+    Option<"weightType", "weight-type", "std::string", /*default=*/"\"f32\"",
+           "element type of the packed weights: f32, f16 or bf16">,
   ];
   let dependentDialects = ["::arch::ArchDialect"];
 }
