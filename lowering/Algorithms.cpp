@@ -148,7 +148,8 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
 
 /// f32 -> the 16-bit `store`, rounded to nearest even. An f16 saturates at
 /// +-65504 (no infinities) and its subnormals (below 2^-14 in magnitude)
-/// become zero, so that widen() reads every stored value exactly.
+/// become zeros of their sign, so that widen() reads every stored value
+/// exactly.
 static Expr narrow(Expr v, StoreType store) {
   if (store != StoreType::f16)
     return cast(elementType(store), v);

@@ -6,14 +6,40 @@
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 using namespace Halide;
 
 namespace arch {
 
+/// Whether this CPU has AVX512-FP16 (CPUID leaf 7, EDX bit 23), which
+/// Halide 14's avx512_sapphirerapids makes LLVM assume.
+static bool hostHasAvx512Fp16() {
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d))
+    return (d >> 23) & 1;
+#endif
+  return false;
+}
+
+/// "host": the CPU's own features. Halide 14 detects avx512_sapphirerapids
+/// from AVX512-BF16 and VNNI, and with it LLVM assumes AVX512-FP16 (and
+/// AMX) too: kept where the CPU has AVX512-FP16 (a Sapphire Rapids Xeon),
+/// dropped where it has not (a Zen 4 or 5: code using FP16 instructions
+/// would die with SIGILL there).
+static Target hostTarget() {
+  Target t = get_host_target();
+  if (!hostHasAvx512Fp16())
+    t = t.without_feature(Target::AVX512_SapphireRapids);
+  return t;
+}
+
 static Target parseTarget(const std::string &s) {
   if (s == "host")
-    return get_host_target().without_feature(Target::AVX512_SapphireRapids);
+    return hostTarget();
   if (!Target::validate_target_string(s))
     throw CompileError("unknown target '" + s +
                        "' (use 'host' or a Halide target string such as "

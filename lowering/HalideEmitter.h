@@ -13,8 +13,8 @@
 
 namespace arch {
 
-/// Resolves "host" (this CPU's features, minus avx512_sapphirerapids: LLVM
-/// 14 may then assume AVX512-FP16, which e.g. Zen 5 lacks) or a Halide
+/// Resolves "host" (this CPU's features; avx512_sapphirerapids only where
+/// the CPU has AVX512-FP16, which LLVM 14 assumes with it) or a Halide
 /// target string into a canonical Halide target string; with `floatLanes`,
 /// also the f32 lanes of its natural vector (what arch-flash-tiling sizes
 /// its blocks for).

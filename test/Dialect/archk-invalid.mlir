@@ -159,6 +159,22 @@ func.func @pack_store(%w: memref<16x8xf32>, %o: memref<1x8x64xf32>) {
 
 // -----
 
+func.func @linear_weight_unpacked(%x: memref<?x8xf32>, %w: memref<16x8xbf16>, %o: memref<?x16xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' has a weight type other than f32 without panels, or i32}}
+  archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, one_row = false, panel = 0 : i64, weight = "bf16"}(%x, %w, %o) : memref<?x8xf32>, memref<16x8xbf16>, memref<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @pack_store_i32(%w: memref<16x8xf32>, %o: memref<1x8x64xi32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'pack' stores i32}}
+  archk.call "pack" {K = 8 : i64, N = 16 : i64, groups = 1 : i64, panel = 64 : i64, store = "i32"}(%w, %o) : memref<16x8xf32>, memref<1x8x64xi32>
+  return
+}
+
+// -----
+
 // Attention reads keys and values of the element type its description
 // names.
 func.func @attention_kv_type(%q: memref<?x2x4xf32>, %k: memref<?x1x4xf32>, %p: index, %o: memref<?x2x4xf32>) {

@@ -681,6 +681,16 @@ def matmul_weight(name):
             or name.endswith("shared_expert_gate.weight"))
 
 
+def stored_weight(t, weight_type):
+    """f32 tensor `t` as archc stores it in a 16-bit --weight-type:
+    bfloat16 or float16 to nearest even; float16 saturated at +-65504 and
+    its subnormals (below 2^-14) flushed to zero of their sign."""
+    if weight_type == torch.float16:
+        h = t.clamp(-65504, 65504).to(torch.float16)
+        return torch.where(h.abs() < 2.0 ** -14, h * 0, h)
+    return t.to(weight_type)
+
+
 def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
             kv_type=None, weight_type=None):
     """Logits [T, vocab] of a whole token sequence (causal); with last_only,
@@ -691,13 +701,7 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
     def stored(name, t):
         if weight_type is None:
             return t.to(dtype)
-        if weight_type == torch.float16:
-            # archc's f16 weights: saturated at +-65504, nearest even,
-            # subnormals (below 2^-14) flushed to zero.
-            h = t.clamp(-65504, 65504).to(torch.float16)
-            return torch.where(h.abs() < 2.0 ** -14, torch.zeros_like(h),
-                               h).to(dtype)
-        return t.to(weight_type).to(dtype)
+        return stored_weight(t, weight_type).to(dtype)
     W = {k: stored(k, v) if matmul_weight(k) else v.to(dtype)
          for k, v in w.items()}
     T, H, KV, hd = len(tokens), spec.heads, spec.kv_heads, spec.head_dim

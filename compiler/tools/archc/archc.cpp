@@ -478,6 +478,9 @@ int cmdCompile(int argc, char **argv) {
     return fail("--emit=import runs no pass: it takes no --pass-pipeline, "
                 "--disable-pass or --dump-ir");
   if (weightType != StoreType::f32) {
+    if (emit == Emit::Import)
+      return fail("--emit=import runs no pass: --weight-type (an option of "
+                  "arch-pack-weights) has no effect there");
     if (!passPipeline.empty())
       return fail("--weight-type sets arch-pack-weights' option in the "
                   "default pipeline; with --pass-pipeline write "

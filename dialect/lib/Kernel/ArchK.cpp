@@ -149,6 +149,15 @@ kernelSpec(StringRef kind, DictionaryAttr fields,
   spec->forEachField(r);
   if (r.error.empty() && r.found != fields.size())
     r.error = "has fields the kind does not have";
+  // 16-bit weights are packed; no kernel stores weights as integers.
+  if (const LinearKernel *l = spec->get<LinearKernel>();
+      r.error.empty() && l &&
+      (l->weight == StoreType::i32 ||
+       (l->weight != StoreType::f32 && l->panel == 0)))
+    r.error = "has a weight type other than f32 without panels, or i32";
+  if (const PackKernel *p = spec->get<PackKernel>();
+      r.error.empty() && p && p->store == StoreType::i32)
+    r.error = "stores i32";
   if (!r.error.empty()) {
     emitError() << "kernel description of '" << kind << "' " << r.error;
     return failure();

@@ -57,14 +57,24 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
                                  << weightType << "'";
       return signalPassFailure();
     }
-    // 16-bit weights are stored packed: every matmul weight is.
+    // 16-bit weights are stored packed: every matmul weight is, and one
+    // packed already (an IR input) must be of that type.
     bool all = !elem.isF32();
-    bool changed = false;
+    bool changed = false, mixed = false;
+    auto packedOther = [&](Operation *op, Value w) {
+      auto t = cast<RankedTensorType>(w.getType());
+      if (!all || t.getRank() != 3 || t.getElementType() == elem)
+        return false;
+      op->emitOpError() << "has a weight packed as " << t
+                        << ", not of arch-pack-weights' weight-type "
+                        << weightType;
+      return mixed = true;
+    };
     getOperation().walk([&](LinearOp l) {
       auto w = cast<RankedTensorType>(l.getWeight().getType());
       auto x = cast<RankedTensorType>(l.getInput().getType());
       // One row (the classifier on the last token) is a GEMV only.
-      if (w.getRank() != 2 ||
+      if (packedOther(l, l.getWeight()) || w.getRank() != 2 ||
           (!all && (!x.isDynamicDim(0) || w.getDimSize(0) < minColumns)))
         return;
       pack(l.getWeightMutable(), 1);
@@ -77,11 +87,14 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
         weights.push_back(&m.getGateMutable()[0]);
       weights.append({&m.getUpMutable(), &m.getDownMutable()});
       for (OpOperand *o : weights)
-        if (cast<RankedTensorType>(o->get().getType()).getRank() == 2) {
+        if (!packedOther(m, o->get()) &&
+            cast<RankedTensorType>(o->get().getType()).getRank() == 2) {
           pack(*o, m.getNExperts());
           changed = true;
         }
     });
+    if (mixed)
+      return signalPassFailure();
     if (!changed)
       markAllAnalysesPreserved();
   }

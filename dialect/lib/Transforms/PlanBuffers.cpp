@@ -95,7 +95,10 @@ void PlanBuffersPass::plan(func::FuncOp fn) {
     std::sort(live.begin(), live.end(), [](const Fixed &x, const Fixed &y) {
       return x.offset < y.offset;
     });
-    int64_t size = t.getNumElements(), offset = 0;
+    // In floats: a 16-bit buffer (a weight packed in the forward function)
+    // takes half as many, rounded up.
+    int64_t size = (t.getNumElements() * t.getElementTypeBitWidth() + 31) / 32,
+            offset = 0;
     for (const Fixed &f : live)
       if (offset + size <= f.offset)
         break;

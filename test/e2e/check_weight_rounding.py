@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""The 16-bit weights of a library compiled with --weight-type, exactly.
+
+Calls the library's own pack kernel (archk_pack_*) on an f32 weight full of
+special values (ties, the largest and smallest normals, subnormals, values
+past f16's range, infinities for f16, signed zeros) and random ones, and
+checks every stored 16-bit pattern against PyTorch's rounding as archc
+defines it (archref.stored_weight: nearest even; f16 saturated at +-65504,
+its subnormals flushed to zero). Then runs the library's linear kernel on
+the packed weight with the identity as input, so that each output is one
+weight as the kernel widens it, and checks those against the same values.
+"""
+import argparse
+import ctypes as C
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reference"))
+import archref  # noqa: E402
+
+
+class Dim(C.Structure):
+    _fields_ = [("min", C.c_int32), ("extent", C.c_int32),
+                ("stride", C.c_int32), ("flags", C.c_uint32)]
+
+
+class Buffer(C.Structure):
+    _fields_ = [("device", C.c_uint64), ("device_interface", C.c_void_p),
+                ("host", C.c_void_p), ("flags", C.c_uint64),
+                ("code", C.c_uint8), ("bits", C.c_uint8), ("lanes", C.c_uint16),
+                ("dimensions", C.c_int32), ("dim", C.POINTER(Dim)),
+                ("padding", C.c_void_p)]
+
+
+def buffer(array, code, extents):
+    """A dense Halide buffer over `array` (extents innermost first)."""
+    dims = (Dim * len(extents))()
+    stride = 1
+    for i, e in enumerate(extents):
+        dims[i] = Dim(0, e, stride, 0)
+        stride *= e
+    b = Buffer(0, None, array.ctypes.data, 0, code, array.itemsize * 8, 1,
+               len(extents), dims, None)
+    b._keep = (array, dims)
+    return b
+
+
+def specials(kind):
+    v = [0.0, -0.0, 1.0, -1.0, 0.5, 1 + 2 ** -9, 3.1415926, -2.7182818,
+         1e-3, -7e-4, 3e38, -3e38, 2 ** -126, 1e-40]
+    if kind == "bf16":  # ties of bf16's 8-bit mantissa
+        v += [1 + 2 ** -8, 1 + 3 * 2 ** -8, -(1 + 2 ** -8), 2 ** -133]
+    else:  # f16: range, ties, its subnormals
+        v += [65504.0, 65519.99, 65520.0, 1e6, -1e6, float("inf"),
+              float("-inf"), 2 ** -14, -(2 ** -14), 2 ** -14 - 2 ** -25,
+              2 ** -14 - 2 ** -24, 2 ** -15, -(2 ** -20), 2 ** -24, 6e-8,
+              1 + 2 ** -11, 1 + 3 * 2 ** -11, 2048 + 1, 2048 + 3]
+    return v
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--type", choices=["bf16", "f16"], required=True)
+    args = ap.parse_args()
+    code = {"bf16": "2", "f16": "1"}[args.type]
+    syms = subprocess.run(["nm", "-D", "--defined-only", args.lib],
+                          capture_output=True, text=True, check=True).stdout
+    packs = sorted(set(re.findall(rf"archk_pack_(\d+)x(\d+)x64x1x{code}\b", syms)))
+    if not packs:
+        print(f"FAILED: no {args.type} pack kernel in {args.lib}")
+        return 1
+    k, n = (int(x) for x in packs[0])
+    linear = f"archk_linear_{k}x{n}x0x64x0x{code}"
+    if linear not in syms:
+        print(f"FAILED: no {linear} beside archk_pack_{k}x{n}")
+        return 1
+    lib = C.CDLL(os.path.abspath(args.lib))
+    pack = getattr(lib, f"archk_pack_{k}x{n}x64x1x{code}")
+    run = getattr(lib, linear)
+
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((n, k)) * 0.05).astype(np.float32)
+    s = np.array(specials(args.type), dtype=np.float32)
+    w.reshape(-1)[:len(s) * 7:7] = s  # spread over rows and columns
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[args.type]
+    want = archref.stored_weight(torch.from_numpy(w), dtype)
+    want_bits = want.view(torch.int16).numpy().view(np.uint16)
+    want_f32 = want.float().numpy()
+
+    panels = (n + 63) // 64
+    packed = np.zeros((panels, k, 64), dtype=np.uint16)
+    bw = buffer(w, 2, [k, n])
+    bp = buffer(packed, 4 if args.type == "bf16" else 2, [64, k, panels])
+    if pack(C.byref(bw), C.byref(bp)):
+        print("FAILED: the pack kernel returned an error")
+        return 1
+    got_bits = packed.transpose(0, 2, 1).reshape(panels * 64, k)[:n]
+    bad = np.argwhere(got_bits != want_bits)
+    print(f"{args.type}: {n}x{k} weight, {len(s)} special values, "
+          f"{len(bad)} stored patterns differ")
+    for r, c in bad[:5]:
+        print(f"  w[{r},{c}] = {w[r, c]!r}: stored {got_bits[r, c]:#06x}, "
+              f"want {want_bits[r, c]:#06x}")
+    if args.type == "f16" and (packed.reshape(-1) & 0x7c00 == 0x7c00).any():
+        print("  an infinity or NaN was stored")
+        bad = [1]
+
+    x = np.eye(k, dtype=np.float32)
+    y = np.zeros((k, n), dtype=np.float32)
+    bx, by = buffer(x, 2, [k, k]), buffer(y, 2, [n, k])
+    if run(C.byref(bx), C.byref(bp), C.byref(by)):
+        print("FAILED: the linear kernel returned an error")
+        return 1
+    finite = np.isfinite(want_f32).all()
+    wrong = (np.count_nonzero(y.T != want_f32) if finite
+             else "skipped (infinite weights)")
+    print(f"widened by the linear kernel: {wrong} values differ")
+    if len(bad) or (finite and wrong):
+        print("FAILED")
+        return 1
+    print("PASSED")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
