@@ -12,6 +12,8 @@ def ceilings(out):
     ceil = {t: kv(f"{out}/ceilings.{t}") for t in (1, 2)}
     print(open(f"{out}/cpu").read().strip())
     for t in (1, 2):
+        bf16 = ceil[t].get("bf16_gflops", 0)
         print(f"ceilings, {t} thread(s): FP32 FMA peak {ceil[t]['peak_gflops']:.1f} GFLOP/s, "
-              f"read bandwidth {ceil[t]['read_gbs']:.1f} GB/s")
+              f"read bandwidth {ceil[t]['read_gbs']:.1f} GB/s"
+              + (f", bf16 dot-product peak {bf16:.1f} GFLOP/s" if bf16 else ""))
     return ceil

@@ -1,8 +1,9 @@
 # Sourced by every bench/*.sh: runs from the repository root, with $archc,
 # a scratch directory $out removed on exit, and bench_ceilings, which
 # measures this machine's ceilings (bench/ceilings.c: FP32 FMA peak, read
-# bandwidth; 1 and 2 threads) into $out/ceilings.{1,2} and names the CPU in
-# $out/cpu, for bench/benchlib.py to print beside the figures.
+# bandwidth, bf16 dot-product peak where the CPU has one; 1 and 2 threads)
+# into $out/ceilings.{1,2} and names the CPU in $out/cpu, for
+# bench/benchlib.py to print beside the figures.
 cd "$(dirname "${BASH_SOURCE[1]}")/.."
 build="${ARCHC_BUILD:-build}"
 archc="$build/bin/archc"

@@ -8,8 +8,12 @@
 # and resident memory after load against the weights' bytes. Each spec is
 # also built with each pass of the default pipeline disabled, side by side
 # (a pass that leaves a spec's IR unchanged is skipped); PyTorch eager fp32
-# prefill is the reference column for the default build. Figures are
-# medians of $RUNS repetitions after a warm-up call.
+# prefill over OpenBLAS (Debian's torch uses the libblas.so.3 alternative:
+# libopenblas0-pthread, installed by scripts/install-deps.sh; with this
+# image's OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, which halve it) is
+# the peer column for the default build; with another BLAS behind torch
+# (the reference BLAS runs a matmul at a few GFLOP/s) the column is left
+# out. Figures are medians of $RUNS repetitions after a warm-up call.
 #   bench/run.sh [SPEC...]   (default: the 156M Llama and Falcon shapes)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -18,6 +22,9 @@ specs=("$@")
 prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}"
 passes=(arch-fuse-qkv arch-fuse-parallel-block arch-flash-tiling arch-pack-weights arch-hoist-param-prep)
 bench_ceilings
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || true)
+case "$blas" in *openblas*) echo "$blas" > "$out/blas" ;; *) : > "$out/blas" ;; esac
 for spec in "${specs[@]}"; do
   name="$(basename "$spec" .toml)"
   "$archc" check "$spec" --json --context "$prompt" > "$out/$name.check.json"
@@ -39,9 +46,13 @@ for spec in "${specs[@]}"; do
     done
   done
   for t in 1 2; do
-    OMP_WAIT_POLICY=passive /usr/bin/python3 test/reference/archref.py bench \
-      --spec "$spec" --prompt-len "$prompt" --threads "$t" --runs "$runs" \
-      > "$out/$name.$t.torch"
+    if [ -s "$out/blas" ]; then
+      OMP_WAIT_POLICY=passive OPENBLAS_NUM_THREADS="$t" /usr/bin/python3 \
+        test/reference/archref.py bench --spec "$spec" --prompt-len "$prompt" \
+        --threads "$t" --runs "$runs" > "$out/$name.$t.torch"
+    else
+      echo 0 > "$out/$name.$t.torch"
+    fi
   done
   printf '%s\n' "${variants[@]}" > "$out/$name.variants"
 done
@@ -51,6 +62,9 @@ sys.path.insert(0, "bench")
 import benchlib
 out, specs = sys.argv[1], sys.argv[2:]
 ceil = benchlib.ceilings(out)
+blas = open(f"{out}/blas").read().strip()
+print(f"vs torch: PyTorch eager fp32 over {blas}" if blas else
+      "vs torch: left out (torch's BLAS is not OpenBLAS; install libopenblas0-pthread)")
 print(f"{'model':<18} {'build':<27} {'thr':>3} {'compile s':>9} {'prefill tok/s':>13} "
       f"{'GFLOP/s':>8} {'of peak':>7} {'vs torch':>8} {'decode tok/s':>12} "
       f"{'GB/s':>6} {'of bw':>6} {'1st/med':>7} {'load MiB':>8} {'weights':>7}")
@@ -67,8 +81,8 @@ for spec in specs:
             gf = b["prefill_tokens_per_s"] * flops / 1e9
             gb = b["decode_tokens_per_s"] * chk["decode_weight_bytes"] / 1e9
             torch = float(open(f"{out}/{name}.{t}.torch").read())
-            vs = (f"{b['prefill_tokens_per_s'] / torch:>7.1f}x" if v == "default"
-                  else f"{'':>8}")
+            vs = (f"{b['prefill_tokens_per_s'] / torch:>7.2f}x"
+                  if v == "default" and torch else f"{'':>8}")
             print(f"{b['model']:<18} {v:<27} {t:>3} {comp:>9.2f} "
                   f"{b['prefill_tokens_per_s']:>13.1f} {gf:>8.1f} "
                   f"{gf / ceil[t]['peak_gflops']:>6.0%} {vs} {b['decode_tokens_per_s']:>12.1f} "

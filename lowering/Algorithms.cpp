@@ -38,6 +38,11 @@ int divisorUpTo(int64_t n, int cap) {
   return d;
 }
 
+int kBlockOf(const LinearKernel &d) {
+  int kb = divisorUpTo(d.K, 512);
+  return d.panel && !d.oneRow && d.K > 2048 && kb >= 128 ? kb : 0;
+}
+
 int vectorWidthFor(int64_t extent, int lanes) {
   int v = 1;
   while (v * 2 <= lanes && extent % (v * 2) == 0)
@@ -125,8 +130,24 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
     wide(j, kk, p) = widen(w(j, kk, p), d.weight);
     if (d.weight == StoreType::f16)
       k.funcs["wide"] = wide;
-    acc(n, t) += x(r, t) * wide(n % int(panel), r, n / int(panel));
+    Expr wv = wide(n % int(panel), r, n / int(panel));
+    acc(n, t) += x(r, t) * wv;
     dot = acc(n, t);
+    if (kBlockOf(d)) {
+      // The GEMM's own sums, K-blocked by the schedule: computed for whole
+      // token tiles, a ragged last one reading the last row again.
+      // (An f16 weight widened by a Func of its own, placed in the blocks.)
+      Func gemm("acc_gemm"), wideGemm("wide_gemm");
+      wideGemm(j, kk, p) = widen(w(j, kk, p), d.weight);
+      if (d.weight == StoreType::f16)
+        k.funcs["wide_gemm"] = wideGemm;
+      Expr rows = x.dim(1).extent();
+      gemm(n, t) = 0.0f;
+      gemm(n, t) += x(r, min(t, rows - 1)) *
+                    wideGemm(n % int(panel), r, n / int(panel));
+      dot = select(rows >= kTokenTile, gemm(n, t), dot);
+      k.funcs["acc_gemm"] = gemm;
+    }
     k.rdoms["r"] = r;
     k.lanes = vectorWidthFor(panel, k.lanes);
   } else {

@@ -56,6 +56,15 @@ int vectorWidthFor(int64_t extent, int lanes);
 /// The largest divisor of `n` that is at most `cap` (at least 1).
 int divisorUpTo(int64_t n, int cap);
 
+/// Token rows per GEMM tile: a linear takes tiles of this many rows when a
+/// call has at least as many (its GEMM specialization).
+constexpr int kTokenTile = 4;
+
+/// The block of K a packed GEMM takes at a time when its 64-column panel
+/// outgrows the L2 (K > 2048: over 512 KiB in f32), or 0: a divisor of K,
+/// at most 512 and at least 128.
+int kBlockOf(const LinearKernel &d);
+
 /// Tiled attention's register tiles are row vectors by up to this many
 /// keys or value columns; the running softmax groups its value columns
 /// alike, so that a group's accumulators are one tile.

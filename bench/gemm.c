@@ -1,0 +1,169 @@
+/*===- gemm.c - One linear kernel of a compiled model vs OpenBLAS ---------===*
+ *
+ * Packs a seeded random [N, K] f32 weight with the library's pack kernel
+ * (archk_pack_*: panels of 64 columns, in the weight type the symbol
+ * names), then times its linear kernel (archk_linear_*) over M token rows
+ * against OpenBLAS's cblas_sgemm of the same product on the unpacked f32
+ * weight (y = x W^T, row-major), each the median of RUNS calls after a
+ * warm-up, and prints both as GFLOP/s (2 M N K per call) with the largest
+ * difference of their outputs relative to the output's largest magnitude.
+ * OpenBLAS is Debian's libopenblas0-pthread, loaded with dlopen; without it
+ * openblas_gflops=0.
+ *   gemm LIB PACK_SYMBOL LINEAR_SYMBOL K N M THREADS RUNS WEIGHT_BITS
+ *     -> archc_gflops=... openblas_gflops=... max_rel_diff=...
+ *
+ *===---------------------------------------------------------------------===*/
+#include <HalideRuntime.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int (*pack_fn)(halide_buffer_t *, halide_buffer_t *);
+typedef int (*linear_fn)(halide_buffer_t *, halide_buffer_t *,
+                         halide_buffer_t *);
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *,
+                         int, const float *, int, float, float *, int);
+
+enum { PANEL = 64 };
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void *alloc(size_t bytes) {
+  void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p) {
+    fprintf(stderr, "gemm: out of memory\n");
+    exit(1);
+  }
+  return p;
+}
+
+static float *randoms(size_t n, uint64_t *state) {
+  float *p = alloc(n * sizeof *p);
+  for (size_t i = 0; i < n; ++i) {
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    p[i] = ((float)((*state >> 40) & 0xffff) / 32768.0f - 1.0f) * 0.05f;
+  }
+  return p;
+}
+
+/* A dense buffer of `dims` extents, innermost first. */
+static void buffer(halide_buffer_t *b, halide_dimension_t *d, void *data,
+                   int bits, int code, int dims, const int *extent) {
+  memset(b, 0, sizeof *b);
+  int stride = 1;
+  for (int i = 0; i < dims; ++i) {
+    d[i] = (halide_dimension_t){0, extent[i], stride, 0};
+    stride *= extent[i];
+  }
+  b->host = data;
+  b->type = (struct halide_type_t){code, bits, 1};
+  b->dimensions = dims;
+  b->dim = d;
+}
+
+static double median_ms(double *ms, int runs) {
+  qsort(ms, (size_t)runs, sizeof *ms, cmp);
+  return ms[runs / 2];
+}
+
+int main(int argc, char **argv) {
+  if (argc != 10) {
+    fprintf(stderr, "usage: gemm LIB PACK_SYMBOL LINEAR_SYMBOL K N M THREADS "
+                    "RUNS WEIGHT_BITS\n");
+    return 2;
+  }
+  int K = atoi(argv[4]), N = atoi(argv[5]), M = atoi(argv[6]);
+  int threads = atoi(argv[7]), runs = atoi(argv[8]), wbits = atoi(argv[9]);
+  if (K <= 0 || N <= 0 || M <= 0 || threads <= 0 || runs <= 0 ||
+      (wbits != 32 && wbits != 16)) {
+    fprintf(stderr, "gemm: bad sizes\n");
+    return 2;
+  }
+  void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    fprintf(stderr, "gemm: %s\n", dlerror());
+    return 1;
+  }
+  pack_fn pack = (pack_fn)dlsym(lib, argv[2]);
+  linear_fn linear = (linear_fn)dlsym(lib, argv[3]);
+  int (*set_threads)(int) = (int (*)(int))dlsym(lib, "halide_set_num_threads");
+  if (!pack || !linear || !set_threads) {
+    fprintf(stderr, "gemm: %s lacks %s or %s\n", argv[1], argv[2], argv[3]);
+    return 1;
+  }
+  set_threads(threads);
+  uint64_t seed = 7;
+  float *w = randoms((size_t)N * K, &seed), *x = randoms((size_t)M * K, &seed);
+  float *y = alloc((size_t)M * N * sizeof(float));
+  float *ref = alloc((size_t)M * N * sizeof(float));
+  int panels = (N + PANEL - 1) / PANEL;
+  void *packed = alloc((size_t)panels * K * PANEL * (size_t)(wbits / 8));
+  /* The pack kernel's output type: f32, or the 16-bit type of the symbol
+   * (…x1: f16, …x2: bf16, as StoreType numbers them). */
+  size_t sl = strlen(argv[2]);
+  int code = wbits == 32 ? halide_type_float
+             : argv[2][sl - 1] == '2' ? halide_type_bfloat
+                                      : halide_type_float;
+  halide_buffer_t bw, bp, bx, by;
+  halide_dimension_t dw[2], dp[3], dx[2], dy[2];
+  buffer(&bw, dw, w, 32, halide_type_float, 2, (int[]){K, N});
+  buffer(&bp, dp, packed, wbits, code, 3, (int[]){PANEL, K, panels});
+  buffer(&bx, dx, x, 32, halide_type_float, 2, (int[]){K, M});
+  buffer(&by, dy, y, 32, halide_type_float, 2, (int[]){N, M});
+  if (pack(&bw, &bp)) {
+    fprintf(stderr, "gemm: the pack kernel failed\n");
+    return 1;
+  }
+  double *ms = alloc(sizeof(double) * (size_t)runs);
+  for (int r = -1; r < runs; ++r) {
+    double t0 = now();
+    if (linear(&bx, &bp, &by)) {
+      fprintf(stderr, "gemm: the linear kernel failed\n");
+      return 1;
+    }
+    if (r >= 0)
+      ms[r] = (now() - t0) * 1e3;
+  }
+  double flops = 2.0 * M * (double)N * K;
+  double archc = flops / median_ms(ms, runs) / 1e6;
+
+  double blas = 0, diff = 0;
+  void *ob = dlopen("/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
+                    RTLD_NOW | RTLD_LOCAL);
+  sgemm_fn sgemm = ob ? (sgemm_fn)dlsym(ob, "cblas_sgemm") : NULL;
+  void (*blas_threads)(int) =
+      ob ? (void (*)(int))dlsym(ob, "openblas_set_num_threads") : NULL;
+  if (sgemm && blas_threads) {
+    blas_threads(threads);
+    for (int r = -1; r < runs; ++r) {
+      double t0 = now();
+      /* CblasRowMajor, CblasNoTrans, CblasTrans */
+      sgemm(101, 111, 112, M, N, K, 1.0f, x, K, w, K, 0.0f, ref, N);
+      if (r >= 0)
+        ms[r] = (now() - t0) * 1e3;
+    }
+    blas = flops / median_ms(ms, runs) / 1e6;
+    double top = 0;
+    for (size_t i = 0; i < (size_t)M * N; ++i) {
+      top = fmax(top, fabs(ref[i]));
+      diff = fmax(diff, fabs(ref[i] - y[i]));
+    }
+    diff = top > 0 ? diff / top : diff;
+  }
+  printf("archc_gflops=%.1f openblas_gflops=%.1f max_rel_diff=%.2e\n", archc,
+         blas, diff);
+  return 0;
+}

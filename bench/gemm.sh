@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# archc's GEMM (the linear kernel over packed weights, as prefill runs it)
+# against OpenBLAS sgemm on the same shapes, in one run, against this
+# machine's ceilings (bench/ceilings.c): every linear of bench-156m (K, N
+# 1024-2816) and of one Llama-3-8B-shaped layer (4096 -> 6144 fused QKV,
+# 4096, 14336 gate/up; 14336 -> 4096 down), M = $M token rows (default
+# 128, a prefill of 128 tokens), f32 and bf16 weights, 1 and 2 threads;
+# medians of $RUNS calls (bench/gemm.c). OpenBLAS is Debian's
+# libopenblas0-pthread (scripts/install-deps.sh), run with this image's
+# OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they halve its speed).
+#   bench/gemm.sh
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+m="${M:-128}" runs="${RUNS:-5}"
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+export OMP_WAIT_POLICY=PASSIVE
+bench_ceilings
+cc -O2 -I/usr/include/halide14 bench/gemm.c -ldl -lm -o "$out/gemm"
+sed -e 's/^name = .*/name = "llama3-8b-layer"/' -e 's/^vocab_size = .*/vocab_size = 256/' \
+    -e 's/^d_model = .*/d_model = 4096/' -e 's/^n_layers = .*/n_layers = 1/' \
+    -e 's/^n_heads = .*/n_heads = 32/' -e 's/^n_kv_heads = .*/n_kv_heads = 8/' \
+    -e 's/^head_dim = .*/head_dim = 128/' -e 's/^d_ff = .*/d_ff = 14336/' \
+    specs/llama/bench-156m.toml > "$out/llama3-8b-layer.toml"
+for spec in specs/llama/bench-156m.toml "$out/llama3-8b-layer.toml"; do
+  name=$(basename "$spec" .toml)
+  for w in f32 bf16; do
+    "$archc" compile "$spec" --weight-type="$w" -o "$out/$name.$w.so" --quiet
+    bits=32 suffix=""
+    [ "$w" = f32 ] || bits=16 suffix=x2
+    # Every linear but the one-row classifier (its one_row field is 1).
+    nm -D "$out/$name.$w.so" | grep -oE "archk_linear_[0-9]+x[0-9]+x0x64x0$suffix\$" | sort -u |
+    while read -r lin; do
+      read -r k n < <(echo "$lin" | sed -E 's/archk_linear_([0-9]+)x([0-9]+)x.*/\1 \2/')
+      for t in 1 2; do
+        echo "$w $k $n $t $("$out/gemm" "$out/$name.$w.so" "archk_pack_${k}x${n}x64x1$suffix" \
+          "$lin" "$k" "$n" "$m" "$t" "$runs" "$bits")"
+      done
+    done
+  done
+done > "$out/results"
+/usr/bin/python3 - "$out" "$m" <<'PY'
+import sys
+sys.path.insert(0, "bench")
+import benchlib
+out, m = sys.argv[1], int(sys.argv[2])
+ceil = benchlib.ceilings(out)
+rows = {}
+for line in open(f"{out}/results"):
+    w, k, n, t, *kv = line.split()
+    rows[w, int(k), int(n), int(t)] = {a: float(b) for a, b in (x.split("=") for x in kv)}
+print(f"\nGEMM of {m} rows, GFLOP/s (share of the FP32 FMA peak)")
+print(f"{'K':>6} {'N':>6} {'thr':>3} {'archc f32':>15} {'OpenBLAS':>15} "
+      f"{'archc/BLAS':>10} {'archc bf16':>15} {'diff':>8}")
+for (w, k, n, t), r in sorted(rows.items(), key=lambda x: (x[0][3], x[0][1], x[0][2])):
+    if w != "f32":
+        continue
+    p = ceil[t]["peak_gflops"]
+    b = rows.get(("bf16", k, n, t), {}).get("archc_gflops", 0)
+    blas = r["openblas_gflops"]
+    vs = f"{r['archc_gflops'] / blas:>9.2f}x" if blas else f"{'-':>10}"
+    print(f"{k:>6} {n:>6} {t:>3} {r['archc_gflops']:>8.1f} ({r['archc_gflops'] / p:>4.0%}) "
+          f"{blas:>8.1f} ({blas / p:>4.0%}) {vs} {b:>8.1f} ({b / p:>4.0%}) "
+          f"{r['max_rel_diff']:>8.1e}")
+PY
