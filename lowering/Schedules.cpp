@@ -65,10 +65,6 @@ static void scheduleLinear(KernelFuncs &k, const LinearKernel &d) {
   acc.update().reorder(kk, n, t, r).vectorize(kk).unroll(n).unroll(t);
 }
 
-/// Over a packed weight: a task per panel of output columns; in it, tiles
-/// of 4 vectors of columns x 4 tokens (GEMM) or x 1 token (GEMV), whose 16
-/// or 4 vector accumulators stay in registers while K runs: each step one
-/// broadcast of x and 4 contiguous vector loads of a panel row.
 /// The GEMM of a packed weight whose panel outgrows the L2 (kBlockOf): a
 /// task per panel keeps the panel's 64 x T sums in a buffer (acc_gemm);
 /// for each block of K, every token tile adds that block's register-tile
@@ -108,6 +104,11 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
     wide->second.compute_at(part, ri).vectorize(Var("j"), lanes);
 }
 
+/// Over a packed weight: a task per panel of output columns; in it, tiles
+/// of 4 vectors of columns x 4 tokens (GEMM) or x 1 token (GEMV), whose 16
+/// or 4 vector accumulators stay in registers while K runs: each step one
+/// broadcast of x and 4 contiguous vector loads of a panel row. A GEMM over
+/// a panel larger than the L2 is blockedGemm's.
 static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
   Var n = k.vars["n"], t = k.vars["t"];
   RDom r = k.rdoms["r"];
