@@ -38,7 +38,7 @@ static std::optional<NaiveMLA> match(AttentionOp a, SymbolTable &symbols) {
   NaiveMLA m;
   m.attn = a;
   int64_t H = a.getNHeads();
-  if (a.getNKvHeads() != H || a.getRelBias() || a.getRelKey() ||
+  if (int64_t(a.getNKvHeads()) != H || a.getRelBias() || a.getRelKey() ||
       a.getAlibi() || a.getWindow() || a.getSoftcap().convertToDouble() != 0)
     return std::nullopt;
   m.key = a.getKey().getDefiningOp<HeadsConcatOp>();
