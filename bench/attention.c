@@ -27,6 +27,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "timing.h"
+
 typedef int (*kernel_fn)(halide_buffer_t *, halide_buffer_t *,
                          halide_buffer_t *, int32_t, halide_buffer_t *);
 
@@ -55,17 +57,6 @@ static float *randoms(size_t n, uint64_t *state) {
     p[i] = (float)((*state >> 40) & 0xffff) / 32768.0f - 1.0f;
   }
   return p;
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv) {
@@ -128,7 +119,6 @@ int main(int argc, char **argv) {
     if (r >= 0)
       ms[r] = (now() - t0) * 1e3;
   }
-  qsort(ms, (size_t)runs, sizeof *ms, cmp);
   double pairs = 0;
   for (int t = 0; t < T; ++t) {
     long visible = pos + t + 1;
@@ -137,8 +127,8 @@ int main(int argc, char **argv) {
     pairs += (double)visible;
   }
   double flops = 4.0 * hd * heads * pairs;
-  double median = ms[runs / 2];
-  printf("ms=%.4f gflops=%.2f gbs=%.2f\n", median, flops / median / 1e6,
-         bytes / median / 1e6);
+  double mid = median(ms, runs);
+  printf("ms=%.4f gflops=%.2f gbs=%.2f\n", mid, flops / mid / 1e6,
+         bytes / mid / 1e6);
   return 0;
 }

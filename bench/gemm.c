@@ -22,6 +22,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "timing.h"
+
 typedef int (*pack_fn)(halide_buffer_t *, halide_buffer_t *);
 typedef int (*linear_fn)(halide_buffer_t *, halide_buffer_t *,
                          halide_buffer_t *);
@@ -29,17 +31,6 @@ typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *,
                          int, const float *, int, float, float *, int);
 
 enum { PANEL = 64 };
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 static void *alloc(size_t bytes) {
   void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -72,11 +63,6 @@ static void buffer(halide_buffer_t *b, halide_dimension_t *d, void *data,
   b->type = (struct halide_type_t){code, bits, 1};
   b->dimensions = dims;
   b->dim = d;
-}
-
-static double median_ms(double *ms, int runs) {
-  qsort(ms, (size_t)runs, sizeof *ms, cmp);
-  return ms[runs / 2];
 }
 
 int main(int argc, char **argv) {
@@ -138,7 +124,7 @@ int main(int argc, char **argv) {
       ms[r] = (now() - t0) * 1e3;
   }
   double flops = 2.0 * M * (double)N * K;
-  double archc = flops / median_ms(ms, runs) / 1e6;
+  double archc = flops / median(ms, runs) / 1e6;
 
   double blas = 0, diff = 0;
   void *ob = dlopen("/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
@@ -155,7 +141,7 @@ int main(int argc, char **argv) {
       if (r >= 0)
         ms[r] = (now() - t0) * 1e3;
     }
-    blas = flops / median_ms(ms, runs) / 1e6;
+    blas = flops / median(ms, runs) / 1e6;
     double top = 0;
     for (size_t i = 0; i < (size_t)M * N; ++i) {
       top = fmax(top, fabs(ref[i]));
