@@ -145,6 +145,12 @@ std::string GlueEmitter::bufferArg(Value v, int index) {
          b.ptr + args + ")";
 }
 
+/// The C pointer `ptr` of a buffer of `elem`s: a 16-bit buffer's (a cache
+/// of --kv-type, a weight of --weight-type) is offset in 16-bit elements.
+static std::string elemPointer(std::string ptr, Type elem) {
+  return elem.isF16() || elem.isBF16() ? "((uint16_t *)" + ptr + ")" : ptr;
+}
+
 LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
                                   llvm::raw_ostream &os) {
   auto s = [](int64_t v) { return std::to_string(v); };
@@ -196,22 +202,19 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
     auto it = paramIndex.find(w.getName().str());
     if (it == paramIndex.end())
       return w.emitOpError() << "reads a weight the module does not declare";
-    // A 16-bit weight: its pointer is offset in 16-bit elements.
-    std::string ptr = "P[" + s(it->second) + "]";
-    if (!w.getType().getElementType().isF32())
-      ptr = "((uint16_t *)" + ptr + ")";
-    bufs[w] = {ptr, staticExtents(w.getType())};
+    bufs[w] = {elemPointer("P[" + s(it->second) + "]",
+                           w.getType().getElementType()),
+               staticExtents(w.getType())};
     return success();
   }
   if (auto c = dyn_cast<archk::CacheOp>(op)) {
     auto it = cacheIndex.find(c.getName().str());
     if (it == cacheIndex.end())
       return c.emitOpError() << "reads a cache the module does not declare";
-    // A 16-bit cache: its pointer is offset in 16-bit elements.
-    std::string ptr = "C[" + s(it->second) + "]";
-    if (!c.getType().getElementType().isF32())
-      ptr = "((uint16_t *)" + ptr + ")";
-    CBuf b{ptr, staticExtents(c.getType()), {}};
+    CBuf b{elemPointer("C[" + s(it->second) + "]",
+                       c.getType().getElementType()),
+           staticExtents(c.getType()),
+           {}};
     if (c.getType().getRank() == 3) {
       // Head-major: a head's rows are the sequence's positions.
       int64_t d = c.getType().getDimSize(2);
@@ -232,9 +235,7 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
     else
       return a.emitOpError() << "has no planned place (run "
                                 "archk-plan-buffers)";
-    if (a.getType().getElementType().isF16() ||
-        a.getType().getElementType().isBF16())
-      b.ptr = "((uint16_t *)" + b.ptr + ")";
+    b.ptr = elemPointer(b.ptr, a.getType().getElementType());
     bufs[a] = b;
     return success();
   }

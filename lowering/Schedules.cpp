@@ -65,6 +65,15 @@ static void scheduleLinear(KernelFuncs &k, const LinearKernel &d) {
   acc.update().reorder(kk, n, t, r).vectorize(kk).unroll(n).unroll(t);
 }
 
+/// `acc` (placed by the caller) as a register tile: its columns `n` in
+/// vectors of `lanes`, those vectors and its token rows `t` unrolled, and
+/// its update over `r` inside them, so the tile's accumulators stay in
+/// registers while `r` runs.
+static void registerTile(Func acc, Var n, Var t, RVar r, int lanes) {
+  acc.vectorize(n, lanes).unroll(n).unroll(t);
+  acc.update().reorder(n, t, r).vectorize(n, lanes).unroll(n).unroll(t);
+}
+
 /// The GEMM of a packed weight whose panel outgrows the L2 (kBlockOf): a
 /// task per panel keeps the panel's 64 x T sums in a buffer (acc_gemm);
 /// for each block of K, every token tile adds that block's register-tile
@@ -94,11 +103,8 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
       .unroll(ti);
   part.compute_at(gemm, to)
       .bound_extent(n, panel)
-      .bound_extent(t, kTokenTile)
-      .vectorize(n, lanes)
-      .unroll(n)
-      .unroll(t);
-  part.update().reorder(n, t, ri).vectorize(n, lanes).unroll(n).unroll(t);
+      .bound_extent(t, kTokenTile);
+  registerTile(part, n, t, ri, lanes);
   auto wide = k.funcs.find("wide_gemm");
   if (wide != k.funcs.end())
     wide->second.compute_at(part, ri).vectorize(Var("j"), lanes);
@@ -132,12 +138,8 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
   // At nj: the token rows of the sub-tile (GEMM) or one (GEMV), over all
   // `sub` columns even where N ends inside the sub-tile (the packing's
   // zeros), so that the unrolled loop has a constant extent.
-  acc.compute_at(k.out, nj)
-      .bound_extent(n, sub)
-      .vectorize(n, lanes)
-      .unroll(n)
-      .unroll(t);
-  acc.update().reorder(n, t, r).vectorize(n, lanes).unroll(n).unroll(t);
+  acc.compute_at(k.out, nj).bound_extent(n, sub);
+  registerTile(acc, n, t, r, lanes);
   // An f16 weight's panel row widened once per step of K, not once per
   // token of the tile (the multiply of its widening would be).
   auto wide = k.funcs.find("wide");

@@ -486,14 +486,11 @@ int cmdCompile(int argc, char **argv) {
                   "default pipeline; with --pass-pipeline write "
                   "arch-pack-weights{weight-type=...} instead");
     if (llvm::is_contained(disablePass, "arch-pack-weights"))
-      return fail("--weight-type=" +
-                  std::string(weightType == StoreType::f16 ? "f16" : "bf16") +
+      return fail("--weight-type=" + stringifyEnum(weightType).str() +
                   " needs arch-pack-weights: 16-bit weights are stored "
                   "packed");
   }
-  pipelineOpts.weightType = weightType == StoreType::f16    ? "f16"
-                            : weightType == StoreType::bf16 ? "bf16"
-                                                            : "f32";
+  pipelineOpts.weightType = stringifyEnum(weightType).str();
   pipelineOpts.disabled.assign(disablePass.begin(), disablePass.end());
   pipelineOpts.pipeline = passPipeline;
   pipelineOpts.dumpDir = dumpIR;

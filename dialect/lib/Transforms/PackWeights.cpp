@@ -44,19 +44,14 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
                                  << panel;
       return signalPassFailure();
     }
-    Builder b(&getContext());
-    if (weightType == "f32")
-      elem = b.getF32Type();
-    else if (weightType == "f16")
-      elem = b.getF16Type();
-    else if (weightType == "bf16")
-      elem = b.getBF16Type();
-    else {
+    std::optional<StoreType> type = symbolizeEnum<StoreType>(weightType);
+    if (!type || *type == StoreType::i32) {
       getOperation().emitError() << "arch-pack-weights: weight-type must be "
                                     "f32, f16 or bf16, got '"
                                  << weightType << "'";
       return signalPassFailure();
     }
+    elem = archk::storeElementType(&getContext(), *type);
     // 16-bit weights are stored packed: every matmul weight is, and one
     // packed already (an IR input) must be of that type.
     bool all = !elem.isF32();
