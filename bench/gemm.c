@@ -9,6 +9,8 @@
  * difference of their outputs relative to the output's largest magnitude.
  * OpenBLAS is Debian's libopenblas0-pthread, loaded with dlopen; without it
  * openblas_gflops=0.
+ * WEIGHT_BITS 16p: bf16 weights in pairs of K (the bf16 dot product's
+ * layout, [panels, K / 2, 2 * 64]; the kernel rounds x to bf16).
  *   gemm LIB PACK_SYMBOL LINEAR_SYMBOL K N M THREADS RUNS WEIGHT_BITS
  *     -> archc_gflops=... openblas_gflops=... max_rel_diff=...
  *
@@ -73,8 +75,9 @@ int main(int argc, char **argv) {
   }
   int K = atoi(argv[4]), N = atoi(argv[5]), M = atoi(argv[6]);
   int threads = atoi(argv[7]), runs = atoi(argv[8]), wbits = atoi(argv[9]);
+  int pairs = strcmp(argv[9], "16p") == 0;
   if (K <= 0 || N <= 0 || M <= 0 || threads <= 0 || runs <= 0 ||
-      (wbits != 32 && wbits != 16)) {
+      (wbits != 32 && wbits != 16) || (pairs && K % 2)) {
     fprintf(stderr, "gemm: bad sizes\n");
     return 2;
   }
@@ -98,15 +101,19 @@ int main(int argc, char **argv) {
   int panels = (N + PANEL - 1) / PANEL;
   void *packed = alloc((size_t)panels * K * PANEL * (size_t)(wbits / 8));
   /* The pack kernel's output type: f32, or the 16-bit type of the symbol
-   * (…x1: f16, …x2: bf16, as StoreType numbers them). */
+   * (…x1: f16, …x2: bf16, as StoreType numbers them; pairs are bf16). */
   size_t sl = strlen(argv[2]);
   int code = wbits == 32 ? halide_type_float
-             : argv[2][sl - 1] == '2' ? halide_type_bfloat
-                                      : halide_type_float;
+             : pairs || argv[2][sl - 1] == '2' ? halide_type_bfloat
+                                                : halide_type_float;
   halide_buffer_t bw, bp, bx, by;
   halide_dimension_t dw[2], dp[3], dx[2], dy[2];
   buffer(&bw, dw, w, 32, halide_type_float, 2, (int[]){K, N});
-  buffer(&bp, dp, packed, wbits, code, 3, (int[]){PANEL, K, panels});
+  if (pairs)
+    buffer(&bp, dp, packed, wbits, code, 3,
+           (int[]){2 * PANEL, K / 2, panels});
+  else
+    buffer(&bp, dp, packed, wbits, code, 3, (int[]){PANEL, K, panels});
   buffer(&bx, dx, x, 32, halide_type_float, 2, (int[]){K, M});
   buffer(&by, dy, y, 32, halide_type_float, 2, (int[]){N, M});
   if (pack(&bw, &bp)) {

@@ -4,7 +4,9 @@
 # machine's ceilings (bench/ceilings.c): every linear of bench-156m (K, N
 # 1024-2816) and of one Llama-3-8B-shaped layer (4096 -> 6144 fused QKV,
 # 4096, 14336 gate/up; 14336 -> 4096 down), M = $M token rows (default
-# 128, a prefill of 128 tokens), f32 and bf16 weights, 1 and 2 threads;
+# 128, a prefill of 128 tokens), f32 and bf16 weights (bf16 inputs: the
+# bf16 dot product, vdpbf16ps where the CPU has AVX512-BF16, against the
+# bf16 dot-product ceiling; and --matmul-input=f32: widened), 1 and 2 threads;
 # medians of $RUNS calls (bench/gemm.c). OpenBLAS is Debian's
 # libopenblas0-pthread (scripts/install-deps.sh), run with this image's
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they halve its speed).
@@ -23,10 +25,13 @@ sed -e 's/^name = .*/name = "llama3-8b-layer"/' -e 's/^vocab_size = .*/vocab_siz
     specs/llama/bench-156m.toml > "$out/llama3-8b-layer.toml"
 for spec in specs/llama/bench-156m.toml "$out/llama3-8b-layer.toml"; do
   name=$(basename "$spec" .toml)
-  for w in f32 bf16; do
-    "$archc" compile "$spec" --weight-type="$w" -o "$out/$name.$w.so" --quiet
-    bits=32 suffix=""
-    [ "$w" = f32 ] || bits=16 suffix=x2
+  for w in f32 bf16 bf16w; do
+    case $w in
+      f32) flags="--weight-type=f32" bits=32 suffix="" ;;
+      bf16) flags="--weight-type=bf16" bits=16p suffix=x2x1 ;;
+      bf16w) flags="--weight-type=bf16 --matmul-input=f32" bits=16 suffix=x2 ;;
+    esac
+    "$archc" compile "$spec" $flags -o "$out/$name.$w.so" --quiet
     # Every linear but the one-row classifier (its one_row field is 1).
     nm -D "$out/$name.$w.so" | grep -oE "archk_linear_[0-9]+x[0-9]+x0x64x0$suffix\$" | sort -u |
     while read -r lin; do
@@ -49,16 +54,22 @@ for line in open(f"{out}/results"):
     w, k, n, t, *kv = line.split()
     rows[w, int(k), int(n), int(t)] = {a: float(b) for a, b in (x.split("=") for x in kv)}
 print(f"\nGEMM of {m} rows, GFLOP/s (share of the FP32 FMA peak)")
+print("(bf16: the bf16 dot product, share of the bf16 dot-product peak; "
+      "bf16 widened: f32 inputs, share of the FP32 peak)")
 print(f"{'K':>6} {'N':>6} {'thr':>3} {'archc f32':>15} {'OpenBLAS':>15} "
-      f"{'archc/BLAS':>10} {'archc bf16':>15} {'diff':>8}")
+      f"{'archc/BLAS':>10} {'archc bf16':>15} {'bf16/f32':>8} "
+      f"{'bf16 widened':>15} {'diff':>8}")
 for (w, k, n, t), r in sorted(rows.items(), key=lambda x: (x[0][3], x[0][1], x[0][2])):
     if w != "f32":
         continue
     p = ceil[t]["peak_gflops"]
     b = rows.get(("bf16", k, n, t), {}).get("archc_gflops", 0)
+    bw = rows.get(("bf16w", k, n, t), {}).get("archc_gflops", 0)
+    pb = ceil[t].get("bf16_gflops") or p
     blas = r["openblas_gflops"]
     vs = f"{r['archc_gflops'] / blas:>9.2f}x" if blas else f"{'-':>10}"
     print(f"{k:>6} {n:>6} {t:>3} {r['archc_gflops']:>8.1f} ({r['archc_gflops'] / p:>4.0%}) "
-          f"{blas:>8.1f} ({blas / p:>4.0%}) {vs} {b:>8.1f} ({b / p:>4.0%}) "
+          f"{blas:>8.1f} ({blas / p:>4.0%}) {vs} {b:>8.1f} ({b / pb:>4.0%}) "
+          f"{b / r['archc_gflops']:>7.2f}x {bw:>8.1f} ({bw / p:>4.0%}) "
           f"{r['max_rel_diff']:>8.1e}")
 PY

@@ -7,7 +7,9 @@
 # weight bytes a decoded token reads (2 or 4 per weight) over its time as a
 # share of the read bandwidth, and its speed-up over f32; resident MiB
 # after loading. Medians of $RUNS repetitions after a warm-up call;
-# 1 and 2 threads.
+# 1 and 2 threads. bf16 twice: with bf16 inputs (the default: the bf16 dot
+# product, vdpbf16ps where the CPU has AVX512-BF16) and with
+# --matmul-input=f32 ("bf16w": the weights widened).
 #   bench/weight-type.sh [SPEC]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -15,8 +17,12 @@ spec="${1:-specs/llama/bench-156m.toml}"
 prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}"
 bench_ceilings
 "$archc" check "$spec" --json > "$out/check.json"
-for w in f32 bf16 f16; do
-  "$archc" compile "$spec" --weight-type="$w" -o "$out/$w.so" --quiet
+for w in f32 bf16 bf16w f16; do
+  case $w in
+    bf16w) flags="--weight-type=bf16 --matmul-input=f32" ;;
+    *) flags="--weight-type=$w" ;;
+  esac
+  "$archc" compile "$spec" $flags -o "$out/$w.so" --quiet
   for t in 1 2; do
     "$archc" bench "$out/$w.so" --random-weights --prompt-len "$prompt" \
       --gen "$gen" --threads "$t" --runs "$runs" --json > "$out/$w.$t"
@@ -31,19 +37,22 @@ ceil = benchlib.ceilings(out)
 chk = json.load(open(f"{out}/check.json"))
 print(f"\n{chk['model']}: {chk['params']:,} parameters, "
       f"{chk['decode_weight_bytes'] // 4:,} matmul weights per decoded token")
+print("(of peak: FP32 FMA peak; bf16's: the bf16 dot-product peak)")
 print(f"{'weights':<7} {'thr':>3} {'prefill tok/s':>13} {'of peak':>7} "
       f"{'decode tok/s':>12} {'GB/s':>6} {'of bw':>6} {'vs f32':>6} {'load MiB':>8}")
 for t in (1, 2):
     base = json.load(open(f"{out}/f32.{t}"))["decode_tokens_per_s"]
-    for w, size in (("f32", 4), ("bf16", 2), ("f16", 2)):
+    for w, size in (("f32", 4), ("bf16", 2), ("bf16w", 2), ("f16", 2)):
         b = json.load(open(f"{out}/{w}.{t}"))
         n = b["prompt_len"]
         flops = (chk["prefill_flops_per_token"]
                  - chk["classifier_flops_per_token"] * (n - 1) / n)
         gf = b["prefill_tokens_per_s"] * flops / 1e9
         gb = b["decode_tokens_per_s"] * chk["decode_weight_bytes"] / 4 * size / 1e9
+        # (The bf16 dot product's prefill against its own ceiling.)
+        peak = ceil[t]["bf16_gflops"] if w == "bf16" else ceil[t]["peak_gflops"]
         print(f"{w:<7} {t:>3} {b['prefill_tokens_per_s']:>13.1f} "
-              f"{gf / ceil[t]['peak_gflops']:>6.0%} {b['decode_tokens_per_s']:>12.1f} "
+              f"{gf / peak:>6.0%} {b['decode_tokens_per_s']:>12.1f} "
               f"{gb:>6.1f} {gb / ceil[t]['read_gbs']:>5.0%} "
               f"{b['decode_tokens_per_s'] / base:>5.2f}x {b['load_rss_mib']:>8.1f}")
 PY

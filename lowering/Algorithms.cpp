@@ -40,7 +40,8 @@ int divisorUpTo(int64_t n, int cap) {
 
 int kBlockOf(const LinearKernel &d) {
   int kb = divisorUpTo(d.K, 512);
-  return d.panel && !d.oneRow && d.K > 2048 && kb >= 128 ? kb : 0;
+  return d.panel && !d.pairs && !d.oneRow && d.K > 2048 && kb >= 128 ? kb
+                                                                     : 0;
 }
 
 int vectorWidthFor(int64_t extent, int lanes) {
@@ -91,12 +92,49 @@ static Expr widen(Expr w, StoreType t) {
   return reinterpret<float>(bits) * std::ldexp(1.0f, 112);
 }
 
+/// The bf16 dot product over a weight packed in pairs, w (2 * panel, K / 2,
+/// panels): element 2 * j + e of row i of panel p is column p * panel + j,
+/// K index 2 * i + e. x is rounded to bf16 once (xb); the sums over each
+/// pair are a vector reduction by 2 of bf16 products, which Halide 14 emits
+/// as `vdpbf16ps` for avx512_sapphirerapids (AVX512-BF16) and otherwise
+/// widens. acc keeps its columns as (j, p), so that a panel row's pairs
+/// are one dense load.
+static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
+  int64_t K = d.K, N = d.N, panel = d.panel;
+  ImageParam x = rows(k, "x", {K});
+  ImageParam w = k.in("weight");
+  w.dim(0).set_bounds(0, int(2 * panel)).set_stride(1);
+  w.dim(1).set_bounds(0, int(K / 2)).set_stride(int(2 * panel));
+  w.dim(2).set_bounds(0, int((N + panel - 1) / panel))
+      .set_stride(int(K * panel));
+  Var kk("kk"), n("n"), t("t"), j("j"), p("p");
+  Func xb("xb"), acc("acc"), out("linear");
+  xb(kk, t) = cast(BFloat(16), x(kk, t));
+  RDom r(0, 2, 0, int(K / 2), "r"); // r.x: in the pair, r.y: the pair
+  acc(j, p, t) = 0.0f;
+  acc(j, p, t) += cast<float>(w(2 * j + r.x, r.y, p)) *
+                  cast<float>(xb(2 * r.y + r.x, t));
+  Expr dot = acc(n % int(panel), n / int(panel), t);
+  out(n, t) = d.bias ? dot + k.in("bias")(n) : dot;
+  if (d.bias)
+    k.in("bias").dim(0).set_bounds(0, int(N));
+  k.out = out;
+  k.funcs["acc"] = acc;
+  k.funcs["xb"] = xb;
+  k.rdoms["r"] = r;
+  k.vars = {{"kk", kk}, {"n", n}, {"t", t}, {"j", j}, {"p", p}};
+  k.lanes = vectorWidthFor(panel, k.lanes);
+  k.outDims = {N};
+}
+
 /// x (K, T) . w (K, N) -> (N, T). The reduction over K is split into
 /// `lanes`-wide partial sums (acc) so the inner loop is a vector FMA.
 /// With a packed weight (panel > 0), w is (panel, K, panels) and acc keeps
 /// a partial sum per output column instead, column n in panel n / panel:
 /// the inner loop is a vector FMA along a panel row.
 static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
+  if (d.pairs)
+    return lowerPairedLinear(k, d);
   int64_t K = d.K, N = d.N, panel = d.panel;
   ImageParam x = rows(k, "x", {K});
   ImageParam w = k.in("weight");
@@ -180,7 +218,9 @@ static Expr narrow(Expr v, StoreType store) {
                                        bits & 0x8000, bits));
 }
 
-/// w (K, N) -> (panel, K, panels): column p * panel + j of row k, zero past N.
+/// w (K, N) -> (panel, K, panels): column p * panel + j of row k, zero past
+/// N; in pairs, (2 * panel, K / 2, panels): element 2 * j + e of row i is
+/// column p * panel + j of row 2 * i + e.
 static void lowerPack(KernelFuncs &k, const PackKernel &d) {
   int64_t K = d.K, N = d.N, panel = d.panel;
   ImageParam w = k.in("weight");
@@ -189,14 +229,16 @@ static void lowerPack(KernelFuncs &k, const PackKernel &d) {
   Var j("j"), kk("kk"), p("p");
   // Group g (an expert) of n rows is panels g * per ..< (g + 1) * per.
   int64_t n = N / d.groups, per = (n + panel - 1) / panel;
-  Expr col = (p % int(per)) * int(panel) + j;
+  Expr jj = d.pairs ? j / 2 : j, kin = d.pairs ? 2 * kk + j % 2 : kk;
+  Expr col = (p % int(per)) * int(panel) + jj;
   Expr row = (p / int(per)) * int(n) + col;
   Func out("pack");
   out(j, kk, p) = narrow(
-      select(col < int(n), w(kk, min(row, int(N) - 1)), 0.0f), d.store);
+      select(col < int(n), w(kin, min(row, int(N) - 1)), 0.0f), d.store);
   k.out = out;
   k.vars = {{"j", j}, {"kk", kk}, {"p", p}};
-  k.outDims = {panel, K};
+  k.outDims = d.pairs ? std::vector<int64_t>{2 * panel, K / 2}
+                      : std::vector<int64_t>{panel, K};
 }
 
 /// The router's score of expert e: softmax over the experts, or sigmoid.

@@ -3,6 +3,7 @@
 #include "lowering/Algorithms.h"
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
@@ -21,6 +22,16 @@ static bool hostHasAvx512Fp16() {
   unsigned a, b, c, d;
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d))
     return (d >> 23) & 1;
+#endif
+  return false;
+}
+
+/// Whether this CPU has AVX512-BF16 (CPUID leaf 7, subleaf 1, EAX bit 5).
+static bool hostHasAvx512Bf16() {
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d))
+    return (a >> 5) & 1;
 #endif
   return false;
 }
@@ -69,25 +80,89 @@ bool resolveTarget(const std::string &target, std::string &canonical,
   });
 }
 
+/// The target kernel `spec` compiles for, given the library's. Halide 14
+/// emits the bf16 dot product (`vdpbf16ps`) only with
+/// avx512_sapphirerapids, which hostTarget() drops where the CPU lacks
+/// AVX512-FP16: a kernel that takes it (a linear over pairs) gets it back
+/// when the library is for this CPU and the CPU has AVX512-BF16.
+static Target kernelTarget(const KernelSpec &spec, Target t) {
+  const LinearKernel *l = spec.get<LinearKernel>();
+  if (l && l->pairs && t.has_feature(Target::AVX512_Cannonlake) &&
+      !t.has_feature(Target::AVX512_SapphireRapids) &&
+      t.without_feature(Target::LargeBuffers) == hostTarget() &&
+      hostHasAvx512Bf16())
+    t = t.with_feature(Target::AVX512_SapphireRapids);
+  return t;
+}
+
+std::string kernelTargetString(const KernelSpec &spec,
+                               const std::string &target) {
+  std::string s = target, error;
+  guarded(error,
+          [&] { s = kernelTarget(spec, parseTarget(target)).to_string(); });
+  return s;
+}
+
 static KernelFuncs build(const KernelSpec &spec, const Target &t) {
   KernelFuncs k = lowerKernel(spec, t.natural_vector_size<float>());
   scheduleKernel(k, t);
   return k;
 }
 
+/// Whether x86 assembly `path` has an AVX512-FP16 instruction: a mnemonic
+/// on half-precision vectors or scalars (..ph, ..sh, ..phx, ..psx, vmovw),
+/// F16C's vcvtps2ph / vcvtph2ps aside.
+static bool usesAvx512Fp16(const std::string &path) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t b = line.find_first_not_of(" \t");
+    if (b == std::string::npos || line[b] != 'v')
+      continue;
+    size_t e = line.find_first_of(" \t", b);
+    std::string m = line.substr(b, e == std::string::npos ? e : e - b);
+    auto ends = [&](const char *suffix) {
+      size_t n = std::strlen(suffix);
+      return m.size() > n && m.compare(m.size() - n, n, suffix) == 0;
+    };
+    if (m == "vcvtps2ph" || m == "vcvtph2ps")
+      continue;
+    if (m == "vmovw" || ends("ph") || ends("sh") || ends("phx") ||
+        ends("psx"))
+      return true;
+  }
+  return false;
+}
+
 bool compileKernelObject(const KernelSpec &spec, const std::string &target,
                          const std::string &path, std::string &error) {
   return guarded(error, [&] {
-    Target t = parseTarget(target).with_feature(Target::NoRuntime);
+    Target t = kernelTarget(spec, parseTarget(target))
+                   .with_feature(Target::NoRuntime);
     KernelFuncs k = build(spec, t);
-    k.out.compile_to_object(path, k.args, spec.name(), t);
+    if (!t.has_feature(Target::AVX512_SapphireRapids) || hostHasAvx512Fp16())
+      return k.out.compile_to_object(path, k.args, spec.name(), t);
+    // LLVM may use AVX512-FP16 with it, which this CPU lacks (vmovw for a
+    // gather of 16-bit elements): such a kernel is built again without.
+    std::string s = path + ".s";
+    k.out.compile_to({{OutputFileType::object, path},
+                      {OutputFileType::assembly, s}},
+                     k.args, spec.name(), t);
+    bool fp16 = usesAvx512Fp16(s);
+    std::remove(s.c_str());
+    if (!fp16)
+      return;
+    t = t.without_feature(Target::AVX512_SapphireRapids);
+    KernelFuncs plain = build(spec, t);
+    plain.out.compile_to_object(path, plain.args, spec.name(), t);
   });
 }
 
 bool kernelLoweredStmt(const KernelSpec &spec, const std::string &target,
                        std::string &stmt, std::string &error) {
   return guarded(error, [&] {
-    Target t = parseTarget(target).with_feature(Target::NoRuntime);
+    Target t = kernelTarget(spec, parseTarget(target))
+                   .with_feature(Target::NoRuntime);
     KernelFuncs k = build(spec, t);
     char tmpl[] = "/tmp/archc-stmt-XXXXXX";
     int fd = mkstemp(tmpl);

@@ -21,6 +21,13 @@ namespace arch {
 bool resolveTarget(const std::string &target, std::string &canonical,
                    std::string &error, int *floatLanes = nullptr);
 
+/// The target string kernel `spec` is compiled for in a library for
+/// `target` (canonical): `target`, or with avx512_sapphirerapids where the
+/// kernel takes the bf16 dot product on this CPU (what a kernel cache keys
+/// its object by).
+std::string kernelTargetString(const KernelSpec &spec,
+                               const std::string &target);
+
 /// AOT-compiles one kernel, without a Halide runtime, to an object file
 /// defining the C function `spec.name()`.
 bool compileKernelObject(const KernelSpec &spec, const std::string &target,

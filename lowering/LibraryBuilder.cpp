@@ -105,10 +105,12 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
   for (size_t i = 0; i < model.kernels.size(); ++i) {
     const KernelSpec &k = model.kernels[i];
     std::string obj = tmp.path + "/" + k.name() + ".o";
-    if (cache.fetch(k, target, obj)) {
+    // (Keyed by the kernel's own target: it may add the bf16 dot product.)
+    std::string own = kernelTargetString(k, target);
+    if (cache.fetch(k, own, obj)) {
       ++st.cachedKernels;
     } else if (compileKernelObject(k, target, obj, error)) {
-      cache.store(k, target, obj);
+      cache.store(k, own, obj);
     } else {
       error = "kernel " + k.name() + ": " + error;
       return false;

@@ -147,6 +147,35 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
     wide->second.compute_at(acc, r).vectorize(Var("j"), lanes);
 }
 
+/// The bf16 dot product over a weight in pairs: schedulePackedLinear's
+/// tiles with a whole panel per register tile (4 vectors with AVX-512:
+/// 16 accumulators with 4 tokens), each step of the pairs one broadcast
+/// pair of x and dense vectors of the panel's row of pairs; x rounded to
+/// bf16 once per call, before the tasks.
+static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
+  Var n = k.vars["n"], j = k.vars["j"], p = k.vars["p"], kk = k.vars["kk"];
+  RDom r = k.rdoms["r"];
+  Func acc = k.funcs["acc"];
+  int lanes = k.lanes, panel = int(d.panel);
+  Var no("no"), ni("ni"), nj("nj"), nk("nk");
+  tileLinear(k, d, nk, nj, no, [&](Stage s) {
+    s.split(n, no, ni, panel, TailStrategy::GuardWithIf)
+        .split(ni, nj, nk, panel)
+        .vectorize(nk, lanes)
+        .parallel(no);
+  });
+  acc.compute_at(k.out, nj).bound_extent(j, panel).bound_extent(p, 1);
+  acc.vectorize(j, lanes).unroll(j).unroll(k.vars["t"]);
+  acc.update()
+      .reorder(r.x, j, k.vars["t"], r.y)
+      .atomic()
+      .vectorize(r.x)
+      .vectorize(j, lanes)
+      .unroll(j)
+      .unroll(k.vars["t"]);
+  k.funcs["xb"].compute_root().vectorize(kk, vectorWidthFor(d.K, 2 * lanes));
+}
+
 static void schedulePack(KernelFuncs &k) {
   k.out.parallel(k.vars["p"]);
 }
@@ -390,7 +419,9 @@ static void scheduleRowwise(KernelFuncs &k) {
 void scheduleKernel(KernelFuncs &k, const Target &target) {
   const KernelSpec &spec = k.spec;
   if (const LinearKernel *d = spec.get<LinearKernel>())
-    d->panel ? schedulePackedLinear(k, *d) : scheduleLinear(k, *d);
+    d->pairs   ? schedulePairedLinear(k, *d)
+    : d->panel ? schedulePackedLinear(k, *d)
+               : scheduleLinear(k, *d);
   else if (spec.get<PackKernel>())
     schedulePack(k);
   else if (spec.get<NormKernel>())

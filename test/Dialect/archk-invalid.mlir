@@ -167,6 +167,22 @@ func.func @linear_weight_unpacked(%x: memref<?x8xf32>, %w: memref<16x8xbf16>, %o
 
 // -----
 
+func.func @linear_pairs_f32(%x: memref<?x8xf32>, %w: memref<1x4x128xf32>, %o: memref<?x16xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' has pairs without bf16 panels of an even K}}
+  archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, one_row = false, panel = 64 : i64, pairs = true}(%x, %w, %o) : memref<?x8xf32>, memref<1x4x128xf32>, memref<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @pack_pairs_odd(%w: memref<16x7xf32>, %o: memref<1x7x64xbf16>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'pack' has pairs without bf16 panels of an even K}}
+  archk.call "pack" {K = 7 : i64, N = 16 : i64, groups = 1 : i64, panel = 64 : i64, store = "bf16", pairs = true}(%w, %o) : memref<16x7xf32>, memref<1x7x64xbf16>
+  return
+}
+
+// -----
+
 func.func @pack_store_i32(%w: memref<16x8xf32>, %o: memref<1x8x64xi32>) {
   // expected-error @+1 {{'archk.call' op kernel description of 'pack' stores i32}}
   archk.call "pack" {K = 8 : i64, N = 16 : i64, groups = 1 : i64, panel = 64 : i64, store = "i32"}(%w, %o) : memref<16x8xf32>, memref<1x8x64xi32>

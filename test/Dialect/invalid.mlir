@@ -627,6 +627,40 @@ func.func @pack_groups_shape(%w: tensor<96x8xf32>) {
 
 // -----
 
+// bf16 pairs ([panels, K / 2, panel, 2]) of an even K, bf16 only.
+
+func.func @pack_pairs_f16(%w: tensor<96x8xf32>) {
+  // expected-error @+1 {{result in pairs must be tensor<2x4x64x2xbf16> (an even K), got 'tensor<2x4x64x2xf16>'}}
+  %p = arch.pack %w {panel = 64 : i64} : tensor<96x8xf32> -> tensor<2x4x64x2xf16>
+  return
+}
+
+// -----
+
+func.func @pack_pairs_shape(%w: tensor<96x8xf32>) {
+  // expected-error @+1 {{result in pairs must be tensor<2x4x64x2xbf16> (an even K), got 'tensor<2x8x64x2xbf16>'}}
+  %p = arch.pack %w {panel = 64 : i64} : tensor<96x8xf32> -> tensor<2x8x64x2xbf16>
+  return
+}
+
+// -----
+
+func.func @linear_pairs_k(%x: tensor<?x6xf32>, %w: tensor<2x4x64x2xbf16>) {
+  // expected-error @+1 {{weight has K = 8 but the input has 6 features}}
+  %y = arch.linear %x, %w : (tensor<?x6xf32>, tensor<2x4x64x2xbf16>) -> tensor<?x96xf32>
+  return
+}
+
+// -----
+
+func.func @linear_pairs_not_pairs(%x: tensor<?x8xf32>, %w: tensor<2x4x64x4xbf16>) {
+  // expected-error @+1 {{weight must be a static [N, K] tensor or packed [panels, K, panel] (or bf16 [panels, K / 2, panel, 2]), got 'tensor<2x4x64x4xbf16>'}}
+  %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<2x4x64x4xbf16>) -> tensor<?x96xf32>
+  return
+}
+
+// -----
+
 func.func @heads_split_heads(%x: tensor<?x10xf32>) {
   // expected-error @+1 {{input width 10 is not a positive multiple of 4 heads}}
   %a, %b = arch.heads_split %x {heads = 4 : i64} : tensor<?x10xf32> -> tensor<?x8xf32>, tensor<?x2xf32>

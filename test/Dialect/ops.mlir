@@ -143,6 +143,11 @@ func.func @views(%x: tensor<?x8xf32>) -> tensor<?x2xf32> {
   %p = arch.pack %w {panel = 4 : i64} : tensor<6x8xf32> -> tensor<2x8x4xf32>
   // CHECK: arch.linear %{{.*}}, %[[P]] : (tensor<?x8xf32>, tensor<2x8x4xf32>) -> tensor<?x6xf32>
   %y = arch.linear %x, %p : (tensor<?x8xf32>, tensor<2x8x4xf32>) -> tensor<?x6xf32>
+  // In bf16 pairs for the bf16 dot product.
+  // CHECK: %[[Q:.*]] = arch.pack %{{.*}} {panel = 4 : i64} : tensor<6x8xf32> -> tensor<2x4x4x2xbf16>
+  %pp = arch.pack %w {panel = 4 : i64} : tensor<6x8xf32> -> tensor<2x4x4x2xbf16>
+  // CHECK: arch.linear %{{.*}}, %[[Q]] : (tensor<?x8xf32>, tensor<2x4x4x2xbf16>) -> tensor<?x6xf32>
+  %z = arch.linear %x, %pp : (tensor<?x8xf32>, tensor<2x4x4x2xbf16>) -> tensor<?x6xf32>
   // CHECK: %{{.*}}:2 = arch.split %{{.*}} : tensor<?x6xf32> -> tensor<?x4xf32>, tensor<?x2xf32>
   %q, %k = arch.split %y : tensor<?x6xf32> -> tensor<?x4xf32>, tensor<?x2xf32>
   return %k : tensor<?x2xf32>

@@ -6,6 +6,13 @@
 // RUN: arch-opt %s -split-input-file -arch-pack-weights='weight-type=f16' | FileCheck %s --check-prefix=F16
 // RUN: not arch-opt %s -split-input-file -arch-pack-weights='weight-type=f8' 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: arch-pack-weights: weight-type must be f32, f16 or bf16, got 'f8'
+// bf16 inputs (the bf16 dot product): weights of even K packed in pairs,
+// [panels, K / 2, panel, 2]; an odd K in plain panels.
+// RUN: arch-opt %s -split-input-file -arch-pack-weights='weight-type=bf16 input-type=bf16' | FileCheck %s --check-prefix=PAIRS
+// RUN: not arch-opt %s -split-input-file -arch-pack-weights='weight-type=bf16 input-type=f16' 2>&1 | FileCheck %s --check-prefix=BADIN
+// BADIN: arch-pack-weights: input-type must be f32 or bf16, got 'f16'
+// RUN: not arch-opt %s -split-input-file -arch-pack-weights='weight-type=f16 input-type=bf16' 2>&1 | FileCheck %s --check-prefix=BADPAIR
+// BADPAIR: arch-pack-weights: input-type bf16 needs weight-type bf16 (the bf16 dot product), got weight-type f16
 
 arch.weight @w : tensor<96x8xf32>
 arch.weight @c : tensor<16x8xf32>
@@ -25,6 +32,9 @@ func.func @pack_projection(%x: tensor<?x8xf32>, %l: tensor<1x8xf32>) -> (tensor<
   // BF16: arch.linear %{{.*}}, %[[Q]] : (tensor<1x8xf32>, tensor<1x8x64xbf16>) -> tensor<1x16xf32>
   // F16: arch.pack %{{.*}} -> tensor<2x8x64xf16>
   // F16: arch.pack %{{.*}} -> tensor<1x8x64xf16>
+  // PAIRS: %[[P:.*]] = arch.pack %{{.*}} {panel = 64 : i64} : tensor<96x8xf32> -> tensor<2x4x64x2xbf16>
+  // PAIRS: arch.linear %{{.*}}, %[[P]] : (tensor<?x8xf32>, tensor<2x4x64x2xbf16>) -> tensor<?x96xf32>
+  // PAIRS: arch.pack %{{.*}} -> tensor<1x4x64x2xbf16>
   %w = arch.param @w : tensor<96x8xf32>
   %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<96x8xf32>) -> tensor<?x96xf32>
   // CHECK: %[[C:.*]] = arch.param @c
@@ -60,4 +70,16 @@ func.func @min_columns(%x: tensor<?x8xf32>) -> tensor<?x128xf32> {
   %w = arch.param @w : tensor<128x8xf32>
   %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<128x8xf32>) -> tensor<?x128xf32>
   return %y : tensor<?x128xf32>
+}
+
+// -----
+
+arch.weight @w : tensor<64x7xf32>
+// An odd K has no pairs: plain bf16 panels (an f32 input).
+// PAIRS-LABEL: func.func @odd_k
+func.func @odd_k(%x: tensor<?x7xf32>) -> tensor<?x64xf32> {
+  // PAIRS: arch.pack %{{.*}} {panel = 64 : i64} : tensor<64x7xf32> -> tensor<1x7x64xbf16>
+  %w = arch.param @w : tensor<64x7xf32>
+  %y = arch.linear %x, %w : (tensor<?x7xf32>, tensor<64x7xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
 }

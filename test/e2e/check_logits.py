@@ -36,6 +36,10 @@ def main():
     ap.add_argument("--weight-type", choices=["f32", "f16", "bf16"],
                     default="f32", help="the library's --weight-type: the "
                     "reference rounds the matmul weights to it")
+    ap.add_argument("--matmul-input", choices=["f32", "bf16"],
+                    help="the library's --matmul-input (default as archc's: "
+                    "bf16 with bf16 weights): with bf16 the reference "
+                    "rounds those matmuls' inputs too")
     ap.add_argument("--check-json", help="output of archc check --json: its "
                     "parameter count must equal the reference's")
     ap.add_argument("--shards", type=int, default=1,
@@ -76,8 +80,12 @@ def main():
                "bf16": torch.bfloat16}[args.kv_type]
     weight_type = {"f32": None, "f16": torch.float16,
                    "bf16": torch.bfloat16}[args.weight_type]
+    matmul_input = args.matmul_input or (
+        "bf16" if args.weight_type == "bf16" else "f32")
+    input_type = torch.bfloat16 if matmul_input == "bf16" else None
     ref = archref.forward(spec, weights, tokens, kv_type=kv_type,
-                          weight_type=weight_type).numpy()
+                          weight_type=weight_type,
+                          input_type=input_type).numpy()
 
     lib = archrt.Lib(args.lib)
     with tempfile.TemporaryDirectory() as tmp:

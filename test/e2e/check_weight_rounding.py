@@ -9,6 +9,16 @@ defines it (archref.stored_weight: nearest even; f16 saturated at +-65504,
 its subnormals flushed to zero). Then runs the library's linear kernel on
 the packed weight with the identity as input, so that each output is one
 weight as the kernel widens it, and checks those against the same values.
+
+With --pairs (bf16 weights of a library whose matmuls take bf16 inputs, the
+bf16 dot product), the pack and linear kernels are the pairs' ones
+([panels, K / 2, panel, 2]), and the input is checked too: a diagonal input
+of ties and random values gives outputs that are each one product of the
+input rounded to bf16 (nearest even) and a weight, exactly; random inputs
+of 5 rows (the GEMM code) and 1 row (the GEMV code) give the reference's
+sums of those products within f32 summation error. Subnormal bf16
+operands and products may count as zero (AVX512-BF16's vdpbf16ps flushes
+them).
 """
 import argparse
 import ctypes as C
@@ -67,8 +77,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--type", choices=["bf16", "f16"], required=True)
+    ap.add_argument("--pairs", action="store_true",
+                    help="the bf16 dot product's kernels (weights in pairs)")
     args = ap.parse_args()
     code = {"bf16": "2", "f16": "1"}[args.type]
+    code += "x1" if args.pairs else ""
     syms = subprocess.run(["nm", "-D", "--defined-only", args.lib],
                           capture_output=True, text=True, check=True).stdout
     packs = sorted(set(re.findall(rf"archk_pack_(\d+)x(\d+)x64x1x{code}\b", syms)))
@@ -83,6 +96,7 @@ def main():
     lib = C.CDLL(os.path.abspath(args.lib))
     pack = getattr(lib, f"archk_pack_{k}x{n}x64x1x{code}")
     run = getattr(lib, linear)
+    print(f"kernels archk_pack_{k}x{n}x64x1x{code}, {linear}")
 
     rng = np.random.default_rng(3)
     w = (rng.standard_normal((n, k)) * 0.05).astype(np.float32)
@@ -94,13 +108,42 @@ def main():
     want_f32 = want.float().numpy()
 
     panels = (n + 63) // 64
-    packed = np.zeros((panels, k, 64), dtype=np.uint16)
-    bw = buffer(w, 2, [k, n])
-    bp = buffer(packed, 4 if args.type == "bf16" else 2, [64, k, panels])
-    if pack(C.byref(bw), C.byref(bp)):
+    code = 4 if args.type == "bf16" else 2
+
+    def pack_weight(w):
+        """w [n, k] packed by the library: the array and its buffer."""
+        if args.pairs:
+            packed = np.zeros((panels, k // 2, 64, 2), dtype=np.uint16)
+            extents = [128, k // 2, panels]
+        else:
+            packed = np.zeros((panels, k, 64), dtype=np.uint16)
+            extents = [64, k, panels]
+        bp = buffer(packed, code, extents)
+        if pack(C.byref(buffer(w, 2, [k, n])), C.byref(bp)):
+            return None, None
+        return packed, bp
+
+    def as_rows(packed):
+        """The packed weight as [n, k] 16-bit patterns."""
+        if args.pairs:
+            packed = packed.transpose(0, 2, 1, 3)
+        else:
+            packed = packed.transpose(0, 2, 1)
+        return packed.reshape(panels * 64, k)[:n]
+
+    def linear_of(x, bp):
+        """The library's linear kernel on rows x [t, k]: [t, n]."""
+        y = np.zeros((len(x), n), dtype=np.float32)
+        if run(C.byref(buffer(x, 2, [k, len(x)])), C.byref(bp),
+               C.byref(buffer(y, 2, [n, len(x)]))):
+            return None
+        return y
+
+    packed, bp = pack_weight(w)
+    if packed is None:
         print("FAILED: the pack kernel returned an error")
         return 1
-    got_bits = packed.transpose(0, 2, 1).reshape(panels * 64, k)[:n]
+    got_bits = as_rows(packed)
     bad = np.argwhere(got_bits != want_bits)
     print(f"{args.type}: {n}x{k} weight, {len(s)} special values, "
           f"{len(bad)} stored patterns differ")
@@ -111,21 +154,62 @@ def main():
         print("  an infinity or NaN was stored")
         bad = [1]
 
-    x = np.eye(k, dtype=np.float32)
-    y = np.zeros((k, n), dtype=np.float32)
-    bx, by = buffer(x, 2, [k, k]), buffer(y, 2, [n, k])
-    if run(C.byref(bx), C.byref(bp), C.byref(by)):
+    y = linear_of(np.eye(k, dtype=np.float32), bp)
+    if y is None:
         print("FAILED: the linear kernel returned an error")
         return 1
     finite = np.isfinite(want_f32).all()
-    wrong = (np.count_nonzero(y.T != want_f32) if finite
+    differ = y.T != want_f32
+    if args.pairs:  # a subnormal weight may read as zero
+        differ &= ~((np.abs(want_f32) < 2.0 ** -126) & (y.T == 0))
+    wrong = (np.count_nonzero(differ) if finite
              else "skipped (infinite weights)")
     print(f"widened by the linear kernel: {wrong} values differ")
     if len(bad) or (finite and wrong):
         print("FAILED")
         return 1
+    if args.pairs and not check_inputs(rng, pack_weight, linear_of, k, n):
+        print("FAILED")
+        return 1
     print("PASSED")
     return 0
+
+
+def bf16(a):
+    """f32 array `a` rounded to bf16 (nearest even), as f32."""
+    return torch.from_numpy(a).to(torch.bfloat16).float().numpy()
+
+
+def check_inputs(rng, pack_weight, linear_of, k, n):
+    """The pairs' linear kernel rounds its input to bf16 and sums the
+    products of rounded operands."""
+    w = (rng.standard_normal((n, k)) * 0.05).astype(np.float32)
+    _, bp = pack_weight(w)
+    wb = bf16(w)
+    ties = [1 + 2 ** -8, 1 + 3 * 2 ** -8, -(1 + 2 ** -8), 3 + 2 ** -7,
+            1 + 2 ** -9, 1 - 2 ** -10, 1e-3, -0.0, 2 ** -126, 1e30]
+    v = rng.standard_normal(k).astype(np.float32)
+    v[:len(ties)] = ties
+    y = linear_of(np.diag(v), bp)
+    want = bf16(v)[:, None] * wb.T  # one product each, exact in f32
+    flushed = (np.abs(want) < 2.0 ** -126) & (y == 0)
+    wrong = np.count_nonzero((y != want) & ~flushed)
+    print(f"bf16 dot product, diagonal input: {wrong} products differ "
+          f"from the rounded input's")
+    ok = wrong == 0
+    for rows in (5, 1):
+        x = rng.standard_normal((rows, k)).astype(np.float32)
+        y = linear_of(x, bp)
+        ref = bf16(x).astype(np.float64) @ wb.T.astype(np.float64)
+        bound = k * 2.0 ** -23 * (np.abs(bf16(x)) @ np.abs(wb.T))
+        err = np.abs(y - ref)
+        unrounded = np.abs(x.astype(np.float64) @ wb.T.astype(np.float64) - ref)
+        print(f"bf16 dot product, {rows} random row(s): "
+              f"{np.count_nonzero(err > bound)} sums off by more than f32 "
+              f"summation error (the unrounded input's are off by up to "
+              f"{unrounded.max() / bound.max():.0f}x that bound)")
+        ok &= bool((err <= bound).all()) and unrounded.max() > bound.max()
+    return ok
 
 
 if __name__ == "__main__":

@@ -571,7 +571,21 @@ def activation(name, x):
     return x
 
 
+class Weights(dict):
+    """Tensors by name, and the prefixes of the linears that round their
+    input to bf16 (archc's --matmul-input=bf16, the bf16 dot product)."""
+    bf16_inputs = frozenset()
+
+
+def bf16_input(x):
+    """x as the bf16 dot product takes it: its f32 value rounded to bf16,
+    nearest even."""
+    return x.to(torch.float32).to(torch.bfloat16).to(x.dtype)
+
+
 def linear(W, prefix, x):
+    if prefix in getattr(W, "bf16_inputs", ()):
+        x = bf16_input(x)
     y = x @ W[prefix + ".weight"].T
     return y + W[prefix + ".bias"] if prefix + ".bias" in W else y
 
@@ -692,18 +706,25 @@ def stored_weight(t, weight_type):
 
 
 def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
-            kv_type=None, weight_type=None):
+            kv_type=None, weight_type=None, input_type=None):
     """Logits [T, vocab] of a whole token sequence (causal); with last_only,
     the final norm and classifier run on the last position only. With
     kv_type (torch.float16 or torch.bfloat16), keys and values are rounded
     to it, as a cache of that element type stores them; with weight_type,
-    the matmul weights (matmul_weight; a tied classifier too) are."""
+    the matmul weights (matmul_weight; a tied classifier too) are; with
+    input_type torch.bfloat16 too (bf16 weights), the inputs of those
+    matmuls whose K is even (archc packs them in pairs)."""
     def stored(name, t):
         if weight_type is None:
             return t.to(dtype)
         return stored_weight(t, weight_type).to(dtype)
-    W = {k: stored(k, v) if matmul_weight(k) else v.to(dtype)
-         for k, v in w.items()}
+    W = Weights({k: stored(k, v) if matmul_weight(k) else v.to(dtype)
+                 for k, v in w.items()})
+    if input_type is not None:
+        assert input_type == torch.bfloat16 == weight_type, input_type
+        W.bf16_inputs = frozenset(
+            k[:-len(".weight")] for k, v in w.items()
+            if matmul_weight(k) and v.shape[-1] % 2 == 0)
     T, H, KV, hd = len(tokens), spec.heads, spec.kv_heads, spec.head_dim
     x = W["model.embed_tokens.weight"][torch.tensor(tokens)] * spec.emb_scale
     if spec.pos_kind == "learned":
@@ -799,7 +820,7 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
         """The top-k experts per token and their weights, as the families'
         modeling code routes (ties to the lower expert index: a stable
         descending sort)."""
-        logits = h @ W[p + "mlp.gate.weight"].T
+        logits = linear(W, p + "mlp.gate", h)
         E, k = ls.n_experts, ls.top_k
 
         def topk(x, n):
@@ -874,6 +895,8 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
         x = norm(spec, W, "model.norm", x)
     head = (stored("", w["model.embed_tokens.weight"]) if spec.tied
             else W["lm_head.weight"])
+    if input_type is not None and head.shape[-1] % 2 == 0:
+        x = bf16_input(x)
     logits = x @ head.T
     if spec.lm_bias:
         logits = logits + W["lm_head.bias"]

@@ -166,6 +166,7 @@ struct PipelineOptions {
   int dumpNext = 0;                  ///< the next --dump-ir file's number
   std::string target = "host";       ///< what target-dependent passes tune for
   std::string weightType = "f32";    ///< --weight-type
+  std::string inputType = "f32";     ///< --matmul-input
 } pipelineOpts;
 
 /// Writes the module after each top-level pass (a nested pipeline counts
@@ -305,6 +306,7 @@ bool runPipeline(mlir::MLIRContext &ctx, mlir::ModuleOp module,
     PipelineTarget t;
     t.lanes = lanes;
     t.weightType = po.weightType;
+    t.inputType = po.inputType;
     if (failed(buildDefaultPipeline(pm, po.disabled, error, t))) {
       fail(error);
       return false;
@@ -421,6 +423,16 @@ int cmdCompile(int argc, char **argv) {
                  clEnumValN(StoreType::f16, "f16", "IEEE half, 2 bytes"),
                  clEnumValN(StoreType::bf16, "bf16", "bfloat16, 2 bytes")),
       cl::cat(archcCat));
+  cl::opt<StoreType> matmulInput(
+      "matmul-input",
+      cl::desc("what the matmuls over 16-bit weights take their input as: "
+               "bf16 (rounded: the bf16 dot product, vdpbf16ps where the "
+               "CPU has AVX512-BF16; the default with --weight-type=bf16) "
+               "or f32"),
+      cl::init(StoreType::f32),
+      cl::values(clEnumValN(StoreType::f32, "f32", "4 bytes"),
+                 clEnumValN(StoreType::bf16, "bf16", "bfloat16, 2 bytes")),
+      cl::cat(archcCat));
   cl::opt<int64_t> maxChunk(
       "max-chunk",
       cl::desc("most tokens one forward call takes (longer prompts run in "
@@ -490,7 +502,15 @@ int cmdCompile(int argc, char **argv) {
                   " needs arch-pack-weights: 16-bit weights are stored "
                   "packed");
   }
+  if (matmulInput == StoreType::bf16 && weightType != StoreType::bf16)
+    return fail("--matmul-input=bf16 (the bf16 dot product) needs "
+                "--weight-type=bf16, got --weight-type=" +
+                stringifyEnum(weightType).str());
   pipelineOpts.weightType = stringifyEnum(weightType).str();
+  pipelineOpts.inputType =
+      weightType == StoreType::bf16 && !matmulInput.getNumOccurrences()
+          ? "bf16"
+          : stringifyEnum(matmulInput).str();
   pipelineOpts.disabled.assign(disablePass.begin(), disablePass.end());
   pipelineOpts.pipeline = passPipeline;
   pipelineOpts.dumpDir = dumpIR;

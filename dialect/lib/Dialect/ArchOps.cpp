@@ -267,6 +267,16 @@ LogicalResult ConcatOp::verify() {
   return success();
 }
 
+/// K of packed weight type `t`: [panels, K, panel], or [panels, K / 2,
+/// panel, 2] (the pairs of the bf16 dot product); -1 if `t` is neither.
+static int64_t packedK(RankedTensorType t) {
+  if (t.getRank() == 3)
+    return t.getDimSize(1);
+  if (t.getRank() == 4 && t.getDimSize(3) == 2 && t.getElementType().isBF16())
+    return 2 * t.getDimSize(1);
+  return -1;
+}
+
 LogicalResult PackOp::verify() {
   auto w = cast<RankedTensorType>(getWeight().getType());
   auto r = cast<RankedTensorType>(getResult().getType());
@@ -279,6 +289,14 @@ LogicalResult PackOp::verify() {
   if (groups <= 0 || n % groups != 0)
     return emitOpError() << "groups (" << groups << ") must divide N = " << n;
   int64_t panels = groups * ((n / groups + panel - 1) / panel);
+  if (r.getRank() == 4) {
+    if (packedK(r) != k || k % 2 || r.getDimSize(0) != panels ||
+        r.getDimSize(2) != panel)
+      return emitOpError() << "result in pairs must be tensor<" << panels
+                           << "x" << k / 2 << "x" << panel
+                           << "x2xbf16> (an even K), got " << r;
+    return success();
+  }
   if (r.getRank() != 3 || r.getDimSize(0) != panels || r.getDimSize(1) != k ||
       r.getDimSize(2) != panel)
     return emitOpError() << "result must be tensor<" << panels << "x" << k
@@ -359,7 +377,7 @@ LogicalResult MoEOp::verify() {
     if (t.getRank() == 2 && t.getDimSize(0) == e * rows &&
         t.getDimSize(1) == cols)
       return success();
-    if (t.getRank() == 3 && t.getDimSize(2) > 0 && t.getDimSize(1) == cols &&
+    if (t.getRank() >= 3 && t.getDimSize(2) > 0 && packedK(t) == cols &&
         t.getDimSize(0) ==
             e * ((rows + t.getDimSize(2) - 1) / t.getDimSize(2)))
       return success();
@@ -541,18 +559,22 @@ LogicalResult LinearOp::verify() {
   if (k < 0)
     return failure();
   auto w = cast<RankedTensorType>(getWeight().getType());
-  if ((w.getRank() != 2 && w.getRank() != 3) || !w.hasStaticShape())
+  bool packed = w.getRank() > 2;
+  if (!w.hasStaticShape() || (packed ? packedK(w) < 0 : w.getRank() != 2))
     return emitOpError() << "weight must be a static [N, K] tensor or packed "
-                         << "[panels, K, panel], got " << w;
-  if (w.getDimSize(1) != k)
-    return emitOpError() << "weight has K = " << w.getDimSize(1)
+                         << "[panels, K, panel] (or bf16 [panels, K / 2, "
+                            "panel, 2]), got "
+                         << w;
+  int64_t wk = packed ? packedK(w) : w.getDimSize(1);
+  if (wk != k)
+    return emitOpError() << "weight has K = " << wk
                          << " but the input has " << k << " features";
   int64_t n = featureDim(*this, getResult(), "result");
   if (n < 0)
     return failure();
-  if (w.getRank() != 3 && !w.getElementType().isF32())
+  if (!packed && !w.getElementType().isF32())
     return emitOpError() << "a 16-bit weight must be packed, got " << w;
-  if (w.getRank() == 3) {
+  if (packed) {
     int64_t panel = w.getDimSize(2), panels = w.getDimSize(0);
     if (panel <= 0 || panels != (n + panel - 1) / panel)
       return emitOpError() << "a packed weight for " << n << " features has "

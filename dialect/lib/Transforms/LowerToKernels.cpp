@@ -131,6 +131,15 @@ Value collapseRows(OpBuilder &b, Location loc, Value m) {
   return b.create<memref::CollapseShapeOp>(loc, m, re);
 }
 
+/// A weight packed in pairs, [panels, K / 2, panel, 2], as the kernels take
+/// it: [panels, K / 2, 2 * panel], a view (any other buffer as it is).
+Value pairsAsRows(OpBuilder &b, Location loc, Value m) {
+  if (cast<MemRefType>(m.getType()).getRank() != 4)
+    return m;
+  return b.create<memref::CollapseShapeOp>(
+      loc, m, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+}
+
 /// The window [offsets, offsets + sizes) of `m`, unit strides.
 Value view(OpBuilder &b, Location loc, Value m, ArrayRef<OpFoldResult> offsets,
            ArrayRef<OpFoldResult> sizes) {
@@ -249,13 +258,15 @@ struct LowerPosEmbed : Lowering<PosEmbedOp> {
 };
 
 /// The linear kernel of x [T, K] times `weight`, packed [panels, K,
-/// panel] or [N, K], to N columns.
+/// panel] (or in pairs, [panels, K / 2, panel, 2]) or [N, K], to N
+/// columns.
 static LinearKernel linearKernel(Value x, Value weight, int64_t n, bool bias,
                                  bool oneRow) {
   auto t = cast<MemRefType>(weight.getType());
-  return LinearKernel{widthOf(x), n, bias,
-                      t.getRank() == 3 ? t.getDimSize(2) : 0, oneRow,
-                      storeOf(weight)};
+  return LinearKernel{widthOf(x),        n,
+                      bias,              t.getRank() > 2 ? t.getDimSize(2) : 0,
+                      oneRow,            storeOf(weight),
+                      t.getRank() == 4};
 }
 
 struct LowerLinear : Lowering<LinearOp> {
@@ -265,7 +276,7 @@ struct LowerLinear : Lowering<LinearOp> {
     int64_t N = widthOf(op.getResult());
     Value rows = rowsOf(b, loc, x);
     Value out = newRowsLike(b, loc, x, N);
-    Args args{{"x", x}, {"weight", weight}, {"out", out}};
+    Args args{{"x", x}, {"weight", pairsAsRows(b, loc, weight)}, {"out", out}};
     if (a.getBias())
       args["bias"] = buf(a.getBias());
     // The kernel picks its GEMM or GEMV code by the rows it is given; one
@@ -504,8 +515,9 @@ struct LowerPack : Lowering<PackOp> {
     Value out = newFixed(b, loc, type.getShape(), type.getElementType());
     call(b, loc,
          PackKernel{w.getDimSize(1), w.getDimSize(0), int64_t(op.getPanel()),
-                    int64_t(op.getGroups().value_or(1)), storeOf(out)},
-         {{"weight", weight}, {"out", out}});
+                    int64_t(op.getGroups().value_or(1)), storeOf(out),
+                    type.getRank() == 4},
+         {{"weight", weight}, {"out", pairsAsRows(b, loc, out)}});
     return out;
   }
 };
@@ -630,11 +642,12 @@ struct LowerMoE : Lowering<MoEOp> {
       Value xe = rowsOfExpert(xs, d), ue = rowsOfExpert(u, f),
             he = rowsOfExpert(h, f);
       Value wu = expertWeight(b, loc, up, ex, e);
-      call(b, loc, linearOf(xe, wu, f), {{"x", xe}, {"weight", wu}, {"out", ue}});
+      call(b, loc, linearOf(xe, wu, f),
+           {{"x", xe}, {"weight", pairsAsRows(b, loc, wu)}, {"out", ue}});
       if (gate) {
         Value ge = rowsOfExpert(g, f), wg = expertWeight(b, loc, gate, ex, e);
         call(b, loc, linearOf(xe, wg, f),
-             {{"x", xe}, {"weight", wg}, {"out", ge}});
+             {{"x", xe}, {"weight", pairsAsRows(b, loc, wg)}, {"out", ge}});
         call(b, loc, EW{EW::Glu, f, op.getActivation()},
              {{"a", ge}, {"b", ue}, {"out", he}});
       } else {
@@ -643,7 +656,8 @@ struct LowerMoE : Lowering<MoEOp> {
       }
       Value wd = expertWeight(b, loc, down, ex, e);
       Value ye = rowsOfExpert(ys, d);
-      call(b, loc, linearOf(he, wd, d), {{"x", he}, {"weight", wd}, {"out", ye}});
+      call(b, loc, linearOf(he, wd, d),
+           {{"x", he}, {"weight", pairsAsRows(b, loc, wd)}, {"out", ye}});
     }
     Value out = newRows(b, loc, tokens, d);
     call(b, loc, CombineKernel{d, k},

@@ -21,7 +21,8 @@ namespace {
 struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
   using PackWeightsPassBase::PackWeightsPassBase;
 
-  Type elem; ///< of the packed weights (weight-type)
+  Type elem;         ///< of the packed weights (weight-type)
+  bool pairs = false; ///< bf16 inputs: even K packed in pairs (input-type)
 
   /// Weight operand `o` ([N, K], `groups` blocks of rows) read packed
   /// instead, each block packed alone.
@@ -29,8 +30,11 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
     auto w = cast<RankedTensorType>(o.get().getType());
     OpBuilder b(o.getOwner());
     int64_t n = w.getDimSize(0) / groups, k = w.getDimSize(1);
-    auto packed = RankedTensorType::get(
-        {groups * ((n + panel - 1) / panel), k, panel}, elem);
+    int64_t panels = groups * ((n + panel - 1) / panel);
+    auto packed =
+        pairs && k % 2 == 0
+            ? RankedTensorType::get({panels, k / 2, panel, 2}, elem)
+            : RankedTensorType::get({panels, k, panel}, elem);
     o.set(b.create<PackOp>(
         o.getOwner()->getLoc(), packed, o.get(), b.getI64IntegerAttr(panel),
         groups == 1 ? IntegerAttr() : b.getI64IntegerAttr(groups)));
@@ -52,17 +56,36 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
       return signalPassFailure();
     }
     elem = archk::storeElementType(&getContext(), *type);
+    if (inputType != "f32" && inputType != "bf16") {
+      getOperation().emitError() << "arch-pack-weights: input-type must be "
+                                    "f32 or bf16, got '"
+                                 << inputType << "'";
+      return signalPassFailure();
+    }
+    pairs = inputType == "bf16";
+    if (pairs && *type != StoreType::bf16) {
+      getOperation().emitError()
+          << "arch-pack-weights: input-type bf16 needs weight-type bf16 (the "
+             "bf16 dot product), got weight-type "
+          << weightType;
+      return signalPassFailure();
+    }
     // 16-bit weights are stored packed: every matmul weight is, and one
     // packed already (an IR input) must be of that type.
     bool all = !elem.isF32();
     bool changed = false, mixed = false;
     auto packedOther = [&](Operation *op, Value w) {
       auto t = cast<RankedTensorType>(w.getType());
-      if (!all || t.getRank() != 3 || t.getElementType() == elem)
+      if (!all || t.getRank() < 3)
+        return false;
+      bool inPairs = t.getRank() == 4;
+      int64_t k = inPairs ? 2 * t.getDimSize(1) : t.getDimSize(1);
+      if (t.getElementType() == elem && inPairs == (pairs && k % 2 == 0))
         return false;
       op->emitOpError() << "has a weight packed as " << t
-                        << ", not of arch-pack-weights' weight-type "
-                        << weightType;
+                        << ", not as arch-pack-weights' weight-type "
+                        << weightType << " and input-type " << inputType
+                        << " pack it";
       return mixed = true;
     };
     getOperation().walk([&](LinearOp l) {

@@ -45,6 +45,7 @@ static const Step steps[] = {
      [](OpPassManager &pm, const PipelineTarget &t) {
        PackWeightsPassOptions o;
        o.weightType = t.weightType;
+       o.inputType = t.inputType;
        pm.addPass(createPackWeightsPass(o));
      }},
     {"arch-hoist-param-prep",

@@ -220,7 +220,10 @@ def Arch_LinearOp : Arch_Op<"linear", [Pure]> {
     The only matmul with a weight: `result[t, n] = sum_k input[t, k] *
     weight[n, k] (+ bias[n])`, with the weight in PyTorch's [N, K] layout,
     or packed by `arch.pack` into [ceil(N / panel), K, panel]; a packed
-    weight may hold f16 or bf16 elements (products and sums in f32).
+    weight may hold f16 or bf16 elements (products and sums in f32). Over a
+    bf16 weight packed in pairs ([ceil(N / panel), K / 2, panel, 2]) the
+    input is rounded to bf16 too (nearest even): the bf16 dot product,
+    products of bf16 pairs summed in f32 (AVX512-BF16's `vdpbf16ps`).
 
     ```mlir
     %q = arch.linear %h, %wq
@@ -348,7 +351,11 @@ def Arch_PackOp : Arch_Op<"pack", [Pure]> {
     weight is G blocks of N / G rows (the experts of `arch.moe`), each
     packed on its own: G x ceil(N / G / panel) panels, none straddling two.
     The result may be f16 or bf16: each element rounded to nearest, ties to
-    even (a 16-bit weight type).
+    even (a 16-bit weight type). A bf16 result of rank 4, [panels, K / 2,
+    panel, 2] (K even), holds the panels' rows in pairs:
+    `result[p, i, j, e] = weight[p * panel + j, 2 * i + e]`, each pair of
+    K-adjacent elements one 32-bit word, as the bf16 dot product reads them;
+    the linear or experts over it round their input to bf16 too.
 
     ```mlir
     %p = arch.pack %w {panel = 64 : i64} : tensor<96x288xf32> -> tensor<2x288x64xf32>
@@ -486,7 +493,8 @@ def Arch_MoEOp : Arch_Op<"moe", [Pure]> {
     expert e's FFN is `down_e(act(gate_e x) * up_e x)` (or, without
     `gate`, `down_e(act(up_e x))`). The expert weights are stacked: `up`
     and `gate` [E * d_ff, D], expert e's rows e * d_ff ..< (e + 1) * d_ff;
-    `down` [E * D, d_ff]; or packed by `arch.pack` with groups = E. Only
+    `down` [E * D, d_ff]; or packed by `arch.pack` with groups = E (in bf16
+    pairs: each expert's input rounded to bf16, as `arch.linear`'s). Only
     the rows routed to an expert pass through it, and only the experts some
     token chose are read.
 

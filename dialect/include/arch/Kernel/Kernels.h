@@ -89,30 +89,39 @@ struct NormKernel {
 /// panel]. One kernel for every row count: it specializes on the rows,
 /// GEMM register tiles for >= 4, GEMV below (unless `oneRow`: the glue
 /// knows it is called with one row only, as the classifier is). A packed
-/// weight may be 16-bit (`weight`), widened to f32 in registers.
+/// weight may be 16-bit (`weight`), widened to f32 in registers. A bf16
+/// one packed in `pairs` ([ceil(N / panel), K / 2, panel, 2], passed as
+/// [.., K / 2, 2 * panel]) takes the bf16 dot product: x rounded to bf16,
+/// products of pairs summed in f32.
 struct LinearKernel {
   int64_t K, N;
   bool bias;
   int64_t panel;
   bool oneRow;
   StoreType weight = StoreType::f32;
+  bool pairs = false;
   template <class F> void fields(F &&f) {
     f("K", K), f("N", N), f("bias", bias), f("panel", panel),
         f("one_row", oneRow);
     optionalField(f, "weight", weight, StoreType::f32);
+    optionalField(f, "pairs", pairs, false);
   }
 };
 
 /// weight [N, K] -> [ceil(N / panel), K, panel], zeros past N; with
 /// `groups` G, each block of N / G rows packed on its own (the experts of
 /// a mixture): [G * ceil(N / G / panel), K, panel]; stored as `store`
-/// (rounded to nearest even when 16-bit).
+/// (rounded to nearest even when 16-bit); in `pairs` (bf16, K even), each
+/// panel's rows two at a time: [.., K / 2, panel, 2], written through its
+/// view [.., K / 2, 2 * panel].
 struct PackKernel {
   int64_t K, N, panel, groups = 1;
   StoreType store = StoreType::f32;
+  bool pairs = false;
   template <class F> void fields(F &&f) {
     f("K", K), f("N", N), f("panel", panel), f("groups", groups);
     optionalField(f, "store", store, StoreType::f32);
+    optionalField(f, "pairs", pairs, false);
   }
 };
 

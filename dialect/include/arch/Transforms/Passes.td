@@ -183,6 +183,12 @@ def PackWeightsPass : Pass<"arch-pack-weights", "::mlir::ModuleOp"> {
     tables, norms, biases and MLA's per-head `arch.head_linear` weights stay
     f32.
 
+    With `input-type` bf16 too (weight-type bf16), the weights of even K are
+    packed in pairs ([panels, K / 2, panel, 2]): their matmuls round their
+    input to bf16 and take the bf16 dot product (`vdpbf16ps` where the CPU
+    has AVX512-BF16), as llama.cpp does with bf16 weights. Odd K keeps the
+    plain panels and an f32 input.
+
     ```mlir
     %y = arch.linear %x, %w : (tensor<?x288xf32>, tensor<768x288xf32>) -> tensor<?x768xf32>
     // becomes
@@ -197,6 +203,8 @@ def PackWeightsPass : Pass<"arch-pack-weights", "::mlir::ModuleOp"> {
            "leave linears with fewer output columns unpacked">,
     Option<"weightType", "weight-type", "std::string", /*default=*/"\"f32\"",
            "element type of the packed weights: f32, f16 or bf16">,
+    Option<"inputType", "input-type", "std::string", /*default=*/"\"f32\"",
+           "the matmuls' input type: f32, or bf16 with bf16 weights">,
   ];
   let dependentDialects = ["::arch::ArchDialect"];
 }
