@@ -4,7 +4,7 @@
 # machine's ceilings (bench/ceilings.c): prefill tok/s of $PROMPT_LEN
 # tokens (default 128) and its GFLOP/s as a share of the FP32 FMA peak;
 # decode tok/s ($GEN tokens after the prompt, default 64), the matmul
-# weight bytes a decoded token reads (2 or 4 per weight) over its time as a
+# weight bytes a decoded token reads (archc check --weight-type) over its time as a
 # share of the read bandwidth, and its speed-up over f32; resident MiB
 # after loading. Medians of $RUNS repetitions after a warm-up call;
 # 1 and 2 threads. bf16 twice: with bf16 inputs (the default: the bf16 dot
@@ -16,7 +16,9 @@ source "$(dirname "$0")/lib.sh"
 spec="${1:-specs/llama/bench-156m.toml}"
 prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}"
 bench_ceilings
-"$archc" check "$spec" --json > "$out/check.json"
+for w in f32 bf16 f16; do
+  "$archc" check "$spec" --weight-type="$w" --json > "$out/check.$w.json"
+done
 for w in f32 bf16 bf16w f16; do
   case $w in
     bf16w) flags="--weight-type=bf16 --matmul-input=f32" ;;
@@ -34,21 +36,23 @@ sys.path.insert(0, "bench")
 import benchlib
 out = sys.argv[1]
 ceil = benchlib.ceilings(out)
-chk = json.load(open(f"{out}/check.json"))
-print(f"\n{chk['model']}: {chk['params']:,} parameters, "
-      f"{chk['decode_weight_bytes'] // 4:,} matmul weights per decoded token")
+chk = {w: json.load(open(f"{out}/check.{w}.json")) for w in ("f32", "bf16", "f16")}
+chk["bf16w"] = chk["bf16"]
+print(f"\n{chk['f32']['model']}: {chk['f32']['params']:,} parameters, "
+      f"{chk['f32']['decode_weight_bytes'] // 4:,} matmul weights per decoded token")
 print("(of peak: FP32 FMA peak; bf16's: the bf16 dot-product peak)")
 print(f"{'weights':<7} {'thr':>3} {'prefill tok/s':>13} {'of peak':>7} "
       f"{'decode tok/s':>12} {'GB/s':>6} {'of bw':>6} {'vs f32':>6} {'load MiB':>8}")
 for t in (1, 2):
     base = json.load(open(f"{out}/f32.{t}"))["decode_tokens_per_s"]
-    for w, size in (("f32", 4), ("bf16", 2), ("bf16w", 2), ("f16", 2)):
+    for w in ("f32", "bf16", "bf16w", "f16"):
         b = json.load(open(f"{out}/{w}.{t}"))
         n = b["prompt_len"]
-        flops = (chk["prefill_flops_per_token"]
-                 - chk["classifier_flops_per_token"] * (n - 1) / n)
+        c = chk[w]
+        flops = (c["prefill_flops_per_token"]
+                 - c["classifier_flops_per_token"] * (n - 1) / n)
         gf = b["prefill_tokens_per_s"] * flops / 1e9
-        gb = b["decode_tokens_per_s"] * chk["decode_weight_bytes"] / 4 * size / 1e9
+        gb = b["decode_tokens_per_s"] * c["decode_weight_bytes"] / 1e9
         # (The bf16 dot product's prefill against its own ceiling.)
         peak = ceil[t]["bf16_gflops"] if w == "bf16" else ceil[t]["peak_gflops"]
         print(f"{w:<7} {t:>3} {b['prefill_tokens_per_s']:>13.1f} "

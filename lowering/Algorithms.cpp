@@ -39,9 +39,9 @@ int divisorUpTo(int64_t n, int cap) {
 }
 
 int kBlockOf(const LinearKernel &d) {
-  int kb = divisorUpTo(d.K, 512);
-  return d.panel && !d.pairs && !d.oneRow && d.K > 2048 && kb >= 128 ? kb
-                                                                     : 0;
+  // (Pairs: an even block, K / 2 split by a divisor up to 256.)
+  int kb = d.pairs ? 2 * divisorUpTo(d.K / 2, 256) : divisorUpTo(d.K, 512);
+  return d.panel && !d.oneRow && d.K > 2048 && kb >= 128 ? kb : 0;
 }
 
 int vectorWidthFor(int64_t extent, int lanes) {
@@ -107,7 +107,7 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
   w.dim(1).set_bounds(0, int(K / 2)).set_stride(int(2 * panel));
   w.dim(2).set_bounds(0, int((N + panel - 1) / panel))
       .set_stride(int(K * panel));
-  Var kk("kk"), n("n"), t("t"), j("j"), p("p");
+  Var kk("kk"), n("n"), t("t"), j("j"), p("p"), b("b");
   Func xb("xb"), acc("acc"), out("linear");
   xb(kk, t) = cast(BFloat(16), x(kk, t));
   RDom r(0, 2, 0, int(K / 2), "r"); // r.x: in the pair, r.y: the pair
@@ -115,6 +115,26 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
   acc(j, p, t) += cast<float>(w(2 * j + r.x, r.y, p)) *
                   cast<float>(xb(2 * r.y + r.x, t));
   Expr dot = acc(n % int(panel), n / int(panel), t);
+  if (int kb = kBlockOf(d)) {
+    // The GEMM's own sums, K-blocked: `part` sums block b for a register
+    // tile (computed for whole token tiles, a ragged last one reading the
+    // last row again), acc_gemm adds the blocks.
+    Func part("part"), gemm("acc_gemm");
+    RDom rb(0, 2, 0, kb / 2, "rb");
+    RDom ob(0, int(K / kb), "ob");
+    Expr rows = x.dim(1).extent(), i = b * (kb / 2) + rb.y;
+    part(j, p, t, b) = 0.0f;
+    part(j, p, t, b) += cast<float>(w(2 * j + rb.x, i, p)) *
+                        cast<float>(xb(2 * i + rb.x, min(t, rows - 1)));
+    gemm(j, p, t) = 0.0f;
+    gemm(j, p, t) += part(j, p, t, ob);
+    dot = select(rows >= kTokenTile,
+                 gemm(n % int(panel), n / int(panel), t), dot);
+    k.funcs["acc_gemm"] = gemm;
+    k.funcs["part"] = part;
+    k.rdoms["rb"] = rb;
+    k.rdoms["ob"] = ob;
+  }
   out(n, t) = d.bias ? dot + k.in("bias")(n) : dot;
   if (d.bias)
     k.in("bias").dim(0).set_bounds(0, int(N));
@@ -122,7 +142,7 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
   k.funcs["acc"] = acc;
   k.funcs["xb"] = xb;
   k.rdoms["r"] = r;
-  k.vars = {{"kk", kk}, {"n", n}, {"t", t}, {"j", j}, {"p", p}};
+  k.vars = {{"kk", kk}, {"n", n}, {"t", t}, {"j", j}, {"p", p}, {"b", b}};
   k.lanes = vectorWidthFor(panel, k.lanes);
   k.outDims = {N};
 }

@@ -153,26 +153,63 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
 /// pair of x and dense vectors of the panel's row of pairs; x rounded to
 /// bf16 once per call, before the tasks.
 static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
-  Var n = k.vars["n"], j = k.vars["j"], p = k.vars["p"], kk = k.vars["kk"];
-  RDom r = k.rdoms["r"];
-  Func acc = k.funcs["acc"];
+  Var n = k.vars["n"], j = k.vars["j"], p = k.vars["p"], kk = k.vars["kk"],
+      t = k.vars["t"];
   int lanes = k.lanes, panel = int(d.panel);
+  // A register tile of `f` (placed by the caller) over the pairs `r`: the
+  // sum of each pair a vector reduction (vdpbf16ps).
+  auto pairTile = [&](Func f, RDom r) {
+    f.vectorize(j, lanes).unroll(j).unroll(t);
+    f.update()
+        .reorder(r.x, j, t, r.y)
+        .atomic()
+        .vectorize(r.x)
+        .vectorize(j, lanes)
+        .unroll(j)
+        .unroll(t);
+  };
   Var no("no"), ni("ni"), nj("nj"), nk("nk");
-  tileLinear(k, d, nk, nj, no, [&](Stage s) {
-    s.split(n, no, ni, panel, TailStrategy::GuardWithIf)
-        .split(ni, nj, nk, panel)
-        .vectorize(nk, lanes)
-        .parallel(no);
-  });
+  std::function<void(Stage)> blocked;
+  if (kBlockOf(d))
+    blocked = [&](Stage s) {
+      // As blockedGemm: a task per panel, its 64 x T sums in acc_gemm;
+      // per block of K, every token tile's register tile (part).
+      Func gemm = k.funcs["acc_gemm"], part = k.funcs["part"];
+      RDom ob = k.rdoms["ob"];
+      Var to("to"), ti("ti");
+      s.split(n, no, ni, panel, TailStrategy::GuardWithIf)
+          .reorder(ni, t, no)
+          .vectorize(ni, lanes)
+          .parallel(no);
+      gemm.compute_at(k.out, no)
+          .bound_extent(j, panel)
+          .bound_extent(p, 1)
+          .vectorize(j, lanes);
+      gemm.update()
+          .split(t, to, ti, kTokenTile, TailStrategy::GuardWithIf)
+          .reorder(j, ti, to, ob)
+          .vectorize(j, lanes)
+          .unroll(j)
+          .unroll(ti);
+      part.compute_at(gemm, to)
+          .bound_extent(j, panel)
+          .bound_extent(p, 1)
+          .bound_extent(t, kTokenTile)
+          .bound_extent(k.vars["b"], 1);
+      pairTile(part, k.rdoms["rb"]);
+    };
+  tileLinear(
+      k, d, nk, nj, no,
+      [&](Stage s) {
+        s.split(n, no, ni, panel, TailStrategy::GuardWithIf)
+            .split(ni, nj, nk, panel)
+            .vectorize(nk, lanes)
+            .parallel(no);
+      },
+      blocked);
+  Func acc = k.funcs["acc"];
   acc.compute_at(k.out, nj).bound_extent(j, panel).bound_extent(p, 1);
-  acc.vectorize(j, lanes).unroll(j).unroll(k.vars["t"]);
-  acc.update()
-      .reorder(r.x, j, k.vars["t"], r.y)
-      .atomic()
-      .vectorize(r.x)
-      .vectorize(j, lanes)
-      .unroll(j)
-      .unroll(k.vars["t"]);
+  pairTile(acc, k.rdoms["r"]);
   k.funcs["xb"].compute_root().vectorize(kk, vectorWidthFor(d.K, 2 * lanes));
 }
 

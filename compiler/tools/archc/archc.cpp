@@ -619,6 +619,15 @@ int cmdCheck(int argc, char **argv) {
                            cl::desc("context length for FLOPs (default: "
                                     "max_seq_len)"),
                            cl::init(0), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<StoreType> weightType(
+      "weight-type",
+      cl::desc("the matmul weights' element type, as archc compile "
+               "--weight-type stores them (the bytes a decoded token reads)"),
+      cl::init(StoreType::f32),
+      cl::values(clEnumValN(StoreType::f32, "f32", "4 bytes (default)"),
+                 clEnumValN(StoreType::f16, "f16", "IEEE half, 2 bytes"),
+                 clEnumValN(StoreType::bf16, "bf16", "bfloat16, 2 bytes")),
+      cl::cat(archcCat), cl::sub(sub));
   cl::HideUnrelatedOptions(archcCat, sub);
   cl::ParseCommandLineOptions(argc, argv, "archc check: analytic report\n");
   if (limits) {
@@ -631,7 +640,10 @@ int cmdCheck(int argc, char **argv) {
   }
   if (input.empty())
     return fail("archc check needs a spec file (or an .mlir module)");
-  // The figures are the IR's, after the default pipeline.
+  // The figures are the IR's, after the default pipeline (with the
+  // weight type compile would give it).
+  pipelineOpts.weightType = stringifyEnum(weightType).str();
+  pipelineOpts.inputType = weightType == StoreType::bf16 ? "bf16" : "f32";
   Context c;
   std::string text;
   std::optional<ArchSpec> spec;
@@ -683,6 +695,9 @@ int cmdCheck(int argc, char **argv) {
   if (r.fixedCacheBytes)
     llvm::outs() << "bounded caches:        " << withCommas(r.fixedCacheBytes)
                  << " bytes (ring and state caches, at any length)\n";
+  llvm::outs() << "decode reads:          " << withCommas(r.matmulWeightBytes)
+               << " bytes of " << stringifyEnum(weightType)
+               << " matmul weights per token\n";
   llvm::outs() << "FLOPs per token:       decode at context " << ctx << ": "
                << llvm::format("%.4g", decode) << "; prefill of " << ctx
                << " tokens: " << llvm::format("%.4g", prefill) << "\n";
