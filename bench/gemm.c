@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "timing.h"
@@ -34,8 +35,13 @@ typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *,
 
 enum { PANEL = 64 };
 
+/* As the runtime allocates weights (archrt_alloc_floats): from 2 MiB up
+ * on transparent huge pages. */
 static void *alloc(size_t bytes) {
-  void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  size_t huge = (size_t)2 << 20, align = bytes >= huge ? huge : 64;
+  void *p = aligned_alloc(align, (bytes + align - 1) / align * align);
+  if (p && align == huge)
+    madvise(p, (bytes + align - 1) / align * align, MADV_HUGEPAGE);
   if (!p) {
     fprintf(stderr, "gemm: out of memory\n");
     exit(1);

@@ -44,6 +44,16 @@ int kBlockOf(const LinearKernel &d) {
   return d.panel && !d.oneRow && d.K > 2048 && kb >= 128 ? kb : 0;
 }
 
+int gemvPanels(const LinearKernel &d, int lanes) {
+  if (!d.panel)
+    return 1;
+  int64_t panels = (d.N + d.panel - 1) / d.panel;
+  for (int s : {4, 2})
+    if (panels % s == 0 && panels / s >= 4 && s * d.panel <= lanes * lanes)
+      return s;
+  return 1;
+}
+
 int vectorWidthFor(int64_t extent, int lanes) {
   int v = 1;
   while (v * 2 <= lanes && extent % (v * 2) == 0)
@@ -114,27 +124,42 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
   acc(j, p, t) = 0.0f;
   acc(j, p, t) += cast<float>(w(2 * j + r.x, r.y, p)) *
                   cast<float>(xb(2 * r.y + r.x, t));
-  Expr dot = acc(n % int(panel), n / int(panel), t);
+  // The sums the GEMM (>= kTokenTile rows) and the GEMV read: acc, unless
+  // the GEMM is K-blocked (acc_gemm) or the GEMV reads several panels at
+  // once (acc_gemv).
+  Expr rows = x.dim(1).extent();
+  Expr gemmDot = acc(n % int(panel), n / int(panel), t), gemvDot = gemmDot;
+  k.lanes = vectorWidthFor(panel, k.lanes);
+  if (gemvPanels(d, k.lanes) > 1) {
+    Func gemv("acc_gemv");
+    gemv(j, p, t) = 0.0f;
+    gemv(j, p, t) += cast<float>(w(2 * j + r.x, r.y, p)) *
+                     cast<float>(xb(2 * r.y + r.x, t));
+    gemvDot = gemv(n % int(panel), n / int(panel), t);
+    k.funcs["acc_gemv"] = gemv;
+  }
   if (int kb = kBlockOf(d)) {
-    // The GEMM's own sums, K-blocked: `part` sums block b for a register
-    // tile (computed for whole token tiles, a ragged last one reading the
-    // last row again), acc_gemm adds the blocks.
+    // `part` sums block b for a register tile (computed for whole token
+    // tiles, a ragged last one reading the last row again), acc_gemm adds
+    // the blocks.
     Func part("part"), gemm("acc_gemm");
     RDom rb(0, 2, 0, kb / 2, "rb");
     RDom ob(0, int(K / kb), "ob");
-    Expr rows = x.dim(1).extent(), i = b * (kb / 2) + rb.y;
+    Expr i = b * (kb / 2) + rb.y;
     part(j, p, t, b) = 0.0f;
     part(j, p, t, b) += cast<float>(w(2 * j + rb.x, i, p)) *
                         cast<float>(xb(2 * i + rb.x, min(t, rows - 1)));
     gemm(j, p, t) = 0.0f;
     gemm(j, p, t) += part(j, p, t, ob);
-    dot = select(rows >= kTokenTile,
-                 gemm(n % int(panel), n / int(panel), t), dot);
+    gemmDot = gemm(n % int(panel), n / int(panel), t);
     k.funcs["acc_gemm"] = gemm;
     k.funcs["part"] = part;
     k.rdoms["rb"] = rb;
     k.rdoms["ob"] = ob;
   }
+  Expr dot = d.oneRow || gemmDot.same_as(gemvDot)
+                 ? gemvDot
+                 : select(rows >= kTokenTile, gemmDot, gemvDot);
   out(n, t) = d.bias ? dot + k.in("bias")(n) : dot;
   if (d.bias)
     k.in("bias").dim(0).set_bounds(0, int(N));
@@ -143,7 +168,6 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
   k.funcs["xb"] = xb;
   k.rdoms["r"] = r;
   k.vars = {{"kk", kk}, {"n", n}, {"t", t}, {"j", j}, {"p", p}, {"b", b}};
-  k.lanes = vectorWidthFor(panel, k.lanes);
   k.outDims = {N};
 }
 
@@ -190,24 +214,40 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
       k.funcs["wide"] = wide;
     Expr wv = wide(n % int(panel), r, n / int(panel));
     acc(n, t) += x(r, t) * wv;
-    dot = acc(n, t);
+    // The sums the GEMM (>= kTokenTile rows) and the GEMV read: acc,
+    // unless the GEMM is K-blocked (acc_gemm) or the GEMV reads several
+    // panels at once (acc_gemv). An f16 weight is widened by a Func of
+    // each's own, placed in its loops.
+    Expr rows = x.dim(1).extent();
+    Expr gemmDot = acc(n, t), gemvDot = gemmDot;
     if (kBlockOf(d)) {
-      // The GEMM's own sums, K-blocked by the schedule: computed for whole
-      // token tiles, a ragged last one reading the last row again.
-      // (An f16 weight widened by a Func of its own, placed in the blocks.)
+      // K-blocked by the schedule: computed for whole token tiles, a
+      // ragged last one reading the last row again.
       Func gemm("acc_gemm"), wideGemm("wide_gemm");
       wideGemm(j, kk, p) = widen(w(j, kk, p), d.weight);
       if (d.weight == StoreType::f16)
         k.funcs["wide_gemm"] = wideGemm;
-      Expr rows = x.dim(1).extent();
       gemm(n, t) = 0.0f;
       gemm(n, t) += x(r, min(t, rows - 1)) *
                     wideGemm(n % int(panel), r, n / int(panel));
-      dot = select(rows >= kTokenTile, gemm(n, t), dot);
+      gemmDot = gemm(n, t);
       k.funcs["acc_gemm"] = gemm;
     }
-    k.rdoms["r"] = r;
     k.lanes = vectorWidthFor(panel, k.lanes);
+    if (gemvPanels(d, k.lanes) > 1) {
+      Func gemv("acc_gemv"), wideGemv("wide_gemv");
+      wideGemv(j, kk, p) = widen(w(j, kk, p), d.weight);
+      if (d.weight == StoreType::f16)
+        k.funcs["wide_gemv"] = wideGemv;
+      gemv(n, t) = 0.0f;
+      gemv(n, t) += x(r, t) * wideGemv(n % int(panel), r, n / int(panel));
+      gemvDot = gemv(n, t);
+      k.funcs["acc_gemv"] = gemv;
+    }
+    dot = d.oneRow || gemmDot.same_as(gemvDot)
+              ? gemvDot
+              : select(rows >= kTokenTile, gemmDot, gemvDot);
+    k.rdoms["r"] = r;
   } else {
     int vl = vectorWidthFor(K, k.lanes);
     RDom r(0, int(K / vl), "r");

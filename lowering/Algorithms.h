@@ -65,6 +65,15 @@ constexpr int kTokenTile = 4;
 /// at most 512 and at least 128.
 int kBlockOf(const LinearKernel &d);
 
+/// Panels a packed linear's GEMV (calls of fewer than kTokenTile rows)
+/// reads at once, each its own stream: 4 or 2 where they divide the panel
+/// count leaving at least 4 tasks, and their columns fit `lanes` vector
+/// accumulators of `lanes` floats (16 of AVX-512's 32 registers: 4
+/// panels; 8 of AVX2's 16: one), else 1.
+/// One stream reads at ~85% of the bandwidth several do
+/// (docs/performance.md).
+int gemvPanels(const LinearKernel &d, int lanes);
+
 /// Tiled attention's register tiles are row vectors by up to this many
 /// keys or value columns; the running softmax groups its value columns
 /// alike, so that a group's accumulators are one tile.

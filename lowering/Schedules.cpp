@@ -19,15 +19,18 @@ namespace arch {
 /// is specialized at run time on the rows, with >= kTokenTile rows taking
 /// token tiles of kTokenTile inside the column tile `mid` (GEMM), fewer one
 /// row at a time (GEMV; the only code when the glue says `oneRow`).
-/// `columns` splits the columns alike in both; `inner`, `mid` and `outer`
-/// are its innermost, tile and task loops.
+/// `columns` splits the columns alike in both (`gemvColumns`, where given,
+/// in the GEMV); `inner`, `mid` and `outer` are its innermost, tile and
+/// task loops. The specialization's condition is the algorithm's (rows of
+/// x >= kTokenTile), so that its selects between GEMM and GEMV sums fold.
 static void tileLinear(KernelFuncs &k, const LinearKernel &d, Var inner,
                        Var mid, Var outer,
                        const std::function<void(Stage)> &columns,
-                       const std::function<void(Stage)> &blocked = {}) {
+                       const std::function<void(Stage)> &blocked = {},
+                       const std::function<void(Stage)> &gemvColumns = {}) {
   Var t = k.vars["t"], to("to"), ti("ti");
   auto tile = [&](Stage s, bool gemm) {
-    columns(s);
+    (gemm || !gemvColumns ? columns : gemvColumns)(s);
     if (gemm)
       s.split(t, to, ti, kTokenTile, TailStrategy::ShiftInwards)
           .reorder(inner, ti, mid, to, outer)
@@ -35,12 +38,11 @@ static void tileLinear(KernelFuncs &k, const LinearKernel &d, Var inner,
     else
       s.reorder(inner, mid, t, outer);
   };
+  Expr gemm = k.in("x").dim(1).extent() >= kTokenTile;
   if (blocked)
-    blocked(k.out.specialize(k.in("x").dim(1).extent() >= kTokenTile));
+    blocked(k.out.specialize(gemm));
   else if (!d.oneRow)
-    tile(k.out.specialize(k.out.output_buffer().dim(1).extent() >=
-                          kTokenTile),
-         true);
+    tile(k.out.specialize(gemm), true);
   tile(k.out, false);
 }
 
@@ -121,9 +123,17 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
   Func acc = k.funcs["acc"];
   int lanes = k.lanes, sub = vectorWidthFor(d.panel, 4 * lanes);
   Var no("no"), ni("ni"), nj("nj"), nk("nk");
-  std::function<void(Stage)> blocked;
+  std::function<void(Stage)> blocked, gemvColumns;
   if (kBlockOf(d))
     blocked = [&](Stage s) { blockedGemm(k, d, s, no); };
+  int streams = gemvPanels(d, lanes), columns = streams * int(d.panel);
+  if (streams > 1)
+    gemvColumns = [&](Stage s) {
+      s.split(n, no, ni, columns, TailStrategy::GuardWithIf)
+          .split(ni, nj, nk, columns)
+          .vectorize(nk, lanes)
+          .parallel(no);
+    };
   tileLinear(
       k, d, nk, nj, no,
       [&](Stage s) {
@@ -134,7 +144,17 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
             .vectorize(nk, lanes)
             .parallel(no);
       },
-      blocked);
+      blocked, gemvColumns);
+  if (streams > 1) {
+    // The GEMV's tile: `streams` panels' columns x 1 token, each step of K
+    // one vector load from each panel in turn.
+    Func gemv = k.funcs["acc_gemv"];
+    gemv.compute_at(k.out, nj).bound_extent(n, columns);
+    registerTile(gemv, n, t, r, lanes);
+    auto w = k.funcs.find("wide_gemv");
+    if (w != k.funcs.end())
+      w->second.compute_at(gemv, r).vectorize(Var("j"), lanes);
+  }
   // At nj: the token rows of the sub-tile (GEMM) or one (GEMV), over all
   // `sub` columns even where N ends inside the sub-tile (the packing's
   // zeros), so that the unrolled loop has a constant extent.
@@ -151,7 +171,7 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
 /// tiles with a whole panel per register tile (4 vectors with AVX-512:
 /// 16 accumulators with 4 tokens), each step of the pairs one broadcast
 /// pair of x and dense vectors of the panel's row of pairs; x rounded to
-/// bf16 once per call, before the tasks.
+/// bf16 once per call, before the tasks (a task per token row).
 static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
   Var n = k.vars["n"], j = k.vars["j"], p = k.vars["p"], kk = k.vars["kk"],
       t = k.vars["t"];
@@ -159,13 +179,14 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
   // A register tile of `f` (placed by the caller) over the pairs `r`: the
   // sum of each pair a vector reduction (vdpbf16ps).
   auto pairTile = [&](Func f, RDom r) {
-    f.vectorize(j, lanes).unroll(j).unroll(t);
+    f.vectorize(j, lanes).unroll(j).unroll(p).unroll(t);
     f.update()
-        .reorder(r.x, j, t, r.y)
+        .reorder(r.x, j, p, t, r.y)
         .atomic()
         .vectorize(r.x)
         .vectorize(j, lanes)
         .unroll(j)
+        .unroll(p)
         .unroll(t);
   };
   Var no("no"), ni("ni"), nj("nj"), nk("nk");
@@ -198,6 +219,15 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
           .bound_extent(k.vars["b"], 1);
       pairTile(part, k.rdoms["rb"]);
     };
+  int streams = gemvPanels(d, lanes), wide = streams * panel;
+  std::function<void(Stage)> gemvColumns;
+  if (streams > 1)
+    gemvColumns = [&](Stage s) {
+      s.split(n, no, ni, wide, TailStrategy::GuardWithIf)
+          .split(ni, nj, nk, wide)
+          .vectorize(nk, lanes)
+          .parallel(no);
+    };
   tileLinear(
       k, d, nk, nj, no,
       [&](Stage s) {
@@ -206,11 +236,19 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
             .vectorize(nk, lanes)
             .parallel(no);
       },
-      blocked);
+      blocked, gemvColumns);
+  if (streams > 1) {
+    Func gemv = k.funcs["acc_gemv"];
+    gemv.compute_at(k.out, nj).bound_extent(j, panel).bound_extent(p, streams);
+    pairTile(gemv, k.rdoms["r"]);
+  }
   Func acc = k.funcs["acc"];
   acc.compute_at(k.out, nj).bound_extent(j, panel).bound_extent(p, 1);
   pairTile(acc, k.rdoms["r"]);
-  k.funcs["xb"].compute_root().vectorize(kk, vectorWidthFor(d.K, 2 * lanes));
+  k.funcs["xb"]
+      .compute_root()
+      .vectorize(kk, vectorWidthFor(d.K, 2 * lanes))
+      .parallel(t);
 }
 
 static void schedulePack(KernelFuncs &k) {

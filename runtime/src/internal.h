@@ -54,6 +54,12 @@ archrt_status archrt_model_set_weights(archrt_model *m, float **params,
 /* Product of a parameter's dims. */
 int64_t archrt_param_numel(const archrt_gen_param *p);
 
+/* n floats (free() them), 64-byte aligned; from 2 MiB up, 2 MiB aligned
+ * and advised onto transparent huge pages (MADV_HUGEPAGE): streamed
+ * weights and caches on 4 KiB pages read at about half the bandwidth on
+ * the machines measured, their TLB misses the limit (docs/performance.md). */
+float *archrt_alloc_floats(size_t n);
+
 /* A growable message listing several problems. */
 typedef struct archrt_problems {
   char buf[2048];

@@ -125,6 +125,17 @@ static void read_once(const float *p, int64_t n) {
   (void)sink;
 }
 
+float *archrt_alloc_floats(size_t n) {
+  const size_t huge = (size_t)2 << 20;
+  size_t bytes = n * sizeof(float);
+  size_t align = bytes >= huge ? huge : 64;
+  bytes = bytes ? (bytes + align - 1) / align * align : 64;
+  float *p = aligned_alloc(align, bytes);
+  if (p && align == huge)
+    madvise(p, bytes, MADV_HUGEPAGE);
+  return p;
+}
+
 /* The floats prepared weight `p` takes: its bytes rounded up to 64. */
 static int64_t prepared_floats(const archrt_gen_param *p) {
   int64_t bytes = archrt_param_numel(p) * (p->elem_bytes ? p->elem_bytes : 4);
@@ -147,8 +158,7 @@ archrt_status archrt_model_set_weights(archrt_model *m, float **params,
       params = all;
     /* Not zeroed: archrt_gen_prepare writes every element, and pages are
      * only taken as it writes them while it releases the sources. */
-    size_t bytes = (size_t)total * sizeof(float);
-    prepared = all ? aligned_alloc(64, bytes ? bytes : 64) : NULL;
+    prepared = all ? archrt_alloc_floats((size_t)total) : NULL;
     if (!prepared) {
       release(params, NULL, maps, n_maps, owned);
       return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
@@ -252,7 +262,7 @@ archrt_status archrt_init_random(archrt_model *m, uint64_t seed) {
     total += archrt_param_numel(&d->params[i]);
   size_t n_params = d->n_params > 0 ? (size_t)d->n_params : 1;
   float **params = calloc(n_params, sizeof *params);
-  float *block = malloc((size_t)(total > 0 ? total : 1) * sizeof(float));
+  float *block = archrt_alloc_floats((size_t)total);
   if (!params || !block) {
     free(params);
     free(block);
@@ -287,13 +297,12 @@ struct archrt_seq {
   float **slots, **caches;
 };
 
-/* n floats, 64-byte aligned and rounded up to whole cache lines; zeroed
+/* n floats (archrt_alloc_floats: huge pages from 2 MiB up); zeroed
  * when `zero`. */
 static void *alloc_floats_as(size_t n, int zero) {
-  size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-  void *p = aligned_alloc(64, bytes ? bytes : 64);
+  float *p = archrt_alloc_floats(n);
   if (p && zero)
-    memset(p, 0, bytes);
+    memset(p, 0, n * sizeof(float));
   return p;
 }
 

@@ -731,7 +731,7 @@ static archrt_status bind_params(archrt_model *m, st_set *s, const char *path) {
                        probs.count, probs.count > 1 ? "s" : "", probs.buf);
   }
   float **params = calloc((size_t)d->n_params + 1, sizeof *params);
-  float *owned = convert_floats ? malloc(convert_floats * sizeof(float)) : NULL;
+  float *owned = convert_floats ? archrt_alloc_floats(convert_floats) : NULL;
   if (!params || (convert_floats && !owned)) {
     free(which);
     free(params);

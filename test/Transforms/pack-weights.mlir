@@ -17,8 +17,8 @@
 arch.weight @w : tensor<96x8xf32>
 arch.weight @c : tensor<16x8xf32>
 // A projection over many rows reads its weight packed: ceil(96 / 64) = 2
-// panels, the second half zeros. The classifier (one row) stays a GEMV
-// over the [N, K] weight.
+// panels, the second half zeros. The classifier (one row) too, its weight
+// read by nothing else.
 // CHECK-LABEL: func.func @pack_projection
 // OPTS-LABEL: func.func @pack_projection
 func.func @pack_projection(%x: tensor<?x8xf32>, %l: tensor<1x8xf32>) -> (tensor<?x96xf32>, tensor<1x16xf32>) {
@@ -38,11 +38,27 @@ func.func @pack_projection(%x: tensor<?x8xf32>, %l: tensor<1x8xf32>) -> (tensor<
   %w = arch.param @w : tensor<96x8xf32>
   %y = arch.linear %x, %w : (tensor<?x8xf32>, tensor<96x8xf32>) -> tensor<?x96xf32>
   // CHECK: %[[C:.*]] = arch.param @c
-  // CHECK-NOT: arch.pack
-  // CHECK: arch.linear %{{.*}}, %[[C]] : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
+  // CHECK: %[[PC:.*]] = arch.pack %[[C]] {panel = 64 : i64} : tensor<16x8xf32> -> tensor<1x8x64xf32>
+  // CHECK: arch.linear %{{.*}}, %[[PC]] : (tensor<1x8xf32>, tensor<1x8x64xf32>) -> tensor<1x16xf32>
   %c = arch.param @c : tensor<16x8xf32>
   %z = arch.linear %l, %c : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
   return %y, %z : tensor<?x96xf32>, tensor<1x16xf32>
+}
+
+// -----
+
+arch.weight @e : tensor<16x8xf32>
+// A tied classifier (its weight the embedding table, read by the lookup
+// too) stays a GEMV over the [N, K] table in f32: packing would copy it.
+// 16-bit weights pack it all the same (their copy is the 16-bit one).
+// CHECK-LABEL: func.func @tied_classifier
+func.func @tied_classifier(%t: tensor<?xi32>, %l: tensor<1x8xf32>) -> (tensor<?x8xf32>, tensor<1x16xf32>) {
+  // CHECK-NOT: arch.pack
+  // BF16: arch.pack %{{.*}} -> tensor<1x8x64xbf16>
+  %e = arch.param @e : tensor<16x8xf32>
+  %x = arch.embed %t, %e : (tensor<?xi32>, tensor<16x8xf32>) -> tensor<?x8xf32>
+  %z = arch.linear %l, %e : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
+  return %x, %z : tensor<?x8xf32>, tensor<1x16xf32>
 }
 
 // -----

@@ -91,9 +91,14 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
     getOperation().walk([&](LinearOp l) {
       auto w = cast<RankedTensorType>(l.getWeight().getType());
       auto x = cast<RankedTensorType>(l.getInput().getType());
-      // One row (the classifier on the last token) is a GEMV only.
+      // One row (the classifier on the last token) is a GEMV only, which
+      // packing speeds up too (several panels per task, and the prepared
+      // copy on huge pages where a checkpoint's is file-mapped), but is not
+      // worth a second copy of a weight something else reads as well (a
+      // tied embedding table).
       if (packedOther(l, l.getWeight()) || w.getRank() != 2 ||
-          (!all && (!x.isDynamicDim(0) || w.getDimSize(0) < minColumns)))
+          (!all && (w.getDimSize(0) < minColumns ||
+                    (!x.isDynamicDim(0) && !l.getWeight().hasOneUse()))))
         return;
       pack(l.getWeightMutable(), 1);
       changed = true;

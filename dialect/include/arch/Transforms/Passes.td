@@ -168,9 +168,9 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
 def PackWeightsPass : Pass<"arch-pack-weights", "::mlir::ModuleOp"> {
   let summary = "GEMM weights re-laid out in panels of the register tile";
   let description = [{
-    Every `arch.linear` that runs over many token rows (a dynamic token
-    dimension: every projection, not the one-row classifier) reads its
-    weight through `arch.pack`: ceil(N / panel) panels of `panel` output
+    Every `arch.linear` reads its weight through `arch.pack` (the one-row
+    classifier only where its weight has no other reader: a tied embedding
+    table is not copied): ceil(N / panel) panels of `panel` output
     columns, each stored K-major, which the GEMM kernel's register tile
     streams contiguously. Weights with fewer than `min-columns` outputs stay
     as they are. The packing depends on weights only, so
