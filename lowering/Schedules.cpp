@@ -46,6 +46,20 @@ static void tileLinear(KernelFuncs &k, const LinearKernel &d, Var inner,
   tile(k.out, false);
 }
 
+/// The column loops of a packed linear: a parallel task (`no`) per `task`
+/// columns — guarded, not shifted: a last panel past N reads the
+/// packing's zeros — in tiles (`nj`) of `tile`, vectorized by `lanes`.
+static std::function<void(Stage)> columnTasks(Var n, Var no, Var ni, Var nj,
+                                              Var nk, int task, int tile,
+                                              int lanes) {
+  return [=](Stage s) {
+    s.split(n, no, ni, task, TailStrategy::GuardWithIf)
+        .split(ni, nj, nk, tile)
+        .vectorize(nk, lanes)
+        .parallel(no);
+  };
+}
+
 /// Output tiles of a linear layer over a [N, K] weight: a column block per
 /// parallel task (its weight panel stays in L2 while every token tile
 /// passes over it), then nt x tt register tiles whose vector accumulators
@@ -128,23 +142,10 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
     blocked = [&](Stage s) { blockedGemm(k, d, s, no); };
   int streams = gemvPanels(d, lanes), columns = streams * int(d.panel);
   if (streams > 1)
-    gemvColumns = [&](Stage s) {
-      s.split(n, no, ni, columns, TailStrategy::GuardWithIf)
-          .split(ni, nj, nk, columns)
-          .vectorize(nk, lanes)
-          .parallel(no);
-    };
-  tileLinear(
-      k, d, nk, nj, no,
-      [&](Stage s) {
-        // Guarded, not shifted: a last panel past N reads the packing's
-        // zeros.
-        s.split(n, no, ni, int(d.panel), TailStrategy::GuardWithIf)
-            .split(ni, nj, nk, sub)
-            .vectorize(nk, lanes)
-            .parallel(no);
-      },
-      blocked, gemvColumns);
+    gemvColumns = columnTasks(n, no, ni, nj, nk, columns, columns, lanes);
+  tileLinear(k, d, nk, nj, no,
+             columnTasks(n, no, ni, nj, nk, int(d.panel), sub, lanes),
+             blocked, gemvColumns);
   if (streams > 1) {
     // The GEMV's tile: `streams` panels' columns x 1 token, each step of K
     // one vector load from each panel in turn.
@@ -219,24 +220,13 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
           .bound_extent(k.vars["b"], 1);
       pairTile(part, k.rdoms["rb"]);
     };
-  int streams = gemvPanels(d, lanes), wide = streams * panel;
+  int streams = gemvPanels(d, lanes), columns = streams * panel;
   std::function<void(Stage)> gemvColumns;
   if (streams > 1)
-    gemvColumns = [&](Stage s) {
-      s.split(n, no, ni, wide, TailStrategy::GuardWithIf)
-          .split(ni, nj, nk, wide)
-          .vectorize(nk, lanes)
-          .parallel(no);
-    };
-  tileLinear(
-      k, d, nk, nj, no,
-      [&](Stage s) {
-        s.split(n, no, ni, panel, TailStrategy::GuardWithIf)
-            .split(ni, nj, nk, panel)
-            .vectorize(nk, lanes)
-            .parallel(no);
-      },
-      blocked, gemvColumns);
+    gemvColumns = columnTasks(n, no, ni, nj, nk, columns, columns, lanes);
+  tileLinear(k, d, nk, nj, no,
+             columnTasks(n, no, ni, nj, nk, panel, panel, lanes), blocked,
+             gemvColumns);
   if (streams > 1) {
     Func gemv = k.funcs["acc_gemv"];
     gemv.compute_at(k.out, nj).bound_extent(j, panel).bound_extent(p, streams);

@@ -149,25 +149,25 @@ kernelSpec(StringRef kind, DictionaryAttr fields,
   spec->forEachField(r);
   if (r.error.empty() && r.found != fields.size())
     r.error = "has fields the kind does not have";
-  // 16-bit weights are packed; no kernel stores weights as integers.
-  if (const LinearKernel *l = spec->get<LinearKernel>();
-      r.error.empty() && l &&
-      (l->weight == StoreType::i32 ||
-       (l->weight != StoreType::f32 && l->panel == 0)))
-    r.error = "has a weight type other than f32 without panels, or i32";
-  // Pairs: the bf16 dot product's layout, of K even.
+  // 16-bit weights are packed; no kernel stores weights as integers; pairs
+  // (the bf16 dot product's layout) are bf16 panels of an even K.
   auto badPairs = [](bool pairs, StoreType t, int64_t panel, int64_t k) {
     return pairs && (t != StoreType::bf16 || panel == 0 || k % 2);
   };
-  if (const LinearKernel *l = spec->get<LinearKernel>();
-      r.error.empty() && l && badPairs(l->pairs, l->weight, l->panel, l->K))
-    r.error = "has pairs without bf16 panels of an even K";
-  if (const PackKernel *p = spec->get<PackKernel>();
-      r.error.empty() && p && p->store == StoreType::i32)
-    r.error = "stores i32";
-  if (const PackKernel *p = spec->get<PackKernel>();
-      r.error.empty() && p && badPairs(p->pairs, p->store, p->panel, p->K))
-    r.error = "has pairs without bf16 panels of an even K";
+  const char *pairsError = "has pairs without bf16 panels of an even K";
+  if (const LinearKernel *l = spec->get<LinearKernel>(); r.error.empty() && l) {
+    if (l->weight == StoreType::i32 ||
+        (l->weight != StoreType::f32 && l->panel == 0))
+      r.error = "has a weight type other than f32 without panels, or i32";
+    else if (badPairs(l->pairs, l->weight, l->panel, l->K))
+      r.error = pairsError;
+  }
+  if (const PackKernel *p = spec->get<PackKernel>(); r.error.empty() && p) {
+    if (p->store == StoreType::i32)
+      r.error = "stores i32";
+    else if (badPairs(p->pairs, p->store, p->panel, p->K))
+      r.error = pairsError;
+  }
   if (!r.error.empty()) {
     emitError() << "kernel description of '" << kind << "' " << r.error;
     return failure();

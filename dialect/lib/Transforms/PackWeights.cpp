@@ -24,6 +24,9 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
   Type elem;         ///< of the packed weights (weight-type)
   bool pairs = false; ///< bf16 inputs: even K packed in pairs (input-type)
 
+  /// Whether a weight of `k` columns is packed in pairs.
+  bool inPairs(int64_t k) const { return pairs && k % 2 == 0; }
+
   /// Weight operand `o` ([N, K], `groups` blocks of rows) read packed
   /// instead, each block packed alone.
   void pack(OpOperand &o, int64_t groups) {
@@ -31,10 +34,9 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
     OpBuilder b(o.getOwner());
     int64_t n = w.getDimSize(0) / groups, k = w.getDimSize(1);
     int64_t panels = groups * ((n + panel - 1) / panel);
-    auto packed =
-        pairs && k % 2 == 0
-            ? RankedTensorType::get({panels, k / 2, panel, 2}, elem)
-            : RankedTensorType::get({panels, k, panel}, elem);
+    auto packed = inPairs(k)
+                      ? RankedTensorType::get({panels, k / 2, panel, 2}, elem)
+                      : RankedTensorType::get({panels, k, panel}, elem);
     o.set(b.create<PackOp>(
         o.getOwner()->getLoc(), packed, o.get(), b.getI64IntegerAttr(panel),
         groups == 1 ? IntegerAttr() : b.getI64IntegerAttr(groups)));
@@ -78,9 +80,9 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
       auto t = cast<RankedTensorType>(w.getType());
       if (!all || t.getRank() < 3)
         return false;
-      bool inPairs = t.getRank() == 4;
-      int64_t k = inPairs ? 2 * t.getDimSize(1) : t.getDimSize(1);
-      if (t.getElementType() == elem && inPairs == (pairs && k % 2 == 0))
+      bool paired = t.getRank() == 4;
+      int64_t k = paired ? 2 * t.getDimSize(1) : t.getDimSize(1);
+      if (t.getElementType() == elem && paired == inPairs(k))
         return false;
       op->emitOpError() << "has a weight packed as " << t
                         << ", not as arch-pack-weights' weight-type "
