@@ -451,6 +451,30 @@ static void lowerCombine(KernelFuncs &k, const CombineKernel &c) {
   k.outDims = {c.width};
 }
 
+/// a - lambda * b, lambda = exp(lq1 . lk1) - exp(lq2 . lk2) + lambda_init:
+/// one scalar per call (Func "lambda", computed once), then row-wise.
+static void lowerDifferential(KernelFuncs &k, const DifferentialKernel &d) {
+  ImageParam a = rows(k, "a", {d.width}), b = rows(k, "b", {d.width});
+  ImageParam l[4];
+  const char *names[] = {"lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"};
+  for (int j = 0; j < 4; ++j) {
+    l[j] = k.in(names[j]);
+    l[j].dim(0).set_bounds(0, int(d.dim)).set_stride(1);
+  }
+  RDom r(0, int(d.dim), "r");
+  Func lambda("lambda");
+  lambda() = exp(sum(l[0](r) * l[1](r))) - exp(sum(l[2](r) * l[3](r))) +
+             float(d.lambdaInit);
+  Var i("i"), t("t");
+  Func out("differential");
+  out(i, t) = a(i, t) - lambda() * b(i, t);
+  k.out = out;
+  k.funcs["lambda"] = lambda;
+  k.vars = {{"i", i}, {"t", t}};
+  k.lanes = vectorWidthFor(d.width, k.lanes);
+  k.outDims = {d.width};
+}
+
 /// Per token and group: rms: x / sqrt(mean(x^2) + eps) * w (+ b);
 /// layer: (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * w (+ b).
 /// Both reductions are split into `lanes`-wide partial sums.
@@ -718,6 +742,11 @@ struct AttentionTerms {
         rel->dim(1).set_bounds(0, int(2 * clip + 1)).set_stride(int(hd));
       }
     }
+    if (a.randomBlocks) {
+      Var qv("qb"), mv("m");
+      drawnBlock = Func("drawn_block");
+      drawnBlock(qv, mv) = hashDraw(uint32_t(a.randomSeed), qv, mv);
+    }
     if (a.alibi) {
       std::vector<double> slopes = alibiSlopes(int(a.heads));
       slope = Buffer<float>(int(a.heads), "alibi_slope");
@@ -771,12 +800,68 @@ struct AttentionTerms {
   static Expr masked(Expr visible, Expr score) {
     return select(visible, 0.0f, kMasked) + score;
   }
+  /// How far back a windowed query reaches: window * dilation.
+  int span() const { return int(a.window * a.dilation); }
+  /// Whether `p` is a global position.
+  Expr isGlobal(Expr p) const {
+    Expr any = Halide::Internal::const_false();
+    for (int64_t g : a.globals)
+      any = any || p == int(g);
+    return any;
+  }
+  /// Block-random keys: drawn(Q, m) is the m-th key block drawn for query
+  /// block Q >= 1, in [0, Q): a 32-bit mix (wrapping multiplies) of (seed,
+  /// Q, m), modulo Q (test/reference/archref.py draws the same). A Func
+  /// of its own, computed once per call over the query blocks the call
+  /// meets: inlined, its hash made the key-block predicates too large for
+  /// Halide's bounds solver.
+  Func drawnBlock;
+  Expr drawn(Expr Q, Expr m) const { return drawnBlock(Q, m); }
+  static Expr hashDraw(uint32_t seed, Expr Q, Expr m) {
+    auto u32 = [](uint32_t v) {
+      return Halide::Internal::make_const(UInt(32), uint64_t(v));
+    };
+    Expr x = u32(seed * 0x9E3779B1u) + cast<uint32_t>(m) * u32(0xC2B2AE3Du) +
+             cast<uint32_t>(Q) * u32(0x85EBCA77u);
+    x = x ^ (x >> 16);
+    x = x * u32(0x7FEB352Du);
+    x = x ^ (x >> 15);
+    x = x * u32(0x846CA68Bu);
+    x = x ^ (x >> 16);
+    return cast<int32_t>(x % cast<uint32_t>(max(Q, 1)));
+  }
+  /// Whether key block `kblock` is drawn for query block `qblock`.
+  Expr isDrawn(Expr qblock, Expr kblock) const {
+    Expr any = Halide::Internal::const_false();
+    for (int m = 0; m < int(a.randomBlocks); ++m)
+      any = any || kblock == drawn(qblock, m);
+    return qblock >= 1 && any;
+  }
+  /// Whether key position `key` <= qpos is in the window of query position
+  /// `qpos` (every key without a window): within the span, on the
+  /// dilation's stride, either of them a global position, or in a key
+  /// block drawn for the query's block.
+  Expr inWindow(Expr qpos, Expr key) const {
+    if (!a.window)
+      return Halide::Internal::const_true();
+    Expr in = key > qpos - span();
+    if (a.dilation > 1)
+      in = in && (qpos - key) % int(a.dilation) == 0;
+    if (!a.globals.empty())
+      in = in || isGlobal(key) || isGlobal(qpos);
+    if (a.randomBlocks) {
+      int bs = int(a.blockSize);
+      in = in || isDrawn(qpos / bs, key / bs);
+    }
+    return in;
+  }
+  /// Whether any position is attended from further back than the span.
+  bool reachesAnywhere() const {
+    return !a.globals.empty() || a.randomBlocks > 0;
+  }
   /// Whether `key` is attended from `qpos`: causal, within the window.
   Expr visible(Expr qpos, Expr key) const {
-    Expr in = key <= qpos;
-    if (a.window)
-      in = in && key > qpos - int(a.window);
-    return in;
+    return key <= qpos && inWindow(qpos, key);
   }
   /// The score of a dot product (Shaw's key term included): scaled,
   /// soft-capped, with ALiBi's or T5's bias.
@@ -820,8 +905,8 @@ static void lowerRowAttention(KernelFuncs &k, const AttentionTerms &in) {
 
   RDom past(in.first, in.end - in.first, "past");
   past.where(past <= pos + t);
-  if (int64_t window = a.window) // the last `window` positions only
-    past.where(past > pos + t - int(window));
+  if (a.window) // the window's positions only
+    past.where(in.inWindow(pos + t, past));
   Func rowMax("row_max");
   rowMax(h, t) = Float(32).min();
   rowMax(h, t) = max(rowMax(h, t), scaled(past, h, t));
@@ -938,9 +1023,37 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
 
   RDom kb(first / bk, (end + bk - 1) / bk - first / bk, "kb");
   Expr firstQuery = pos + qb * bq; // the tile's first query position
+  Func tileDraws("tile_draws");
   kb.where(kb * bk <= firstQuery + bq - 1);
-  if (a.window)
-    kb.where(kb * bk + bk - 1 > firstQuery - int(a.window));
+  if (a.window) {
+    // Blocks that reach into the tile's span, hold a global key, or meet
+    // a global query of the tile.
+    Expr reached = kb * bk + bk - 1 > firstQuery - in.span();
+    for (int64_t g : a.globals)
+      reached = reached || (kb * bk <= int(g) && int(g) < kb * bk + bk) ||
+                (firstQuery <= int(g) && int(g) < firstQuery + bq);
+    if (a.randomBlocks) {
+      // Or overlap a block drawn for one of the tile's query blocks (at
+      // most (bq - 1) / bs + 2 of them): a Func per (key block, tile),
+      // made per tile, which keeps the predicate small for Halide.
+      int bs = int(a.blockSize);
+      Var kbv("kbv"), qbv("qbv");
+      Expr fq = pos + qbv * bq;
+      Expr qa = fq / bs, qz = (fq + bq - 1) / bs;
+      Expr any = Halide::Internal::const_false();
+      for (int i = 0; i < (bq - 1) / bs + 2; ++i) {
+        Expr Q = min(qa + i, qz);
+        for (int m = 0; m < int(a.randomBlocks); ++m) {
+          Expr rb = in.drawn(Q, m);
+          any = any || (Q >= 1 && kbv * bk < (rb + 1) * bs &&
+                        rb * bs < kbv * bk + bk);
+        }
+      }
+      tileDraws(kbv, qbv) = any;
+      reached = reached || tileDraws(kb, qb);
+    }
+    kb.where(reached);
+  }
   // The running (max, sum, accumulators) of row r for value columns
   // dc * cols ..< (dc + 1) * cols: the rescaling factors
   // exp(old max - new max) and exp(block max - new max) are computed once
@@ -973,7 +1086,12 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
 
   // Chunks.
   Var g("g"), c("c"), l("l");
-  Expr c0 = (a.window ? max(first, pos + 1 - int(a.window)) : first) / ck;
+  // Chunks wholly before every row's span are not made (with global
+  // positions or random blocks, every chunk is).
+  Expr c0 = (a.window && !in.reachesAnywhere()
+                 ? max(first, pos + 1 - in.span())
+                 : first) /
+            ck;
   Expr chunks = (end + ck - 1) / ck - c0;
   Expr ckey = (c0 + c) * ck + j, cqpos = pos + t;
   int lanes = vectorWidthFor(hd, k.lanes);
@@ -1045,6 +1163,8 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
              {"total_pv", tpv}};
   if (a.shawClip)
     k.funcs["q_rel"] = qrel;
+  if (a.randomBlocks)
+    k.funcs["tile_draws"] = tileDraws;
   k.vars = {{"dd", dd}, {"h", h},   {"t", t}, {"j", j},
             {"r", r},   {"qb", qb}, {"kvh", kvh}, {"b", b},
             {"g", g},   {"c", c},   {"l", l},     {"dc", dc}};
@@ -1063,6 +1183,8 @@ static void lowerAttention(KernelFuncs &k, const AttentionKernel &a) {
     lowerTiledAttention(k, in);
   else
     lowerRowAttention(k, in);
+  if (a.randomBlocks)
+    k.funcs["drawn_block"] = in.drawnBlock;
 }
 
 static Expr activate(Expr x, Activation act) {
@@ -1258,6 +1380,7 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
         else if constexpr (std::is_same_v<T, CombineKernel>) lowerCombine(k, d);
         else if constexpr (std::is_same_v<T, HeadsCopyKernel>) lowerHeadsCopy(k, d);
         else if constexpr (std::is_same_v<T, HeadLinearKernel>) lowerHeadLinear(k, d);
+        else if constexpr (std::is_same_v<T, DifferentialKernel>) lowerDifferential(k, d);
         else lowerElementwise(k, d);
       },
       spec.description());

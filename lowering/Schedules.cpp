@@ -343,6 +343,8 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
       .vectorize(ri, rowLanes)
       .unroll(ri);
   F("q_tile").compute_at(k.out, task).vectorize(r, rowLanes);
+  if (k.funcs.count("tile_draws")) // the key blocks a tile's random draws hit
+    F("tile_draws").compute_at(k.out, task);
   if (k.funcs.count("q_rel")) {
     F("q_rel").compute_at(k.out, task).vectorize(r, rowLanes);
     F("q_rel").update().vectorize(r, rowLanes);
@@ -494,6 +496,8 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
   else if (spec.get<RopeKernel>())
     scheduleRope(k);
   else if (const AttentionKernel *a = spec.get<AttentionKernel>()) {
+    if (k.funcs.count("drawn_block")) // a few ints per query block
+      k.funcs["drawn_block"].compute_root();
     if (a->blockQ)
       scheduleTiledAttention(k, *a, target);
     else
@@ -507,6 +511,10 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
     k.out.parallel(t);
     for (auto &[name, f] : k.funcs)
       f.compute_at(k.out, t);
+  }
+  else if (spec.get<DifferentialKernel>()) {
+    k.funcs["lambda"].compute_root(); // one scalar per call
+    scheduleRowwise(k);
   }
   else // embed, positions, element-wise, gather, combine, heads copies
     scheduleRowwise(k);

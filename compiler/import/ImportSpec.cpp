@@ -13,6 +13,9 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <array>
+#include <cmath>
+
 using namespace mlir;
 
 namespace arch {
@@ -36,6 +39,24 @@ private:
   }
   RankedTensorType act(int64_t width) {
     return RankedTensorType::get({ShapedType::kDynamic, width}, b.getF32Type());
+  }
+  /// A layer's sparse-pattern attributes (none where it has no window).
+  int64_t dilationOf(const AttentionSpec &a) {
+    return a.window ? a.dilation : 1;
+  }
+  /// A layer's block-random keys: (random_blocks, block_size,
+  /// random_seed), zeros where there are none. Layers of one seed draw the
+  /// same blocks and share a kernel (an override may give a layer a seed
+  /// of its own).
+  std::array<int64_t, 3> randomOf(const AttentionSpec &a) {
+    if (!a.window || !a.randomBlocks)
+      return {0, 0, 0};
+    return {a.randomBlocks, a.blockSize, a.randomSeed};
+  }
+  DenseI64ArrayAttr globalsOf(const AttentionSpec &a) {
+    if (!a.window || a.globalTokens.empty())
+      return nullptr;
+    return b.getDenseI64ArrayAttr(a.globalTokens);
   }
   /// Reads weight `name`, declaring it at module level on first use with
   /// where its checkpoint keeps it unless that is the tensor of that name.
@@ -70,7 +91,10 @@ private:
   Value rope(Location l, Value x, Value pos, const AttentionSpec &a,
              int64_t heads, int64_t headDim);
   Value attention(int64_t i, Value h, Value pos);
+  Value append(Location l, Value rows, Value pos, const std::string &name,
+               const AttentionSpec &a, int64_t heads, int64_t headDim);
   Value latentAttention(int64_t i, Value h, Value pos);
+  Value differentialAttention(int64_t i, Value h, Value pos);
   Value ffn(int64_t i, Value h);
   Value denseFFN(Location l, Value h, const std::string &prefix,
                  const FFNSpec &f, int64_t dFF);
@@ -184,14 +208,94 @@ Value Importer::latentAttention(int64_t i, Value h, Value pos) {
   Value attn = b.create<AttentionOp>(
       al, type(q, H * dv), q, k, kvs.getResult(1), pos, Value(), Value(),
       Value(), H, H, dn + dr, llvm::APFloat(a.scale), llvm::APFloat(0.0),
-      false, 0, a.position.maxDistance, 0, dv);
+      false, 0, a.position.maxDistance, 0, dv, 1, nullptr, 0, 0, 0);
   return linear(al, attn, p + "o_proj", spec.model.dModel, false);
+}
+
+/// Keys or values to a cache of their own, one row of [heads, headDim]
+/// per position; attention reads back the context. A sliding-window
+/// layer's caches keep only the last `window` positions (a ring, sized for
+/// a call's rows by arch-lower-to-kernels).
+Value Importer::append(Location l, Value rows, Value pos,
+                       const std::string &name, const AttentionSpec &a,
+                       int64_t heads, int64_t headDim) {
+  // A window reaches back window * dilation positions; global positions
+  // stay attended however far back, so their layers keep every position.
+  bool ring = a.window > 0 && a.span() < spec.model.maxSeqLen &&
+              a.globalTokens.empty() && a.randomBlocks == 0;
+  OpBuilder cb(forward);
+  cb.create<CacheOp>(
+      l, name, ring ? CacheLayout::ring : CacheLayout::tokens,
+      cb.getI64IntegerAttr(ring ? a.span() : spec.model.maxSeqLen),
+      RankedTensorType::get({heads, headDim}, b.getF32Type()));
+  return b.create<CacheAppendOp>(l, rows.getType(), name, rows, pos);
+}
+
+/// Differential attention (DIFF Transformer, Ye et al. 2024, with its
+/// reference code's layout): q and k are 2H heads of half width, head h's
+/// two halves 2h and 2h + 1 (RoPE rotates each half-head); map j of head h
+/// is the softmax of half j of its query against half j of its key, over
+/// the head's full-width value. The two maps are two arch.attention ops
+/// (half-head queries and keys, each half's keys a cache of its own, the
+/// values one cache), then first - lambda * second, an RMSNorm per head
+/// (`subln`, the weight shared by the heads), times 1 - lambda_init, where
+/// lambda_init = 0.8 - 0.6 exp(-0.3 i) for layer i (0-based).
+Value Importer::differentialAttention(int64_t i, Value h, Value pos) {
+  const AttentionSpec &a = spec.layers[size_t(i)].attention;
+  const std::string p = "model.layers." + std::to_string(i) + ".self_attn.";
+  Location al = layerLoc(i, "attention.differential");
+  const int64_t H = a.nHeads, D = a.headDim, half = D / 2;
+  Value q = linear(al, h, p + "q_proj", H * D, a.qkvBias);
+  Value k = linear(al, h, p + "k_proj", H * D, a.qkvBias);
+  Value v = linear(al, h, p + "v_proj", H * D, a.qkvBias);
+  if (a.position.kind == spec::PositionKind::Rope) {
+    Location rl = layerLoc(i, "attention.position");
+    q = rope(rl, q, pos, a, 2 * H, half);
+    k = rope(rl, k, pos, a, 2 * H, half);
+  }
+  auto halves = [&](Value x) {
+    auto t = RankedTensorType::get(
+        {cast<RankedTensorType>(x.getType()).getDimSize(0), H * half},
+        b.getF32Type());
+    return b.create<HeadsSplitOp>(al, TypeRange{t, t}, x, H).getResults();
+  };
+  auto qs = halves(q), ks = halves(k);
+  Value kc[2];
+  for (int j = 0; j < 2; ++j)
+    kc[j] = append(al, ks[j], pos, p + "k" + std::to_string(j + 1) + "_cache",
+                   a, H, half);
+  Value vc = append(al, v, pos, p + "v_cache", a, H, D);
+  Value maps[2];
+  std::array<int64_t, 3> random = randomOf(a);
+  for (int j = 0; j < 2; ++j)
+    maps[j] = b.create<AttentionOp>(
+        al, v.getType(), qs[j], kc[j], vc, pos, Value(), Value(), Value(), H,
+        H, half, llvm::APFloat(a.scale), llvm::APFloat(a.softcap), false,
+        a.window, a.position.maxDistance, 0, D, dilationOf(a),
+        globalsOf(a), random[0], random[1], random[2]);
+  double lambdaInit = 0.8 - 0.6 * std::exp(-0.3 * double(i));
+  Value lambdas[4];
+  const char *names[] = {"lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"};
+  for (int j = 0; j < 4; ++j)
+    lambdas[j] = param(al, p + names[j], {half});
+  Value diff = b.create<DifferentialOp>(
+      al, v.getType(), maps[0], maps[1], lambdas[0], lambdas[1], lambdas[2],
+      lambdas[3], llvm::APFloat(lambdaInit));
+  Value normed = b.create<NormOp>(
+      al, diff.getType(), diff, param(al, p + "subln.weight", {D}), Value(),
+      NormKind::rms, llvm::APFloat(float(spec.norm.eps)),
+      llvm::APFloat(0.0f), H);
+  Value scaled = b.create<ScaleOp>(al, normed,
+                                   llvm::APFloat(float(1.0 - lambdaInit)));
+  return linear(al, scaled, p + "o_proj", spec.model.dModel, a.outBias);
 }
 
 /// Self-attention of one layer on normalized input `h`, output projected.
 Value Importer::attention(int64_t i, Value h, Value pos) {
   if (spec.isMLA())
     return latentAttention(i, h, pos);
+  if (spec.attention.differential)
+    return differentialAttention(i, h, pos);
   const AttentionSpec &a = spec.layers[size_t(i)].attention;
   const std::string p = "model.layers." + std::to_string(i) + ".self_attn.";
   Location al = layerLoc(i, "attention");
@@ -222,26 +326,15 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
     relKey = param(sl, p + "rel_key.weight", {2 * ps.clip + 1, a.headDim});
     relValue = param(sl, p + "rel_value.weight", {2 * ps.clip + 1, a.headDim});
   }
-  // Keys and values go to caches of their own, one row of
-  // [n_kv_heads, head_dim] per position; attention reads back the context.
-  // A sliding-window layer's caches keep only the last `window` positions
-  // (a ring, sized for a call's rows by arch-lower-to-kernels).
-  bool ring = a.window > 0 && a.window < spec.model.maxSeqLen;
-  auto append = [&](Value rows, const std::string &name) -> Value {
-    OpBuilder cb(forward);
-    cb.create<CacheOp>(
-        al, name, ring ? CacheLayout::ring : CacheLayout::tokens,
-        cb.getI64IntegerAttr(ring ? a.window : spec.model.maxSeqLen),
-        RankedTensorType::get({a.nKVHeads, a.headDim}, b.getF32Type()));
-    return b.create<CacheAppendOp>(al, rows.getType(), name, rows, pos);
-  };
-  k = append(k, p + "k_cache");
-  v = append(v, p + "v_cache");
+  k = append(al, k, pos, p + "k_cache", a, a.nKVHeads, a.headDim);
+  v = append(al, v, pos, p + "v_cache", a, a.nKVHeads, a.headDim);
+  std::array<int64_t, 3> random = randomOf(a);
   Value attn = b.create<AttentionOp>(
       al, q.getType(), q, k, v, pos, relBias, relKey, relValue, a.nHeads,
       a.nKVHeads, a.headDim, llvm::APFloat(a.scale), llvm::APFloat(a.softcap),
       ps.kind == spec::PositionKind::ALiBi, a.window, ps.maxDistance,
-      ps.kind == spec::PositionKind::Shaw ? ps.clip : 0);
+      ps.kind == spec::PositionKind::Shaw ? ps.clip : 0, 0, dilationOf(a),
+      globalsOf(a), random[0], random[1], random[2]);
   return linear(al, attn, p + "o_proj", spec.model.dModel, a.outBias);
 }
 

@@ -105,7 +105,27 @@ struct AttentionSpec {
   /// whole q / k projection (OLMo 2).
   spec::QKNorm qkNorm = spec::QKNorm::None;
   int64_t window = 0; ///< sliding window: attend to the last `window` tokens
+  /// Dilated window (Longformer): the window's keys are `dilation` apart,
+  /// reaching back window * dilation positions.
+  int64_t dilation = 1;
+  /// Global positions (Longformer, BigBird): each attends to every
+  /// earlier position and is attended by every later one, window or not.
+  std::vector<int64_t> globalTokens;
+  /// Block-random keys (BigBird): positions in blocks of `blockSize`; each
+  /// query block attends, besides its window, to `randomBlocks` earlier key
+  /// blocks drawn by a hash of (randomSeed + layer, query block, draw).
+  int64_t randomBlocks = 0, blockSize = 0, randomSeed = 0;
+  /// How far back a windowed query reaches: window * dilation.
+  int64_t span() const { return window * dilation; }
+  /// Differential attention (DIFF Transformer): each head's query and key
+  /// are two halves of head_dim / 2, two softmax maps over the same value
+  /// head subtracted (the second times a learned lambda), the result
+  /// RMS-normed per head and scaled by 1 - lambda_init. Model-wide.
+  bool differential = false;
   PositionSpec position;
+  /// The width of a query or key head that scores are taken over (and
+  /// RoPE rotates): head_dim, or its half under differential attention.
+  int64_t qkHeadDim() const { return differential ? headDim / 2 : headDim; }
 };
 
 /// Multi-head latent attention ([attention.mla], DeepSeek-V2/V3): keys and

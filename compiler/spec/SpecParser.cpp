@@ -210,6 +210,11 @@ const std::vector<KeyBound> &keyBounds() {
       {"head_dim", 1, 1024, true, "as n_heads"},
       {"d_ff", 1, 1 << 20, true, "a chunk of FFN activations < 2^31"},
       {"window", 0, 1 << 24, true, "as max_seq_len (0 = none)"},
+      {"dilation", 1, 1 << 16, true, "window * dilation, as max_seq_len"},
+      {"global_tokens", 0, (1 << 24) - 1, true, "positions, as max_seq_len"},
+      {"random_blocks", 0, 16, true, "hash terms per query block in the kernel"},
+      {"block_size", 1, 1 << 16, true, "positions, as max_seq_len"},
+      {"random_seed", 0, 0x7fffffff, true, "a 32-bit hash's seed"},
       {"rotary_dim", 1, 1024, true, "at most head_dim"},
       {"offset", 0, 1 << 16, true, "learned-position offset; layer-selector offset"},
       {"original_max_seq_len", 1, 1 << 24, true, "as max_seq_len"},
@@ -552,6 +557,16 @@ void parseLayerAttention(Parser &p, TableReader &attn, AttentionSpec &a,
     a.qkNorm = QKNorm(*k);
   if (auto v = attn.getInt("window", false))
     a.window = *v;
+  if (auto v = attn.getInt("dilation", false))
+    a.dilation = *v;
+  if (auto v = attn.getIntArray("global_tokens"))
+    a.globalTokens = *v;
+  if (auto v = attn.getInt("random_blocks", false))
+    a.randomBlocks = *v;
+  if (auto v = attn.getInt("block_size", false))
+    a.blockSize = *v;
+  if (auto v = attn.getInt("random_seed", false))
+    a.randomSeed = *v;
   TableReader pos(p, attn.subtable("position"), path + ".position",
                   {"kind", "theta", "rotary_dim", "style", "offset", "scaling",
                    "factor", "original_max_seq_len", "low_freq_factor",
@@ -749,8 +764,9 @@ void parseTables(Parser &p, const toml::table &root) {
 
   TableReader attn(p, top.subtable("attention"), "attention",
                    {"n_heads", "n_kv_heads", "head_dim", "scale", "qkv_bias",
-                    "out_bias", "softcap", "qk_norm", "window", "position",
-                    "mla"});
+                    "out_bias", "softcap", "qk_norm", "window", "dilation",
+                    "global_tokens", "random_blocks", "block_size",
+                    "random_seed", "position", "mla", "differential"});
   if (auto v = attn.getInt("n_heads", true))
     s.attention.nHeads = *v;
   if (auto v = attn.getInt("n_kv_heads", false))
@@ -761,6 +777,8 @@ void parseTables(Parser &p, const toml::table &root) {
     s.attention.qkvBias = *v;
   if (auto v = attn.getBool("out_bias"))
     s.attention.outBias = *v;
+  if (auto v = attn.getBool("differential"))
+    s.attention.differential = *v;
   parseLayerAttention(p, attn, s.attention, "attention");
   if (const toml::table *m = attn.subtable("mla")) {
     TableReader mla(p, m, "attention.mla",
@@ -835,13 +853,17 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
     p.error(s.locOf(path + key), path + key, msg);
   };
   PositionSpec &ps = a.position;
+  // Differential attention scores (and rotates) half-heads.
+  const int64_t qkDim = a.qkHeadDim();
+  const std::string qkName = a.differential ? "head_dim / 2" : "head_dim";
   if (ps.kind == PositionKind::Rope && a.headDim > 0) {
     if (ps.rotaryDim == 0)
-      ps.rotaryDim = a.headDim;
-    if (ps.rotaryDim > a.headDim)
+      ps.rotaryDim = qkDim;
+    if (ps.rotaryDim > qkDim)
       err(".position.rotary_dim",
           "rotary_dim (" + std::to_string(ps.rotaryDim) +
-              ") is larger than head_dim (" + std::to_string(a.headDim) + ")");
+              ") is larger than " + qkName + " (" + std::to_string(qkDim) +
+              ")");
     else if (ps.rotaryDim % 2 != 0 && !s.isMLA()) // (MLA: qk_rope_head_dim)
       err(has(".position.rotary_dim") || path != "attention"
               ? ".position.rotary_dim"
@@ -907,8 +929,62 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
     if (has(std::string(".position.") + key) && ps.kind != PositionKind::Rope)
       err(std::string(".position.") + key,
           std::string(key) + " applies only to rope positions");
+  // Sparse patterns refine a sliding window (a layer whose window an
+  // override turns off drops those it inherits).
+  if (has(".dilation") && a.dilation > 1 && a.window == 0)
+    err(".dilation", "a dilation spaces a sliding window's keys: set "
+                     "window too");
+  if (a.span() > (int64_t(1) << 24))
+    err(".dilation", "window * dilation = " + std::to_string(a.span()) +
+                         " exceeds 2^24 positions");
+  if (has(".global_tokens")) {
+    if (a.window == 0)
+      err(".global_tokens", "global tokens widen a sliding window (without "
+                            "one every earlier position is attended): set "
+                            "window too");
+    for (size_t i = 0; i < a.globalTokens.size(); ++i) {
+      int64_t g = a.globalTokens[i];
+      if (i > 0 && g <= a.globalTokens[i - 1]) {
+        err(".global_tokens", "positions must be listed in increasing order, "
+                              "each once: " + std::to_string(g) + " follows " +
+                                  std::to_string(a.globalTokens[i - 1]));
+        break;
+      }
+      if (g >= s.model.maxSeqLen) {
+        err(".global_tokens", "position " + std::to_string(g) +
+                                  " is past max_seq_len (" +
+                                  std::to_string(s.model.maxSeqLen) + ")");
+        break;
+      }
+    }
+    if (a.globalTokens.size() > 64)
+      err(".global_tokens", "at most 64 global positions, got " +
+                                std::to_string(a.globalTokens.size()));
+  }
+  if (has(".random_blocks") || has(".block_size") || has(".random_seed")) {
+    if (a.window == 0)
+      err(has(".random_blocks") ? ".random_blocks"
+          : has(".block_size")  ? ".block_size"
+                                : ".random_seed",
+          "block-random keys widen a sliding window: set window too");
+    else if (a.randomBlocks > 0 && a.blockSize == 0)
+      err(".random_blocks", "random blocks need block_size (positions per "
+                            "block)");
+    else if (has(".block_size") && a.randomBlocks == 0)
+      err(".block_size", "block_size applies to random_blocks > 0");
+  }
+  if (a.differential) {
+    if (ps.kind == PositionKind::ALiBi || ps.kind == PositionKind::T5Bias ||
+        ps.kind == PositionKind::Shaw)
+      err(".position.kind",
+          "differential attention takes rope, none or absolute positions "
+          "(no score biases)");
+    if (a.qkNorm != QKNorm::None)
+      err(".qk_norm", "differential attention has no QK-norm (it "
+                      "normalizes each head's output)");
+  }
   if (a.scale == 0 && a.headDim > 0) {
-    a.scale = 1.0 / std::sqrt(static_cast<double>(a.headDim));
+    a.scale = 1.0 / std::sqrt(static_cast<double>(qkDim));
     // DeepSeek's YaRN puts its attention factor on the scores, squared.
     if (ps.scaling == RopeScaling::YaRN && ps.mscaleAllDim > 0 &&
         ps.factor > 1) {
@@ -981,6 +1057,26 @@ void validate(Parser &p) {
               "); set attention.head_dim explicitly");
     else
       a.headDim = s.model.dModel / a.nHeads;
+  }
+  if (a.differential) {
+    if (s.isMLA())
+      err("attention.differential",
+          "differential attention does not combine with multi-head latent "
+          "attention");
+    else if (a.nKVHeads != a.nHeads)
+      err("attention.n_kv_heads",
+          "differential attention needs n_kv_heads = n_heads (" +
+              std::to_string(a.nHeads) + "): its two maps take the two key "
+              "halves of a head over that head's value");
+    if (a.headDim % 2 != 0)
+      err(s.locs.count("attention.head_dim") ? "attention.head_dim"
+                                             : "attention.n_heads",
+          "differential attention splits each query and key head in two: "
+          "head_dim = " + std::to_string(a.headDim) + " is odd");
+    if (s.weights.naming != Naming::Llama)
+      err("attention.differential",
+          "differential attention's lambda vectors and per-head norm are "
+          "named for hf-llama checkpoints only");
   }
   if (s.block.layout == BlockLayout::Parallel &&
       s.norm.placement != NormPlacement::Pre)
@@ -1074,7 +1170,9 @@ void applyOverrides(Parser &p, const toml::table &root) {
       LayerSpec probe{s.attention, s.ffn};
       LayerSpec &layer = chosen.empty() ? probe : s.layers[size_t(chosen[k])];
       TableReader attn(p, attnTbl, path + ".attention",
-                       {"scale", "softcap", "qk_norm", "window", "position"});
+                       {"scale", "softcap", "qk_norm", "window", "dilation",
+                        "global_tokens", "random_blocks", "block_size",
+                        "random_seed", "position"});
       parseLayerAttention(p, attn, layer.attention, path + ".attention");
       attn.finish();
       PositionKind kind = layer.attention.position.kind;

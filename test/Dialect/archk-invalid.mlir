@@ -214,3 +214,12 @@ func.func @dispatch_slots(%e: memref<?x2xi32>, %o: memref<5xi32>, %r: memref<?xi
   archk.dispatch %e -> %o, %r, %s {n_experts = 4 : i64} : memref<?x2xi32>, memref<5xi32>, memref<?xi32>, memref<?x3xi32>
   return
 }
+
+// -----
+
+// A list field holds an array of i64.
+func.func @f(%q: memref<?x1x16xf32>, %p: index) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'attention' has 'globals' that is not an array of i64}}
+  archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 16 : i64, heads = 1 : i64, kv = "f32", kv_by_head = false, kv_heads = 1 : i64, scale = 2.500000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, v_head_dim = 16 : i64, window = 4 : i64, globals = 3 : i64}(%q, %q, %q, %p, %q) : memref<?x1x16xf32>, memref<?x1x16xf32>, memref<?x1x16xf32>, index, memref<?x1x16xf32>
+  return
+}

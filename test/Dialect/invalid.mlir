@@ -730,3 +730,75 @@ func.func @attention_value_result(%q: tensor<?x80xf32>, %k: tensor<?x20xf32>, %v
   %y = arch.attention %q, %k, %v, %p {n_heads = 4, n_kv_heads = 1, head_dim = 20, v_head_dim = 16, scale = 0.5} : (tensor<?x80xf32>, tensor<?x20xf32>, tensor<?x16xf32>, index) -> tensor<?x80xf32>
   return
 }
+
+// -----
+
+func.func @differential_maps(%a: tensor<?x64xf32>, %b: tensor<?x32xf32>, %l: tensor<8xf32>) {
+  // expected-error @+1 {{both maps and the result must have one type, got 'tensor<?x64xf32>', 'tensor<?x32xf32>' -> 'tensor<?x64xf32>'}}
+  %d = arch.differential %a, %b, %l, %l, %l, %l {lambda_init = 0.2 : f64} : (tensor<?x64xf32>, tensor<?x32xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @differential_lambdas(%a: tensor<?x64xf32>, %l: tensor<8xf32>, %m: tensor<4xf32>) {
+  // expected-error @+1 {{the four lambda vectors must have one type, got 'tensor<8xf32>' and 'tensor<4xf32>'}}
+  %d = arch.differential %a, %a, %l, %l, %m, %l {lambda_init = 0.2 : f64} : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @differential_rank(%a: tensor<?x4x16xf32>, %l: tensor<8xf32>) {
+  // expected-error @+1 {{maps must be [tokens, width], got 'tensor<?x4x16xf32>'}}
+  %d = arch.differential %a, %a, %l, %l, %l, %l {lambda_init = 0.2 : f64} : (tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @differential_lambda_shape(%a: tensor<?x64xf32>, %l: tensor<2x4xf32>) {
+  // expected-error @+1 {{lambda vectors must be 1-D and static, got 'tensor<2x4xf32>'}}
+  %d = arch.differential %a, %a, %l, %l, %l, %l {lambda_init = 0.2 : f64} : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_dilation(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>, %p: index) {
+  // expected-error @+1 {{dilation must be 1, or more with a window; got 2 with window 0}}
+  %a = arch.attention %q, %k, %k, %p {n_heads = 1, n_kv_heads = 1, head_dim = 16, scale = 0.25, dilation = 2} : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, index) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_span(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>, %p: index) {
+  // expected-error @+1 {{window * dilation must be at most 2^24}}
+  %a = arch.attention %q, %k, %k, %p {n_heads = 1, n_kv_heads = 1, head_dim = 16, scale = 0.25, window = 16777216, dilation = 2} : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, index) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_globals_window(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>, %p: index) {
+  // expected-error @+1 {{global_tokens widen a window: a non-empty list with a window}}
+  %a = arch.attention %q, %k, %k, %p {n_heads = 1, n_kv_heads = 1, head_dim = 16, scale = 0.25, global_tokens = array<i64: 0>} : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, index) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_globals_order(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>, %p: index) {
+  // expected-error @+1 {{global_tokens must be increasing positions in [0, 2^24)}}
+  %a = arch.flash_attention %q, %k, %k, %p {n_heads = 1, n_kv_heads = 1, head_dim = 16, scale = 0.25, window = 4, global_tokens = array<i64: 3, 1>, block_q = 16, block_kv = 16, split_kv = 16} : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, index) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_random(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>, %p: index) {
+  // expected-error @+1 {{random_blocks must be in [0, 16], and when positive come with a window and a positive block_size (0 otherwise); random_seed a 32-bit value}}
+  %a = arch.attention %q, %k, %k, %p {n_heads = 1, n_kv_heads = 1, head_dim = 16, scale = 0.25, window = 4, random_blocks = 2} : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, index) -> tensor<?x16xf32>
+  return
+}

@@ -208,3 +208,13 @@ func.func @latent(%q: tensor<?x48xf32>, %kr: tensor<?x4xf32>, %lat: tensor<?x16x
   %a = arch.head_linear %o, %wv {heads = 4 : i64} : (tensor<?x64xf32>, tensor<24x16xf32>) -> tensor<?x24xf32>
   return %a : tensor<?x24xf32>
 }
+
+// -----
+
+// Differential attention's two maps combined.
+// CHECK-LABEL: func.func @differential
+func.func @differential(%a: tensor<?x64xf32>, %b: tensor<?x64xf32>, %l: tensor<8xf32>) -> tensor<?x64xf32> {
+  // CHECK: arch.differential %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {lambda_init = 2.000000e-01 : f64} : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x64xf32>
+  %d = arch.differential %a, %b, %l, %l, %l, %l {lambda_init = 0.2 : f64} : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x64xf32>
+  return %d : tensor<?x64xf32>
+}

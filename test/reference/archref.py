@@ -61,12 +61,21 @@ class Spec:
             self.d_rope = self.mla["qk_rope_head_dim"]
             self.d_v = self.mla["v_head_dim"]
             self.head_dim = self.d_nope + self.d_rope
-        self.scale = a.get("scale", 1.0 / math.sqrt(self.head_dim))
+        # Differential attention (Ye et al. 2024): queries and keys of
+        # half-heads, two maps over each full-width value head.
+        self.differential = a.get("differential", False)
+        qk_dim = self.head_dim // 2 if self.differential else self.head_dim
+        self.scale = a.get("scale", 1.0 / math.sqrt(qk_dim))
         self.qkv_bias = a.get("qkv_bias", False)
         self.out_bias = a.get("out_bias", False)
         self.softcap = a.get("softcap", 0.0)
         self.qk_norm = a.get("qk_norm", "none")
         self.window = a.get("window", 0)
+        self.dilation = a.get("dilation", 1)
+        self.global_tokens = a.get("global_tokens", [])
+        self.random_blocks = a.get("random_blocks", 0)
+        self.block_size = a.get("block_size", 0)
+        self.random_seed = a.get("random_seed", 0)
         pos = a.get("position", {})
         self.pos_kind = pos.get("kind", "rope")
         self.rope = self.pos_kind == "rope"
@@ -82,7 +91,7 @@ class Spec:
         self.clip = pos.get("clip", 16)
         self.max_distance = pos.get("max_distance", 128)
         self.theta = pos.get("theta", 10000.0)
-        self.rotary_dim = pos.get("rotary_dim", self.head_dim)
+        self.rotary_dim = pos.get("rotary_dim", qk_dim)
         if self.mla:
             self.rotary_dim = self.d_rope
         # DeepSeek's YaRN (modeling_deepseek.py): cos and sin times
@@ -140,7 +149,12 @@ class Spec:
                 continue
             a = o.get("attention", {})
             for key, attr in [("scale", "scale"), ("softcap", "softcap"),
-                              ("qk_norm", "qk_norm"), ("window", "window")]:
+                              ("qk_norm", "qk_norm"), ("window", "window"),
+                              ("dilation", "dilation"),
+                              ("global_tokens", "global_tokens"),
+                              ("random_blocks", "random_blocks"),
+                              ("block_size", "block_size"),
+                              ("random_seed", "random_seed")]:
                 if key in a:
                     setattr(ls, attr, a[key])
             pos = a.get("position", {})
@@ -229,6 +243,11 @@ class Spec:
                     linear(p + f"self_attn.{name}_proj", n_out, d,
                            self.qkv_bias)
                 linear(p + "self_attn.o_proj", d, q, self.out_bias)
+            if self.differential:
+                for name in ("lambda_q1", "lambda_k1", "lambda_q2",
+                             "lambda_k2"):
+                    shapes[p + "self_attn." + name] = (self.head_dim // 2,)
+                shapes[p + "self_attn.subln.weight"] = (self.head_dim,)
             if ls.pos_kind == "shaw":
                 for name in ("rel_key", "rel_value"):
                     shapes[p + f"self_attn.{name}.weight"] = (
@@ -278,6 +297,8 @@ def random_weights(spec, seed):
     for name, shape in spec.param_shapes().items():
         if name.endswith(".bias") or name.endswith("_bias"):
             w[name] = 0.1 * torch.randn(shape, generator=g)
+        elif ".lambda_" in name:  # differential attention: lambda moves
+            w[name] = 0.3 * torch.randn(shape, generator=g)  # by ~0.5
         elif len(shape) == 1 or name.split(".")[-2].endswith("norm"):
             w[name] = 1.0 + 0.1 * torch.randn(shape, generator=g)
         elif name == "model.embed_tokens.weight":
@@ -658,6 +679,20 @@ def rotate(x, spec):
     return out
 
 
+def drawn_block(seed, q, m):
+    """BigBird-style random keys: the m-th key block drawn for query block
+    q >= 1, in [0, q): a 32-bit integer mix of (seed, q, m), modulo q (the
+    kernel's AttentionTerms::drawn)."""
+    mask = 0xFFFFFFFF
+    x = (seed * 0x9E3779B1 + m * 0xC2B2AE3D + q * 0x85EBCA77) & mask
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & mask
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & mask
+    x ^= x >> 16
+    return x % q
+
+
 def alibi_slopes(n):
     """Press et al. 2022, as in their released code: 2^(-8/n) ... for a power
     of two; otherwise the closest lower power of two's slopes, then every
@@ -761,12 +796,55 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
         out = torch.einsum("hts,shd->thd", probs, v)
         return linear(W, a + "o_proj", out.reshape(T, H * dv))
 
-    def attention(p, h, ls):
+    def differential_attention(p, h, ls, mask, layer):
+        # DIFF Transformer (Ye et al. 2024), as its reference code lays it
+        # out: 2H query and key half-heads, head h's maps from half-heads
+        # 2h and 2h + 1, over value head h.
+        a, half = p + "self_attn.", hd // 2
+        q = linear(W, a + "q_proj", h).view(T, 2 * H, half)
+        k = linear(W, a + "k_proj", h).view(T, 2 * H, half)
+        v = linear(W, a + "v_proj", h).view(T, H, hd)
+        if ls.rope:
+            q, k = rotate(q, ls).to(dtype), rotate(k, ls).to(dtype)
+        if kv_type is not None:  # what the caches keep
+            k, v = k.to(kv_type).to(dtype), v.to(kv_type).to(dtype)
+        scores = torch.einsum("thd,shd->hts", q, k) * ls.scale
+        if ls.softcap:
+            scores = ls.softcap * torch.tanh(scores / ls.softcap)
+        probs = torch.softmax(scores + mask, -1).view(H, 2, T, T)
+        lambda_init = 0.8 - 0.6 * math.exp(-0.3 * layer)
+        lam = (torch.exp((W[a + "lambda_q1"] * W[a + "lambda_k1"]).sum())
+               - torch.exp((W[a + "lambda_q2"] * W[a + "lambda_k2"]).sum())
+               + lambda_init)
+        out = torch.einsum("hts,shd->thd", probs[:, 0] - lam * probs[:, 1], v)
+        out = out / torch.sqrt((out * out).mean(-1, keepdim=True) + spec.eps)
+        out = out * W[a + "subln.weight"] * (1 - lambda_init)
+        return linear(W, a + "o_proj", out.reshape(T, H * hd))
+
+    def attention(p, h, ls, layer):
         if spec.mla:
             return latent_attention(p, h, ls)
         mask = causal
         if ls.window:  # sliding window: keys within the last `window` tokens
-            mask = mask + torch.full((T, T), float("-inf"), dtype=dtype).tril(-ls.window)
+            # (dilated: window keys `dilation` apart, Longformer), widened
+            # by global positions (attended by and attending to all).
+            qpos, key = torch.arange(T)[:, None], torch.arange(T)[None, :]
+            gap = qpos - key
+            keep = (gap < ls.window * ls.dilation) & (gap % ls.dilation == 0)
+            g = torch.tensor(ls.global_tokens, dtype=torch.long)
+            keep = keep | torch.isin(key, g) | torch.isin(qpos, g)
+            if ls.random_blocks:  # BigBird: drawn earlier key blocks
+                bs, seed = ls.block_size, ls.random_seed
+                drawn = torch.zeros(T, T, dtype=torch.bool)
+                for qi in range(T):
+                    qb = qi // bs
+                    for m in range(ls.random_blocks if qb else 0):
+                        kb = drawn_block(seed, qb, m)
+                        drawn[qi, kb * bs:(kb + 1) * bs] = True
+                keep = keep | drawn
+            mask = mask + torch.where(keep, 0.0, float("-inf")).to(dtype)
+        if spec.differential:
+            return differential_attention(p, h, ls, mask, layer)
         q = linear(W, p + "self_attn.q_proj", h).view(T, H, hd)
         k = linear(W, p + "self_attn.k_proj", h).view(T, KV, hd)
         v = linear(W, p + "self_attn.v_proj", h).view(T, KV, hd)
@@ -875,19 +953,19 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
         if spec.parallel:
             h1 = norm(spec, W, names[0], x)
             h2 = h1 if spec.shared_norm else norm(spec, W, names[1], x)
-            x = x + attention(p, h1, ls) + ffn(p, h2, ls)
+            x = x + attention(p, h1, ls, i) + ffn(p, h2, ls)
         elif spec.placement == "post":
-            x = norm(spec, W, names[0], x + attention(p, x, ls))
+            x = norm(spec, W, names[0], x + attention(p, x, ls, i))
             x = norm(spec, W, names[1], x + ffn(p, x, ls))
         elif spec.placement == "post_sublayer":
-            x = x + norm(spec, W, names[0], attention(p, x, ls))
+            x = x + norm(spec, W, names[0], attention(p, x, ls, i))
             x = x + norm(spec, W, names[1], ffn(p, x, ls))
         elif spec.placement == "sandwich":
             x = x + norm(spec, W, names[1],
-                         attention(p, norm(spec, W, names[0], x), ls))
+                         attention(p, norm(spec, W, names[0], x), ls, i))
             x = x + norm(spec, W, names[3], ffn(p, norm(spec, W, names[2], x), ls))
         else:
-            x = x + attention(p, norm(spec, W, names[0], x), ls)
+            x = x + attention(p, norm(spec, W, names[0], x), ls, i)
             x = x + ffn(p, norm(spec, W, names[1], x), ls)
     if last_only:
         x = x[-1:]

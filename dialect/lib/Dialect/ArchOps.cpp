@@ -513,6 +513,24 @@ LogicalResult HeadLinearOp::verify() {
   return success();
 }
 
+LogicalResult DifferentialOp::verify() {
+  auto a = cast<RankedTensorType>(getFirst().getType());
+  if (a.getRank() != 2 || a.isDynamicDim(1))
+    return emitOpError() << "maps must be [tokens, width], got " << a;
+  if (getSecond().getType() != a || getResult().getType() != a)
+    return emitOpError() << "both maps and the result must have one type, got "
+                         << a << ", " << getSecond().getType() << " -> "
+                         << getResult().getType();
+  auto l = cast<RankedTensorType>(getLambdaQ1().getType());
+  if (l.getRank() != 1 || !l.hasStaticShape())
+    return emitOpError() << "lambda vectors must be 1-D and static, got " << l;
+  for (Value v : {getLambdaK1(), getLambdaQ2(), getLambdaK2()})
+    if (v.getType() != l)
+      return emitOpError() << "the four lambda vectors must have one type, got "
+                           << l << " and " << v.getType();
+  return success();
+}
+
 LogicalResult EmbedOp::verify() {
   auto table = cast<RankedTensorType>(getTable().getType());
   if (table.getRank() != 2 || !table.hasStaticShape())
@@ -691,6 +709,30 @@ template <class Op> static LogicalResult verifyAttention(Op op) {
     return op.emitOpError() << "Shaw tables need v_head_dim = head_dim";
   if (int64_t(op.getWindow()) < 0)
     return op.emitOpError() << "window must be non-negative";
+  int64_t window = int64_t(op.getWindow()), dilation = int64_t(op.getDilation());
+  if (dilation < 1 || (dilation > 1 && window == 0))
+    return op.emitOpError() << "dilation must be 1, or more with a window; got "
+                            << dilation << " with window " << window;
+  if (product(window, dilation) < 0 || window * dilation > (int64_t(1) << 24))
+    return op.emitOpError() << "window * dilation must be at most 2^24";
+  int64_t r = int64_t(op.getRandomBlocks()), bs = int64_t(op.getBlockSize());
+  if (r < 0 || r > 16 || (r > 0 && (window == 0 || bs < 1)) ||
+      (r == 0 && bs != 0) || bs < 0 || int64_t(op.getRandomSeed()) < 0 ||
+      int64_t(op.getRandomSeed()) > 0xffffffffll)
+    return op.emitOpError()
+           << "random_blocks must be in [0, 16], and when positive come with "
+              "a window and a positive block_size (0 otherwise); random_seed "
+              "a 32-bit value";
+  if (auto globals = op.getGlobalTokens()) {
+    if (window == 0 || globals->empty())
+      return op.emitOpError() << "global_tokens widen a window: a non-empty "
+                                 "list with a window";
+    for (size_t i = 0; i < globals->size(); ++i)
+      if ((*globals)[i] < 0 || (*globals)[i] >= (int64_t(1) << 24) ||
+          (i > 0 && (*globals)[i] <= (*globals)[i - 1]))
+        return op.emitOpError() << "global_tokens must be increasing "
+                                   "positions in [0, 2^24)";
+  }
   if (op.getRelBias()) {
     auto t = cast<RankedTensorType>(op.getRelBias().getType());
     if (t.getRank() != 2 || !t.hasStaticShape() || t.getDimSize(1) != heads ||

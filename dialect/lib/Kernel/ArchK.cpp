@@ -34,6 +34,9 @@ struct FieldWriter {
   void operator()(const char *name, int64_t v) { add(name, b.getI64IntegerAttr(v)); }
   void operator()(const char *name, bool v) { add(name, b.getBoolAttr(v)); }
   void operator()(const char *name, double v) { add(name, b.getF64FloatAttr(v)); }
+  void operator()(const char *name, const std::vector<int64_t> &v) {
+    add(name, b.getDenseI64ArrayAttr(v));
+  }
   template <class E> void operator()(const char *name, E v) {
     add(name, b.getStringAttr(stringifyEnum(v)));
   }
@@ -75,6 +78,10 @@ struct FieldReader {
   void operator()(const char *name, double &v) {
     if (auto a = get<FloatAttr>(name, "a real"))
       v = a.getValueAsDouble();
+  }
+  void operator()(const char *name, std::vector<int64_t> &v) {
+    if (auto a = get<DenseI64ArrayAttr>(name, "an array of i64"))
+      v.assign(a.asArrayRef().begin(), a.asArrayRef().end());
   }
   template <class E> void operator()(const char *name, E &v) {
     auto a = get<StringAttr>(name, "a string");

@@ -24,6 +24,7 @@ struct KindName {
   const char *operator()(const CombineKernel &) { return "combine"; }
   const char *operator()(const HeadsCopyKernel &) { return "heads_copy"; }
   const char *operator()(const HeadLinearKernel &) { return "head_linear"; }
+  const char *operator()(const DifferentialKernel &) { return "differential"; }
   const char *operator()(const ElementwiseKernel &k) {
     static const char *const names[] = {"add",   "glu",     "activation",
                                         "scale", "softcap", "copy"};
@@ -39,6 +40,10 @@ struct Key {
   void operator()(const char *, int64_t v) { ints.push_back(v); }
   void operator()(const char *, bool v) { ints.push_back(v); }
   void operator()(const char *, double v) { reals.push_back(v); }
+  void operator()(const char *, const std::vector<int64_t> &v) {
+    ints.push_back(int64_t(v.size()));
+    ints.insert(ints.end(), v.begin(), v.end());
+  }
   template <class E> void operator()(const char *, E v) {
     static_assert(std::is_enum_v<E>, "a kernel field of another type");
     ints.push_back(int64_t(v));
@@ -56,6 +61,12 @@ struct Spelling {
     char buf[40];
     std::snprintf(buf, sizeof buf, "%a", v);
     s += std::string(" ") + n + "=" + buf;
+  }
+  void operator()(const char *n, const std::vector<int64_t> &v) {
+    s += std::string(" ") + n + "=[";
+    for (size_t i = 0; i < v.size(); ++i)
+      s += (i ? "," : "") + std::to_string(v[i]);
+    s += "]";
   }
   template <class E> void operator()(const char *n, E v) {
     static_assert(std::is_enum_v<E>, "a kernel field of another type");
@@ -132,6 +143,12 @@ struct Args {
   void operator()(const HeadLinearKernel &) {
     in("x", 3), in("weight", 2), out(3);
   }
+  void operator()(const DifferentialKernel &) {
+    in("a", 2), in("b", 2);
+    for (const char *l : {"lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"})
+      in(l, 1);
+    out(2);
+  }
   void operator()(const ElementwiseKernel &k) {
     in("a", 2);
     if (k.op == ElementwiseKernel::Add || k.op == ElementwiseKernel::Glu)
@@ -158,7 +175,8 @@ std::optional<KernelSpec> KernelSpec::ofKind(std::string_view kind) {
       EW{EW::Copy, 0},         AppendKernel{},
       RouteKernel{},           RouteWeightsKernel{},
       GatherKernel{},          CombineKernel{},
-      HeadsCopyKernel{},       HeadLinearKernel{}};
+      HeadsCopyKernel{},       HeadLinearKernel{},
+      DifferentialKernel{}};
   for (const KernelSpec &k : all)
     if (kind == k.kindName())
       return k;

@@ -142,7 +142,8 @@ static void absorb(NaiveMLA &m, SymbolTable &symbols, bool foldOutput) {
   Value latentOut = b.create<AttentionOp>(
       loc, type(H * c), query, context, m.cached.getResult(0), a.getPos(),
       Value(), Value(), Value(), H, 1, c + dr, a.getScaleAttr().getValue(),
-      a.getSoftcapAttr().getValue(), false, 0, a.getT5MaxDistance(), 0, c);
+      a.getSoftcapAttr().getValue(), false, 0, a.getT5MaxDistance(), 0, c, 1,
+      nullptr, 0, 0, 0);
   // Each head's latent output through its W_UV; or, folded, through
   // o_proj x W_UV per head ([d, H x c], a weight-only product hoisted to
   // load time): head h of o_proj's rows [d, v] times W_UV_h as [v, c].

@@ -347,6 +347,12 @@ template <class Op> struct LowerAttention : Lowering<Op> {
     k.kv = storeOf(buf(a.getKey()));
     k.kvByHead = cast<MemRefType>(buf(a.getKey()).getType()).getRank() == 3;
     k.vHeadDim = op.getValueHeadDim();
+    k.dilation = int64_t(op.getDilation());
+    if (auto globals = op.getGlobalTokens())
+      k.globals.assign(globals->begin(), globals->end());
+    k.randomBlocks = int64_t(op.getRandomBlocks());
+    k.blockSize = int64_t(op.getBlockSize());
+    k.randomSeed = int64_t(op.getRandomSeed());
     Value out = newRows(b, loc, rowsOf(b, loc, q), h * k.vHeadDim);
     Args args{{"q", heads(b, loc, q, h)},
               {"k", heads(b, loc, buf(a.getKey()), kvh)},
@@ -471,6 +477,29 @@ template <class Op> struct LowerElementwise : Lowering<Op> {
     if (a.getOperands().size() == 2)
       args["b"] = asRows(b, loc, buf(a.getOperands()[1]));
     call(b, loc, kernelOf(op, widthOf(args["out"])), args);
+    return out;
+  }
+};
+
+struct LowerDifferential : Lowering<DifferentialOp> {
+  using Lowering::Lowering;
+  Value lower(DifferentialOp op, OpAdaptor a, OpBuilder &b,
+              Location loc) const override {
+    Value first = buf(a.getFirst());
+    int64_t width = widthOf(first);
+    Value out = newRows(b, loc, rowsOf(b, loc, first), width);
+    DifferentialKernel k{
+        width,
+        cast<RankedTensorType>(op.getLambdaQ1().getType()).getDimSize(0),
+        op.getLambdaInit().convertToDouble()};
+    call(b, loc, k,
+         {{"a", asRows(b, loc, first)},
+          {"b", asRows(b, loc, buf(a.getSecond()))},
+          {"lambda_q1", buf(a.getLambdaQ1())},
+          {"lambda_k1", buf(a.getLambdaK1())},
+          {"lambda_q2", buf(a.getLambdaQ2())},
+          {"lambda_k2", buf(a.getLambdaK2())},
+          {"out", asRows(b, loc, out)}});
     return out;
   }
 };
@@ -999,9 +1028,16 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
                << "reads keys from a cache that keeps " << held(k)
                << " and values from one that keeps " << held(v)
                << ", which has no lowering";
+      // How far back the op reads: its window times its dilation, every
+      // position with global positions or random blocks.
+      auto reach = [](auto a) -> int64_t {
+        return a.getGlobalTokens() || a.getRandomBlocks()
+                   ? 0
+                   : int64_t(a.getWindow()) * int64_t(a.getDilation());
+      };
       int64_t window = isa<AttentionOp>(op)
-                           ? int64_t(cast<AttentionOp>(op).getWindow())
-                           : int64_t(cast<FlashAttentionOp>(op).getWindow());
+                           ? reach(cast<AttentionOp>(op))
+                           : reach(cast<FlashAttentionOp>(op));
       auto kc = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
           k, k.getCacheAttr());
       auto vc = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
@@ -1221,6 +1257,7 @@ void LowerToKernelsPass::runOnOperation() {
                LowerAttention<FlashAttentionOp>, LowerElementwise<GluOp>,
                LowerElementwise<AddOp>, LowerElementwise<ActivationOp>,
                LowerElementwise<ScaleOp>, LowerElementwise<SoftcapOp>,
+               LowerDifferential,
                LowerConcat, LowerPack, LowerRoute, LowerMoE, LowerLastToken,
                LowerCacheAppend, LowerHeadsSplit, LowerHeadsConcat,
                LowerHeadLinear, LowerSplit, LowerAssign, LowerReturn>(ctx);

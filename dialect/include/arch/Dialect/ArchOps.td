@@ -450,6 +450,35 @@ def Arch_HeadLinearOp : Arch_Op<"head_linear", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Arch_DifferentialOp : Arch_Op<"differential", [Pure]> {
+  let summary = "differential attention's difference of two attention maps";
+  let description = [{
+    `first - lambda * second`, where the inputs are the outputs of the two
+    softmax maps of differential attention (DIFF Transformer, Ye et al.
+    2024) over the same values and lambda = exp(lambda_q1 . lambda_k1) -
+    exp(lambda_q2 . lambda_k2) + `lambda_init`, from the layer's four
+    learned vectors (one lambda per layer, shared by its heads). The
+    per-head RMSNorm and the (1 - lambda_init) factor that follow are
+    arch.norm and arch.scale.
+
+    ```mlir
+    %d = arch.differential %a1, %a2, %lq1, %lk1, %lq2, %lk2
+        {lambda_init = 2.000000e-01 : f64}
+        : (tensor<?x256xf32>, tensor<?x256xf32>, tensor<32xf32>,
+           tensor<32xf32>, tensor<32xf32>, tensor<32xf32>)
+        -> tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins Arch_F32Tensor:$first, Arch_F32Tensor:$second,
+                       Arch_F32Tensor:$lambda_q1, Arch_F32Tensor:$lambda_k1,
+                       Arch_F32Tensor:$lambda_q2, Arch_F32Tensor:$lambda_k2,
+                       F64Attr:$lambda_init);
+  let results = (outs Arch_F32Tensor:$result);
+  let assemblyFormat = "operands attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Mixture of experts
 //===----------------------------------------------------------------------===//
@@ -602,7 +631,12 @@ class Arch_AttentionBase<string mnemonic, dag tiling>
            DefaultValuedAttr<I64Attr, "0">:$window,
            DefaultValuedAttr<I64Attr, "128">:$t5_max_distance,
            DefaultValuedAttr<I64Attr, "0">:$shaw_clip,
-           DefaultValuedAttr<I64Attr, "0">:$v_head_dim),
+           DefaultValuedAttr<I64Attr, "0">:$v_head_dim,
+           DefaultValuedAttr<I64Attr, "1">:$dilation,
+           OptionalAttr<DenseI64ArrayAttr>:$global_tokens,
+           DefaultValuedAttr<I64Attr, "0">:$random_blocks,
+           DefaultValuedAttr<I64Attr, "0">:$block_size,
+           DefaultValuedAttr<I64Attr, "0">:$random_seed),
       tiling);
   let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$query `,` $key `,` $value `,` $pos "
@@ -631,7 +665,16 @@ def Arch_AttentionOp : Arch_AttentionBase<"attention", (ins)> {
     become softcap * tanh(scores / softcap) (Gemma 2); with `alibi` each
     head h adds -slope_h * (query position - key position) (Press et al.
     2022); with `window` > 0 a query attends only to the last `window`
-    positions (sliding-window attention, Mistral, Gemma 2 local layers).
+    positions (sliding-window attention, Mistral, Gemma 2 local layers);
+    with `dilation` d > 1 as well, the window's keys are d apart: key j is
+    in the window of query i when i - j < window * d and d divides i - j
+    (Longformer's dilated window); `global_tokens`, a list of positions,
+    widen a window: a global key is attended by every later query and a
+    global query attends to every earlier key (Longformer, BigBird); with
+    `random_blocks` r > 0, positions form blocks of `block_size` and query
+    block Q > 0 also attends to key blocks drawn(Q, m) for m < r, each a
+    32-bit hash of (`random_seed`, Q, m) modulo Q (BigBird's random keys,
+    among the earlier blocks; the same for every head).
     With a `rel_bias` table [t5_buckets, n_heads], scores add
     rel_bias[bucket(query - key), h] with T5's causal log buckets (Raffel
     et al. 2020) up to `t5_max_distance`. With `rel_key` and `rel_value`

@@ -196,7 +196,8 @@ struct RopeKernel {
 /// and values are read as `kv` (the caches' element type), computed in f32,
 /// from a head-major cache (`kvByHead`: each head's positions consecutive)
 /// or a position-major one (a ring: each position's heads consecutive).
-/// Values have heads of vHeadDim (MLA's differ from the keys').
+/// Values have heads of vHeadDim (MLA's differ from the keys'). A window
+/// may be dilated (keys `dilation` apart) and widened by global positions.
 struct AttentionKernel {
   int64_t heads, kvHeads, headDim;
   bool alibi;
@@ -206,6 +207,11 @@ struct AttentionKernel {
   StoreType kv = StoreType::f32;
   bool kvByHead = false;
   int64_t vHeadDim = 0;
+  int64_t dilation = 1;         ///< a dilated window's key spacing
+  std::vector<int64_t> globals; ///< global positions (with a window)
+  /// Block-random keys: per query block, randomBlocks drawn key blocks of
+  /// blockSize positions (hashed with randomSeed).
+  int64_t randomBlocks = 0, blockSize = 0, randomSeed = 0;
   template <class F> void fields(F &&f) {
     f("heads", heads), f("kv_heads", kvHeads), f("head_dim", headDim),
         f("alibi", alibi), f("window", window), f("t5_buckets", t5Buckets),
@@ -213,6 +219,11 @@ struct AttentionKernel {
         f("scale", scale), f("softcap", softcap), f("block_q", blockQ),
         f("block_kv", blockKV), f("split_kv", splitKV), f("kv", kv),
         f("kv_by_head", kvByHead), f("v_head_dim", vHeadDim);
+    optionalField(f, "dilation", dilation, int64_t(1));
+    optionalField(f, "globals", globals, std::vector<int64_t>());
+    optionalField(f, "random_blocks", randomBlocks, int64_t(0));
+    optionalField(f, "block_size", blockSize, int64_t(0));
+    optionalField(f, "random_seed", randomSeed, int64_t(0));
   }
 };
 
@@ -283,6 +294,17 @@ struct HeadLinearKernel {
   }
 };
 
+/// Differential attention's maps combined: out = a - lambda * b over
+/// [T, width], lambda = exp(lambda_q1 . lambda_k1) - exp(lambda_q2 .
+/// lambda_k2) + lambdaInit from four vectors of `dim` (arch.differential).
+struct DifferentialKernel {
+  int64_t width, dim;
+  double lambdaInit;
+  template <class F> void fields(F &&f) {
+    f("width", width), f("dim", dim), f("lambda_init", lambdaInit);
+  }
+};
+
 class KernelSpec {
 public:
   using Description =
@@ -290,7 +312,7 @@ public:
                    RopeKernel, AttentionKernel, PosEmbedKernel,
                    ElementwiseKernel, AppendKernel, RouteKernel,
                    RouteWeightsKernel, GatherKernel, CombineKernel,
-                   HeadsCopyKernel, HeadLinearKernel>;
+                   HeadsCopyKernel, HeadLinearKernel, DifferentialKernel>;
   template <class T> KernelSpec(T d) : desc(std::move(d)) {}
 
   /// A description of kind `kind` (a kindName()), its fields zero; none
@@ -301,7 +323,8 @@ public:
   template <class T> const T *get() const { return std::get_if<T>(&desc); }
   const Description &description() const { return desc; }
   /// Calls `f(name, field)` for each static value, in declaration order:
-  /// int64_t, bool, double or one of the dialect's enums.
+  /// int64_t, bool, double, std::vector<int64_t> or one of the dialect's
+  /// enums.
   template <class F> void forEachField(F &&f) {
     std::visit([&](auto &d) { d.fields(f); }, desc);
   }
