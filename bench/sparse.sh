@@ -14,6 +14,9 @@
 # key block) pairs the kernel visits (prefill; block sizes from the
 # kernel's name) or of the key chunks it makes (decode), counted here from
 # the pattern, so that the time can be read against the blocks kept.
+# The window and dilated layers keep rings (position-major keys and
+# values, decode chunks of 256), the others every position (head-major,
+# chunks of 1024).
 #   bench/sparse.sh
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -40,8 +43,12 @@ for v in dense window dilated global random; do
   [ "$(wc -l < "$out/$v.sym")" -eq 1 ] || { echo "expected one attention kernel in $v" >&2; exit 1; }
 done
 attn() { # variant T pos runs -> ms=..
+  # The kernel reads a head-major cache unless its layer keeps a ring
+  # (kv_by_head, the 13th integer of its name).
+  local layout=positions
+  [ "$(sed -E 's/^archk_attention_([0-9x]+)_.*/\1/' "$out/$1.sym" | cut -dx -f13)" = 1 ] && layout=heads
   "$out/attention" "$out/$1.so" "$(cat "$out/$1.sym")" "$heads" "$kvh" "$hd" 0 \
-    "$2" "$3" 2 "$4"
+    "$2" "$3" 2 "$4" "$layout"
 }
 for v in dense window dilated global random; do
   for n in 4096 16384; do
