@@ -94,8 +94,11 @@ def visible_blocks(T, bq, bk, w, d, g, r):
             n += 1
     return n
 def chunks(pos, ck, w, d, g, r):
-    start = max(0, pos + 1 - w * d) if w and not g and not r else 0
-    return (pos + 1 + ck - 1) // ck - start // ck
+    """Chunks a decode at `pos` makes: from the span's (every one with
+    random blocks), plus one of the global keys before them."""
+    start = max(0, pos + 1 - w * d) if w and not r else 0
+    extra = 1 if w and g and not r else 0
+    return (pos + 1 + ck - 1) // ck - start // ck + extra
 syms = {v: open(f"{out}/{v}.sym").read().strip() for v in pattern}
 print(f"{'pattern':<8} | {'prefill 4096 ms':>15} {'of dense':>8} {'blocks':>7} |"
       f" {'prefill 16384 ms':>16} {'of dense':>8} {'blocks':>7} |"

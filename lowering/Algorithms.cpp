@@ -456,9 +456,8 @@ static void lowerCombine(KernelFuncs &k, const CombineKernel &c) {
 static void lowerDifferential(KernelFuncs &k, const DifferentialKernel &d) {
   ImageParam a = rows(k, "a", {d.width}), b = rows(k, "b", {d.width});
   ImageParam l[4];
-  const char *names[] = {"lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"};
   for (int j = 0; j < 4; ++j) {
-    l[j] = k.in(names[j]);
+    l[j] = k.in(DifferentialKernel::lambdas[j]);
     l[j].dim(0).set_bounds(0, int(d.dim)).set_stride(1);
   }
   RDom r(0, int(d.dim), "r");
@@ -1086,14 +1085,40 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
 
   // Chunks.
   Var g("g"), c("c"), l("l");
-  // Chunks wholly before every row's span are not made (with global
-  // positions or random blocks, every chunk is).
-  Expr c0 = (a.window && !in.reachesAnywhere()
-                 ? max(first, pos + 1 - in.span())
-                 : first) /
-            ck;
+  // Chunks wholly before every row's span are not made. Global positions
+  // before the first chunk made get one chunk more, of their keys (unless
+  // a row is itself global, or the globals outnumber a chunk's keys: then
+  // every chunk is made); with random blocks every chunk is made.
+  bool globalChunk = a.window && !a.globals.empty() && !a.randomBlocks &&
+                     int64_t(a.globals.size()) <= ck;
+  Expr windowStart = max(first, pos + 1 - in.span()), chunkStart = first;
+  if (a.window && !in.reachesAnywhere()) {
+    chunkStart = windowStart;
+  } else if (globalChunk) {
+    Expr globalRow = Halide::Internal::const_false();
+    for (int64_t gp : a.globals)
+      globalRow = globalRow || (pos <= int(gp) && int(gp) < end);
+    chunkStart = select(globalRow, first, windowStart);
+  }
+  Expr c0 = chunkStart / ck;
   Expr chunks = (end + ck - 1) / ck - c0;
-  Expr ckey = (c0 + c) * ck + j, cqpos = pos + t;
+  // Key j of chunk c: a position of the context, or in the global chunk
+  // (c = chunks), global position j.
+  auto chunkKey = [&](Expr cc, Expr jj) {
+    Expr key = (c0 + cc) * ck + jj;
+    if (!globalChunk)
+      return key;
+    Expr gkey = int(a.globals[0]);
+    for (size_t i = 1; i < a.globals.size(); ++i)
+      gkey = select(jj == int(i), int(a.globals[i]), gkey);
+    return select(cc == chunks, gkey, key);
+  };
+  Expr ckey = chunkKey(c, j), cqpos = pos + t;
+  // The global chunk holds the globals the regular chunks do not.
+  Expr inChunk = Halide::Internal::const_true();
+  if (globalChunk)
+    inChunk = c < chunks ||
+              (j < int(a.globals.size()) && ckey < c0 * ck);
   int lanes = vectorWidthFor(hd, k.lanes);
   RDom rv(0, hd / lanes, "rv");
   Expr d = rv * lanes + l;
@@ -1109,12 +1134,12 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   cdot(j, g, t, kvh, c) += cdotLanes(rl, j, g, t, kvh, c);
   Func cscore("chunk_score");
   cscore(j, g, t, kvh, c) = in.masked(
-      in.visible(cqpos, ckey),
+      in.visible(cqpos, ckey) && inChunk,
       in.score(cdot(j, g, t, kvh, c), kvh * group + g, cqpos, ckey));
   RDom cj(0, ck, "cj");
   SoftmaxPart chk = softmaxPart("chunk", cscore, j, cj, {g, t, kvh, c}, 0);
   Func cmax = chk.max, cprob = chk.prob, csum = chk.sum;
-  Expr cvkey = (c0 + c) * ck + cj;
+  Expr cvkey = chunkKey(c, cj);
   Expr cvalue = vc(dd, kvh, cvkey);
   if (a.shawClip)
     cvalue += in.relValue(dd, in.shawRow(cqpos, cvkey));
@@ -1124,7 +1149,7 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   Func part("chunk_partial");
   part(dd, g, t, kvh, c) =
       Tuple(cpv(dd, g, t, kvh, c), csum(g, t, kvh, c), cmax(g, t, kvh, c));
-  RDom rc(0, chunks, "rc");
+  RDom rc(0, chunks + (globalChunk ? 1 : 0), "rc");
   Func tmax("total_max");
   tmax(g, t, kvh) = kMasked;
   tmax(g, t, kvh) = max(tmax(g, t, kvh), part(0, g, t, kvh, rc)[2]);

@@ -21,12 +21,20 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 
 using namespace mlir;
 
 namespace arch {
+/// The module's layers (`arch.n_layers`, which the importer sets), else
+/// `counted` (its attention calls: IR written by hand).
+static int64_t layersOf(ModuleOp module, int64_t counted) {
+  auto n = module->getAttrOfType<IntegerAttr>("arch.n_layers");
+  return n ? n.getInt() : counted;
+}
+
 namespace {
 
 /// A buffer in C: its first element, its extents and, where its type
@@ -368,9 +376,11 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
     if (forward) {
       if (auto *e = spec.get<EmbedKernel>())
         dModel = e->dModel;
+      // (The widest head: a differential layer's two maps score half
+      // heads over full-width values.)
       if (auto *a = spec.get<AttentionKernel>())
-        nHeads = a->heads, nKVHeads = a->kvHeads, headDim = a->headDim,
-        ++nLayers;
+        nHeads = a->heads, nKVHeads = a->kvHeads,
+        headDim = std::max(a->headDim, a->vHeadDim), ++nLayers;
       if (auto *g = spec.get<ElementwiseKernel>())
         if (g->op == ElementwiseKernel::Glu ||
             g->op == ElementwiseKernel::Activate)
@@ -510,7 +520,7 @@ std::string GlueEmitter::emitDesc() {
      << "    .name = " << cStringLiteral(out.name) << ",\n"
      << "    .spec_toml = " << cStringLiteral(opts.specText) << ",\n"
      << "    .vocab_size = " << vocab << ", .d_model = " << dModel
-     << ", .n_layers = " << nLayers << ",\n"
+     << ", .n_layers = " << layersOf(module, nLayers) << ",\n"
      << "    .n_heads = " << nHeads << ", .n_kv_heads = " << nKVHeads
      << ", .head_dim = " << headDim << ", .d_ff = " << dFF << ",\n"
      << "    .max_seq_len = " << maxSeq << ", .max_chunk = "

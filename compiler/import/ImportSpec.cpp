@@ -214,8 +214,8 @@ Value Importer::latentAttention(int64_t i, Value h, Value pos) {
 
 /// Keys or values to a cache of their own, one row of [heads, headDim]
 /// per position; attention reads back the context. A sliding-window
-/// layer's caches keep only the last `window` positions (a ring, sized for
-/// a call's rows by arch-lower-to-kernels).
+/// layer's caches keep only the last window * dilation positions (a ring,
+/// sized for a call's rows by arch-lower-to-kernels).
 Value Importer::append(Location l, Value rows, Value pos,
                        const std::string &name, const AttentionSpec &a,
                        int64_t heads, int64_t headDim) {

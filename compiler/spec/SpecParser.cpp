@@ -935,10 +935,11 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
     err(".dilation", "a dilation spaces a sliding window's keys: set "
                      "window too");
   if (a.span() > (int64_t(1) << 24))
-    err(".dilation", "window * dilation = " + std::to_string(a.span()) +
-                         " exceeds 2^24 positions");
+    err(has(".dilation") ? ".dilation" : ".window",
+        "window * dilation = " + std::to_string(a.span()) +
+            " exceeds 2^24 positions");
   if (has(".global_tokens")) {
-    if (a.window == 0)
+    if (a.window == 0 && !a.globalTokens.empty())
       err(".global_tokens", "global tokens widen a sliding window (without "
                             "one every earlier position is attended): set "
                             "window too");
@@ -970,8 +971,10 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
     else if (a.randomBlocks > 0 && a.blockSize == 0)
       err(".random_blocks", "random blocks need block_size (positions per "
                             "block)");
-    else if (has(".block_size") && a.randomBlocks == 0)
-      err(".block_size", "block_size applies to random_blocks > 0");
+    else if (a.randomBlocks == 0)
+      for (const char *key : {".block_size", ".random_seed"})
+        if (has(key))
+          err(key, std::string(key + 1) + " applies to random_blocks > 0");
   }
   if (a.differential) {
     if (ps.kind == PositionKind::ALiBi || ps.kind == PositionKind::T5Bias ||

@@ -782,7 +782,7 @@ func.func @attention_span(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>, %p: index)
 // -----
 
 func.func @attention_globals_window(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>, %p: index) {
-  // expected-error @+1 {{global_tokens widen a window: a non-empty list with a window}}
+  // expected-error @+1 {{global_tokens widen a window: a list of 1 to 64 positions with a window}}
   %a = arch.attention %q, %k, %k, %p {n_heads = 1, n_kv_heads = 1, head_dim = 16, scale = 0.25, global_tokens = array<i64: 0>} : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, index) -> tensor<?x16xf32>
   return
 }
@@ -798,7 +798,7 @@ func.func @attention_globals_order(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>, %
 // -----
 
 func.func @attention_random(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>, %p: index) {
-  // expected-error @+1 {{random_blocks must be in [0, 16], and when positive come with a window and a positive block_size (0 otherwise); random_seed a 32-bit value}}
+  // expected-error @+1 {{random_blocks must be in [0, 16], and when positive come with a window and a block_size in [1, 2^24] (0 otherwise); random_seed a 32-bit value}}
   %a = arch.attention %q, %k, %k, %p {n_heads = 1, n_kv_heads = 1, head_dim = 16, scale = 0.25, window = 4, random_blocks = 2} : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, index) -> tensor<?x16xf32>
   return
 }

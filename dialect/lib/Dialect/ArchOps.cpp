@@ -58,9 +58,20 @@ int64_t maxChunkOf(ModuleOp module) {
 int64_t ringRows(CacheOp c) {
   constexpr int64_t page = 4096;
   auto module = c->getParentOfType<ModuleOp>();
-  int64_t rowBytes =
-      c.getRowElements() * c.getRowType().getElementTypeBitWidth() / 8;
-  int64_t unit = page / std::gcd(page, rowBytes);
+  // Whole pages of rows, in a unit every ring of the same capacity shares:
+  // an attention's key and value rings must have as many rows (the kernel
+  // finds both contexts' first position from the keys'), and a
+  // differential layer's key halves have half the bytes of its values.
+  auto unitOf = [&](CacheOp r) {
+    int64_t rowBytes =
+        r.getRowElements() * r.getRowType().getElementTypeBitWidth() / 8;
+    return page / std::gcd(page, rowBytes);
+  };
+  int64_t unit = unitOf(c);
+  for (CacheOp r : module.getOps<CacheOp>())
+    if (r.getLayout() == CacheLayout::ring &&
+        r.getCapacity() == c.getCapacity())
+      unit = std::lcm(unit, unitOf(r));
   int64_t rows = int64_t(c.getCapacity().value_or(1)) + maxChunkOf(module) - 1;
   rows = (rows + unit - 1) / unit * unit;
   auto maxSeq = module->getAttrOfType<IntegerAttr>("arch.max_seq_len");
@@ -717,16 +728,17 @@ template <class Op> static LogicalResult verifyAttention(Op op) {
     return op.emitOpError() << "window * dilation must be at most 2^24";
   int64_t r = int64_t(op.getRandomBlocks()), bs = int64_t(op.getBlockSize());
   if (r < 0 || r > 16 || (r > 0 && (window == 0 || bs < 1)) ||
-      (r == 0 && bs != 0) || bs < 0 || int64_t(op.getRandomSeed()) < 0 ||
+      (r == 0 && bs != 0) || bs < 0 || bs > (int64_t(1) << 24) ||
+      int64_t(op.getRandomSeed()) < 0 ||
       int64_t(op.getRandomSeed()) > 0xffffffffll)
     return op.emitOpError()
            << "random_blocks must be in [0, 16], and when positive come with "
-              "a window and a positive block_size (0 otherwise); random_seed "
-              "a 32-bit value";
+              "a window and a block_size in [1, 2^24] (0 otherwise); "
+              "random_seed a 32-bit value";
   if (auto globals = op.getGlobalTokens()) {
-    if (window == 0 || globals->empty())
-      return op.emitOpError() << "global_tokens widen a window: a non-empty "
-                                 "list with a window";
+    if (window == 0 || globals->empty() || globals->size() > 64)
+      return op.emitOpError() << "global_tokens widen a window: a list of 1 "
+                                 "to 64 positions with a window";
     for (size_t i = 0; i < globals->size(); ++i)
       if ((*globals)[i] < 0 || (*globals)[i] >= (int64_t(1) << 24) ||
           (i > 0 && (*globals)[i] <= (*globals)[i - 1]))

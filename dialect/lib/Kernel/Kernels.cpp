@@ -33,10 +33,12 @@ struct KindName {
 };
 
 /// The static values as the kernel name spells them: integers, booleans
-/// and enums in order, reals apart.
+/// and enums in order (a tagged optional field's tag before it), reals
+/// apart.
 struct Key {
   std::vector<int64_t> ints;
   std::vector<double> reals;
+  void tag(int64_t t) { ints.push_back(t); }
   void operator()(const char *, int64_t v) { ints.push_back(v); }
   void operator()(const char *, bool v) { ints.push_back(v); }
   void operator()(const char *, double v) { reals.push_back(v); }
@@ -145,7 +147,7 @@ struct Args {
   }
   void operator()(const DifferentialKernel &) {
     in("a", 2), in("b", 2);
-    for (const char *l : {"lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"})
+    for (const char *l : DifferentialKernel::lambdas)
       in(l, 1);
     out(2);
   }

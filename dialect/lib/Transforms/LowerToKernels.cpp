@@ -492,14 +492,14 @@ struct LowerDifferential : Lowering<DifferentialOp> {
         width,
         cast<RankedTensorType>(op.getLambdaQ1().getType()).getDimSize(0),
         op.getLambdaInit().convertToDouble()};
-    call(b, loc, k,
-         {{"a", asRows(b, loc, first)},
-          {"b", asRows(b, loc, buf(a.getSecond()))},
-          {"lambda_q1", buf(a.getLambdaQ1())},
-          {"lambda_k1", buf(a.getLambdaK1())},
-          {"lambda_q2", buf(a.getLambdaQ2())},
-          {"lambda_k2", buf(a.getLambdaK2())},
-          {"out", asRows(b, loc, out)}});
+    Args args{{"a", asRows(b, loc, first)},
+              {"b", asRows(b, loc, buf(a.getSecond()))},
+              {"out", asRows(b, loc, out)}};
+    Value lambdas[] = {a.getLambdaQ1(), a.getLambdaK1(), a.getLambdaQ2(),
+                       a.getLambdaK2()};
+    for (int i = 0; i < 4; ++i)
+      args[DifferentialKernel::lambdas[i]] = buf(lambdas[i]);
+    call(b, loc, k, args);
     return out;
   }
 };
@@ -1035,9 +1035,9 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
                    ? 0
                    : int64_t(a.getWindow()) * int64_t(a.getDilation());
       };
-      int64_t window = isa<AttentionOp>(op)
-                           ? reach(cast<AttentionOp>(op))
-                           : reach(cast<FlashAttentionOp>(op));
+      int64_t reached = isa<AttentionOp>(op)
+                            ? reach(cast<AttentionOp>(op))
+                            : reach(cast<FlashAttentionOp>(op));
       auto kc = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
           k, k.getCacheAttr());
       auto vc = SymbolTable::lookupNearestSymbolFrom<CacheOp>(
@@ -1067,12 +1067,12 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
                  << ": a KV cache's rows are [n_kv_heads, head_dim]";
       }
       if (kc.getLayout() == CacheLayout::ring &&
-          (window == 0 || window > int64_t(*kc.getCapacity())))
+          (reached == 0 || reached > int64_t(*kc.getCapacity())))
         return op->emitOpError()
                << "attends to "
-               << (window ? "the last " + std::to_string(window) +
-                                " positions"
-                          : std::string("every position"))
+               << (reached ? "the last " + std::to_string(reached) +
+                                 " positions"
+                           : std::string("every position"))
                << " but reads ring caches that keep " << held(k);
     }
     // (The verifier keeps the token rows of activations whole: they are
@@ -1198,10 +1198,12 @@ static void sizeRings(ModuleOp module) {
   int64_t maxSeq =
       module->getAttrOfType<IntegerAttr>("arch.max_seq_len").getInt();
   Builder b(module.getContext());
-  for (CacheOp c : module.getOps<CacheOp>()) {
-    if (c.getLayout() != CacheLayout::ring)
-      continue;
-    int64_t rows = ringRows(c);
+  // All rows first: ringRows reads the other rings' capacities.
+  SmallVector<std::pair<CacheOp, int64_t>> rings;
+  for (CacheOp c : module.getOps<CacheOp>())
+    if (c.getLayout() == CacheLayout::ring)
+      rings.push_back({c, ringRows(c)});
+  for (auto [c, rows] : rings) {
     if (!rows) {
       c.setLayout(CacheLayout::tokens);
       rows = maxSeq;

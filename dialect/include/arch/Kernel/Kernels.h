@@ -35,15 +35,28 @@ template <class F>
 struct ReadsFields<F, std::void_t<decltype(std::declval<F &>().has(""))>>
     : std::true_type {};
 
+/// Whether a field visitor keeps tags (tag(t): the key of a kernel name).
+template <class F, class = void> struct KeepsTags : std::false_type {};
+template <class F>
+struct KeepsTags<F, std::void_t<decltype(std::declval<F &>().tag(0))>>
+    : std::true_type {};
+
 /// A field most kernels of its kind leave at `def` (a 16-bit weight type):
 /// spelled in the name, the key and the attribute only when it differs, so
-/// that the usual kernels keep their names; read when present.
+/// that the usual kernels keep their names; read when present. Where a
+/// kind has several such fields, each gets a distinct `tag` (> 0), which
+/// the name's integers carry before the field's, so that no two sets of
+/// fields spell the same integers.
 template <class F, class T>
-void optionalField(F &&f, const char *name, T &v, T def) {
-  if constexpr (ReadsFields<std::remove_reference_t<F>>::value) {
+void optionalField(F &&f, const char *name, T &v, T def, int64_t tag = 0) {
+  using Visitor = std::remove_reference_t<F>;
+  if constexpr (ReadsFields<Visitor>::value) {
     if (f.has(name))
       f(name, v);
   } else if (v != def) {
+    if constexpr (KeepsTags<Visitor>::value)
+      if (tag)
+        f.tag(tag);
     f(name, v);
   }
 }
@@ -219,11 +232,11 @@ struct AttentionKernel {
         f("scale", scale), f("softcap", softcap), f("block_q", blockQ),
         f("block_kv", blockKV), f("split_kv", splitKV), f("kv", kv),
         f("kv_by_head", kvByHead), f("v_head_dim", vHeadDim);
-    optionalField(f, "dilation", dilation, int64_t(1));
-    optionalField(f, "globals", globals, std::vector<int64_t>());
-    optionalField(f, "random_blocks", randomBlocks, int64_t(0));
-    optionalField(f, "block_size", blockSize, int64_t(0));
-    optionalField(f, "random_seed", randomSeed, int64_t(0));
+    optionalField(f, "dilation", dilation, int64_t(1), 1);
+    optionalField(f, "globals", globals, std::vector<int64_t>(), 2);
+    optionalField(f, "random_blocks", randomBlocks, int64_t(0), 3);
+    optionalField(f, "block_size", blockSize, int64_t(0), 4);
+    optionalField(f, "random_seed", randomSeed, int64_t(0), 5);
   }
 };
 
@@ -298,6 +311,9 @@ struct HeadLinearKernel {
 /// [T, width], lambda = exp(lambda_q1 . lambda_k1) - exp(lambda_q2 .
 /// lambda_k2) + lambdaInit from four vectors of `dim` (arch.differential).
 struct DifferentialKernel {
+  /// The four lambda vectors' argument names, in order.
+  static constexpr const char *lambdas[4] = {"lambda_q1", "lambda_k1",
+                                             "lambda_q2", "lambda_k2"};
   int64_t width, dim;
   double lambdaInit;
   template <class F> void fields(F &&f) {
