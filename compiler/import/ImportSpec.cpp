@@ -13,7 +13,6 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringSet.h"
 
-#include <array>
 #include <cmath>
 
 using namespace mlir;
@@ -40,23 +39,11 @@ private:
   RankedTensorType act(int64_t width) {
     return RankedTensorType::get({ShapedType::kDynamic, width}, b.getF32Type());
   }
-  /// A layer's sparse-pattern attributes (none where it has no window).
-  int64_t dilationOf(const AttentionSpec &a) {
-    return a.window ? a.dilation : 1;
-  }
-  /// A layer's block-random keys: (random_blocks, block_size,
-  /// random_seed), zeros where there are none. Layers of one seed draw the
-  /// same blocks and share a kernel (an override may give a layer a seed
-  /// of its own).
-  std::array<int64_t, 3> randomOf(const AttentionSpec &a) {
-    if (!a.window || !a.randomBlocks)
-      return {0, 0, 0};
-    return {a.randomBlocks, a.blockSize, a.randomSeed};
-  }
+  /// A layer's global positions as the attention attribute (none if
+  /// empty; the spec parser empties them where the layer has no window).
   DenseI64ArrayAttr globalsOf(const AttentionSpec &a) {
-    if (!a.window || a.globalTokens.empty())
-      return nullptr;
-    return b.getDenseI64ArrayAttr(a.globalTokens);
+    return a.globalTokens.empty() ? nullptr
+                                  : b.getDenseI64ArrayAttr(a.globalTokens);
   }
   /// Reads weight `name`, declaring it at module level on first use with
   /// where its checkpoint keeps it unless that is the tensor of that name.
@@ -266,13 +253,12 @@ Value Importer::differentialAttention(int64_t i, Value h, Value pos) {
                    a, H, half);
   Value vc = append(al, v, pos, p + "v_cache", a, H, D);
   Value maps[2];
-  std::array<int64_t, 3> random = randomOf(a);
   for (int j = 0; j < 2; ++j)
     maps[j] = b.create<AttentionOp>(
         al, v.getType(), qs[j], kc[j], vc, pos, Value(), Value(), Value(), H,
         H, half, llvm::APFloat(a.scale), llvm::APFloat(a.softcap), false,
-        a.window, a.position.maxDistance, 0, D, dilationOf(a),
-        globalsOf(a), random[0], random[1], random[2]);
+        a.window, a.position.maxDistance, 0, D, a.dilation, globalsOf(a),
+        a.randomBlocks, a.blockSize, a.randomSeed);
   double lambdaInit = 0.8 - 0.6 * std::exp(-0.3 * double(i));
   Value lambdas[4];
   const char *names[] = {"lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"};
@@ -328,13 +314,12 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
   }
   k = append(al, k, pos, p + "k_cache", a, a.nKVHeads, a.headDim);
   v = append(al, v, pos, p + "v_cache", a, a.nKVHeads, a.headDim);
-  std::array<int64_t, 3> random = randomOf(a);
   Value attn = b.create<AttentionOp>(
       al, q.getType(), q, k, v, pos, relBias, relKey, relValue, a.nHeads,
       a.nKVHeads, a.headDim, llvm::APFloat(a.scale), llvm::APFloat(a.softcap),
       ps.kind == spec::PositionKind::ALiBi, a.window, ps.maxDistance,
-      ps.kind == spec::PositionKind::Shaw ? ps.clip : 0, 0, dilationOf(a),
-      globalsOf(a), random[0], random[1], random[2]);
+      ps.kind == spec::PositionKind::Shaw ? ps.clip : 0, 0, a.dilation,
+      globalsOf(a), a.randomBlocks, a.blockSize, a.randomSeed);
   return linear(al, attn, p + "o_proj", spec.model.dModel, a.outBias);
 }
 

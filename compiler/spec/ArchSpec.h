@@ -113,7 +113,9 @@ struct AttentionSpec {
   std::vector<int64_t> globalTokens;
   /// Block-random keys (BigBird): positions in blocks of `blockSize`; each
   /// query block attends, besides its window, to `randomBlocks` earlier key
-  /// blocks drawn by a hash of (randomSeed, query block, draw).
+  /// blocks drawn by a hash of (randomSeed, query block, draw). Layers of
+  /// one seed draw the same blocks (and share a kernel). The parser resets
+  /// dilation, globals and random blocks where a layer has no window.
   int64_t randomBlocks = 0, blockSize = 0, randomSeed = 0;
   /// How far back a windowed query reaches: window * dilation.
   int64_t span() const { return window * dilation; }

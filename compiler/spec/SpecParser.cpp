@@ -976,6 +976,13 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
         if (has(key))
           err(key, std::string(key + 1) + " applies to random_blocks > 0");
   }
+  // A layer without a window (an override may turn it off) keeps none of
+  // its refinements: what the importer and the kernels see.
+  if (a.window == 0) {
+    a.dilation = 1;
+    a.globalTokens.clear();
+    a.randomBlocks = a.blockSize = a.randomSeed = 0;
+  }
   if (a.differential) {
     if (ps.kind == PositionKind::ALiBi || ps.kind == PositionKind::T5Bias ||
         ps.kind == PositionKind::Shaw)
