@@ -474,6 +474,128 @@ static void lowerDifferential(KernelFuncs &k, const DifferentialKernel &d) {
   k.outDims = {d.width};
 }
 
+/// Linear attention's feature map phi.
+static Expr featureMap(Expr x, FeatureMap m) {
+  switch (m) {
+  case FeatureMap::elu1: return select(x > 0.0f, x + 1.0f, exp(x));
+  case FeatureMap::identity: return x;
+  case FeatureMap::relu: return max(x, 0.0f);
+  }
+  return x;
+}
+
+/// The state [kvHeads, headDim, columns] (dense) as input `name` of `k`.
+static ImageParam stateInput(KernelFuncs &k, int64_t kvHeads,
+                             int64_t headDim, int64_t columns) {
+  ImageParam st = k.in("state");
+  st.dim(0).set_bounds(0, int(columns)).set_stride(1);
+  st.dim(1).set_bounds(0, int(headDim)).set_stride(int(columns));
+  st.dim(2).set_bounds(0, int(kvHeads)).set_stride(int(headDim * columns));
+  return st;
+}
+
+/// phi(k) (Func "phi_k", (e, g, t)) and the values extended by a column
+/// of ones where the state keeps the normalizer ((j, g, t), j < columns).
+static std::pair<Func, Func> linearKeys(KernelFuncs &k, int64_t kvHeads,
+                                        int64_t headDim, int64_t vHeadDim,
+                                        FeatureMap map, bool normalize) {
+  ImageParam key = rows(k, "k", {headDim, kvHeads});
+  ImageParam v = rows(k, "v", {vHeadDim, kvHeads});
+  Var e("e"), g("g"), t("t"), j("j");
+  Func phik("phi_k"), vx("v_ext");
+  phik(e, g, t) = featureMap(key(e, g, t), map);
+  int V = int(vHeadDim);
+  vx(j, g, t) = normalize ? select(j < V, v(min(j, V - 1), g, t), 1.0f)
+                          : v(j, g, t);
+  return {phik, vx};
+}
+
+/// Causal linear attention, chunked (LinearAttentionKernel): for query row
+/// t of head h (key/value head g), chunk n = t / C,
+///   acc(j) = phi(q_t) . start(:, j, g, n) + sum over rows s of chunk n,
+///            s <= t, of (phi(q_t) . phi(k_s)) vx(j, s)
+/// with start(n) = state + the sums of phi(k) vx^T of chunks before n (a
+/// scan over chunks); out = acc(j) / (acc(V) + 1e-6) with the normalizer,
+/// else scale * acc(j).
+static void lowerLinearAttention(KernelFuncs &k,
+                                 const LinearAttentionKernel &d) {
+  const int H = int(d.heads), G = int(d.kvHeads), D = int(d.headDim),
+            V = int(d.vHeadDim), group = H / G;
+  const int cols = V + (d.normalize ? 1 : 0);
+  ImageParam q = rows(k, "q", {d.headDim, d.heads});
+  ImageParam st = stateInput(k, d.kvHeads, d.headDim, cols);
+  auto [phik, vx] = linearKeys(k, d.kvHeads, d.headDim, d.vHeadDim, d.map,
+                               d.normalize);
+  Expr T = q.dim(2).extent();
+  Expr C = d.chunk ? Expr(int(d.chunk)) : T;
+  Var e("e"), j("j"), g("g"), h("h"), t("t"), n("n"), x("x");
+  Func phiq("phi_q");
+  phiq(e, h, t) = featureMap(q(e, h, t), d.map);
+
+  // Per-chunk sums of phi(k) vx^T, then the state at each chunk's start.
+  RDom rs(0, C, "rs");
+  rs.where(n * C + rs < T);
+  Func chunkSum("chunk_sum");
+  chunkSum(j, e, g, n) = 0.0f;
+  // (Rows clamped to the call's: bounds inference does not read the
+  // predicate, and rows past the call are never summed.)
+  Expr row = min(n * C + rs, T - 1);
+  chunkSum(j, e, g, n) += phik(e, g, row) * vx(j, g, row);
+  Expr chunks = (T + C - 1) / C;
+  RDom rn(1, chunks - 1, "rn");
+  Func start("chunk_state");
+  start(j, e, g, n) = st(j, e, g);
+  start(j, e, g, rn) = start(j, e, g, rn - 1) + chunkSum(j, e, g, rn - 1);
+
+  // Scores of row t against the rows of its chunk up to t (clamped past
+  // t: those are never read).
+  Expr first = (t / C) * C;
+  RDom re(0, D, "re");
+  Func score("intra_score");
+  score(x, h, t) = 0.0f;
+  score(x, h, t) += phiq(re, h, t) * phik(re, h / group, min(first + x, t));
+  RDom rx(0, C, "rx");
+  rx.where(rx <= t - first);
+  Func acc("la_acc");
+  acc(j, h, t) = 0.0f;
+  acc(j, h, t) += phiq(re, h, t) * start(j, re, h / group, t / C);
+  acc(j, h, t) += score(rx, h, t) * vx(j, h / group, min(first + rx, t));
+  Func out("linear_attention");
+  out(j, h, t) = d.normalize ? acc(j, h, t) / (acc(V, h, t) + 1e-6f)
+                             : acc(j, h, t) * float(d.scale);
+  k.out = out;
+  k.funcs = {{"phi_q", phiq},   {"phi_k", phik},     {"chunk_sum", chunkSum},
+             {"start", start},  {"score", score},    {"acc", acc}};
+  k.vars = {{"e", e}, {"j", j}, {"g", g}, {"h", h},
+            {"t", t}, {"n", n}, {"x", x}};
+  k.rdoms = {{"rs", rs}, {"rn", rn}, {"re", re}, {"rx", rx}};
+  k.lanes = vectorWidthFor(V, k.lanes);
+  k.outDims = {d.vHeadDim, d.heads};
+}
+
+/// The state after a call (LinearStateKernel), in place: out(j, e, g) =
+/// state(j, e, g) + sum over the call's rows t of phi(k_t)(e) vx(j, t).
+static void lowerLinearState(KernelFuncs &k, const LinearStateKernel &d) {
+  const int cols = int(d.columns());
+  ImageParam st = stateInput(k, d.kvHeads, d.headDim, cols);
+  auto [phik, vx] = linearKeys(k, d.kvHeads, d.headDim, d.vHeadDim, d.map,
+                               d.normalize);
+  Expr T = k.in("k").dim(2).extent();
+  Var j("j"), e("e"), g("g");
+  RDom rt(0, T, "rt");
+  Func out("linear_state");
+  out(j, e, g) = st(j, e, g);
+  out(j, e, g) += phik(e, g, rt) * vx(j, g, rt);
+  OutputImageParam o = out.output_buffer();
+  o.dim(0).set_bounds(0, cols).set_stride(1);
+  o.dim(1).set_bounds(0, int(d.headDim)).set_stride(cols);
+  o.dim(2).set_bounds(0, int(d.kvHeads)).set_stride(int(d.headDim) * cols);
+  k.out = out;
+  k.funcs = {{"phi_k", phik}};
+  k.vars = {{"j", j}, {"e", e}, {"g", g}};
+  k.rdoms = {{"rt", rt}};
+}
+
 /// Per token and group: rms: x / sqrt(mean(x^2) + eps) * w (+ b);
 /// layer: (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * w (+ b).
 /// Both reductions are split into `lanes`-wide partial sums.
@@ -1406,11 +1528,14 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
         else if constexpr (std::is_same_v<T, HeadsCopyKernel>) lowerHeadsCopy(k, d);
         else if constexpr (std::is_same_v<T, HeadLinearKernel>) lowerHeadLinear(k, d);
         else if constexpr (std::is_same_v<T, DifferentialKernel>) lowerDifferential(k, d);
+        else if constexpr (std::is_same_v<T, LinearAttentionKernel>) lowerLinearAttention(k, d);
+        else if constexpr (std::is_same_v<T, LinearStateKernel>) lowerLinearState(k, d);
         else lowerElementwise(k, d);
       },
       spec.description());
   // Every other output is token-major with static feature extents.
-  if (!spec.get<AppendKernel>() && !spec.get<HeadsCopyKernel>())
+  if (!spec.get<AppendKernel>() && !spec.get<HeadsCopyKernel>() &&
+      !spec.get<LinearStateKernel>()) // (its output is the state)
     constrain(k.out.output_buffer(), k.outDims, k.denseOutputRows);
   return k;
 }

@@ -223,8 +223,9 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
                        c.getType().getElementType()),
            staticExtents(c.getType()),
            {}};
-    if (c.getType().getRank() == 3) {
-      // Head-major: a head's rows are the sequence's positions.
+    if (c.getType().getRank() == 3 && !c.getType().getLayout().isIdentity()) {
+      // Head-major: a head's rows are the sequence's positions (a state
+      // cache, dense, has the static strides).
       int64_t d = c.getType().getDimSize(2);
       // (arch-lower-to-kernels keeps max_seq_len x D within int32.)
       b.strides = {"(c->capacity * " + s(d) + ")", s(d), "1"};

@@ -478,6 +478,53 @@ static void scheduleHeadLinear(KernelFuncs &k, const HeadLinearKernel &d) {
   }
 }
 
+/// Linear attention: phi(q) and phi(k) once each; the per-chunk sums a
+/// task per (key/value head, chunk) of rank-1 updates along the value
+/// columns; the scan over chunks a task per key/value head; then a task
+/// per (head, row): its scores against its chunk's rows and its
+/// accumulator, vectors along the value columns.
+static void scheduleLinearAttention(KernelFuncs &k) {
+  Var e = k.vars["e"], j = k.vars["j"], g = k.vars["g"], h = k.vars["h"],
+      t = k.vars["t"], n = k.vars["n"], x = k.vars["x"];
+  RDom rs = k.rdoms["rs"], rn = k.rdoms["rn"], re = k.rdoms["re"],
+       rx = k.rdoms["rx"];
+  Func phiq = k.funcs["phi_q"], phik = k.funcs["phi_k"],
+       chunkSum = k.funcs["chunk_sum"], start = k.funcs["start"],
+       score = k.funcs["score"], acc = k.funcs["acc"];
+  const int vl = k.lanes;
+  phiq.compute_root().parallel(t);
+  phik.compute_root().parallel(t);
+  Var gn("gn");
+  chunkSum.compute_root().vectorize(j, vl).fuse(g, n, gn).parallel(gn);
+  chunkSum.update()
+      .reorder(j, e, rs, g, n)
+      .vectorize(j, vl)
+      .fuse(g, n, gn)
+      .parallel(gn);
+  start.compute_root().vectorize(j, vl).parallel(g);
+  start.update().reorder(j, e, g, rn).vectorize(j, vl).parallel(g);
+  Var ht("ht");
+  k.out.vectorize(j, vl).fuse(h, t, ht).parallel(ht);
+  acc.compute_at(k.out, ht).vectorize(j, vl);
+  acc.update(0).reorder(j, re).vectorize(j, vl);
+  acc.update(1).reorder(j, rx).vectorize(j, vl);
+  score.compute_at(k.out, ht);
+  score.update().reorder(re, x);
+}
+
+/// The in-place state update: a task per key/value head, rank-1 updates
+/// along the state's columns.
+static void scheduleLinearState(KernelFuncs &k) {
+  Var j = k.vars["j"], e = k.vars["e"], g = k.vars["g"];
+  RDom rt = k.rdoms["rt"];
+  k.funcs["phi_k"].compute_root();
+  k.out.vectorize(j, k.lanes).parallel(g);
+  k.out.update()
+      .reorder(j, e, rt, g)
+      .vectorize(j, k.lanes, TailStrategy::GuardWithIf)
+      .parallel(g);
+}
+
 static void scheduleRowwise(KernelFuncs &k) {
   Var i = k.vars["i"], t = k.vars["t"];
   k.out.vectorize(i, k.lanes).parallel(t);
@@ -512,6 +559,10 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
     for (auto &[name, f] : k.funcs)
       f.compute_at(k.out, t);
   }
+  else if (spec.get<LinearAttentionKernel>())
+    scheduleLinearAttention(k);
+  else if (spec.get<LinearStateKernel>())
+    scheduleLinearState(k);
   else if (spec.get<DifferentialKernel>()) {
     k.funcs["lambda"].compute_root(); // one scalar per call
     scheduleRowwise(k);

@@ -82,6 +82,7 @@ private:
                const AttentionSpec &a, int64_t heads, int64_t headDim);
   Value latentAttention(int64_t i, Value h, Value pos);
   Value differentialAttention(int64_t i, Value h, Value pos);
+  Value linearAttention(int64_t i, Value q, Value k, Value v);
   Value ffn(int64_t i, Value h);
   Value denseFFN(Location l, Value h, const std::string &prefix,
                  const FFNSpec &f, int64_t dFF);
@@ -276,6 +277,27 @@ Value Importer::differentialAttention(int64_t i, Value h, Value pos) {
   return linear(al, scaled, p + "o_proj", spec.model.dModel, a.outBias);
 }
 
+/// Linear attention of layer `i` over its projected (normed, rotated)
+/// q, k and v: a state cache of [n_kv_heads, head_dim, head_dim (+ 1, the
+/// normalizer's column)] replaces the KV cache. arch-flash-tiling picks
+/// the chunk.
+Value Importer::linearAttention(int64_t i, Value q, Value k, Value v) {
+  const AttentionSpec &a = spec.layers[size_t(i)].attention;
+  Location al = layerLoc(i, "attention.linear");
+  const std::string name =
+      "model.layers." + std::to_string(i) + ".self_attn.state";
+  int64_t columns = a.headDim + (a.linearNormalize ? 1 : 0);
+  OpBuilder cb(forward);
+  cb.create<CacheOp>(al, name, CacheLayout::state, IntegerAttr(),
+                     RankedTensorType::get({a.nKVHeads, a.headDim, columns},
+                                           b.getF32Type()));
+  // spec::LinearMap lists the dialect's FeatureMap after None.
+  auto map = static_cast<FeatureMap>(int(a.linear) - 1);
+  return b.create<LinearAttentionOp>(
+      al, q.getType(), name, q, k, v, a.nHeads, a.nKVHeads, a.headDim, 0,
+      map, a.linearNormalize, llvm::APFloat(a.scale), 0);
+}
+
 /// Self-attention of one layer on normalized input `h`, output projected.
 Value Importer::attention(int64_t i, Value h, Value pos) {
   if (spec.isMLA())
@@ -300,6 +322,9 @@ Value Importer::attention(int64_t i, Value h, Value pos) {
     q = rope(rl, q, pos, a, a.nHeads, a.headDim);
     k = rope(rl, k, pos, a, a.nKVHeads, a.headDim);
   }
+  if (a.isLinear())
+    return linear(al, linearAttention(i, q, k, v), p + "o_proj",
+                  spec.model.dModel, a.outBias);
   const PositionSpec &ps = a.position;
   Value relBias;
   if (ps.kind == spec::PositionKind::T5Bias)

@@ -40,6 +40,9 @@ enum class Activation {
 };
 enum class BlockLayout { Serial, Parallel };
 enum class QKNorm { None, Head, Full, HeadSeparate };
+/// Linear attention's feature map (the dialect's FeatureMap, in order), or
+/// None: softmax attention.
+enum class LinearMap { None, Elu1, Identity, ReLU };
 /// Hugging Face tensor-naming schemes (see compiler/spec/Checkpoint.h).
 enum class Naming {
   Llama, GPT2, GPTJ, GPTNeoX, OPT, Bloom, Falcon, Phi3, Mixtral
@@ -124,6 +127,14 @@ struct AttentionSpec {
   /// head subtracted (the second times a learned lambda), the result
   /// RMS-normed per head and scaled by 1 - lambda_init. Model-wide.
   bool differential = false;
+  /// Linear attention (Katharopoulos et al. 2020) with this feature map in
+  /// place of the softmax: a recurrent state per key/value head replaces
+  /// the layer's KV cache. Per layer (a hybrid stack sets it by override).
+  spec::LinearMap linear = spec::LinearMap::None;
+  /// Linear attention's output divided by phi(q) . sum phi(k) (+ 1e-6);
+  /// without, times `scale`.
+  bool linearNormalize = true;
+  bool isLinear() const { return linear != spec::LinearMap::None; }
   PositionSpec position;
   /// The width of a query or key head that scores are taken over (and
   /// RoPE rotates): head_dim, or its half under differential attention.

@@ -557,6 +557,10 @@ void parseLayerAttention(Parser &p, TableReader &attn, AttentionSpec &a,
     a.qkNorm = QKNorm(*k);
   if (auto v = attn.getInt("window", false))
     a.window = *v;
+  if (auto k = attn.getEnum("linear", {"none", "elu1", "identity", "relu"}))
+    a.linear = LinearMap(*k);
+  if (auto v = attn.getBool("linear_normalize"))
+    a.linearNormalize = *v;
   if (auto v = attn.getInt("dilation", false))
     a.dilation = *v;
   if (auto v = attn.getIntArray("global_tokens"))
@@ -766,7 +770,8 @@ void parseTables(Parser &p, const toml::table &root) {
                    {"n_heads", "n_kv_heads", "head_dim", "scale", "qkv_bias",
                     "out_bias", "softcap", "qk_norm", "window", "dilation",
                     "global_tokens", "random_blocks", "block_size",
-                    "random_seed", "position", "mla", "differential"});
+                    "random_seed", "linear", "linear_normalize", "position", "mla",
+                    "differential"});
   if (auto v = attn.getInt("n_heads", true))
     s.attention.nHeads = *v;
   if (auto v = attn.getInt("n_kv_heads", false))
@@ -983,6 +988,31 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
     a.globalTokens.clear();
     a.randomBlocks = a.blockSize = a.randomSeed = 0;
   }
+  if (a.isLinear()) {
+    // A recurrent state keeps no positions: no window, no score terms.
+    // (The sparse refinements need a window: the parser reports them.)
+    if (a.window > 0)
+      err(has(".window") ? ".window" : ".linear",
+          "linear attention attends to every earlier position through its "
+          "state (no sliding window or sparse pattern): window is " +
+              std::to_string(a.window));
+    if (a.softcap > 0)
+      err(".softcap", "linear attention has no scores to soft-cap");
+    if (ps.kind == PositionKind::ALiBi || ps.kind == PositionKind::T5Bias ||
+        ps.kind == PositionKind::Shaw)
+      err(".position.kind",
+          "linear attention takes rope, none or absolute positions (no "
+          "score biases: it forms no scores)");
+    if (s.isMLA())
+      err(".linear", "linear attention does not combine with multi-head "
+                     "latent attention");
+    if (a.differential)
+      err(".linear", "linear attention does not combine with differential "
+                     "attention");
+  } else if (has(".linear_normalize")) {
+    err(".linear_normalize", "linear_normalize applies to linear attention "
+                             "(set linear too)");
+  }
   if (a.differential) {
     if (ps.kind == PositionKind::ALiBi || ps.kind == PositionKind::T5Bias ||
         ps.kind == PositionKind::Shaw)
@@ -1182,7 +1212,8 @@ void applyOverrides(Parser &p, const toml::table &root) {
       TableReader attn(p, attnTbl, path + ".attention",
                        {"scale", "softcap", "qk_norm", "window", "dilation",
                         "global_tokens", "random_blocks", "block_size",
-                        "random_seed", "position"});
+                        "random_seed", "linear", "linear_normalize",
+                        "position"});
       parseLayerAttention(p, attn, layer.attention, path + ".attention");
       attn.finish();
       PositionKind kind = layer.attention.position.kind;

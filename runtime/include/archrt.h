@@ -98,7 +98,11 @@ void archrt_set_num_threads(int n);
  * archrt_seq_free, and the model is released with its last sequence.
  * The ring caches of sliding-window layers are shared memory mappings: a
  * process forked from the one that created a sequence must not use it
- * (parent and child would write the same pages). */
+ * (parent and child would write the same pages).
+ * A linear-attention layer keeps a recurrent state, not positions: a
+ * prefill or decode that fails in a kernel may have updated it, and the
+ * sequence then refuses calls (ARCHRT_ERR_STATE) until archrt_seq_reset,
+ * which zeroes every state. */
 archrt_status archrt_seq_create(archrt_model *model, int32_t max_tokens,
                                 archrt_seq **out);
 void archrt_seq_free(archrt_seq *seq);

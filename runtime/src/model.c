@@ -293,6 +293,9 @@ struct archrt_seq {
   archrt_model *model;
   int32_t capacity, length;
   int has_logits;
+  /* A call failed after it had updated a state cache (linear attention):
+   * the sequence is unusable until archrt_seq_reset. */
+  int broken;
   float *logits, *scratch;
   float **slots, **caches;
 };
@@ -456,6 +459,13 @@ archrt_status archrt_seq_reset(archrt_seq *s) {
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT, "archrt_seq_reset: seq is NULL");
   s->length = 0;
   s->has_logits = 0;
+  s->broken = 0;
+  /* Token and ring caches are written before they are read; a state
+   * (linear attention's) is read first, so it starts from zero again. */
+  const archrt_gen_model *d = s->model->desc;
+  for (int i = 0; i < d->n_caches; ++i)
+    if (d->caches[i].layout == ARCHRT_GEN_CACHE_STATE)
+      memset(s->caches[i], 0, cache_bytes_of(&d->caches[i], 0));
   return ARCHRT_OK;
 }
 
@@ -475,6 +485,11 @@ archrt_status archrt_prefill(archrt_seq *s, const int32_t *tokens,
     return archrt_fail(ARCHRT_ERR_STATE,
                        "archrt_prefill: no weights loaded (call "
                        "archrt_load_weights first)");
+  if (s->broken)
+    return archrt_fail(ARCHRT_ERR_STATE,
+                       "archrt_prefill: an earlier call failed after "
+                       "updating the sequence's recurrent state: call "
+                       "archrt_seq_reset first");
   if (n <= 0)
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
                        "archrt_prefill: n_tokens must be positive, got %d", n);
@@ -504,9 +519,12 @@ archrt_status archrt_prefill(archrt_seq *s, const int32_t *tokens,
     };
     s->has_logits = 0;
     int rc = archrt_gen_forward(&call);
-    if (rc != 0)
+    if (rc != 0) {
+      for (int i = 0; i < d->n_caches; ++i)
+        s->broken |= d->caches[i].layout == ARCHRT_GEN_CACHE_STATE;
       return archrt_fail(ARCHRT_ERR_KERNEL, "kernel error %d: %s", rc,
                          archrt_kernel_error());
+    }
     s->length += chunk;
     done += chunk;
   }

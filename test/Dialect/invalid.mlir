@@ -802,3 +802,74 @@ func.func @attention_random(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>, %p: inde
   %a = arch.attention %q, %k, %k, %p {n_heads = 1, n_kv_heads = 1, head_dim = 16, scale = 0.25, window = 4, random_blocks = 2} : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, index) -> tensor<?x16xf32>
   return
 }
+
+// -----
+
+arch.cache @kv tokens 16 : tensor<2x8xf32>
+func.func @linear_attention_not_state(%q: tensor<?x32xf32>, %k: tensor<?x16xf32>) {
+  // expected-error @+1 {{keeps its state in @kv, a tokens cache: it needs a state cache}}
+  %a = arch.linear_attention elu1 @kv, %q, %k, %k {n_heads = 4, n_kv_heads = 2, head_dim = 8, normalize, scale = 0.25 : f64} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @linear_attention_no_cache(%q: tensor<?x32xf32>, %k: tensor<?x16xf32>) {
+  // expected-error @+1 {{names @nothing, which is not an arch.cache}}
+  %a = arch.linear_attention relu @nothing, %q, %k, %k {n_heads = 4, n_kv_heads = 2, head_dim = 8, scale = 0.25 : f64} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+arch.cache @state state : tensor<2x8x8xf32>
+func.func @linear_attention_state_shape(%q: tensor<?x32xf32>, %k: tensor<?x16xf32>) {
+  // expected-error @+1 {{needs a state of 'tensor<2x8x9xf32>' (n_kv_heads, head_dim, v_head_dim + 1 for the normalizer), but @state is 'tensor<2x8x8xf32>'}}
+  %a = arch.linear_attention elu1 @state, %q, %k, %k {n_heads = 4, n_kv_heads = 2, head_dim = 8, normalize, scale = 0.25 : f64} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+arch.cache @state state : tensor<2x8x9xf32>
+func.func @linear_attention_widths(%q: tensor<?x32xf32>, %k: tensor<?x24xf32>) {
+  // expected-error @+1 {{query, key and value widths must be n_heads * head_dim (32), n_kv_heads * head_dim (16) and n_kv_heads * v_head_dim (16), got 32, 24 and 24}}
+  %a = arch.linear_attention elu1 @state, %q, %k, %k {n_heads = 4, n_kv_heads = 2, head_dim = 8, normalize, scale = 0.25 : f64} : (tensor<?x32xf32>, tensor<?x24xf32>, tensor<?x24xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+arch.cache @state state : tensor<2x8x9xf32>
+func.func @linear_attention_groups(%q: tensor<?x24xf32>, %k: tensor<?x16xf32>) {
+  // expected-error @+1 {{n_heads (3) must be a multiple of n_kv_heads (2)}}
+  %a = arch.linear_attention elu1 @state, %q, %k, %k {n_heads = 3, n_kv_heads = 2, head_dim = 8, normalize, scale = 0.25 : f64} : (tensor<?x24xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x24xf32>
+  return
+}
+
+// -----
+
+arch.cache @state state : tensor<2x8x9xf32>
+func.func @linear_attention_chunk(%q: tensor<?x32xf32>, %k: tensor<?x16xf32>) {
+  // expected-error @+1 {{chunk must be in [0, 65536], got -1}}
+  %a = arch.linear_attention elu1 @state, %q, %k, %k {n_heads = 4, n_kv_heads = 2, head_dim = 8, normalize, scale = 0.25 : f64, chunk = -1} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+arch.cache @state state : tensor<2x8x9xf32>
+func.func @linear_attention_scale(%q: tensor<?x32xf32>, %k: tensor<?x16xf32>) {
+  // expected-error @+1 {{scale must be positive and finite}}
+  %a = arch.linear_attention elu1 @state, %q, %k, %k {n_heads = 4, n_kv_heads = 2, head_dim = 8, normalize, scale = 0.0 : f64} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+arch.cache @state state : tensor<2x8x9xf32>
+func.func @linear_attention_result(%q: tensor<?x32xf32>, %k: tensor<?x16xf32>) {
+  // expected-error @+1 {{result must be the query's rows of n_heads * v_head_dim (32) columns}}
+  %a = arch.linear_attention elu1 @state, %q, %k, %k {n_heads = 4, n_kv_heads = 2, head_dim = 8, normalize, scale = 0.25 : f64} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
+  return
+}

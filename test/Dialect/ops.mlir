@@ -218,3 +218,14 @@ func.func @differential(%a: tensor<?x64xf32>, %b: tensor<?x64xf32>, %l: tensor<8
   %d = arch.differential %a, %b, %l, %l, %l, %l {lambda_init = 0.2 : f64} : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x64xf32>
   return %d : tensor<?x64xf32>
 }
+
+// -----
+
+// CHECK: arch.cache @state state : tensor<2x8x9xf32>
+arch.cache @state state : tensor<2x8x9xf32>
+// CHECK-LABEL: func.func @linear_attention
+func.func @linear_attention(%q: tensor<?x32xf32>, %k: tensor<?x16xf32>, %v: tensor<?x16xf32>) -> tensor<?x32xf32> {
+  // CHECK: arch.linear_attention elu1 @state, %{{.*}}, %{{.*}}, %{{.*}} {chunk = 64 : i64, head_dim = 8 : i64, n_heads = 4 : i64, n_kv_heads = 2 : i64, normalize, scale = 2.500000e-01 : f64} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  %a = arch.linear_attention elu1 @state, %q, %k, %v {n_heads = 4, n_kv_heads = 2, head_dim = 8, normalize, scale = 0.25 : f64, chunk = 64} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  return %a : tensor<?x32xf32>
+}

@@ -92,6 +92,16 @@ func.func @caches(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %p: index) -> (tens
   return %a, %b : tensor<?x16xf32>, tensor<?x16xf32>
 }
 
+// Linear attention gets its chunk: 64 rows, or linear-chunk.
+// RUN: arch-opt %s -arch-flash-tiling="linear-chunk=4" | FileCheck %s --check-prefix=CHUNK
+// L16: arch.linear_attention elu1 @state, {{.*}}chunk = 64 : i64
+// CHUNK: arch.linear_attention elu1 @state, {{.*}}chunk = 4 : i64
+arch.cache @state state : tensor<2x4x5xf32>
+func.func @linear(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>) -> tensor<?x16xf32> {
+  %a = arch.linear_attention elu1 @state, %q, %k, %k {n_heads = 4, n_kv_heads = 2, head_dim = 4, normalize, scale = 0.5 : f64} : (tensor<?x16xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x16xf32>
+  return %a : tensor<?x16xf32>
+}
+
 // Bad options: the pass fails, naming the option.
 // RUN: not arch-opt %s -arch-flash-tiling=lanes=12 2>&1 | FileCheck %s --check-prefix=LANES
 // LANES: error: arch-flash-tiling: lanes must be a power of two in [1, 64], got 12
@@ -99,3 +109,5 @@ func.func @caches(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %p: index) -> (tens
 // BLOCK: error: arch-flash-tiling: block-q, block-kv and split-kv must be in [1, 65536] (or 0 to choose), got -1, 0 and 0
 // RUN: not arch-opt %s -arch-flash-tiling=split-kv=65537 2>&1 | FileCheck %s --check-prefix=BIG
 // BIG: error: arch-flash-tiling: block-q, block-kv and split-kv must be in [1, 65536] (or 0 to choose), got 0, 0 and 65537
+// RUN: not arch-opt %s -arch-flash-tiling=linear-chunk=0 2>&1 | FileCheck %s --check-prefix=LCHUNK
+// LCHUNK: error: arch-flash-tiling: linear-chunk must be in [1, 65536], got 0

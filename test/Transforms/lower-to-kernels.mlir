@@ -144,7 +144,7 @@ module attributes {arch.max_seq_len = 16 : i64} {
 // -----
 
 module attributes {arch.max_seq_len = 16 : i64} {
-  // expected-error @+1 {{'arch.cache' op is a state cache, which has no lowering yet (tokens and ring caches do)}}
+  // expected-error @+1 {{'arch.cache' op is a state cache that 0 arch.linear_attention ops read, which has no lowering (one op per state)}}
   arch.cache @kc state : tensor<1x4xf32>
   func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
     %e = arch.param @emb : tensor<4x4xf32>
@@ -677,4 +677,41 @@ module attributes {arch.max_seq_len = 16 : i64} {
     %l = arch.last_token %y : tensor<?x4xf32> -> tensor<1x4xf32>
     return %l : tensor<1x4xf32>
   }
+}
+
+// -----
+
+// Two linear attentions would share one state: the second would read it
+// before the first's update.
+module attributes {arch.max_seq_len = 16 : i64} {
+  // expected-error @+1 {{'arch.cache' op is a state cache that 2 arch.linear_attention ops read, which has no lowering (one op per state)}}
+  arch.cache @s state : tensor<1x4x5xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %a = arch.linear_attention elu1 @s, %x, %x, %x {n_heads = 1, n_kv_heads = 1, head_dim = 4, normalize, scale = 0.5 : f64} : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+    %b = arch.linear_attention elu1 @s, %a, %a, %a {n_heads = 1, n_kv_heads = 1, head_dim = 4, normalize, scale = 0.5 : f64} : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %b : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+  arch.weight @emb : tensor<4x4xf32>
+}
+
+// -----
+
+// The outputs from the state, then the state updated in place.
+// CHECK-LABEL: module @linear
+// CHECK: %[[S:.*]] = archk.cache @s : memref<1x4x5xf32>
+// CHECK: archk.call "linear_attention" {chunk = 8 : i64, head_dim = 4 : i64, heads = 1 : i64, kv_heads = 1 : i64, map = "relu", normalize = true, scale = 5.000000e-01 : f64, v_head_dim = 4 : i64}({{.*}}, %[[S]], %{{.*}})
+// CHECK-NEXT: archk.call "linear_state" {head_dim = 4 : i64, kv_heads = 1 : i64, map = "relu", normalize = true, v_head_dim = 4 : i64}(%{{.*}}, %{{.*}}, %[[S]], %[[S]])
+module @linear attributes {arch.max_seq_len = 16 : i64} {
+  arch.cache @s state : tensor<1x4x5xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x4xf32> {
+    %e = arch.param @emb : tensor<4x4xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+    %a = arch.linear_attention relu @s, %x, %x, %x {n_heads = 1, n_kv_heads = 1, head_dim = 4, normalize, scale = 0.5 : f64, chunk = 8} : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+    %l = arch.last_token %a : tensor<?x4xf32> -> tensor<1x4xf32>
+    return %l : tensor<1x4xf32>
+  }
+  arch.weight @emb : tensor<4x4xf32>
 }

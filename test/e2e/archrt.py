@@ -62,6 +62,7 @@ class Lib:
             "archrt_init_random": (st, [vp, C.c_uint64]),
             "archrt_seq_create": (st, [vp, i32, C.POINTER(vp)]),
             "archrt_seq_free": (None, [vp]),
+            "archrt_seq_reset": (st, [vp]),
             "archrt_prefill": (st, [vp, C.POINTER(i32), i32]),
             "archrt_decode": (st, [vp, i32]),
             "archrt_logits": (C.POINTER(C.c_float), [vp]),

@@ -51,6 +51,8 @@ def main():
                     help="create the sequence for this many positions (0: "
                     "max_seq_len); fewer put a head-major cache's heads "
                     "closer together than max_seq_len does")
+    ap.add_argument("--reset", action="store_true",
+                    help="then archrt_seq_reset and the first prefill again")
     ap.add_argument("--tie-experts", action="store_true",
                     help="give experts 0 and 1 the same router row (and "
                     "selection bias): every token's scores tie, and the "
@@ -116,6 +118,16 @@ def main():
         ok = err <= args.tol
         failures += not ok
         print(f"{what:20s} rel L2 error {err:.3e} {'ok' if ok else 'FAIL'}")
+    if args.reset:  # the sequence starts over: its states zeroed again
+        lib.check(lib.lib.archrt_seq_reset(seq), "reset")
+        lib.prefill(seq, tokens[:args.split])
+        got = np.array(lib.logits(seq, spec.vocab), dtype=np.float64)
+        want = ref[args.split - 1]
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        worst = max(worst, err)
+        failures += err > args.tol
+        print(f"after reset: prefill [0, {args.split}) rel L2 error "
+              f"{err:.3e} {'ok' if err <= args.tol else 'FAIL'}")
     lib.lib.archrt_seq_free(seq)
     lib.lib.archrt_model_free(model)
     print(f"{spec.name}: worst rel L2 error {worst:.3e} (tolerance "

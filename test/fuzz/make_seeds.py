@@ -55,7 +55,8 @@ def main():
         params.append((info.source.decode(), list(info.shape[: info.ndim])))
         i += 1
 
-    for name in ["llama-gqa-half-split", "gemma2", "falcon", "t5-bias", "command"]:
+    for name in ["llama-gqa-half-split", "gemma2", "falcon", "t5-bias", "command",
+                 "linear-hybrid"]:
         shutil.copy(os.path.join(root, "specs", "tiny", name + ".toml"),
                     os.path.join(here, "corpus", "spec", name))
 

@@ -64,6 +64,10 @@ class Spec:
         # Differential attention (Ye et al. 2024): queries and keys of
         # half-heads, two maps over each full-width value head.
         self.differential = a.get("differential", False)
+        # Linear attention (Katharopoulos et al. 2020): its feature map, or
+        # "none" (softmax); per layer.
+        self.linear = a.get("linear", "none")
+        self.linear_normalize = a.get("linear_normalize", True)
         qk_dim = self.head_dim // 2 if self.differential else self.head_dim
         self.scale = a.get("scale", 1.0 / math.sqrt(qk_dim))
         self.qkv_bias = a.get("qkv_bias", False)
@@ -154,7 +158,9 @@ class Spec:
                               ("global_tokens", "global_tokens"),
                               ("random_blocks", "random_blocks"),
                               ("block_size", "block_size"),
-                              ("random_seed", "random_seed")]:
+                              ("random_seed", "random_seed"),
+                              ("linear", "linear"),
+                              ("linear_normalize", "linear_normalize")]:
                 if key in a:
                     setattr(ls, attr, a[key])
             pos = a.get("position", {})
@@ -821,6 +827,24 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
         out = out * W[a + "subln.weight"] * (1 - lambda_init)
         return linear(W, a + "o_proj", out.reshape(T, H * hd))
 
+    def linear_attention(q, k, v, ls):
+        # Causal linear attention in its quadratic form (the library's is
+        # recurrent and chunked): row t weighs value s <= t by
+        # phi(q_t) . phi(k_s), over the sum of those weights (+ 1e-6) when
+        # normalized, else times the scale. (The state stays f32: no
+        # kv_type rounding.)
+        phi = {"elu1": lambda x: torch.nn.functional.elu(x) + 1,
+               "identity": lambda x: x,
+               "relu": torch.relu}[ls.linear]
+        k = phi(k).repeat_interleave(H // KV, dim=1)
+        v = v.repeat_interleave(H // KV, dim=1)
+        weights = torch.einsum("thd,shd->hts", phi(q), k)
+        weights = weights * torch.ones(T, T, dtype=dtype).tril()
+        out = torch.einsum("hts,shd->thd", weights, v)
+        if ls.linear_normalize:
+            return out / (weights.sum(-1).permute(1, 0)[..., None] + 1e-6)
+        return out * ls.scale
+
     def attention(p, h, ls, layer):
         if spec.mla:
             return latent_attention(p, h, ls)
@@ -856,6 +880,9 @@ def forward(spec, w, tokens, dtype=torch.float64, last_only=False,
             k = norm(spec, W, p + "self_attn.k_norm", k.reshape(T, KV * hd)).view(T, KV, hd)
         if ls.rope:
             q, k = rotate(q, ls).to(dtype), rotate(k, ls).to(dtype)
+        if ls.linear != "none":
+            return linear(W, p + "self_attn.o_proj",
+                          linear_attention(q, k, v, ls).reshape(T, H * hd))
         if kv_type is not None:  # what the cache keeps
             k, v = k.to(kv_type).to(dtype), v.to(kv_type).to(dtype)
         k = k.repeat_interleave(H // KV, dim=1)

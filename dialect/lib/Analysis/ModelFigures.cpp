@@ -12,17 +12,24 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace arch {
 
 double ModelFigures::decodeFlopsPerToken(int64_t ctx) const {
-  return 2.0 * matmulParamsPerToken + double(attnFlopsPerCtx) * ctx;
+  return 2.0 * matmulParamsPerToken + double(attnFlopsPerCtx) * ctx +
+         double(stateFlopsPerToken + chunkFlopsPerPair);
 }
 
 double ModelFigures::prefillFlopsPerToken(int64_t n) const {
-  // Token i (0-based) attends to i + 1 positions: mean (n + 1) / 2.
-  return 2.0 * matmulParamsPerToken + double(attnFlopsPerCtx) * (n + 1) / 2.0;
+  // Token i (0-based) attends to i + 1 positions: mean (n + 1) / 2; under
+  // linear attention to the i mod chunk + 1 rows of its chunk before it.
+  int64_t chunk = linearChunk ? std::min(linearChunk, n) : n;
+  return 2.0 * matmulParamsPerToken + double(attnFlopsPerCtx) * (n + 1) / 2.0 +
+         double(stateFlopsPerToken) +
+         double(chunkFlopsPerPair) * (chunk + 1) / 2.0;
 }
 
 namespace {
@@ -130,6 +137,15 @@ FailureOr<ModelFigures> Figures::run() {
       for (Operation *w : experts)
         all += cast<WeightOp>(w).getTensorType().getNumElements();
       unread += all / e * (e - k);
+    }
+    else if (auto a = dyn_cast<LinearAttentionOp>(op)) {
+      // Outputs: phi(q) . state per head; update: phi(k) [v, 1]^T per
+      // key/value head; in a chunk, a score and a value row per pair.
+      int64_t d = a.getHeadDim(), cols = a.getStateColumns();
+      f.stateFlopsPerToken +=
+          2 * d * cols * (int64_t(a.getNHeads()) + int64_t(a.getNKvHeads()));
+      f.chunkFlopsPerPair += 2 * int64_t(a.getNHeads()) * (d + cols);
+      f.linearChunk = int64_t(a.getChunk());
     }
     else if (auto a = dyn_cast<AttentionOp>(op))
       attention(a, embedding);

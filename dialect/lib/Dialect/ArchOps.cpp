@@ -10,6 +10,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -791,6 +792,71 @@ LogicalResult FlashAttentionOp::verify() {
     return emitOpError() << "block_q, block_kv and split_kv must be in [1, "
                          << kMaxFlashBlock << "], got " << bq << ", " << bkv
                          << " and " << split;
+  return success();
+}
+
+LogicalResult LinearAttentionOp::verify() {
+  int64_t heads = getNHeads(), kvHeads = getNKvHeads(), hd = getHeadDim(),
+          vd = getValueHeadDim();
+  if (heads <= 0 || kvHeads <= 0 || hd <= 0 || int64_t(getVHeadDim()) < 0)
+    return emitOpError() << "n_heads, n_kv_heads and head_dim must be "
+                            "positive, v_head_dim non-negative";
+  if (heads % kvHeads != 0)
+    return emitOpError() << "n_heads (" << heads
+                         << ") must be a multiple of n_kv_heads (" << kvHeads
+                         << ")";
+  int64_t q = featureDim(*this, getQuery(), "query");
+  int64_t k = featureDim(*this, getKey(), "key");
+  int64_t v = featureDim(*this, getValue(), "value");
+  if (q < 0 || k < 0 || v < 0)
+    return failure();
+  if (product(heads, std::max(hd, vd)) < 0 ||
+      product(product(kvHeads, hd), vd + 1) < 0)
+    return emitOpError() << "n_heads, n_kv_heads and head dims overflow "
+                            "int64";
+  if (q != heads * hd || k != kvHeads * hd || v != kvHeads * vd)
+    return emitOpError() << "query, key and value widths must be n_heads * "
+                            "head_dim ("
+                         << heads * hd << "), n_kv_heads * head_dim ("
+                         << kvHeads * hd << ") and n_kv_heads * v_head_dim ("
+                         << kvHeads * vd << "), got " << q << ", " << k
+                         << " and " << v;
+  auto qt = cast<RankedTensorType>(getQuery().getType());
+  if (getResult().getType() !=
+      RankedTensorType::get({qt.getDimSize(0), heads * vd},
+                            qt.getElementType()))
+    return emitOpError() << "result must be the query's rows of n_heads * "
+                            "v_head_dim ("
+                         << heads * vd << ") columns";
+  int64_t chunk = int64_t(getChunk());
+  if (chunk < 0 || chunk > kMaxFlashBlock)
+    return emitOpError() << "chunk must be in [0, " << kMaxFlashBlock
+                         << "], got " << chunk;
+  double scale = getScale().convertToDouble();
+  if (!(scale > 0) || !std::isfinite(scale))
+    return emitOpError() << "scale must be positive and finite";
+  return success();
+}
+
+LogicalResult
+LinearAttentionOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto cache = symbols.lookupNearestSymbolFrom<CacheOp>(*this, getStateAttr());
+  if (!cache)
+    return emitOpError() << "names " << getStateAttr()
+                         << ", which is not an arch.cache";
+  if (cache.getLayout() != CacheLayout::state)
+    return emitOpError() << "keeps its state in " << getStateAttr() << ", a "
+                         << stringifyCacheLayout(cache.getLayout())
+                         << " cache: it needs a state cache";
+  auto want = RankedTensorType::get(
+      {int64_t(getNKvHeads()), int64_t(getHeadDim()), getStateColumns()},
+      Float32Type::get(getContext()));
+  if (cache.getRowType() != want)
+    return emitOpError() << "needs a state of " << want << " (n_kv_heads, "
+                         << "head_dim, v_head_dim"
+                         << (getNormalize() ? " + 1 for the normalizer" : "")
+                         << "), but " << getStateAttr() << " is "
+                         << cache.getRowType();
   return success();
 }
 

@@ -232,6 +232,10 @@ LogicalResult CacheOp::verifySymbolUses(SymbolTableCollection &symbols) {
                            << byHead << " (head-major)";
     return success();
   }
+  // A state is read and written as the one row it is.
+  if (c.getLayout() == arch::CacheLayout::state &&
+      t == MemRefType::get(row.getShape(), elem))
+    return success();
   if (t.getShape() != ArrayRef<int64_t>{rows, c.getRowElements()} ||
       !t.getLayout().isIdentity() || t.getElementType() != elem)
     return emitOpError() << "has type " << t << " but the cache holds "

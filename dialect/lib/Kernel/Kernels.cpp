@@ -25,6 +25,10 @@ struct KindName {
   const char *operator()(const HeadsCopyKernel &) { return "heads_copy"; }
   const char *operator()(const HeadLinearKernel &) { return "head_linear"; }
   const char *operator()(const DifferentialKernel &) { return "differential"; }
+  const char *operator()(const LinearAttentionKernel &) {
+    return "linear_attention";
+  }
+  const char *operator()(const LinearStateKernel &) { return "linear_state"; }
   const char *operator()(const ElementwiseKernel &k) {
     static const char *const names[] = {"add",   "glu",     "activation",
                                         "scale", "softcap", "copy"};
@@ -151,6 +155,12 @@ struct Args {
       in(l, 1);
     out(2);
   }
+  void operator()(const LinearAttentionKernel &) {
+    in("q", 3), in("k", 3), in("v", 3), in("state", 3), out(3);
+  }
+  void operator()(const LinearStateKernel &) {
+    in("k", 3), in("v", 3), in("state", 3), out(3);
+  }
   void operator()(const ElementwiseKernel &k) {
     in("a", 2);
     if (k.op == ElementwiseKernel::Add || k.op == ElementwiseKernel::Glu)
@@ -178,7 +188,8 @@ std::optional<KernelSpec> KernelSpec::ofKind(std::string_view kind) {
       RouteKernel{},           RouteWeightsKernel{},
       GatherKernel{},          CombineKernel{},
       HeadsCopyKernel{},       HeadLinearKernel{},
-      DifferentialKernel{}};
+      DifferentialKernel{},    LinearAttentionKernel{},
+      LinearStateKernel{}};
   for (const KernelSpec &k : all)
     if (kind == k.kindName())
       return k;

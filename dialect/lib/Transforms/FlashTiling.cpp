@@ -63,10 +63,24 @@ struct FlashTilingPass : impl::FlashTilingPassBase<FlashTilingPass> {
           << blockKv << " and " << splitKv;
       return signalPassFailure();
     }
+    if (linearChunk < 1 || linearChunk > kMaxFlashBlock) {
+      getOperation().emitError()
+          << "arch-flash-tiling: linear-chunk must be in [1, "
+          << kMaxFlashBlock << "], got " << int64_t(linearChunk);
+      return signalPassFailure();
+    }
     SmallVector<AttentionOp> attns;
-    getOperation().walk([&](AttentionOp a) { attns.push_back(a); });
-    if (attns.empty())
+    SmallVector<LinearAttentionOp> linears;
+    getOperation().walk([&](Operation *op) {
+      if (auto a = dyn_cast<AttentionOp>(op))
+        attns.push_back(a);
+      else if (auto l = dyn_cast<LinearAttentionOp>(op))
+        linears.push_back(l);
+    });
+    if (attns.empty() && linears.empty())
       return markAllAnalysesPreserved();
+    for (LinearAttentionOp l : linears)
+      l.setChunk(uint64_t(linearChunk));
     for (AttentionOp a : attns) {
       int64_t group = a.getNHeads() / a.getNKvHeads();
       OpBuilder builder(a);

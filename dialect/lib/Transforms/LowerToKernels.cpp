@@ -803,6 +803,40 @@ struct LowerCacheAppend : Lowering<CacheAppendOp> {
   }
 };
 
+/// Linear attention as two kernels over the state cache: the outputs
+/// from the state the earlier calls left, then the state updated in place
+/// with the call's keys and values.
+struct LowerLinearAttention : Lowering<LinearAttentionOp> {
+  using Lowering::Lowering;
+  Value lower(LinearAttentionOp op, OpAdaptor a, OpBuilder &b,
+              Location loc) const override {
+    int64_t h = op.getNHeads(), kvh = op.getNKvHeads(), hd = op.getHeadDim(),
+            vd = op.getValueHeadDim();
+    Value q = buf(a.getQuery());
+    Value state = b.create<archk::CacheOp>(
+        loc, MemRefType::get({kvh, hd, op.getStateColumns()}, b.getF32Type()),
+        op.getStateAttr());
+    Value k = heads(b, loc, buf(a.getKey()), kvh);
+    Value v = heads(b, loc, buf(a.getValue()), kvh);
+    Value out = newRows(b, loc, rowsOf(b, loc, q), h * vd);
+    FeatureMap map = op.getFeatureMap();
+    bool normalize = op.getNormalize();
+    LinearAttentionKernel outputs{h,   kvh,       hd,
+                                  vd,  map,       normalize,
+                                  op.getScale().convertToDouble(),
+                                  int64_t(op.getChunk())};
+    call(b, loc, outputs,
+         {{"q", heads(b, loc, q, h)},
+          {"k", k},
+          {"v", v},
+          {"state", state},
+          {"out", heads(b, loc, out, h)}});
+    LinearStateKernel update{kvh, hd, vd, map, normalize};
+    call(b, loc, update, {{"k", k}, {"v", v}, {"state", state}, {"out", state}});
+    return out;
+  }
+};
+
 struct LowerSplit : OpConversionPattern<SplitOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -893,10 +927,20 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
     return module.emitError() << "module's arch.max_chunk must be an "
                                  "integer in [1, 2147483647], got "
                               << chunkAttr;
+  // A state cache is a linear attention's, read and written by one op per
+  // call (a second would read the state the first has not yet written).
+  llvm::StringMap<int> stateUsers;
+  forward.walk([&](LinearAttentionOp l) { ++stateUsers[l.getState()]; });
   for (CacheOp c : module.getOps<CacheOp>()) {
-    if (c.getLayout() == CacheLayout::state)
-      return c.emitOpError() << "is a state cache, which has no lowering "
-                                "yet (tokens and ring caches do)";
+    if (c.getLayout() == CacheLayout::state) {
+      int users = stateUsers.lookup(c.getSymName());
+      if (users != 1)
+        return c.emitOpError()
+               << "is a state cache that " << users
+               << " arch.linear_attention ops read, which has no lowering "
+                  "(one op per state)";
+      continue;
+    }
     if (c.getLayout() == CacheLayout::ring)
       continue; // checked against the windows of its readers below
     // The runtime allocates a tokens cache for the sequence's positions
@@ -1259,7 +1303,7 @@ void LowerToKernelsPass::runOnOperation() {
                LowerAttention<FlashAttentionOp>, LowerElementwise<GluOp>,
                LowerElementwise<AddOp>, LowerElementwise<ActivationOp>,
                LowerElementwise<ScaleOp>, LowerElementwise<SoftcapOp>,
-               LowerDifferential,
+               LowerDifferential, LowerLinearAttention,
                LowerConcat, LowerPack, LowerRoute, LowerMoE, LowerLastToken,
                LowerCacheAppend, LowerHeadsSplit, LowerHeadsConcat,
                LowerHeadLinear, LowerSplit, LowerAssign, LowerReturn>(ctx);

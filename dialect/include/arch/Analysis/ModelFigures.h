@@ -31,6 +31,12 @@ struct ModelFigures {
   int64_t matmulWeightBytes = 0; ///< bytes of those weights (decode reads)
   int64_t classifierParams = 0; ///< K x N of the classifier
   int64_t attnFlopsPerCtx = 0;  ///< attention FLOPs per (token, past token)
+  /// Linear attention: FLOPs per token against the state (its outputs and
+  /// its update), whatever the context, and per (token, earlier row of its
+  /// chunk) (the intra-chunk part), and the chunk (0: a call's rows).
+  int64_t stateFlopsPerToken = 0;
+  int64_t chunkFlopsPerPair = 0;
+  int64_t linearChunk = 0;
 
   /// Multiply-add counted as 2 FLOPs. Decode: one token at context `ctx`.
   double decodeFlopsPerToken(int64_t ctx) const;

@@ -81,6 +81,17 @@ def Arch_CacheLayout : I32EnumAttr<"CacheLayout", "how a cache keeps tokens", [
   let cppNamespace = "::arch";
 }
 
+def Arch_FeatureMap : I32EnumAttr<"FeatureMap",
+    "linear attention's feature map phi, applied to queries and keys", [
+    // elu(x) + 1 (Katharopoulos et al. 2020): positive, so the normalizer
+    // phi(q) . sum phi(k) is too.
+    I32EnumAttrCase<"elu1", 0>,
+    I32EnumAttrCase<"identity", 1>,
+    I32EnumAttrCase<"relu", 2>,
+  ]> {
+  let cppNamespace = "::arch";
+}
+
 def Arch_StoreType : I32EnumAttr<"StoreType",
     "the element type a buffer stores (a KV cache: --kv-type)", [
     I32EnumAttrCase<"f32", 0>,

@@ -723,4 +723,61 @@ def Arch_FlashAttentionOp : Arch_AttentionBase<"flash_attention",
   }];
 }
 
+def Arch_LinearAttentionOp : Arch_Op<"linear_attention",
+    [MemoryEffects<[MemRead, MemWrite]>,
+     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "causal linear attention through a recurrent state";
+  let description = [{
+    Linear attention (Katharopoulos et al. 2020): with phi the
+    `feature_map` (elu(x) + 1, identity or relu) applied to each query and
+    key head, query row t of head h (key/value head g = h / (n_heads /
+    n_kv_heads)) gets
+
+      S_t = S_0 + sum over rows s <= t of phi(k_s) v_s^T   [head_dim, v]
+      out_t = phi(q_t) S_t / (phi(q_t) z_t + 1e-6)         (`normalize`)
+      out_t = scale * phi(q_t) S_t                          (otherwise)
+
+    where z_t = z_0 + sum over s <= t of phi(k_s) is the normalizer. The
+    state cache `state` ([n_kv_heads, head_dim, v_head_dim + 1] with
+    `normalize`, the last column z; [.., v_head_dim] without) holds S_0
+    (and z_0), what the sequence's earlier calls left, and receives S_T:
+    decode cost and memory stay constant in position. With `chunk` C > 0,
+    rows are taken in chunks of C: a chunk's rows meet the state at the
+    chunk's start (a prefix of per-chunk sums) and the earlier rows of
+    their own chunk quadratically; with 0, the call's rows are one chunk.
+    RoPE and QK-norm, where a layer has them, come before.
+
+    ```mlir
+    arch.cache @"model.layers.0.self_attn.state" state : tensor<2x32x33xf32>
+    %a = arch.linear_attention elu1 @"model.layers.0.self_attn.state", %q,
+        %k, %v {n_heads = 4, n_kv_heads = 2, head_dim = 32, normalize,
+        scale = 0.17677669529663687, chunk = 64}
+        : (tensor<?x128xf32>, tensor<?x64xf32>, tensor<?x64xf32>)
+        -> tensor<?x128xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$state, Arch_F32Tensor:$query,
+                       Arch_F32Tensor:$key, Arch_F32Tensor:$value,
+                       I64Attr:$n_heads, I64Attr:$n_kv_heads,
+                       I64Attr:$head_dim,
+                       DefaultValuedAttr<I64Attr, "0">:$v_head_dim,
+                       Arch_FeatureMap:$feature_map, UnitAttr:$normalize,
+                       F64Attr:$scale,
+                       DefaultValuedAttr<I64Attr, "0">:$chunk);
+  let results = (outs Arch_F32Tensor:$result);
+  let assemblyFormat = "$feature_map $state `,` $query `,` $key `,` $value "
+                       "attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The value (and result) head dim: head_dim unless v_head_dim is set.
+    int64_t getValueHeadDim() {
+      return getVHeadDim() ? int64_t(getVHeadDim()) : int64_t(getHeadDim());
+    }
+    /// The state's columns: the value head, plus the normalizer's.
+    int64_t getStateColumns() {
+      return getValueHeadDim() + (getNormalize() ? 1 : 0);
+    }
+  }];
+}
+
 #endif // ARCH_OPS_TD

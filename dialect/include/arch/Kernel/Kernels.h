@@ -321,6 +321,42 @@ struct DifferentialKernel {
   }
 };
 
+/// Causal linear attention's outputs (arch.linear_attention): q [T, heads,
+/// headDim], k [T, kvHeads, headDim], v [T, kvHeads, vHeadDim] and the
+/// state [kvHeads, headDim, columns] the earlier calls left (columns =
+/// vHeadDim, plus the normalizer's when `normalize`), phi = `map` on q and
+/// k. Rows in chunks of `chunk` (0: the call's rows, one chunk): a chunk
+/// meets the state at its start (the state plus a prefix of per-chunk
+/// sums of phi(k) v^T) and its own earlier rows. The state is not written
+/// (LinearStateKernel does, after).
+struct LinearAttentionKernel {
+  int64_t heads, kvHeads, headDim, vHeadDim;
+  FeatureMap map;
+  bool normalize;
+  double scale;
+  int64_t chunk;
+  template <class F> void fields(F &&f) {
+    f("heads", heads), f("kv_heads", kvHeads), f("head_dim", headDim),
+        f("v_head_dim", vHeadDim), f("map", map), f("normalize", normalize),
+        f("scale", scale), f("chunk", chunk);
+  }
+};
+
+/// The state after a call: state [kvHeads, headDim, columns] plus the sum
+/// over the call's rows of phi(k_t) [v_t, 1] (the 1 only with `normalize`),
+/// written in place (`out` is `state`: each element reads its own value
+/// once, first).
+struct LinearStateKernel {
+  int64_t kvHeads, headDim, vHeadDim;
+  FeatureMap map;
+  bool normalize;
+  template <class F> void fields(F &&f) {
+    f("kv_heads", kvHeads), f("head_dim", headDim), f("v_head_dim", vHeadDim),
+        f("map", map), f("normalize", normalize);
+  }
+  int64_t columns() const { return vHeadDim + (normalize ? 1 : 0); }
+};
+
 class KernelSpec {
 public:
   using Description =
@@ -328,7 +364,8 @@ public:
                    RopeKernel, AttentionKernel, PosEmbedKernel,
                    ElementwiseKernel, AppendKernel, RouteKernel,
                    RouteWeightsKernel, GatherKernel, CombineKernel,
-                   HeadsCopyKernel, HeadLinearKernel, DifferentialKernel>;
+                   HeadsCopyKernel, HeadLinearKernel, DifferentialKernel,
+                   LinearAttentionKernel, LinearStateKernel>;
   template <class T> KernelSpec(T d) : desc(std::move(d)) {}
 
   /// A description of kind `kind` (a kindName()), its fields zero; none

@@ -125,6 +125,10 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
     rescaled accumulator per query row, so that no [T, context] score
     buffer exists. Every attention form is covered (causal, sliding window,
     ALiBi, T5 bias, Shaw, soft-capping; QK-norm comes before attention).
+    Linear attention is tiled too: every `arch.linear_attention` gets
+    `chunk` = linear-chunk rows (64), so that a call's rows meet the
+    recurrent state chunk by chunk (O(T chunk d + T d^2)) instead of each
+    other (O(T^2 d), the untiled form).
 
     The blocks are chosen for the target's f32 vector width `lanes`: a
     tile's rows (block_q query positions times the query heads that share
@@ -157,6 +161,8 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
     Option<"splitKv", "split-kv", "int64_t", /*default=*/"0",
            "keys per parallel chunk when decoding (0: max(1024, 64 x lanes), "
            "max(256, 16 x lanes) from a ring cache)">,
+    Option<"linearChunk", "linear-chunk", "int64_t", /*default=*/"64",
+           "rows per chunk of arch.linear_attention">,
   ];
   let dependentDialects = ["::arch::ArchDialect"];
 }
