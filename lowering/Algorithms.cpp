@@ -554,7 +554,8 @@ static void lowerLinearAttention(KernelFuncs &k,
   Func score("intra_score");
   score(x, h, t) = 0.0f;
   score(x, h, t) += phiq(re, h, t) * phik(re, h / group, min(first + x, t));
-  RDom rx(0, C, "rx");
+  // (At most the call's rows: a decode step scores its one row.)
+  RDom rx(0, min(C, T), "rx");
   rx.where(rx <= t - first);
   Func acc("la_acc");
   acc(j, h, t) = 0.0f;
@@ -594,6 +595,10 @@ static void lowerLinearState(KernelFuncs &k, const LinearStateKernel &d) {
   k.funcs = {{"phi_k", phik}};
   k.vars = {{"j", j}, {"e", e}, {"g", g}};
   k.rdoms = {{"rt", rt}};
+  // Vectors no wider than the state's rows (they may be narrower than the
+  // target's: head_dim 8).
+  while (k.lanes > 1 && k.lanes > cols)
+    k.lanes /= 2;
 }
 
 /// Per token and group: rms: x / sqrt(mean(x^2) + eps) * w (+ b);

@@ -491,23 +491,28 @@ static void scheduleLinearAttention(KernelFuncs &k) {
   Func phiq = k.funcs["phi_q"], phik = k.funcs["phi_k"],
        chunkSum = k.funcs["chunk_sum"], start = k.funcs["start"],
        score = k.funcs["score"], acc = k.funcs["acc"];
+  // The state's columns (v_head_dim + 1 with the normalizer) are not a
+  // whole number of vectors: the last vector is guarded, so that no
+  // stage computes (or reads the state) past them. The output's v_head_dim
+  // columns are (vl divides them).
   const int vl = k.lanes;
+  const TailStrategy guard = TailStrategy::GuardWithIf;
   phiq.compute_root().parallel(t);
   phik.compute_root().parallel(t);
   Var gn("gn");
-  chunkSum.compute_root().vectorize(j, vl).fuse(g, n, gn).parallel(gn);
+  chunkSum.compute_root().vectorize(j, vl, guard).fuse(g, n, gn).parallel(gn);
   chunkSum.update()
       .reorder(j, e, rs, g, n)
-      .vectorize(j, vl)
+      .vectorize(j, vl, guard)
       .fuse(g, n, gn)
       .parallel(gn);
-  start.compute_root().vectorize(j, vl).parallel(g);
-  start.update().reorder(j, e, g, rn).vectorize(j, vl).parallel(g);
+  start.compute_root().vectorize(j, vl, guard).parallel(g);
+  start.update().reorder(j, e, g, rn).vectorize(j, vl, guard).parallel(g);
   Var ht("ht");
   k.out.vectorize(j, vl).fuse(h, t, ht).parallel(ht);
-  acc.compute_at(k.out, ht).vectorize(j, vl);
-  acc.update(0).reorder(j, re).vectorize(j, vl);
-  acc.update(1).reorder(j, rx).vectorize(j, vl);
+  acc.compute_at(k.out, ht).vectorize(j, vl, guard);
+  acc.update(0).reorder(j, re).vectorize(j, vl, guard);
+  acc.update(1).reorder(j, rx).vectorize(j, vl, guard);
   score.compute_at(k.out, ht);
   score.update().reorder(re, x);
 }
@@ -518,7 +523,7 @@ static void scheduleLinearState(KernelFuncs &k) {
   Var j = k.vars["j"], e = k.vars["e"], g = k.vars["g"];
   RDom rt = k.rdoms["rt"];
   k.funcs["phi_k"].compute_root();
-  k.out.vectorize(j, k.lanes).parallel(g);
+  k.out.vectorize(j, k.lanes, TailStrategy::GuardWithIf).parallel(g);
   k.out.update()
       .reorder(j, e, rt, g)
       .vectorize(j, k.lanes, TailStrategy::GuardWithIf)

@@ -1009,7 +1009,9 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
     if (a.differential)
       err(".linear", "linear attention does not combine with differential "
                      "attention");
-  } else if (has(".linear_normalize")) {
+  } else if (has(".linear_normalize") && path != "attention") {
+    // (The model's may serve the layers overrides make linear:
+    // applyOverrides checks it.)
     err(".linear_normalize", "linear_normalize applies to linear attention "
                              "(set linear too)");
   }
@@ -1252,6 +1254,16 @@ std::optional<ArchSpec> finishParse(Parser &p, const toml::table &root) {
     validate(p);
   if (p.errors.size() == before)
     applyOverrides(p, root);
+  // The model's linear_normalize must reach a layer that is linear (here
+  // or by an override).
+  ArchSpec &s = p.spec;
+  if (p.errors.size() == before && s.locs.count("attention.linear_normalize") &&
+      std::none_of(s.layers.begin(), s.layers.end(), [](const LayerSpec &l) {
+        return l.attention.isLinear();
+      }))
+    p.error(s.locOf("attention.linear_normalize"), "attention.linear_normalize",
+            "linear_normalize applies to linear attention (set linear too, "
+            "here or in a layer override)");
   if (p.errors.size() == before) {
     std::string why = namingProblem(p.spec);
     if (!why.empty())
