@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:?usage: scripts/fuzz.sh SECONDS [NAME ...]}"
 shift
-all=(spec safetensors index llama2c tokenizer abi)
+all=(spec hfconfig safetensors index llama2c tokenizer abi)
 names=("$@")
 [ "${#names[@]}" -gt 0 ] || names=("${all[@]}")
 build="${ARCHC_BUILD:-build}"
@@ -52,6 +52,13 @@ build_one() {
       "$cxx" "${flags[@]}" -std=c++17 -fexceptions -DTOML_HEADER_ONLY=1 -DNDEBUG -I. \
         compiler/spec/SpecParser.cpp compiler/spec/Checkpoint.cpp \
         test/fuzz/fuzz_spec.cpp -o "$bin" ;;
+    hfconfig)
+      # The importer's JSON parser is LLVM's (libLLVM, uninstrumented).
+      "$cxx" "${flags[@]}" -std=c++17 -fexceptions -DTOML_HEADER_ONLY=1 -DNDEBUG -I. \
+        -I/usr/lib/llvm-19/include compiler/import/HFConfig.cpp \
+        compiler/spec/SpecParser.cpp compiler/spec/Checkpoint.cpp \
+        test/fuzz/fuzz_hfconfig.cpp -o "$bin" -L/usr/lib/llvm-19/lib \
+        -lLLVM-19 -Wl,-rpath,/usr/lib/llvm-19/lib ;;
     *)
       local model=$tiny
       [ "$name" != abi ] || model=$micro

@@ -1,6 +1,13 @@
 """ctypes binding of runtime/include/archrt.h, for tests that drive a
 compiled model library exactly as a C host would."""
 import ctypes as C
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
+                                "python"))
+from archc import _abi  # noqa: E402
+from archc._abi import ParamInfo  # noqa: E402,F401  (the scripts' name)
 
 
 class Error(RuntimeError):
@@ -41,42 +48,12 @@ def script_args(doc):
     return ap.parse_args()
 
 
-class ParamInfo(C.Structure):
-    """archrt_param_info."""
-    _fields_ = [("name", C.c_char_p), ("dtype", C.c_char_p),
-                ("ndim", C.c_int32), ("shape", C.c_int64 * 4),
-                ("source", C.c_char_p)]
-
-
 class Lib:
+    """A library with every archrt function declared (python/archc/_abi.py,
+    the package's own table), called as a C host would."""
+
     def __init__(self, path):
-        self.lib = L = C.CDLL(path)
-        vp, i32, st = C.c_void_p, C.c_int32, C.c_int
-        sig = {
-            "archrt_last_error": (C.c_char_p, []),
-            "archrt_model_create": (st, [C.POINTER(vp)]),
-            "archrt_model_free": (None, [vp]),
-            "archrt_load_weights": (st, [vp, C.c_char_p]),
-            "archrt_load_safetensors": (st, [vp, C.c_char_p]),
-            "archrt_param_info_get": (st, [vp, i32, C.POINTER(ParamInfo)]),
-            "archrt_init_random": (st, [vp, C.c_uint64]),
-            "archrt_seq_create": (st, [vp, i32, C.POINTER(vp)]),
-            "archrt_seq_free": (None, [vp]),
-            "archrt_seq_reset": (st, [vp]),
-            "archrt_prefill": (st, [vp, C.POINTER(i32), i32]),
-            "archrt_decode": (st, [vp, i32]),
-            "archrt_logits": (C.POINTER(C.c_float), [vp]),
-            "archrt_tokenizer_load": (st, [C.c_char_p, i32, C.POINTER(vp)]),
-            "archrt_tokenizer_free": (None, [vp]),
-            "archrt_tokenizer_decode": (C.c_char_p, [vp, i32, i32]),
-            "archrt_tokenizer_encode": (st, [vp, C.c_char_p, C.c_int, C.c_int,
-                                             C.POINTER(i32), i32,
-                                             C.POINTER(i32)]),
-            "archrt_set_num_threads": (None, [C.c_int]),
-        }
-        for name, (res, args) in sig.items():
-            f = getattr(L, name)
-            f.restype, f.argtypes = res, args
+        self.lib = _abi.bind(path)
 
     def check(self, status, what):
         if status != 0:

@@ -289,11 +289,6 @@ def main():
     L.archrt_tokenizer_free(tk)
 
     # --- sampler: no garbage with status OK -----------------------------------
-    L.archrt_sampler_create.argtypes = [C.c_int32, C.c_float, C.c_float,
-                                        C.c_uint64, C.POINTER(C.c_void_p)]
-    L.archrt_sample.argtypes = [C.c_void_p, C.POINTER(C.c_float),
-                                C.POINTER(C.c_int32)]
-    L.archrt_sampler_free.argtypes = [C.c_void_p]
     V = 1000
     smp = C.c_void_p()
     lib.check(L.archrt_sampler_create(V, 1.0, 1e-7, 3, C.byref(smp)), "sampler")

@@ -163,11 +163,6 @@ def main():
     V = 50
     logits = (C.c_float * V)(*[float((i * 37) % 11) for i in range(V)])
     smp = C.c_void_p()
-    L.archrt_sampler_create.argtypes = [C.c_int32, C.c_float, C.c_float,
-                                        C.c_uint64, C.POINTER(C.c_void_p)]
-    L.archrt_sample.argtypes = [C.c_void_p, C.POINTER(C.c_float),
-                                C.POINTER(C.c_int32)]
-    L.archrt_sampler_free.argtypes = [C.c_void_p]
     case.error(lib, "negative temperature",
                  L.archrt_sampler_create(V, -1.0, 1.0, 1, C.byref(smp)),
                  "temperature")

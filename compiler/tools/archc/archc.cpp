@@ -8,9 +8,11 @@
 //   archc run     SPEC|IR|LIB --weights FILE [--tokenizer FILE] --prompt TEXT -n N
 //   archc bench   SPEC|IR|LIB [--random-weights|--weights FILE] --prompt-len N
 //                 --gen M --threads K [--runs R] [--json]
+//   archc import-hf CONFIG.json|DIR [-o SPEC.toml] [--name NAME]
 //
-// SPEC is a .toml spec, IR an .mlir module of the arch dialect (as
-// --emit=mlir or --dump-ir writes it). Like Toy's toyc, --emit decides how
+// SPEC is a .toml spec, or a Hugging Face model directory (its
+// config.json, imported as import-hf would write it), IR an .mlir module
+// of the arch dialect (as --emit=mlir or --dump-ir writes it). Like Toy's toyc, --emit decides how
 // far to lower. Each subcommand parses
 // its own options, so `archc SUB --help` lists only what SUB takes.
 //
@@ -19,6 +21,7 @@
 #include "arch/Analysis/ModelFigures.h"
 #include "arch/Dialect/ArchDialect.h"
 #include "arch/Transforms/Passes.h"
+#include "compiler/import/HFConfig.h"
 #include "compiler/import/ImportSpec.h"
 #include "compiler/spec/ArchSpec.h"
 #include "compiler/spec/Checkpoint.h"
@@ -110,14 +113,58 @@ bool writeOutput(const std::string &path, const std::string &text,
   return true;
 }
 
+/// Whether `path` is a Hugging Face configuration, not a spec: a model
+/// directory (its config.json) or a .json file; `config` gets the file.
+bool isHFConfig(const std::string &path, std::string &config) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    config = (fs::path(path) / "config.json").string();
+    return true;
+  }
+  config = path;
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+}
+
+/// The spec text of Hugging Face config `config` (named for its
+/// directory unless `name` is given), with a warning for the fields it
+/// does not read.
+bool hfSpecText(const std::string &config, std::string name,
+                std::string &text) {
+  std::string json, why;
+  if (!readSpecText(config, json, why)) {
+    fail(config + ": " + why);
+    return false;
+  }
+  if (name.empty())
+    name = fs::absolute(fs::path(config)).parent_path().filename().string();
+  HFSpec hf;
+  if (!importHFConfig(json, config, name, hf, why)) {
+    fail(why);
+    return false;
+  }
+  if (!hf.unknown.empty()) {
+    llvm::errs() << "archc: warning: " << config << ": fields archc does "
+                 << "not read (" << hf.unknown.size() << "):";
+    for (const std::string &f : hf.unknown)
+      llvm::errs() << " " << f;
+    llvm::errs() << "\n";
+  }
+  text = hf.toml;
+  return true;
+}
+
 std::optional<ArchSpec> loadSpec(const std::string &path, std::string &text) {
   std::vector<SpecError> errors;
-  std::string why;
-  if (!readSpecText(path, text, why)) {
-    fail(path + ": " + why);
+  std::string why, config;
+  bool hf = isHFConfig(path, config);
+  if (hf ? !hfSpecText(config, "", text) : !readSpecText(path, text, why)) {
+    if (!hf)
+      fail(path + ": " + why);
     return std::nullopt;
   }
-  auto spec = parseSpecString(text, path, errors);
+  // An imported spec's errors name the lines of the text import-hf prints.
+  auto spec = parseSpecString(text, hf ? config + " (as imported)" : path,
+                              errors);
   for (const SpecError &e : errors)
     llvm::errs() << e.str() << "\n";
   if (!errors.empty())
@@ -725,7 +772,9 @@ struct Runnable {
     }
   }
   bool prepare(const std::string &input, bool quiet) {
-    if (!endsWith(input, ".toml") && !endsWith(input, ".mlir")) {
+    std::string config;
+    if (!endsWith(input, ".toml") && !endsWith(input, ".mlir") &&
+        !isHFConfig(input, config)) {
       libPath = input;
       return true;
     }
@@ -769,13 +818,17 @@ int cmdRun(int argc, char **argv) {
   cl::opt<std::string> input(cl::Positional, cl::Required,
                              cl::desc("<spec.toml | model.mlir | lib.so>"),
                              cl::cat(archcCat), cl::sub(sub));
-  cl::opt<std::string> weights("weights", cl::Required,
+  cl::opt<std::string> weights("weights",
                                cl::desc("llama2.c checkpoint, .safetensors, "
-                                        "index.json or checkpoint directory"),
+                                        "index.json or checkpoint directory "
+                                        "(default: a model directory given "
+                                        "as the input)"),
                                cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> tokenizer("tokenizer",
-                                 cl::desc("llama2.c tokenizer.bin; without "
-                                          "it, --prompt is token ids 1,2,3"),
+                                 cl::desc("llama2.c tokenizer.bin (default: "
+                                          "one in a model directory given as "
+                                          "the input); without it, --prompt "
+                                          "is token ids 1,2,3"),
                                  cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> prompt("prompt", cl::desc("prompt text"),
                               cl::init(""), cl::cat(archcCat), cl::sub(sub));
@@ -799,6 +852,17 @@ int cmdRun(int argc, char **argv) {
   if (threads < 0 || threads > kMaxThreads)
     return fail("--threads must be in [0, " + std::to_string(kMaxThreads) +
                 "], got " + std::to_string(threads));
+  // A model directory holds its weights (and maybe a tokenizer) too.
+  std::error_code ec;
+  bool directory = fs::is_directory(std::string(input), ec);
+  if (weights.empty() && !directory)
+    return fail("--weights is required (unless the input is a model "
+                "directory)");
+  if (weights.empty())
+    weights.setValue(input);
+  if (tokenizer.empty() && directory &&
+      fs::is_regular_file(fs::path(std::string(input)) / "tokenizer.bin", ec))
+    tokenizer.setValue((fs::path(std::string(input)) / "tokenizer.bin").string());
   Runnable r;
   if (!r.prepare(input, quiet))
     return 1;
@@ -1077,6 +1141,42 @@ int cmdBench(int argc, char **argv) {
   return 0;
 }
 
+/// archc import-hf: a Hugging Face config.json (or model directory) as a
+/// commented spec, checked by the spec parser before it is written.
+int cmdImportHF(int argc, char **argv) {
+  cl::SubCommand sub("import-hf", "a Hugging Face config.json as a spec");
+  cl::opt<std::string> input(cl::Positional, cl::Required,
+                             cl::desc("<config.json | model directory>"),
+                             cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> output("o", cl::desc("the spec file (default: "
+                                            "stdout)"),
+                              cl::init("-"), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> name("name", cl::desc("model name (default: the "
+                                             "directory's)"),
+                            cl::cat(archcCat), cl::sub(sub));
+  cl::HideUnrelatedOptions(archcCat, sub);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "archc import-hf: a Hugging Face config as a "
+                              "spec\n");
+  std::string config, text;
+  if (!isHFConfig(input, config))
+    config = input; // read as JSON whatever its name
+  if (!hfSpecText(config, name, text))
+    return 1;
+  std::vector<SpecError> errors;
+  parseSpecString(text, config + " (as imported)", errors);
+  for (const SpecError &e : errors)
+    llvm::errs() << e.str() << "\n";
+  if (!errors.empty())
+    return fail("the spec imported from " + config + " has " +
+                std::to_string(errors.size()) + " error(s) (above); nothing "
+                "written");
+  std::string error;
+  if (!writeOutput(output, text, error))
+    return fail(error);
+  return 0;
+}
+
 int usage(int rc) {
   (rc ? llvm::errs() : llvm::outs())
       << "usage: archc <command> [options]\n\n"
@@ -1086,7 +1186,10 @@ int usage(int rc) {
          "  check SPEC      parameter count, KV-cache bytes, FLOPs per token "
          "(of the optimized IR)\n"
          "  run SPEC|LIB    generate tokens with real weights\n"
-         "  bench SPEC|LIB  prefill and decode throughput\n\n"
+         "  bench SPEC|LIB  prefill and decode throughput\n"
+         "  import-hf DIR   a Hugging Face config.json as a spec (compile, "
+         "check and\n"
+         "                  run take the model directory as SPEC too)\n\n"
          "'archc <command> --help' lists the options of a command.\n";
   return rc;
 }
@@ -1106,6 +1209,8 @@ int main(int argc, char **argv) {
     return cmdRun(argc, argv);
   if (cmd == "bench")
     return cmdBench(argc, argv);
+  if (cmd == "import-hf")
+    return cmdImportHF(argc, argv);
   if (cmd == "compile") {
     // compile takes MLIR's top-level pass-manager options: parse it as a
     // program of its own named "archc compile".

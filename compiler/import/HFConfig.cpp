@@ -1,0 +1,910 @@
+//===- HFConfig.cpp - A Hugging Face config.json as an archc spec ---------===//
+//
+// One function per family of model_types reads the fields its Hugging Face
+// modeling code reads, with the same defaults, and writes the spec keys
+// (docs/spec.md) that say the same; each key's comment names its field.
+// A Reader records which fields were read: the rest, less those known to
+// change nothing at inference (token ids, dropout, initialisation, dtype),
+// are returned for a warning.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/import/HFConfig.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace arch {
+namespace {
+
+namespace json = llvm::json;
+
+/// A failed import: the message names the field.
+struct Failure {
+  std::string message;
+};
+
+/// The config's fields, read once each, typed, with their defaults.
+class Reader {
+public:
+  explicit Reader(const json::Object &o) : obj(o) {}
+
+  bool has(const std::string &key) const {
+    const json::Value *v = obj.get(key);
+    return v && v->kind() != json::Value::Null;
+  }
+  std::optional<int64_t> intOpt(const std::string &key) {
+    const json::Value *v = take(key);
+    if (!v || v->kind() == json::Value::Null)
+      return std::nullopt;
+    std::optional<int64_t> i = v->getAsInteger();
+    if (!i)
+      if (auto d = v->getAsNumber(); d && *d == std::floor(*d) &&
+                                     std::fabs(*d) < 9.2e18)
+        i = int64_t(*d);
+    if (!i)
+      throw Failure{key + ": expected an integer, got " + show(*v)};
+    // (The spec's own bounds are far smaller; this keeps the arithmetic
+    // below, 4 x hidden_size and the like, from overflowing.)
+    if (*i < -(int64_t(1) << 53) || *i > (int64_t(1) << 53))
+      throw Failure{key + ": " + std::to_string(*i) + " is out of range"};
+    return *i;
+  }
+  /// A count that divides: at least 1.
+  int64_t positive(const std::string &key, std::optional<int64_t> def = {}) {
+    int64_t v = integer(key, def);
+    if (v < 1)
+      throw Failure{key + ": must be at least 1, got " + std::to_string(v)};
+    return v;
+  }
+  int64_t integer(const std::string &key, std::optional<int64_t> def = {}) {
+    if (auto v = intOpt(key))
+      return *v;
+    if (def)
+      return *def;
+    throw Failure{key + ": missing (a required field of this model_type)"};
+  }
+  std::optional<double> numberOpt(const std::string &key) {
+    const json::Value *v = take(key);
+    if (!v || v->kind() == json::Value::Null)
+      return std::nullopt;
+    if (auto d = v->getAsNumber())
+      return *d;
+    throw Failure{key + ": expected a number, got " + show(*v)};
+  }
+  double number(const std::string &key, double def) {
+    return numberOpt(key).value_or(def);
+  }
+  bool boolean(const std::string &key, bool def) {
+    const json::Value *v = take(key);
+    if (!v || v->kind() == json::Value::Null)
+      return def;
+    if (auto b = v->getAsBoolean())
+      return *b;
+    throw Failure{key + ": expected true or false, got " + show(*v)};
+  }
+  std::optional<std::string> stringOpt(const std::string &key) {
+    const json::Value *v = take(key);
+    if (!v || v->kind() == json::Value::Null)
+      return std::nullopt;
+    if (auto s = v->getAsString())
+      return s->str();
+    throw Failure{key + ": expected a string, got " + show(*v)};
+  }
+  const json::Object *object(const std::string &key) {
+    const json::Value *v = take(key);
+    if (!v || v->kind() == json::Value::Null)
+      return nullptr;
+    if (const json::Object *o = v->getAsObject())
+      return o;
+    throw Failure{key + ": expected an object, got " + show(*v)};
+  }
+  /// Fields read elsewhere, or known to change nothing here.
+  void known(std::initializer_list<const char *> keys) {
+    for (const char *k : keys)
+      used.insert(k);
+  }
+  std::vector<std::string> unknown() const {
+    std::vector<std::string> out;
+    for (const auto &kv : obj)
+      if (!used.count(kv.first.str()))
+        out.push_back(kv.first.str());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+private:
+  const json::Value *take(const std::string &key) {
+    used.insert(key);
+    return obj.get(key);
+  }
+  static std::string show(const json::Value &v) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << v; // JSON: strings quoted and escaped
+    if (s.size() > 40)
+      s = s.substr(0, 37) + "...";
+    return s;
+  }
+  const json::Object &obj;
+  std::set<std::string> used;
+};
+
+/// The spec being written: tables in order, each key with its comment.
+class Spec {
+public:
+  void set(const std::string &table, const std::string &key,
+           const std::string &value, const std::string &from) {
+    Table &t = tableOf(table);
+    t.lines.push_back(key + " = " + value + (from.empty() ? "" : "  # " + from));
+  }
+  void setInt(const std::string &table, const std::string &key, int64_t v,
+              const std::string &from) {
+    set(table, key, std::to_string(v), from);
+  }
+  void setReal(const std::string &table, const std::string &key, double v,
+               const std::string &from);
+  void setBool(const std::string &table, const std::string &key, bool v,
+               const std::string &from) {
+    set(table, key, v ? "true" : "false", from);
+  }
+  void setStr(const std::string &table, const std::string &key,
+              const std::string &v, const std::string &from) {
+    set(table, key, "\"" + v + "\"", from);
+  }
+  /// A [[layer_overrides]] entry: its selector lines, then its tables.
+  void override(const std::string &selector,
+                const std::vector<std::pair<std::string, std::string>> &keys,
+                const std::string &comment) {
+    overrides.push_back({selector, keys, comment});
+  }
+  std::string text(const std::string &header) const {
+    std::string s = header;
+    for (const Table &t : tables) {
+      s += "\n[" + t.name + "]\n";
+      for (const std::string &l : t.lines)
+        s += l + "\n";
+    }
+    for (const Override &o : overrides) {
+      s += "\n# " + o.comment + "\n[[layer_overrides]]\n" + o.selector + "\n";
+      std::string current;
+      for (const auto &[table, line] : o.keys) {
+        if (table != current)
+          s += "[layer_overrides." + table + "]\n";
+        current = table;
+        s += line + "\n";
+      }
+    }
+    return s;
+  }
+
+private:
+  struct Table {
+    std::string name;
+    std::vector<std::string> lines;
+  };
+  struct Override {
+    std::string selector;
+    std::vector<std::pair<std::string, std::string>> keys;
+    std::string comment;
+  };
+  Table &tableOf(const std::string &name) {
+    for (Table &t : tables)
+      if (t.name == name)
+        return t;
+    tables.push_back({name, {}});
+    return tables.back();
+  }
+  std::vector<Table> tables;
+  std::vector<Override> overrides;
+};
+
+/// `v` as a TOML float, in the fewest digits that read back as `v`.
+std::string real(double v) {
+  char buf[40];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) { // 500000.0, not 5e+05
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+    return buf;
+  }
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+void Spec::setReal(const std::string &table, const std::string &key, double v,
+                   const std::string &from) {
+  set(table, key, real(v), from);
+}
+
+/// `s` from the file, quoted and escaped for a message (a JSON string).
+std::string quoted(const std::string &s) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << json::Value(json::fixUTF8(s.size() > 40 ? s.substr(0, 37) + "..." : s));
+  return out;
+}
+
+/// Hugging Face's activation names (ACT2FN) as the spec's.
+std::string activation(const std::string &field, const std::string &hf) {
+  static const std::map<std::string, std::string> names = {
+      {"silu", "silu"},          {"swish", "silu"},
+      {"gelu", "gelu"},          {"gelu_new", "gelu_tanh"},
+      {"gelu_fast", "gelu_tanh"}, {"gelu_pytorch_tanh", "gelu_tanh"},
+      {"quick_gelu", "gelu_sigmoid"}, {"relu", "relu"},
+      {"relu2", "squared_relu"}, {"sigmoid", "sigmoid"},
+      {"linear", "identity"}};
+  auto it = names.find(hf);
+  if (it == names.end())
+    throw Failure{field + ": activation " + quoted(hf) + " has no archc "
+                  "equivalent (silu, gelu, gelu_new, gelu_pytorch_tanh, "
+                  "quick_gelu, relu, relu2, sigmoid, linear)"};
+  return it->second;
+}
+
+/// rope_theta and rope_scaling into [attention.position] (or an
+/// override's table, `table`).
+void rope(Reader &r, Spec &s, const std::string &table, double thetaDefault,
+          const char *thetaKey = "rope_theta") {
+  s.setStr(table, "kind", "rope", "");
+  s.setReal(table, "theta", r.number(thetaKey, thetaDefault), thetaKey);
+  const json::Object *scaling = r.object("rope_scaling");
+  if (!scaling)
+    return;
+  Reader sc(*scaling);
+  std::string type = sc.stringOpt("rope_type")
+                         .value_or(sc.stringOpt("type").value_or(""));
+  sc.known({"type", "rope_type"});
+  std::string from = "rope_scaling.";
+  if (type == "linear") {
+    s.setStr(table, "scaling", "linear", from + "rope_type");
+    s.setReal(table, "factor", sc.number("factor", 1.0), from + "factor");
+  } else if (type == "dynamic") {
+    s.setStr(table, "scaling", "ntk", from + "rope_type (NTK-aware)");
+    s.setReal(table, "factor", sc.number("factor", 1.0), from + "factor");
+  } else if (type == "llama3") {
+    s.setStr(table, "scaling", "llama3", from + "rope_type");
+    s.setReal(table, "factor", sc.number("factor", 8.0), from + "factor");
+    s.setInt(table, "original_max_seq_len",
+             sc.integer("original_max_position_embeddings"),
+             from + "original_max_position_embeddings");
+    s.setReal(table, "low_freq_factor", sc.number("low_freq_factor", 1.0),
+              from + "low_freq_factor");
+    s.setReal(table, "high_freq_factor", sc.number("high_freq_factor", 4.0),
+              from + "high_freq_factor");
+  } else if (type == "yarn") {
+    s.setStr(table, "scaling", "yarn", from + "rope_type");
+    s.setReal(table, "factor", sc.number("factor", 1.0), from + "factor");
+    s.setInt(table, "original_max_seq_len",
+             sc.integer("original_max_position_embeddings"),
+             from + "original_max_position_embeddings");
+    s.setReal(table, "beta_fast", sc.number("beta_fast", 32.0),
+              from + "beta_fast");
+    s.setReal(table, "beta_slow", sc.number("beta_slow", 1.0),
+              from + "beta_slow");
+    if (auto m = sc.numberOpt("mscale"))
+      s.setReal(table, "mscale", *m, from + "mscale");
+    if (auto m = sc.numberOpt("mscale_all_dim"))
+      s.setReal(table, "mscale_all_dim", *m, from + "mscale_all_dim");
+  } else if (type != "default") {
+    throw Failure{"rope_scaling.rope_type: " + quoted(type) +
+                  " has no archc equivalent (linear, dynamic, llama3, "
+                  "yarn)"};
+  }
+  if (auto left = sc.unknown(); !left.empty())
+    throw Failure{"rope_scaling: field " + quoted(left.front()) +
+                  " is one archc does not model"};
+}
+
+/// Fields with no effect on inference that every family may carry.
+void common(Reader &r) {
+  r.known({"architectures", "model_type", "torch_dtype", "transformers_version",
+           "_name_or_path", "bos_token_id", "eos_token_id", "pad_token_id",
+           "unk_token_id", "sep_token_id", "decoder_start_token_id",
+           "use_cache", "initializer_range", "initializer_factor",
+           "attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop",
+           "attn_pdrop", "summary_type", "summary_use_proj",
+           "summary_activation", "summary_proj_to_labels",
+           "summary_first_dropout", "task_specific_params", "tokenizer_class",
+           "pretraining_tp", "dropout", "activation_dropout",
+           "layerdrop", "classifier_dropout", "attention_probs_dropout_prob",
+           "hidden_dropout_prob", "output_attentions",
+           "output_hidden_states", "return_dict", "id2label", "label2id",
+           "is_decoder", "is_encoder_decoder", "bias_dropout_fusion",
+           "masked_softmax_fusion", "skip_bias_add", "skip_bias_add_qkv",
+           "slow_but_exact", "use_flash_attn", "_attn_implementation",
+           "attn_implementation", "router_aux_loss_coef", "output_router_logits",
+           "router_jitter_noise", "quantization_config", "auto_map",
+           "use_sliding_window_cache", "cache_implementation",
+           "scale_attn_weights", "reorder_and_upcast_attn",
+           "scale_attn_by_inverse_layer_idx", "use_memory_efficient_attention",
+           "n_ctx_orig", "gradient_checkpointing", "prefix",
+           "tie_encoder_decoder", "use_return_dict", "init_std",
+           "emb_dropout", "offset_alibi", "pretraining_sequence_length",
+           "attention_softmax_in_fp32"});
+}
+
+/// Llama and the models written as Llama (Mistral, Mixtral, Qwen 2 and 3,
+/// OLMo 2): RMSNorm, SwiGLU, RoPE half-split (the checkpoints' q/k rows
+/// are permuted for it).
+void llamaFamily(Reader &r, Spec &s, const std::string &type) {
+  s.setInt("model", "vocab_size", r.integer("vocab_size", 32000),
+           "vocab_size");
+  int64_t d = r.integer("hidden_size");
+  s.setInt("model", "d_model", d, "hidden_size");
+  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
+           "num_hidden_layers");
+  s.setInt("model", "max_seq_len", r.integer("max_position_embeddings", 2048),
+           "max_position_embeddings");
+  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", false),
+            "tie_word_embeddings");
+  s.setStr("norm", "kind", "rmsnorm", "");
+  s.setReal("norm", "eps", r.number("rms_norm_eps", 1e-6), "rms_norm_eps");
+  if (type == "olmo2")
+    s.setStr("norm", "placement", "post_sublayer",
+             "OLMo 2: norms after each sublayer");
+  int64_t heads = r.positive("num_attention_heads");
+  s.setInt("attention", "n_heads", heads, "num_attention_heads");
+  s.setInt("attention", "n_kv_heads", r.integer("num_key_value_heads", heads),
+           "num_key_value_heads");
+  if (auto hd = r.intOpt("head_dim"); hd && *hd != d / heads)
+    s.setInt("attention", "head_dim", *hd, "head_dim");
+  bool bias = r.boolean("attention_bias", false);
+  if (type == "qwen2" || type == "qwen2_moe")
+    s.setBool("attention", "qkv_bias", true, "Qwen 2: q/k/v biases");
+  else if (bias) {
+    s.setBool("attention", "qkv_bias", true, "attention_bias");
+    s.setBool("attention", "out_bias", true, "attention_bias");
+  }
+  if (type == "qwen3")
+    s.setStr("attention", "qk_norm", "head", "Qwen 3: RMSNorm per head");
+  if (type == "olmo2")
+    s.setStr("attention", "qk_norm", "full",
+             "OLMo 2: RMSNorm over the q and k projections");
+  // Mistral and Mixtral slide a window when sliding_window is set; Qwen 2
+  // only with use_sliding_window.
+  bool sliding = type == "qwen2" || type == "qwen3"
+                     ? r.boolean("use_sliding_window", false)
+                     : true;
+  r.known({"max_window_layers"});
+  if (auto w = r.intOpt("sliding_window"); w && sliding)
+    s.setInt("attention", "window", *w, "sliding_window");
+  rope(r, s, "attention.position", 10000.0);
+  s.setStr("ffn", "kind", "glu", "");
+  s.setStr("ffn", "activation",
+           activation("hidden_act", r.stringOpt("hidden_act").value_or("silu")),
+           "hidden_act");
+  s.setInt("ffn", "d_ff", r.integer("intermediate_size"), "intermediate_size");
+  if (r.boolean("mlp_bias", false))
+    s.setBool("ffn", "bias", true, "mlp_bias");
+  if (type == "mixtral") {
+    s.setInt("moe", "n_experts", r.integer("num_local_experts"),
+             "num_local_experts");
+    s.setInt("moe", "top_k", r.integer("num_experts_per_tok"),
+             "num_experts_per_tok");
+    s.setStr("moe", "router", "softmax_topk", "");
+    s.setBool("moe", "normalize", true, "Mixtral: the top k renormalized");
+    s.setStr("weights", "naming", "hf-mixtral", "");
+  } else {
+    s.setStr("weights", "naming", "hf-llama", "");
+  }
+}
+
+/// Gemma 2 and 3: Gemma's RMSNorm (1 + w), sandwich norms, embeddings
+/// times sqrt(d_model), GeGLU, tied; local (sliding) and global layers.
+void gemmaFamily(Reader &r, Spec &s, const std::string &type) {
+  // Gemma3TextConfig's defaults where Gemma2Config's differ (a Gemma 3
+  // text_config lists only what its size changes).
+  const bool g3 = type == "gemma3_text";
+  s.setInt("model", "vocab_size", r.integer("vocab_size", g3 ? 262208 : 256000),
+           "vocab_size");
+  int64_t d = r.positive("hidden_size");
+  s.setInt("model", "d_model", d, "hidden_size");
+  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
+           "num_hidden_layers");
+  s.setInt("model", "max_seq_len",
+           r.integer("max_position_embeddings", g3 ? 131072 : 8192),
+           "max_position_embeddings");
+  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", true),
+            "tie_word_embeddings");
+  s.setReal("model", "embedding_scale", std::sqrt(double(d)),
+            "Gemma: sqrt(hidden_size)");
+  s.setStr("norm", "kind", "rmsnorm", "");
+  s.setReal("norm", "eps", r.number("rms_norm_eps", 1e-6), "rms_norm_eps");
+  s.setStr("norm", "placement", "sandwich", "Gemma 2/3: pre and post norms");
+  s.setReal("norm", "weight_offset", 1.0, "Gemma: scales by 1 + w");
+  int64_t heads = g3 ? r.positive("num_attention_heads", 8)
+                     : r.positive("num_attention_heads");
+  s.setInt("attention", "n_heads", heads, "num_attention_heads");
+  s.setInt("attention", "n_kv_heads",
+           r.integer("num_key_value_heads", g3 ? 4 : heads),
+           "num_key_value_heads");
+  int64_t hd = r.integer("head_dim", 256);
+  s.setInt("attention", "head_dim", hd, "head_dim");
+  double scalar = r.number("query_pre_attn_scalar", double(hd));
+  if (!(scalar > 0))
+    throw Failure{"query_pre_attn_scalar: must be positive, got " +
+                  real(scalar)};
+  s.setReal("attention", "scale", 1.0 / std::sqrt(scalar),
+            "query_pre_attn_scalar^-1/2");
+  if (r.boolean("attention_bias", false)) {
+    s.setBool("attention", "qkv_bias", true, "attention_bias");
+    s.setBool("attention", "out_bias", true, "attention_bias");
+  }
+  if (type == "gemma2") {
+    if (auto c = r.numberOpt("attn_logit_softcapping"))
+      s.setReal("attention", "softcap", *c, "attn_logit_softcapping");
+    if (auto c = r.numberOpt("final_logit_softcapping"))
+      s.setReal("output", "final_softcap", *c, "final_logit_softcapping");
+    rope(r, s, "attention.position", 10000.0);
+    int64_t w = r.integer("sliding_window", 4096);
+    s.override("every = 2\noffset = 0",
+               {{"attention", "window = " + std::to_string(w) +
+                                  "  # sliding_window"}},
+               "Gemma 2: even layers slide a window (sliding_window), odd "
+               "ones attend globally");
+  } else { // gemma3_text
+    s.setStr("attention", "qk_norm", "head", "Gemma 3: RMSNorm per head");
+    r.known({"attn_logit_softcapping", "final_logit_softcapping"});
+    int64_t w = r.integer("sliding_window", 4096);
+    s.setInt("attention", "window", w, "sliding_window (local layers)");
+    // Local layers: rope_local_base_freq, no scaling; every
+    // sliding_window_pattern-th layer is global: rope_theta, rope_scaling.
+    s.setStr("attention.position", "kind", "rope", "");
+    s.setReal("attention.position", "theta",
+              r.number("rope_local_base_freq", 10000.0),
+              "rope_local_base_freq (local layers)");
+    int64_t pattern = r.integer("sliding_window_pattern", 6);
+    std::vector<std::pair<std::string, std::string>> global = {
+        {"attention", "window = 0  # a global layer"},
+        {"attention.position",
+         "theta = " + real(r.number("rope_theta", 1000000.0)) +
+             "  # rope_theta"}};
+    if (const json::Object *sc = r.object("rope_scaling")) {
+      Reader rs(*sc);
+      std::string t = rs.stringOpt("rope_type")
+                          .value_or(rs.stringOpt("type").value_or(""));
+      if (t != "linear")
+        throw Failure{"rope_scaling.rope_type: Gemma 3's global layers "
+                      "take linear scaling here, got " + quoted(t)};
+      global.push_back({"attention.position",
+                        "scaling = \"linear\"  # rope_scaling.rope_type"});
+      global.push_back({"attention.position",
+                        "factor = " + real(rs.number("factor", 1.0)) +
+                            "  # rope_scaling.factor"});
+    }
+    s.override("every = " + std::to_string(pattern) + "\noffset = " +
+                   std::to_string(pattern - 1),
+               global,
+               "Gemma 3: every sliding_window_pattern-th layer is global");
+  }
+  s.setStr("ffn", "kind", "glu", "");
+  std::string act = r.stringOpt("hidden_activation")
+                        .value_or(r.stringOpt("hidden_act")
+                                      .value_or("gelu_pytorch_tanh"));
+  s.setStr("ffn", "activation", activation("hidden_activation", act),
+           "hidden_activation");
+  s.setInt("ffn", "d_ff", r.integer("intermediate_size"), "intermediate_size");
+  r.known({"cache_implementation", "final_logit_softcapping",
+           "attn_logit_softcapping", "sliding_window_size"});
+}
+
+/// GPT-2: learned positions, LayerNorm with biases, GELU (tanh) MLP,
+/// Conv1D checkpoints.
+void gpt2(Reader &r, Spec &s) {
+  int64_t d = r.integer("n_embd", 768);
+  s.setInt("model", "vocab_size", r.integer("vocab_size", 50257), "vocab_size");
+  s.setInt("model", "d_model", d, "n_embd");
+  s.setInt("model", "n_layers", r.integer("n_layer", 12), "n_layer");
+  s.setInt("model", "max_seq_len", r.integer("n_positions", 1024),
+           "n_positions");
+  r.known({"n_ctx"});
+  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", true),
+            "tie_word_embeddings");
+  s.setStr("norm", "kind", "layernorm", "");
+  s.setReal("norm", "eps", r.number("layer_norm_epsilon", 1e-5),
+            "layer_norm_epsilon");
+  s.setBool("norm", "bias", true, "");
+  s.setInt("attention", "n_heads", r.integer("n_head", 12), "n_head");
+  s.setBool("attention", "qkv_bias", true, "");
+  s.setBool("attention", "out_bias", true, "");
+  s.setStr("attention.position", "kind", "learned", "wpe");
+  s.setStr("ffn", "kind", "mlp", "");
+  s.setStr("ffn", "activation",
+           activation("activation_function",
+                      r.stringOpt("activation_function").value_or("gelu_new")),
+           "activation_function");
+  s.setInt("ffn", "d_ff", r.intOpt("n_inner").value_or(4 * d),
+           "n_inner (null: 4 n_embd)");
+  s.setBool("ffn", "bias", true, "");
+  s.setStr("weights", "naming", "hf-gpt2", "");
+}
+
+/// GPT-J: parallel blocks sharing one LayerNorm, interleaved partial RoPE,
+/// biases on the MLP and the classifier, none on attention.
+void gptj(Reader &r, Spec &s) {
+  int64_t d = r.integer("n_embd", 4096);
+  s.setInt("model", "vocab_size", r.integer("vocab_size", 50400), "vocab_size");
+  s.setInt("model", "d_model", d, "n_embd");
+  s.setInt("model", "n_layers", r.integer("n_layer", 28), "n_layer");
+  s.setInt("model", "max_seq_len", r.integer("n_positions", 2048),
+           "n_positions");
+  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", false),
+            "tie_word_embeddings");
+  s.setStr("norm", "kind", "layernorm", "");
+  s.setReal("norm", "eps", r.number("layer_norm_epsilon", 1e-5),
+            "layer_norm_epsilon");
+  s.setBool("norm", "bias", true, "");
+  s.setInt("attention", "n_heads", r.integer("n_head", 16), "n_head");
+  s.setStr("attention.position", "kind", "rope", "");
+  s.setReal("attention.position", "theta", 10000.0, "");
+  s.setInt("attention.position", "rotary_dim", r.integer("rotary_dim", 64),
+           "rotary_dim");
+  s.setStr("attention.position", "style", "interleaved", "GPT-J");
+  s.setStr("ffn", "kind", "mlp", "");
+  s.setStr("ffn", "activation",
+           activation("activation_function",
+                      r.stringOpt("activation_function").value_or("gelu_new")),
+           "activation_function");
+  s.setInt("ffn", "d_ff", r.intOpt("n_inner").value_or(4 * d),
+           "n_inner (null: 4 n_embd)");
+  s.setBool("ffn", "bias", true, "");
+  r.known({"rotary"});
+  s.setStr("block", "layout", "parallel", "GPT-J");
+  s.setBool("output", "bias", true, "lm_head.bias");
+  s.setStr("weights", "naming", "hf-gptj", "");
+}
+
+/// GPT-NeoX (Pythia): parallel residual with two norms (or serial), partial
+/// half-split RoPE, biases everywhere.
+void gptNeox(Reader &r, Spec &s) {
+  int64_t d = r.integer("hidden_size");
+  int64_t heads = r.positive("num_attention_heads");
+  s.setInt("model", "vocab_size", r.integer("vocab_size", 50432), "vocab_size");
+  s.setInt("model", "d_model", d, "hidden_size");
+  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
+           "num_hidden_layers");
+  s.setInt("model", "max_seq_len", r.integer("max_position_embeddings", 2048),
+           "max_position_embeddings");
+  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", false),
+            "tie_word_embeddings");
+  s.setStr("norm", "kind", "layernorm", "");
+  s.setReal("norm", "eps", r.number("layer_norm_eps", 1e-5), "layer_norm_eps");
+  s.setBool("norm", "bias", true, "");
+  s.setInt("attention", "n_heads", heads, "num_attention_heads");
+  bool bias = r.boolean("attention_bias", true);
+  s.setBool("attention", "qkv_bias", bias, "attention_bias");
+  s.setBool("attention", "out_bias", bias, "attention_bias");
+  s.setStr("attention.position", "kind", "rope", "");
+  s.setStr("attention.position", "style", "half_split", "");
+  double pct = r.number("rotary_pct", 0.25);
+  if (!(pct > 0 && pct <= 1))
+    throw Failure{"rotary_pct: must be in (0, 1], got " + real(pct)};
+  s.setInt("attention.position", "rotary_dim",
+           int64_t(double(d / heads) * pct), "rotary_pct x head_dim");
+  s.setReal("attention.position", "theta",
+            r.number("rotary_emb_base", r.number("rope_theta", 10000.0)),
+            "rotary_emb_base");
+  s.setStr("ffn", "kind", "mlp", "");
+  s.setStr("ffn", "activation",
+           activation("hidden_act", r.stringOpt("hidden_act").value_or("gelu")),
+           "hidden_act");
+  s.setInt("ffn", "d_ff", r.integer("intermediate_size"), "intermediate_size");
+  s.setBool("ffn", "bias", true, "");
+  if (r.boolean("use_parallel_residual", true)) {
+    s.setStr("block", "layout", "parallel", "use_parallel_residual");
+    s.setBool("block", "shared_norm", false, "GPT-NeoX: two norms");
+  }
+  r.known({"rope_scaling"});
+  s.setStr("weights", "naming", "hf-gpt-neox", "");
+}
+
+/// OPT: learned positions from row 2, LayerNorm, ReLU MLP, biases.
+void opt(Reader &r, Spec &s) {
+  int64_t d = r.integer("hidden_size");
+  if (auto p = r.intOpt("word_embed_proj_dim"); p && *p != d)
+    throw Failure{"word_embed_proj_dim: " + std::to_string(*p) +
+                  " differs from hidden_size (OPT-350m's embedding "
+                  "projections have no archc equivalent)"};
+  if (!r.boolean("do_layer_norm_before", true))
+    throw Failure{"do_layer_norm_before: false (post-norm OPT-350m) is not "
+                  "supported by this import"};
+  if (!r.boolean("enable_bias", true) ||
+      !r.boolean("layer_norm_elementwise_affine", true))
+    throw Failure{"enable_bias / layer_norm_elementwise_affine: OPT without "
+                  "biases or norm weights is not supported by this import"};
+  s.setInt("model", "vocab_size", r.integer("vocab_size", 50272), "vocab_size");
+  s.setInt("model", "d_model", d, "hidden_size");
+  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
+           "num_hidden_layers");
+  s.setInt("model", "max_seq_len", r.integer("max_position_embeddings", 2048),
+           "max_position_embeddings");
+  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", true),
+            "tie_word_embeddings");
+  s.setStr("norm", "kind", "layernorm", "");
+  s.setReal("norm", "eps", 1e-5, "");
+  s.setBool("norm", "bias", true, "");
+  s.setInt("attention", "n_heads", r.integer("num_attention_heads"),
+           "num_attention_heads");
+  s.setBool("attention", "qkv_bias", true, "enable_bias");
+  s.setBool("attention", "out_bias", true, "enable_bias");
+  s.setStr("attention.position", "kind", "learned", "");
+  s.setInt("attention.position", "offset", 2, "OPT: positions from row 2");
+  s.setStr("ffn", "kind", "mlp", "");
+  s.setStr("ffn", "activation",
+           activation("activation_function",
+                      r.stringOpt("activation_function").value_or("relu")),
+           "activation_function");
+  s.setInt("ffn", "d_ff", r.integer("ffn_dim"), "ffn_dim");
+  s.setBool("ffn", "bias", true, "");
+  s.setStr("weights", "naming", "hf-opt", "");
+}
+
+/// BLOOM: ALiBi, an embedding LayerNorm, GELU (tanh) MLP, biases. ALiBi
+/// has no trained context: max_seq_len comes from the caller.
+void bloom(Reader &r, Spec &s, int64_t maxSeqLen) {
+  int64_t d = r.intOpt("hidden_size").value_or(r.integer("n_embed", 64));
+  r.known({"n_embed"});
+  if (r.boolean("apply_residual_connection_post_layernorm", false))
+    throw Failure{"apply_residual_connection_post_layernorm: true is not "
+                  "supported by this import"};
+  s.setInt("model", "vocab_size", r.integer("vocab_size", 250880), "vocab_size");
+  s.setInt("model", "d_model", d, "hidden_size");
+  s.setInt("model", "n_layers", r.integer("n_layer", 2), "n_layer");
+  s.setInt("model", "max_seq_len", maxSeqLen,
+           "not in the config (ALiBi): --max-seq-len");
+  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", true),
+            "tie_word_embeddings");
+  s.setStr("norm", "kind", "layernorm", "");
+  s.setReal("norm", "eps", r.number("layer_norm_epsilon", 1e-5),
+            "layer_norm_epsilon");
+  s.setBool("norm", "bias", true, "");
+  s.setBool("norm", "embedding_norm", true, "word_embeddings_layernorm");
+  s.setInt("attention", "n_heads", r.integer("n_head", 8), "n_head");
+  s.setBool("attention", "qkv_bias", true, "");
+  s.setBool("attention", "out_bias", true, "");
+  s.setStr("attention.position", "kind", "alibi", "BLOOM");
+  s.setStr("ffn", "kind", "mlp", "");
+  s.setStr("ffn", "activation", "gelu_tanh", "BLOOM's bloom_gelu");
+  s.setInt("ffn", "d_ff", 4 * d, "4 hidden_size");
+  s.setBool("ffn", "bias", true, "");
+  r.known({"n_inner"});
+  s.setStr("weights", "naming", "hf-bloom", "");
+}
+
+/// Falcon: parallel attention and MLP, MQA (7B) or GQA with the new
+/// decoder architecture, RoPE, GELU MLP without biases.
+void falcon(Reader &r, Spec &s) {
+  int64_t d = r.integer("hidden_size");
+  int64_t heads = r.positive("num_attention_heads");
+  if (r.boolean("alibi", false))
+    throw Failure{"alibi: true (Falcon with ALiBi) is not supported by this "
+                  "import"};
+  if (r.boolean("apply_residual_connection_post_layernorm", false))
+    throw Failure{"apply_residual_connection_post_layernorm: true is not "
+                  "supported by this import"};
+  if (!r.boolean("parallel_attn", true))
+    throw Failure{"parallel_attn: false is not supported by this import"};
+  bool newArch = r.boolean("new_decoder_architecture", false);
+  int64_t kv = newArch ? r.integer("num_kv_heads", heads)
+               : r.boolean("multi_query", true) ? 1
+                                                : heads;
+  r.known({"num_kv_heads", "multi_query"});
+  s.setInt("model", "vocab_size", r.integer("vocab_size", 65024), "vocab_size");
+  s.setInt("model", "d_model", d, "hidden_size");
+  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
+           "num_hidden_layers");
+  s.setInt("model", "max_seq_len", r.integer("max_position_embeddings", 2048),
+           "max_position_embeddings");
+  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", true),
+            "tie_word_embeddings");
+  s.setStr("norm", "kind", "layernorm", "");
+  s.setReal("norm", "eps", r.number("layer_norm_epsilon", 1e-5),
+            "layer_norm_epsilon");
+  s.setBool("norm", "bias", true, "");
+  s.setInt("attention", "n_heads", heads, "num_attention_heads");
+  s.setInt("attention", "n_kv_heads", kv,
+           newArch ? "num_kv_heads" : "multi_query");
+  if (d % heads)
+    s.setInt("attention", "head_dim", d / heads, "hidden_size / heads");
+  if (r.boolean("bias", false))
+    throw Failure{"bias: true (Falcon with linear biases) is not supported "
+                  "by this import"};
+  rope(r, s, "attention.position", 10000.0);
+  s.setStr("ffn", "kind", "mlp", "");
+  s.setStr("ffn", "activation",
+           activation("activation", r.stringOpt("activation").value_or("gelu")),
+           "activation");
+  s.setInt("ffn", "d_ff", r.intOpt("ffn_hidden_size").value_or(4 * d),
+           "ffn_hidden_size (null: 4 hidden_size)");
+  s.setStr("block", "layout", "parallel", "parallel_attn");
+  // The new architecture's 40B/180B have ln_attn and ln_mlp;
+  // num_ln_in_parallel_attn = 1 (Falcon 2) one input_layernorm.
+  int64_t norms = newArch ? r.integer("num_ln_in_parallel_attn", 2) : 1;
+  s.setBool("block", "shared_norm", norms == 1,
+            "num_ln_in_parallel_attn / new_decoder_architecture");
+  s.setStr("weights", "naming", "hf-falcon", "");
+}
+
+/// Cohere (Command R): parallel blocks, bias-free LayerNorm, interleaved
+/// RoPE, optional per-head QK-norm, a logit scale, tied.
+void cohere(Reader &r, Spec &s) {
+  int64_t heads = r.integer("num_attention_heads");
+  s.setInt("model", "vocab_size", r.integer("vocab_size", 256000), "vocab_size");
+  s.setInt("model", "d_model", r.integer("hidden_size"), "hidden_size");
+  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
+           "num_hidden_layers");
+  s.setInt("model", "max_seq_len", r.integer("max_position_embeddings", 8192),
+           "max_position_embeddings");
+  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", true),
+            "tie_word_embeddings");
+  s.setStr("norm", "kind", "layernorm", "");
+  s.setReal("norm", "eps", r.number("layer_norm_eps", 1e-5), "layer_norm_eps");
+  s.setInt("attention", "n_heads", heads, "num_attention_heads");
+  s.setInt("attention", "n_kv_heads", r.integer("num_key_value_heads", heads),
+           "num_key_value_heads");
+  if (r.boolean("use_qk_norm", false))
+    s.setStr("attention", "qk_norm", "head_separate", "use_qk_norm");
+  if (r.boolean("attention_bias", false)) {
+    s.setBool("attention", "qkv_bias", true, "attention_bias");
+    s.setBool("attention", "out_bias", true, "attention_bias");
+  }
+  rope(r, s, "attention.position", 10000.0);
+  s.setStr("attention.position", "style", "interleaved", "Cohere's rotation");
+  s.setStr("ffn", "kind", "glu", "");
+  s.setStr("ffn", "activation",
+           activation("hidden_act", r.stringOpt("hidden_act").value_or("silu")),
+           "hidden_act");
+  s.setInt("ffn", "d_ff", r.integer("intermediate_size"), "intermediate_size");
+  s.setStr("block", "layout", "parallel", "Cohere");
+  s.setReal("output", "logit_scale", r.number("logit_scale", 0.0625),
+            "logit_scale");
+}
+
+/// `name` (a directory's or a repository's) as a spec's model name.
+std::string modelName(std::string name) {
+  if (auto slash = name.find_last_of('/'); slash != std::string::npos)
+    name = name.substr(slash + 1);
+  std::string out;
+  for (char c : name) {
+    unsigned char u = static_cast<unsigned char>(c);
+    out += std::isalnum(u) || c == '_' || c == '.' || c == '-'
+               ? char(std::tolower(u))
+               : '_';
+  }
+  while (!out.empty() && !std::isalnum(static_cast<unsigned char>(out[0])))
+    out.erase(0, 1);
+  if (out.size() > 64)
+    out.resize(64);
+  return out.empty() ? "model" : out;
+}
+
+} // namespace
+
+std::string hfModelTypes() {
+  return "llama, mistral, mixtral, qwen2, qwen3, olmo2, gemma2, gemma3, "
+         "gemma3_text, gpt2, gptj, gpt_neox, opt, bloom, falcon, cohere";
+}
+
+/// Whether `text` nests arrays and objects at most `limit` deep (outside
+/// strings): llvm::json's parser recurses once per level.
+static bool shallow(const std::string &text, int limit) {
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit)
+        return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+bool importHFConfig(const std::string &text, const std::string &source,
+                    std::string name, HFSpec &out, std::string &error) {
+  if (!shallow(text, 32)) {
+    error = source + ": arrays and objects nest more than 32 deep (a "
+                     "config.json nests 3 or 4)";
+    return false;
+  }
+  llvm::Expected<json::Value> parsed = json::parse(text);
+  if (!parsed) {
+    error = source + ": not valid JSON: " + llvm::toString(parsed.takeError());
+    return false;
+  }
+  const json::Object *top = parsed->getAsObject();
+  if (!top) {
+    error = source + ": a config.json holds a JSON object";
+    return false;
+  }
+  try {
+    Reader outer(*top);
+    std::string type = outer.stringOpt("model_type").value_or("");
+    if (type.empty())
+      throw Failure{"model_type: missing: archc cannot tell the "
+                    "architecture"};
+    // Gemma 3's multimodal checkpoints keep the language model's fields
+    // in text_config (the vision tower is not archc's).
+    const json::Object *fields = top;
+    if (type == "gemma3") {
+      fields = outer.object("text_config");
+      if (!fields)
+        throw Failure{"text_config: missing (model_type gemma3)"};
+      outer.known({"vision_config", "mm_tokens_per_image", "boi_token_index",
+                   "eoi_token_index", "image_token_index",
+                   "initializer_range", "architectures", "torch_dtype",
+                   "transformers_version", "_name_or_path", "eos_token_id",
+                   "bos_token_id", "pad_token_id"});
+      type = "gemma3_text";
+    }
+    Reader r(*fields);
+    common(r);
+    if (name.empty())
+      name = r.stringOpt("_name_or_path").value_or("");
+    Spec s;
+    s.setStr("model", "name", modelName(name), "");
+    if (type == "llama" || type == "mistral" || type == "mixtral" ||
+        type == "qwen2" || type == "qwen3" || type == "olmo2")
+      llamaFamily(r, s, type);
+    else if (type == "gemma2" || type == "gemma3_text")
+      gemmaFamily(r, s, type);
+    else if (type == "gpt2")
+      gpt2(r, s);
+    else if (type == "gptj")
+      gptj(r, s);
+    else if (type == "gpt_neox")
+      gptNeox(r, s);
+    else if (type == "opt")
+      opt(r, s);
+    else if (type == "bloom")
+      bloom(r, s, 2048);
+    else if (type == "falcon" || type == "RefinedWebModel" ||
+             type == "RefinedWeb")
+      falcon(r, s);
+    else if (type == "cohere")
+      cohere(r, s);
+    else
+      throw Failure{"model_type: " + quoted(type) + " is not supported (archc "
+                    "imports " + hfModelTypes() + ")"};
+    out.unknown = r.unknown();
+    for (const std::string &k : outer.unknown())
+      if (fields != top && k != "text_config")
+        out.unknown.push_back(k);
+    std::string from = source; // (a comment line: no control bytes)
+    for (char &c : from)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        c = '?';
+    out.toml = s.text("# Imported by archc import-hf from " + from +
+                      " (model_type \"" + type +
+                      "\"); each key's comment names its field.\n");
+    return true;
+  } catch (const Failure &f) {
+    error = source + ": " + f.message;
+    return false;
+  }
+}
+
+} // namespace arch

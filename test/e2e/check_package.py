@@ -1,0 +1,113 @@
+#!/usr/bin/python3
+"""The Python package (python/archc, imported from PYTHONPATH: the build
+tree's copy) on the real stories15M: greedy and seeded sampled generation
+equal `archc run`'s text (files given), the raw prefill/decode logits
+equal the C host's (test/e2e/archrt.py), the stream keeps multi-byte
+characters whole, and each misuse raises archc.Error with the runtime's
+message."""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+import archc
+
+sys.path.insert(0, os.path.dirname(__file__))
+import archrt  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--models", required=True)
+    ap.add_argument("--greedy", required=True,
+                    help="archc run's output, -n 24, greedy")
+    ap.add_argument("--sampled", required=True, help="archc run's output, "
+                    "-n 32 --temperature 0.9 --top-p 0.9 --seed 5")
+    args = ap.parse_args()
+    case = archrt.Cases()
+    weights = os.path.join(args.models, "stories15M.bin")
+    tokenizer = os.path.join(args.models, "tokenizer.bin")
+    prompt = "Once upon a time"
+    print("package:", os.path.dirname(archc.__file__))
+
+    model = archc.load(args.lib, weights=weights, tokenizer=tokenizer,
+                       threads=2)
+    case("model info", model.info["name"] == "stories15M" and
+         model.vocab_size == 32000 and model.info["n_layers"] == 6,
+         str(model.info))
+    case("parameter table", len(model.params()) == model.info["n_tensors"]
+         and model.params()[0][0] == "model.embed_tokens.weight",
+         str(model.params()[:2]))
+    for name, path, kw in (("greedy", args.greedy, dict(n=24)),
+                           ("sampled", args.sampled,
+                            dict(n=32, temperature=0.9, top_p=0.9, seed=5))):
+        pieces = list(model.generate(prompt, **kw))
+        with open(path, encoding="utf-8") as f:
+            want = f.read()
+        got = prompt + "".join(pieces) + "\n"
+        case(f"{name} text equals archc run's", got == want,
+             f"got {got!r}, archc run {want!r}")
+        case(f"{name}: a stream of pieces", len(pieces) > 5, str(pieces))
+
+    # Raw calls: the same logits as a C host's calls of the same library.
+    ids = model.tokenizer.encode(prompt)
+    seq = model.sequence()
+    first = seq.prefill(ids)
+    second = seq.decode(int(np.argmax(first)))
+    host = archrt.Lib(args.lib)
+    m = host.model(weights)
+    s = host.seq(m)
+    host.prefill(s, ids)
+    want1 = np.array(host.logits(s, 32000), dtype=np.float32)
+    host.decode(s, int(np.argmax(want1)))
+    want2 = np.array(host.logits(s, 32000), dtype=np.float32)
+    case("prefill logits as the C host's", first.dtype == np.float32 and
+         first.shape == (32000,) and np.array_equal(first, want1))
+    case("decode logits as the C host's", np.array_equal(second, want2))
+    case("sequence length", len(seq) == len(ids) + 1, str(len(seq)))
+    seq.reset()
+    case("reset", len(seq) == 0 and np.array_equal(seq.prefill(ids), first))
+    greedy_ids = list(model.generate_ids(ids, 3))
+    case("generate_ids greedy", greedy_ids[0] == int(np.argmax(first)),
+         str(greedy_ids))
+
+    # A character split across byte tokens comes whole.
+    text, rest = archc._complete_utf8("né".encode()[:2])
+    case("split character held back", text == "n" and rest == b"\xc3",
+         f"{text!r} {rest!r}")
+    text, rest = archc._complete_utf8(rest + b"\xa9!")
+    case("split character completed", text == "é!" and rest == b"",
+         f"{text!r} {rest!r}")
+
+    # Misuse: errors with the runtime's message and status.
+    def raises(name, fn, *fragments):
+        try:
+            fn()
+        except archc.Error as e:
+            msg = str(e)
+            case(name, all(f in msg for f in fragments),
+                 f"message {msg!r}, wanted {fragments}")
+            return
+        case(name, False, "no archc.Error")
+    raises("no such library", lambda: archc.Library("/nonexistent/x.so"),
+           "/nonexistent/x.so", "I/O error")
+    raises("not a model library",
+           lambda: archc.Library("/usr/lib/x86_64-linux-gnu/libm.so.6"),
+           "not an archc model library")
+    raises("bad weights file", lambda: archc.load(args.lib, weights=tokenizer),
+           "load_weights", "tokenizer.bin")
+    raises("token outside the vocabulary", lambda: seq.decode(32000),
+           "outside the vocabulary", "invalid argument")
+    raises("empty prompt", lambda: seq.prefill([]), "non-empty")
+    raises("logits before prefill", lambda: model.sequence().logits(),
+           "prefill first")
+    bare = archc.load(args.lib, random_seed=3)
+    raises("generate without a tokenizer",
+           lambda: list(bare.generate(prompt, 4)), "no tokenizer")
+    return case.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
