@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:?usage: scripts/fuzz.sh SECONDS [NAME ...]}"
 shift
-all=(spec hfconfig safetensors index llama2c tokenizer abi)
+all=(spec hfconfig safetensors index llama2c gguf tokenizer abi)
 names=("$@")
 [ "${#names[@]}" -gt 0 ] || names=("${all[@]}")
 build="${ARCHC_BUILD:-build}"

@@ -81,7 +81,13 @@ archrt_status archrt_param_info_get(const archrt_model *model, int32_t index,
  * (the index first, else model.safetensors). */
 archrt_status archrt_load_safetensors(archrt_model *model, const char *path);
 archrt_status archrt_load_llama2c(archrt_model *model, const char *path);
-/* Picks the loader from the path and the file's contents. */
+/* GGUF version 3 (llama.cpp): F32, F16, BF16 and Q8_0 tensors converted to
+ * f32 at load, found under llama.cpp's names (token_embd, blk.N.attn_q,
+ * ...; the Llama family's tensors), the q/k rows llama.cpp's converter
+ * permutes put back; the metadata's shape keys checked against the model. */
+archrt_status archrt_load_gguf(archrt_model *model, const char *path);
+/* Picks the loader from the path and the file's contents (a directory or
+ * .json: safetensors; else the file's first bytes). */
 archrt_status archrt_load_weights(archrt_model *model, const char *path);
 /* Fills every parameter with seeded uniform noise (benchmarks). */
 archrt_status archrt_init_random(archrt_model *model, uint64_t seed);

@@ -1135,6 +1135,8 @@ archrt_status archrt_load_weights(archrt_model *m, const char *path) {
   /* Safetensors: 8-byte little-endian header length, then '{'. */
   if (n >= 9 && head[8] == '{')
     return archrt_load_safetensors(m, path);
+  if (n >= 4 && !memcmp(head, "GGUF", 4))
+    return archrt_load_gguf(m, path);
   /* llama2.c: seven int32 dimensions, each within the spec's limits in
    * size (vocab_size's sign says whether the classifier is shared). */
   int32_t h[7];
@@ -1148,7 +1150,8 @@ archrt_status archrt_load_weights(archrt_model *m, const char *path) {
     return archrt_load_llama2c(m, path);
   return archrt_fail(ARCHRT_ERR_FORMAT,
                      "%s: neither a safetensors file (8-byte header length, "
-                     "then a JSON object) nor a llama2.c checkpoint (7 "
-                     "int32 dimensions in (0, 2^24], then floats)",
+                     "then a JSON object), a GGUF file (\"GGUF\") nor a "
+                     "llama2.c checkpoint (7 int32 dimensions in (0, 2^24], "
+                     "then floats)",
                      path);
 }

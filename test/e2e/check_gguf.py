@@ -1,0 +1,243 @@
+#!/usr/bin/python3
+"""GGUF round trip: a tiny Llama's seeded weights written as GGUF version 3
+the way llama.cpp's converter writes them (llama.cpp's tensor names,
+dims innermost first, q/k rows permuted for its RoPE, 1-D tensors F32,
+matrices F32, F16, BF16 or Q8_0), loaded by the library, give logits
+identical (bit for bit) to the same values, rounded as each type rounds
+them, loaded from safetensors F32; and each malformed or mismatched file
+gets an error that names the problem."""
+import os
+import struct
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reference"))
+import archref  # noqa: E402
+import archrt  # noqa: E402
+
+TYPES = {"F32": 0, "F16": 1, "Q8_0": 8, "BF16": 30}
+
+
+def gguf_name(name):
+    top = {"model.embed_tokens.weight": "token_embd.weight",
+           "model.norm.weight": "output_norm.weight",
+           "lm_head.weight": "output.weight"}
+    if name in top:
+        return top[name]
+    per = {"input_layernorm.weight": "attn_norm.weight",
+           "self_attn.q_proj.weight": "attn_q.weight",
+           "self_attn.k_proj.weight": "attn_k.weight",
+           "self_attn.v_proj.weight": "attn_v.weight",
+           "self_attn.o_proj.weight": "attn_output.weight",
+           "post_attention_layernorm.weight": "ffn_norm.weight",
+           "mlp.gate_proj.weight": "ffn_gate.weight",
+           "mlp.up_proj.weight": "ffn_up.weight",
+           "mlp.down_proj.weight": "ffn_down.weight"}
+    _, _, layer, rest = name.split(".", 3)
+    return f"blk.{layer}.{per[rest]}"
+
+
+def permute(w, heads):
+    """llama.cpp's convert_hf_to_gguf LlamaModel.permute."""
+    out, inn = w.shape
+    return (w.reshape(heads, 2, out // heads // 2, inn).swapaxes(1, 2)
+            .reshape(out, inn))
+
+
+def bf16_round(x):
+    b = x.astype("<f4").view("<u4").astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+    return b.astype("<u2")
+
+
+def q8_0(x):
+    """Blocks of 32 along rows: an f16 scale max|x| / 127, int8 round(x/d)
+    (llama.cpp's quantize_row_q8_0_ref), and the values they stand for."""
+    blocks = x.reshape(-1, 32).astype(np.float32)
+    d = np.abs(blocks).max(axis=1) / 127.0
+    inv = np.where(d > 0, 1.0 / np.where(d > 0, d, 1), 0.0).astype(np.float32)
+    q = np.round(blocks * inv[:, None]).astype(np.int8)
+    d16 = d.astype(np.float16)
+    raw = b"".join(d16[i].tobytes() + q[i].tobytes() for i in range(len(q)))
+    return raw, (d16.astype(np.float32)[:, None] * q).reshape(x.shape)
+
+
+def encode(x, kind):
+    """(bytes, the f32 values they hold)."""
+    if kind == "F32":
+        return x.astype("<f4").tobytes(), x.astype(np.float32)
+    if kind == "F16":
+        h = x.astype("<f2")
+        return h.tobytes(), h.astype(np.float32)
+    if kind == "BF16":
+        b = bf16_round(x)
+        return b.tobytes(), (b.astype("<u4") << 16).view("<f4").reshape(x.shape)
+    return q8_0(x)
+
+
+def gstr(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def kv(key, vtype, value):
+    out = gstr(key) + struct.pack("<I", vtype)
+    if vtype == 8:
+        return out + gstr(value)
+    if vtype == 9:  # an array of strings
+        return out + struct.pack("<IQ", 8, len(value)) + b"".join(
+            gstr(v) for v in value)
+    fmt = {4: "<I", 6: "<f"}[vtype]
+    return out + struct.pack(fmt, value)
+
+
+def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
+               drop=None, extra=None):
+    """Returns the f32 values (in Hugging Face order) the file holds."""
+    meta = {"llama.embedding_length": (4, spec.d),
+            "llama.block_count": (4, spec.layers),
+            "llama.attention.head_count": (4, spec.heads),
+            "llama.attention.head_count_kv": (4, spec.kv_heads),
+            "llama.feed_forward_length": (4, spec.d_ff),
+            "llama.context_length": (4, spec.max_seq),
+            "llama.rope.freq_base": (6, spec.theta),
+            "llama.attention.layer_norm_rms_epsilon": (6, spec.eps)}
+    meta.update(meta_override or {})
+    entries = [kv("general.architecture", 8, "llama"),
+               kv("general.alignment", 4, 32),
+               kv("tokenizer.ggml.tokens", 9, ["<unk>", "<s>", "</s>"])]
+    entries += [kv(k, t, v) for k, (t, v) in meta.items()]
+    infos, blobs, held, offset = [], [], {}, 0
+    for name in sorted(weights):
+        if name == drop:
+            continue
+        w = weights[name].numpy().astype(np.float32)
+        if name.endswith("q_proj.weight"):
+            w = permute(w, spec.heads)
+        elif name.endswith("k_proj.weight"):
+            w = permute(w, spec.kv_heads)
+        k = kind if w.ndim == 2 else "F32"
+        if k == "Q8_0" and w.shape[-1] % 32:
+            k = "F16"
+        raw, vals = encode(w, k)
+        if name.endswith("q_proj.weight"):  # back to Hugging Face's rows
+            vals = permute_back(vals, spec.heads)
+        elif name.endswith("k_proj.weight"):
+            vals = permute_back(vals, spec.kv_heads)
+        held[name] = vals
+        dims = list(reversed(w.shape))
+        infos.append(gstr(gguf_name(name)) + struct.pack("<I", len(dims)) +
+                     struct.pack(f"<{len(dims)}Q", *dims) +
+                     struct.pack("<IQ", TYPES[k], offset))
+        pad = (-len(raw)) % 32
+        blobs.append(raw + b"\0" * pad)
+        offset += len(raw) + pad
+    for name, dims, k, raw in extra or []:
+        infos.append(gstr(name) + struct.pack("<I", len(dims)) +
+                     struct.pack(f"<{len(dims)}Q", *dims) +
+                     struct.pack("<IQ", TYPES.get(k, k), offset))
+        blobs.append(raw + b"\0" * ((-len(raw)) % 32))
+        offset += len(blobs[-1])
+    head = (b"GGUF" + struct.pack("<IQQ", version, len(infos), len(entries)) +
+            b"".join(entries) + b"".join(infos))
+    head += b"\0" * ((-len(head)) % 32)
+    with open(path, "wb") as f:
+        f.write(head + b"".join(blobs))
+    return held
+
+
+def permute_back(w, heads):
+    out, inn = w.shape
+    return (w.reshape(heads, out // heads // 2, 2, inn).swapaxes(1, 2)
+            .reshape(out, inn))
+
+
+def logits(lib, path, spec, tokens):
+    model = lib.model(path)
+    seq = lib.seq(model)
+    out = []
+    lib.prefill(seq, tokens[:5])
+    out.append(np.array(lib.logits(seq, spec.vocab), dtype=np.float32))
+    for t in tokens[5:]:
+        lib.decode(seq, t)
+        out.append(np.array(lib.logits(seq, spec.vocab), dtype=np.float32))
+    lib.lib.archrt_seq_free(seq)
+    lib.lib.archrt_model_free(model)
+    return np.stack(out)
+
+
+def main():
+    args = archrt.script_args(__doc__)
+    case = archrt.Cases()
+    spec = archref.Spec(args.spec)
+    weights = archref.random_weights(spec, 7)
+    lib = archrt.Lib(args.lib)
+    tokens = [3, 17, 42, 9, 77, 5, 61, 2]
+    import torch
+    with tempfile.TemporaryDirectory() as tmp:
+        st = os.path.join(tmp, "w.safetensors")
+        archref.write_safetensors(st, weights)
+        base = logits(lib, st, spec, tokens)
+        for kind in ("F32", "F16", "BF16", "Q8_0"):
+            g = os.path.join(tmp, f"w-{kind}.gguf")
+            held = write_gguf(g, spec, weights, kind)
+            ref = os.path.join(tmp, f"held-{kind}.safetensors")
+            archref.write_safetensors(ref, {n: torch.from_numpy(v.copy())
+                                            for n, v in held.items()})
+            got, want = logits(lib, g, spec, tokens), logits(lib, ref, spec,
+                                                            tokens)
+            case(f"{kind}: logits equal the same values' from safetensors",
+                 np.array_equal(got, want),
+                 f"max diff {np.abs(got - want).max()}")
+            err = np.linalg.norm(got - base) / np.linalg.norm(base)
+            case(f"{kind}: within its rounding of f32 (rel L2 {err:.1e})",
+                 err == 0 if kind == "F32" else 0 < err < 0.05, str(err))
+
+        def load_error(name, fragments, **kw):
+            g = os.path.join(tmp, name + ".gguf")
+            write_gguf(g, spec, weights, "F16", **kw)
+            m = archrt.Lib(args.lib)
+            model = archrt.C.c_void_p()
+            m.check(m.lib.archrt_model_create(archrt.C.byref(model)), "create")
+            status = m.lib.archrt_load_weights(model, g.encode())
+            case.error(m, name, status, *fragments)
+            m.lib.archrt_model_free(model)
+        load_error("metadata mismatch",
+                   ["llama.embedding_length is 96, the model has"],
+                   meta_override={"llama.embedding_length": (4, 96)})
+        load_error("missing tensor", ["tensor 'blk.1.ffn_up.weight' "
+                                      "(parameter 'model.layers.1.mlp.up_proj."
+                                      "weight') is missing"],
+                   drop="model.layers.1.mlp.up_proj.weight")
+        load_error("version 2", ["GGUF version 2; archc reads version 3"],
+                   version=2)
+        load_error("unexpected tensor", ["tensor 'blk.9.attn_q.weight' is not "
+                                         "a parameter of the model"],
+                   extra=[("blk.9.attn_q.weight", [4], "F32", b"\0" * 16)])
+        load_error("Q4_0", ["tensor 'x.weight': type 2 is not F32, F16, BF16 "
+                            "or Q8_0"],
+                   extra=[("x.weight", [32], 2, b"\0" * 18)])
+        g = os.path.join(tmp, "trunc.gguf")
+        write_gguf(g, spec, weights, "F32")
+        with open(g, "rb") as f:
+            data = f.read()
+        for cut, frag in ((3, "not a GGUF file"), (20, "not a GGUF file (the magic"),
+                          (200, "metadata: "),
+                          (len(data) - 8, "past the end of the file")):
+            with open(g, "wb") as f:
+                f.write(data[:cut])
+            m = archrt.Lib(args.lib)
+            model = archrt.C.c_void_p()
+            m.check(m.lib.archrt_model_create(archrt.C.byref(model)), "create")
+            status = m.lib.archrt_load_weights(model, g.encode())
+            if cut == 3:  # too short to sniff: the generic error
+                frag = "neither a safetensors file"
+            case.error(m, f"cut at {cut} bytes", status, frag)
+            m.lib.archrt_model_free(model)
+    return case.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
