@@ -41,6 +41,9 @@ public:
     const json::Value *v = obj.get(key);
     return v && v->kind() != json::Value::Null;
   }
+  /// Whether the key is written at all (null included: "none", where an
+  /// absent key takes the default).
+  bool present(const std::string &key) const { return obj.get(key); }
   std::optional<int64_t> intOpt(const std::string &key) {
     const json::Value *v = take(key);
     if (!v || v->kind() == json::Value::Null)
@@ -329,8 +332,7 @@ void common(Reader &r) {
            "attn_implementation", "router_aux_loss_coef", "output_router_logits",
            "router_jitter_noise", "quantization_config", "auto_map",
            "use_sliding_window_cache", "cache_implementation",
-           "scale_attn_weights", "reorder_and_upcast_attn",
-           "scale_attn_by_inverse_layer_idx", "use_memory_efficient_attention",
+           "reorder_and_upcast_attn", "use_memory_efficient_attention",
            "n_ctx_orig", "gradient_checkpointing", "prefix",
            "tie_encoder_decoder", "use_return_dict", "init_std",
            "emb_dropout", "offset_alibi", "pretraining_sequence_length",
@@ -352,7 +354,11 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", false),
             "tie_word_embeddings");
   s.setStr("norm", "kind", "rmsnorm", "");
-  s.setReal("norm", "eps", r.number("rms_norm_eps", 1e-6), "rms_norm_eps");
+  // (The families' own defaults where they differ from Llama's.)
+  bool e5 = type == "mixtral" || type == "olmo2" || type == "llama" ||
+            type == "mistral";
+  s.setReal("norm", "eps", r.number("rms_norm_eps", e5 ? 1e-5 : 1e-6),
+            "rms_norm_eps");
   if (type == "olmo2")
     s.setStr("norm", "placement", "post_sublayer",
              "OLMo 2: norms after each sublayer");
@@ -360,10 +366,13 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   s.setInt("attention", "n_heads", heads, "num_attention_heads");
   s.setInt("attention", "n_kv_heads", r.integer("num_key_value_heads", heads),
            "num_key_value_heads");
-  if (auto hd = r.intOpt("head_dim"); hd && *hd != d / heads)
+  std::optional<int64_t> hd = r.intOpt("head_dim");
+  if (!hd && type == "qwen3" && !r.present("head_dim"))
+    hd = 128; // Qwen3Config's default
+  if (hd && *hd != d / heads)
     s.setInt("attention", "head_dim", *hd, "head_dim");
   bool bias = r.boolean("attention_bias", false);
-  if (type == "qwen2" || type == "qwen2_moe")
+  if (type == "qwen2")
     s.setBool("attention", "qkv_bias", true, "Qwen 2: q/k/v biases");
   else if (bias) {
     s.setBool("attention", "qkv_bias", true, "attention_bias");
@@ -374,15 +383,33 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   if (type == "olmo2")
     s.setStr("attention", "qk_norm", "full",
              "OLMo 2: RMSNorm over the q and k projections");
-  // Mistral and Mixtral slide a window when sliding_window is set; Qwen 2
-  // only with use_sliding_window.
-  bool sliding = type == "qwen2" || type == "qwen3"
-                     ? r.boolean("use_sliding_window", false)
-                     : true;
-  r.known({"max_window_layers"});
-  if (auto w = r.intOpt("sliding_window"); w && sliding)
-    s.setInt("attention", "window", *w, "sliding_window");
-  rope(r, s, "attention.position", 10000.0);
+  // Mistral slides a window of sliding_window (4096 when the key is
+  // absent, none when null), Mixtral when it is set; Qwen 2 and 3 only
+  // with use_sliding_window, and only from layer max_window_layers on;
+  // Llama and OLMo 2 never (their modeling code ignores the key).
+  int64_t layers = r.integer("num_hidden_layers");
+  if (type == "mistral" || type == "mixtral") {
+    std::optional<int64_t> w = r.intOpt("sliding_window");
+    if (!w && type == "mistral" && !r.present("sliding_window"))
+      w = 4096;
+    if (w)
+      s.setInt("attention", "window", *w, "sliding_window");
+  } else if (type == "qwen2" || type == "qwen3") {
+    bool sliding = r.boolean("use_sliding_window", false);
+    int64_t from = r.integer("max_window_layers", type == "qwen2" ? 28 : layers);
+    std::optional<int64_t> w = r.intOpt("sliding_window");
+    if (sliding && w && from < layers) {
+      s.setInt("attention", "window", *w,
+               "sliding_window (use_sliding_window)");
+      if (from > 0)
+        s.override("first = " + std::to_string(from),
+                   {{"attention", "window = 0  # below max_window_layers"}},
+                   "Qwen: layers below max_window_layers attend globally");
+    }
+  } else {
+    r.known({"sliding_window", "use_sliding_window", "max_window_layers"});
+  }
+  rope(r, s, "attention.position", type == "mixtral" ? 1e6 : 10000.0);
   s.setStr("ffn", "kind", "glu", "");
   s.setStr("ffn", "activation",
            activation("hidden_act", r.stringOpt("hidden_act").value_or("silu")),
@@ -429,12 +456,11 @@ void gemmaFamily(Reader &r, Spec &s, const std::string &type) {
   int64_t heads = g3 ? r.positive("num_attention_heads", 8)
                      : r.positive("num_attention_heads");
   s.setInt("attention", "n_heads", heads, "num_attention_heads");
-  s.setInt("attention", "n_kv_heads",
-           r.integer("num_key_value_heads", g3 ? 4 : heads),
+  s.setInt("attention", "n_kv_heads", r.integer("num_key_value_heads", 4),
            "num_key_value_heads");
   int64_t hd = r.integer("head_dim", 256);
   s.setInt("attention", "head_dim", hd, "head_dim");
-  double scalar = r.number("query_pre_attn_scalar", double(hd));
+  double scalar = r.number("query_pre_attn_scalar", 256.0);
   if (!(scalar > 0))
     throw Failure{"query_pre_attn_scalar: must be positive, got " +
                   real(scalar)};
@@ -444,11 +470,20 @@ void gemmaFamily(Reader &r, Spec &s, const std::string &type) {
     s.setBool("attention", "qkv_bias", true, "attention_bias");
     s.setBool("attention", "out_bias", true, "attention_bias");
   }
+  // Soft-capping where set (Gemma 2's defaults are 50 and 30, Gemma 3's
+  // none; null turns them off).
+  auto cap = [&](const char *key, double g2) -> std::optional<double> {
+    if (auto c = r.numberOpt(key))
+      return *c;
+    if (!g3 && !r.present(key))
+      return g2;
+    return std::nullopt;
+  };
+  if (auto c = cap("attn_logit_softcapping", 50.0))
+    s.setReal("attention", "softcap", *c, "attn_logit_softcapping");
+  if (auto c = cap("final_logit_softcapping", 30.0))
+    s.setReal("output", "final_softcap", *c, "final_logit_softcapping");
   if (type == "gemma2") {
-    if (auto c = r.numberOpt("attn_logit_softcapping"))
-      s.setReal("attention", "softcap", *c, "attn_logit_softcapping");
-    if (auto c = r.numberOpt("final_logit_softcapping"))
-      s.setReal("output", "final_softcap", *c, "final_logit_softcapping");
     rope(r, s, "attention.position", 10000.0);
     int64_t w = r.integer("sliding_window", 4096);
     s.override("every = 2\noffset = 0",
@@ -458,7 +493,6 @@ void gemmaFamily(Reader &r, Spec &s, const std::string &type) {
                "ones attend globally");
   } else { // gemma3_text
     s.setStr("attention", "qk_norm", "head", "Gemma 3: RMSNorm per head");
-    r.known({"attn_logit_softcapping", "final_logit_softcapping"});
     int64_t w = r.integer("sliding_window", 4096);
     s.setInt("attention", "window", w, "sliding_window (local layers)");
     // Local layers: rope_local_base_freq, no scaling; every
@@ -498,8 +532,7 @@ void gemmaFamily(Reader &r, Spec &s, const std::string &type) {
   s.setStr("ffn", "activation", activation("hidden_activation", act),
            "hidden_activation");
   s.setInt("ffn", "d_ff", r.integer("intermediate_size"), "intermediate_size");
-  r.known({"cache_implementation", "final_logit_softcapping",
-           "attn_logit_softcapping", "sliding_window_size"});
+  r.known({"cache_implementation", "sliding_window_size"});
 }
 
 /// GPT-2: learned positions, LayerNorm with biases, GELU (tanh) MLP,
@@ -530,6 +563,11 @@ void gpt2(Reader &r, Spec &s) {
   s.setInt("ffn", "d_ff", r.intOpt("n_inner").value_or(4 * d),
            "n_inner (null: 4 n_embd)");
   s.setBool("ffn", "bias", true, "");
+  if (!r.boolean("scale_attn_weights", true) ||
+      r.boolean("scale_attn_by_inverse_layer_idx", false))
+    throw Failure{"scale_attn_weights / scale_attn_by_inverse_layer_idx: "
+                  "GPT-2 without the 1/sqrt(head_dim) scale or with a "
+                  "per-layer one is not supported by this import"};
   s.setStr("weights", "naming", "hf-gpt2", "");
 }
 
@@ -537,6 +575,7 @@ void gpt2(Reader &r, Spec &s) {
 /// biases on the MLP and the classifier, none on attention.
 void gptj(Reader &r, Spec &s) {
   int64_t d = r.integer("n_embd", 4096);
+  int64_t heads = r.positive("n_head", 16);
   s.setInt("model", "vocab_size", r.integer("vocab_size", 50400), "vocab_size");
   s.setInt("model", "d_model", d, "n_embd");
   s.setInt("model", "n_layers", r.integer("n_layer", 28), "n_layer");
@@ -548,11 +587,12 @@ void gptj(Reader &r, Spec &s) {
   s.setReal("norm", "eps", r.number("layer_norm_epsilon", 1e-5),
             "layer_norm_epsilon");
   s.setBool("norm", "bias", true, "");
-  s.setInt("attention", "n_heads", r.integer("n_head", 16), "n_head");
+  s.setInt("attention", "n_heads", heads, "n_head");
   s.setStr("attention.position", "kind", "rope", "");
   s.setReal("attention.position", "theta", 10000.0, "");
-  s.setInt("attention.position", "rotary_dim", r.integer("rotary_dim", 64),
-           "rotary_dim");
+  s.setInt("attention.position", "rotary_dim",
+           r.intOpt("rotary_dim").value_or(d / heads),
+           "rotary_dim (null: the whole head)");
   s.setStr("attention.position", "style", "interleaved", "GPT-J");
   s.setStr("ffn", "kind", "mlp", "");
   s.setStr("ffn", "activation",
@@ -562,7 +602,7 @@ void gptj(Reader &r, Spec &s) {
   s.setInt("ffn", "d_ff", r.intOpt("n_inner").value_or(4 * d),
            "n_inner (null: 4 n_embd)");
   s.setBool("ffn", "bias", true, "");
-  r.known({"rotary"});
+  r.known({"rotary", "scale_attn_weights"}); // (GPT-J always scales)
   s.setStr("block", "layout", "parallel", "GPT-J");
   s.setBool("output", "bias", true, "lm_head.bias");
   s.setStr("weights", "naming", "hf-gptj", "");
@@ -608,7 +648,9 @@ void gptNeox(Reader &r, Spec &s) {
     s.setStr("block", "layout", "parallel", "use_parallel_residual");
     s.setBool("block", "shared_norm", false, "GPT-NeoX: two norms");
   }
-  r.known({"rope_scaling"});
+  if (r.object("rope_scaling"))
+    throw Failure{"rope_scaling: RoPE scaling of GPT-NeoX is not supported "
+                  "by this import"};
   s.setStr("weights", "naming", "hf-gpt-neox", "");
 }
 
@@ -619,6 +661,9 @@ void opt(Reader &r, Spec &s) {
     throw Failure{"word_embed_proj_dim: " + std::to_string(*p) +
                   " differs from hidden_size (OPT-350m's embedding "
                   "projections have no archc equivalent)"};
+  if (r.boolean("_remove_final_layer_norm", false))
+    throw Failure{"_remove_final_layer_norm: true is not supported by this "
+                  "import"};
   if (!r.boolean("do_layer_norm_before", true))
     throw Failure{"do_layer_norm_before: false (post-norm OPT-350m) is not "
                   "supported by this import"};
@@ -656,8 +701,10 @@ void opt(Reader &r, Spec &s) {
 /// BLOOM: ALiBi, an embedding LayerNorm, GELU (tanh) MLP, biases. ALiBi
 /// has no trained context: max_seq_len comes from the caller.
 void bloom(Reader &r, Spec &s, int64_t maxSeqLen) {
-  int64_t d = r.intOpt("hidden_size").value_or(r.integer("n_embed", 64));
-  r.known({"n_embed"});
+  // BloomConfig: n_embed, where given, over hidden_size.
+  std::optional<int64_t> embed = r.intOpt("n_embed");
+  int64_t d = embed ? *embed : r.integer("hidden_size", 64);
+  r.known({"hidden_size"});
   if (r.boolean("apply_residual_connection_post_layernorm", false))
     throw Failure{"apply_residual_connection_post_layernorm: true is not "
                   "supported by this import"};
@@ -665,7 +712,7 @@ void bloom(Reader &r, Spec &s, int64_t maxSeqLen) {
   s.setInt("model", "d_model", d, "hidden_size");
   s.setInt("model", "n_layers", r.integer("n_layer", 2), "n_layer");
   s.setInt("model", "max_seq_len", maxSeqLen,
-           "not in the config (ALiBi): --max-seq-len");
+           "not in the config (ALiBi has no trained context): edit for more");
   s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", true),
             "tie_word_embeddings");
   s.setStr("norm", "kind", "layernorm", "");
@@ -734,7 +781,7 @@ void falcon(Reader &r, Spec &s) {
   // The new architecture's 40B/180B have ln_attn and ln_mlp;
   // num_ln_in_parallel_attn = 1 (Falcon 2) one input_layernorm.
   int64_t norms = newArch ? r.integer("num_ln_in_parallel_attn", 2) : 1;
-  s.setBool("block", "shared_norm", norms == 1,
+  s.setBool("block", "shared_norm", !(newArch && norms == 2),
             "num_ln_in_parallel_attn / new_decoder_architecture");
   s.setStr("weights", "naming", "hf-falcon", "");
 }
@@ -881,8 +928,7 @@ bool importHFConfig(const std::string &text, const std::string &source,
       opt(r, s);
     else if (type == "bloom")
       bloom(r, s, 2048);
-    else if (type == "falcon" || type == "RefinedWebModel" ||
-             type == "RefinedWeb")
+    else if (type == "falcon")
       falcon(r, s);
     else if (type == "cohere")
       cohere(r, s);

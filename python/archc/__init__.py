@@ -85,7 +85,10 @@ class Tokenizer:
     def encode(self, text, bos=True, eos=False, max_tokens=None):
         """Token ids of UTF-8 `text` (a str or bytes)."""
         data = text.encode() if isinstance(text, str) else bytes(text)
-        cap = max_tokens or len(data) + 3
+        if b"\0" in data:
+            raise Error("tokenizer_encode", 1, "text holds a NUL byte (the "
+                                               "C API takes a C string)")
+        cap = len(data) + 3 if max_tokens is None else int(max_tokens)
         buf, n = (C.c_int32 * cap)(), C.c_int32()
         self._lib.check(self._lib.c.archrt_tokenizer_encode(
             self._t, data, int(bos), int(eos), buf, cap, C.byref(n)),
@@ -204,12 +207,13 @@ class Model:
         greedy; else softmax(logits / T) with nucleus top_p; seeded); ends
         before a token in `stop`."""
         prompt = list(prompt)
-        seq = self.sequence()
         sampler = C.c_void_p()
         self.lib.check(self.lib.c.archrt_sampler_create(
             self.vocab_size, float(temperature), float(top_p),
             C.c_uint64(seed), C.byref(sampler)), "sampler_create")
+        seq = None
         try:
+            seq = self.sequence()
             logits = seq.prefill(prompt)
             total = min(int(n), self.max_seq_len - len(prompt))
             nxt = C.c_int32()
@@ -224,7 +228,8 @@ class Model:
                     logits = seq.decode(nxt.value)
         finally:
             self.lib.c.archrt_sampler_free(sampler)
-            seq.close()
+            if seq is not None:
+                seq.close()
 
     def generate(self, prompt, n, temperature=0.0, top_p=1.0, seed=0):
         """Text after `prompt` (text, encoded with BOS), as a stream of

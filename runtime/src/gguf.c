@@ -182,6 +182,10 @@ static float f16_to_f32(uint16_t h) {
   return f;
 }
 
+static int by_name(const void *a, const void *b) {
+  return strcmp(((const gguf_tensor *)a)->name, ((const gguf_tensor *)b)->name);
+}
+
 static size_t tensor_bytes(uint32_t type, int64_t numel, uint64_t row) {
   switch (type) {
   case GGML_F32: return (size_t)numel * 4;
@@ -291,9 +295,13 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
              version);
     goto fail;
   }
-  if (n_tensors > GGUF_MAX_TENSORS || n_kv > GGUF_MAX_KV) {
-    snprintf(why, sizeof why, "%llu tensors and %llu metadata entries: at "
-                              "most %d of each are read",
+  /* (Each entry takes at least 33 bytes of table, 12 of metadata.) */
+  size_t left = (size_t)(c.end - c.p);
+  if (n_tensors > GGUF_MAX_TENSORS || n_kv > GGUF_MAX_KV ||
+      n_tensors > left / 33 || n_kv > left / 12) {
+    snprintf(why, sizeof why, "%llu tensors and %llu metadata entries: more "
+                              "than the file holds, or than the %d of each "
+                              "read",
              (unsigned long long)n_tensors, (unsigned long long)n_kv,
              GGUF_MAX_TENSORS);
     goto fail;
@@ -340,11 +348,11 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
       alignment = (uint64_t)a;
       continue;
     }
-    size_t al = strlen(arch);
-    for (int k = 0; k < M_COUNT && al; ++k) {
+    /* (Only the llama architecture is read: its keys, in any order.) */
+    for (int k = 0; k < M_COUNT; ++k) {
       size_t sl = strlen(meta_suffix[k]);
-      if (klen == al + sl && !memcmp(key, arch, al) &&
-          !memcmp(key + al, meta_suffix[k], sl))
+      if (klen == 5 + sl && !memcmp(key, "llama", 5) &&
+          !memcmp(key + 5, meta_suffix[k], sl))
         known = k;
     }
     if (known >= 0) {
@@ -360,6 +368,14 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
   }
   if (c.err) {
     snprintf(why, sizeof why, "metadata: %s", c.err);
+    goto fail;
+  }
+  /* llama.cpp permutes q/k (and names tensors as read here) for its llama
+   * architecture; other architectures differ in ways names do not show. */
+  if (strcmp(arch, "llama")) {
+    snprintf(why, sizeof why, "general.architecture is \"%.40s\"; archc "
+                              "reads GGUF files of the llama architecture",
+             arch[0] ? arch : "(missing)");
     goto fail;
   }
   /* The tensor table. */
@@ -411,16 +427,19 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
                t->name, t->type);
       goto fail;
     }
-    for (uint64_t j = 0; j < i; ++j)
-      if (!strcmp(tensors[j].name, t->name)) {
-        snprintf(why, sizeof why, "tensor '%.64s' is listed twice", t->name);
-        goto fail;
-      }
   }
   if (c.err) {
     snprintf(why, sizeof why, "tensor table: %s", c.err);
     goto fail;
   }
+  /* Sorted by name: duplicates side by side, lookups by bisection. */
+  qsort(tensors, (size_t)n_tensors, sizeof *tensors, by_name);
+  for (uint64_t i = 1; i < n_tensors; ++i)
+    if (!strcmp(tensors[i - 1].name, tensors[i].name)) {
+      snprintf(why, sizeof why, "tensor '%.64s' is listed twice",
+               tensors[i].name);
+      goto fail;
+    }
   uint64_t data = ((uint64_t)(c.p - (const uint8_t *)f.data) + alignment - 1) /
                   alignment * alignment;
   for (uint64_t i = 0; i < n_tensors; ++i) {
@@ -467,10 +486,10 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
                      p->name);
       continue;
     }
-    gguf_tensor *t = NULL;
-    for (uint64_t j = 0; j < n_tensors && !t; ++j)
-      if (!strcmp(tensors[j].name, gname))
-        t = &tensors[j];
+    gguf_tensor key;
+    memcpy(key.name, gname, sizeof key.name);
+    gguf_tensor *t = bsearch(&key, tensors, (size_t)n_tensors,
+                             sizeof *tensors, by_name);
     if (!t) {
       archrt_problem(&probs, "tensor '%s' (parameter '%s') is missing",
                      gname, p->name);

@@ -1132,11 +1132,12 @@ archrt_status archrt_load_weights(archrt_model *m, const char *path) {
   unsigned char head[28] = {0};
   ssize_t n = read(fd, head, sizeof head);
   close(fd);
+  /* GGUF first: its byte 8 (a tensor count's) may be '{'. */
+  if (n >= 4 && !memcmp(head, "GGUF", 4))
+    return archrt_load_gguf(m, path);
   /* Safetensors: 8-byte little-endian header length, then '{'. */
   if (n >= 9 && head[8] == '{')
     return archrt_load_safetensors(m, path);
-  if (n >= 4 && !memcmp(head, "GGUF", 4))
-    return archrt_load_gguf(m, path);
   /* llama2.c: seven int32 dimensions, each within the spec's limits in
    * size (vocab_size's sign says whether the classifier is shared). */
   int32_t h[7];

@@ -94,7 +94,7 @@ def kv(key, vtype, value):
 
 
 def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
-               drop=None, extra=None):
+               drop=None, extra=None, arch="llama", alignment=32):
     """Returns the f32 values (in Hugging Face order) the file holds."""
     meta = {"llama.embedding_length": (4, spec.d),
             "llama.block_count": (4, spec.layers),
@@ -105,8 +105,8 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
             "llama.rope.freq_base": (6, spec.theta),
             "llama.attention.layer_norm_rms_epsilon": (6, spec.eps)}
     meta.update(meta_override or {})
-    entries = [kv("general.architecture", 8, "llama"),
-               kv("general.alignment", 4, 32),
+    entries = [kv("general.architecture", 8, arch),
+               kv("general.alignment", 4, alignment),
                kv("tokenizer.ggml.tokens", 9, ["<unk>", "<s>", "</s>"])]
     entries += [kv(k, t, v) for k, (t, v) in meta.items()]
     infos, blobs, held, offset = [], [], {}, 0
@@ -131,18 +131,18 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
         infos.append(gstr(gguf_name(name)) + struct.pack("<I", len(dims)) +
                      struct.pack(f"<{len(dims)}Q", *dims) +
                      struct.pack("<IQ", TYPES[k], offset))
-        pad = (-len(raw)) % 32
+        pad = (-len(raw)) % alignment
         blobs.append(raw + b"\0" * pad)
         offset += len(raw) + pad
     for name, dims, k, raw in extra or []:
         infos.append(gstr(name) + struct.pack("<I", len(dims)) +
                      struct.pack(f"<{len(dims)}Q", *dims) +
                      struct.pack("<IQ", TYPES.get(k, k), offset))
-        blobs.append(raw + b"\0" * ((-len(raw)) % 32))
+        blobs.append(raw + b"\0" * ((-len(raw)) % alignment))
         offset += len(blobs[-1])
     head = (b"GGUF" + struct.pack("<IQQ", version, len(infos), len(entries)) +
             b"".join(entries) + b"".join(infos))
-    head += b"\0" * ((-len(head)) % 32)
+    head += b"\0" * ((-len(head)) % alignment)
     with open(path, "wb") as f:
         f.write(head + b"".join(blobs))
     return held
@@ -182,7 +182,9 @@ def main():
         base = logits(lib, st, spec, tokens)
         for kind in ("F32", "F16", "BF16", "Q8_0"):
             g = os.path.join(tmp, f"w-{kind}.gguf")
-            held = write_gguf(g, spec, weights, kind)
+            # (Q8_0 with the data aligned to 64 bytes.)
+            held = write_gguf(g, spec, weights, kind,
+                              alignment=64 if kind == "Q8_0" else 32)
             ref = os.path.join(tmp, f"held-{kind}.safetensors")
             archref.write_safetensors(ref, {n: torch.from_numpy(v.copy())
                                             for n, v in held.items()})
@@ -204,6 +206,14 @@ def main():
             status = m.lib.archrt_load_weights(model, g.encode())
             case.error(m, name, status, *fragments)
             m.lib.archrt_model_free(model)
+        load_error("another architecture",
+                   ['general.architecture is "gemma"; archc reads GGUF files '
+                    'of the llama architecture'], arch="gemma")
+        # 19 tensors and 104 more: the count's low byte is '{', which the
+        # safetensors sniff would take; the GGUF magic decides.
+        load_error("count byte '{'", ["tensor 'z000.weight' is not a parameter"],
+                   extra=[(f"z{i:03d}.weight", [1], "F32", b"\0" * 4)
+                          for i in range(104)])
         load_error("metadata mismatch",
                    ["llama.embedding_length is 96, the model has"],
                    meta_override={"llama.embedding_length": (4, 96)})
@@ -224,7 +234,7 @@ def main():
         with open(g, "rb") as f:
             data = f.read()
         for cut, frag in ((3, "not a GGUF file"), (20, "not a GGUF file (the magic"),
-                          (200, "metadata: "),
+                          (200, "more than the file holds"),
                           (len(data) - 8, "past the end of the file")):
             with open(g, "wb") as f:
                 f.write(data[:cut])

@@ -101,6 +101,11 @@ def main():
     raises("token outside the vocabulary", lambda: seq.decode(32000),
            "outside the vocabulary", "invalid argument")
     raises("empty prompt", lambda: seq.prefill([]), "non-empty")
+    raises("NUL in the text", lambda: model.tokenizer.encode("a\0b"),
+           "NUL byte")
+    raises("bad sampling", lambda: list(model.generate(prompt, 4,
+                                                       temperature=-1.0)),
+           "sampler_create", "invalid argument")
     raises("logits before prefill", lambda: model.sequence().logits(),
            "prefill first")
     bare = archc.load(args.lib, random_seed=3)

@@ -12,9 +12,9 @@
 //
 // SPEC is a .toml spec, or a Hugging Face model directory (its
 // config.json, imported as import-hf would write it), IR an .mlir module
-// of the arch dialect (as --emit=mlir or --dump-ir writes it). Like Toy's toyc, --emit decides how
-// far to lower. Each subcommand parses
-// its own options, so `archc SUB --help` lists only what SUB takes.
+// of the arch dialect (as --emit=mlir or --dump-ir writes it). Like Toy's
+// toyc, --emit decides how far to lower. Each subcommand parses its own
+// options, so `archc SUB --help` lists only what SUB takes.
 //
 //===----------------------------------------------------------------------===//
 #include "ModelLib.h"
