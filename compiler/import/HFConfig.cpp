@@ -369,7 +369,7 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   std::optional<int64_t> hd = r.intOpt("head_dim");
   if (!hd && type == "qwen3" && !r.present("head_dim"))
     hd = 128; // Qwen3Config's default
-  if (hd && *hd != d / heads)
+  if (hd && (*hd != d / heads || d % heads))
     s.setInt("attention", "head_dim", *hd, "head_dim");
   bool bias = r.boolean("attention_bias", false);
   if (type == "qwen2")

@@ -487,7 +487,7 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
       continue;
     }
     gguf_tensor key;
-    memcpy(key.name, gname, sizeof key.name);
+    snprintf(key.name, sizeof key.name, "%s", gname);
     gguf_tensor *t = bsearch(&key, tensors, (size_t)n_tensors,
                              sizeof *tensors, by_name);
     if (!t) {

@@ -5,18 +5,23 @@ Prefills a random prompt in two calls (so the second starts at pos > 0 with
 several tokens), then decodes random tokens one at a time, and after every
 call compares the library's fp32 logits with the reference's float64
 logits: relative L2 error must be <= --tol (1e-4 by default).
+
+Under the sanitized test run (ARCHC_SANITIZE=1, the ASan runtime preloaded
+into this process) the PyTorch side (weights, checkpoint, reference logits)
+runs in a child process without the preload: the sanitizer is there for
+the library, and PyTorch under an intercepted malloc costs seconds a test.
 """
 import argparse
+import json
 import os
 import random
+import subprocess
 import sys
 import tempfile
 
 import numpy as np
-import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reference"))
-import archref  # noqa: E402
 import archrt  # noqa: E402
 
 
@@ -57,18 +62,56 @@ def main():
                     help="give experts 0 and 1 the same router row (and "
                     "selection bias): every token's scores tie, and the "
                     "lower index must win in both")
+    ap.add_argument("--prepare-into", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.prepare_into:
+        return prepare(args, args.prepare_into)
+    with tempfile.TemporaryDirectory() as tmp:
+        if os.environ.get("ARCHC_SANITIZE") == "1":
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("LD_PRELOAD", "ARCHC_SANITIZE")}
+            rc = subprocess.run([sys.executable, __file__, *sys.argv[1:],
+                                 "--prepare-into", tmp], env=env).returncode
+        else:
+            rc = prepare(args, tmp)
+        with open(os.path.join(tmp, "meta.json")) as f:
+            meta = json.load(f)
+        for line in meta["lines"]:
+            print(line)
+        if rc:
+            return rc
+        ref = np.load(os.path.join(tmp, "ref.npy"))
+        lib = archrt.Lib(args.lib)
+        model = lib.model(os.path.join(tmp, "ckpt"))
+    return run(args, lib, model, ref, meta["tokens"], meta["vocab"],
+               meta["name"])
+
+
+def prepare(args, out):
+    """The PyTorch side into directory `out`: meta.json (the lines to print,
+    tokens, vocab, name), ref.npy (the reference logits), ckpt/ (the
+    checkpoint in the family's layout). Non-zero when the parameter
+    counts differ."""
+    import torch
+    import archref
+    lines = []
+
+    def finish(rc):
+        with open(os.path.join(out, "meta.json"), "w") as f:
+            json.dump({"lines": lines, "tokens": tokens, "vocab": spec.vocab,
+                       "name": spec.name}, f)
+        return rc
 
     spec = archref.Spec(args.spec)
+    tokens = []
     if args.check_json:
-        import json
         with open(args.check_json) as f:
             reported = json.load(f)["params"]
         counted = sum(int(np.prod(s)) for s in spec.param_shapes().values())
-        print(f"parameters: archc check {reported}, reference {counted}")
+        lines.append(f"parameters: archc check {reported}, reference {counted}")
         if reported != counted:
-            print("FAILED: parameter counts differ")
-            return 1
+            lines.append("FAILED: parameter counts differ")
+            return finish(1)
     weights = archref.random_weights(spec, args.seed)
     if args.tie_experts:
         for name, t in weights.items():
@@ -88,15 +131,20 @@ def main():
     ref = archref.forward(spec, weights, tokens, kv_type=kv_type,
                           weight_type=weight_type,
                           input_type=input_type).numpy()
+    np.save(os.path.join(out, "ref.npy"), ref)
+    # The family's Hugging Face layout (names, fused and transposed
+    # tensors), loaded from the directory.
+    ckpt = os.path.join(out, "ckpt")
+    os.makedirs(ckpt)
+    archref.write_checkpoint(ckpt, spec, weights, args.shards,
+                             args.strip_prefix)
+    lines.append(f"checkpoint: {spec.naming}, {len(os.listdir(ckpt))} file(s)")
+    return finish(0)
 
-    lib = archrt.Lib(args.lib)
-    with tempfile.TemporaryDirectory() as tmp:
-        # The family's Hugging Face layout (names, fused and transposed
-        # tensors), loaded from the directory.
-        archref.write_checkpoint(tmp, spec, weights, args.shards,
-                                 args.strip_prefix)
-        print(f"checkpoint: {spec.naming}, {len(os.listdir(tmp))} file(s)")
-        model = lib.model(tmp)
+
+def run(args, lib, model, ref, tokens, vocab, name):
+    """The library's logits after each call against the reference's."""
+    total = args.prompt_len + args.decode
     seq = lib.seq(model, args.max_tokens)
 
     worst, failures = 0.0, 0
@@ -111,7 +159,7 @@ def main():
         else:
             lib.prefill(seq, tokens[begin:end])
             what = f"prefill [{begin}, {end})"
-        got = np.array(lib.logits(seq, spec.vocab), dtype=np.float64)
+        got = np.array(lib.logits(seq, vocab), dtype=np.float64)
         want = ref[end - 1]
         err = np.linalg.norm(got - want) / np.linalg.norm(want)
         worst = max(worst, err)
@@ -121,7 +169,7 @@ def main():
     if args.reset:  # the sequence starts over: its states zeroed again
         lib.check(lib.lib.archrt_seq_reset(seq), "reset")
         lib.prefill(seq, tokens[:args.split])
-        got = np.array(lib.logits(seq, spec.vocab), dtype=np.float64)
+        got = np.array(lib.logits(seq, vocab), dtype=np.float64)
         want = ref[args.split - 1]
         err = np.linalg.norm(got - want) / np.linalg.norm(want)
         worst = max(worst, err)
@@ -130,7 +178,7 @@ def main():
               f"{err:.3e} {'ok' if err <= args.tol else 'FAIL'}")
     lib.lib.archrt_seq_free(seq)
     lib.lib.archrt_model_free(model)
-    print(f"{spec.name}: worst rel L2 error {worst:.3e} (tolerance "
+    print(f"{name}: worst rel L2 error {worst:.3e} (tolerance "
           f"{args.tol:g}) over {len(steps)} calls")
     if failures:
         print(f"FAILED: {failures} calls above tolerance")
