@@ -347,8 +347,8 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
            "vocab_size");
   int64_t d = r.integer("hidden_size");
   s.setInt("model", "d_model", d, "hidden_size");
-  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
-           "num_hidden_layers");
+  const int64_t layers = r.integer("num_hidden_layers");
+  s.setInt("model", "n_layers", layers, "num_hidden_layers");
   s.setInt("model", "max_seq_len", r.integer("max_position_embeddings", 2048),
            "max_position_embeddings");
   s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", false),
@@ -387,7 +387,6 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   // absent, none when null), Mixtral when it is set; Qwen 2 and 3 only
   // with use_sliding_window, and only from layer max_window_layers on;
   // Llama and OLMo 2 never (their modeling code ignores the key).
-  int64_t layers = r.integer("num_hidden_layers");
   if (type == "mistral" || type == "mixtral") {
     std::optional<int64_t> w = r.intOpt("sliding_window");
     if (!w && type == "mistral" && !r.present("sliding_window"))

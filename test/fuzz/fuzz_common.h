@@ -38,6 +38,16 @@ static const char *fuzz_write(const char *name, const uint8_t *data,
   return path;
 }
 
+/* The tiny model the loader harnesses load into, and their start-up: a
+ * private directory for the input files and the model. */
+static archrt_model *fuzz_model;
+
+static void fuzz_init_loader(void) {
+  fuzz_make_dir();
+  if (archrt_model_create(&fuzz_model))
+    abort();
+}
+
 /* Every failure must leave a message. */
 static void fuzz_expect_message(archrt_status st) {
   if (st != ARCHRT_OK && archrt_last_error()[0] == 0)

@@ -3,19 +3,15 @@
  * tensor table); every load either succeeds or fails with a message. */
 #include "fuzz_common.h"
 
-static archrt_model *model;
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
-  fuzz_make_dir();
-  if (archrt_model_create(&model))
-    abort();
+  fuzz_init_loader();
   return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *path = fuzz_write("w.gguf", data, size);
-  archrt_status st = archrt_load_gguf(model, path);
+  archrt_status st = archrt_load_gguf(fuzz_model, path);
   fuzz_expect_message(st);
   return 0;
 }
