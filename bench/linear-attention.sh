@@ -14,7 +14,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 spec=specs/llama/bench-156m-32k.toml
 runs="${RUNS:-1}"
-grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /'
+bench_ceilings
 sed -e 's/^name = "llama-156m-32k"/name = "llama-156m-32k-linear"/' \
     -e '/^\[attention\]$/a linear = "elu1"' "$spec" > "$out/linear.toml"
 {
@@ -30,9 +30,11 @@ for n in 256 1024 4096 16384; do
       --threads 2 --runs "$runs" --json > "$out/$b.$n"
   done
 done
-/usr/bin/python3 - "$out" <<'PY'
+PYTHONPATH=bench /usr/bin/python3 - "$out" <<'PY'
 import json, sys
+import benchlib
 out = sys.argv[1]
+benchlib.ceilings(out)  # the CPU and its ceilings, measured in this run
 names = (("softmax", "softmax (as it is)"), ("linear", "linear, every layer"),
          ("hybrid", "3 linear : 1 softmax"))
 print(f"{'position':>8}" + "".join(
