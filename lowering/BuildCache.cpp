@@ -1,16 +1,19 @@
 //===- BuildCache.cpp - Objects kept across builds ------------------------===//
 #include "lowering/BuildCache.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <link.h>
 #include <sstream>
+#include <sys/file.h>
 #include <unistd.h>
 
 namespace arch {
@@ -219,6 +222,31 @@ void KernelCache::storeRuntime(const std::string &target,
                                const std::string &path) const {
   if (enabled())
     storeEntry(runtimeEntry(dir, target), path);
+}
+
+KernelCache::Lock::Lock(const std::string &path)
+    : fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+  // flock waits while another build holds the entry; a signal restarts it.
+  while (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      close(fd);
+      fd = -1;
+    }
+  }
+}
+
+KernelCache::Lock::~Lock() {
+  if (fd >= 0)
+    close(fd); // releases the lock
+}
+
+KernelCache::Lock KernelCache::lock(const KernelSpec &spec,
+                                    const std::string &target) const {
+  return enabled() ? Lock(entryOf(dir, spec, target).stem + ".lock") : Lock();
+}
+
+KernelCache::Lock KernelCache::lockRuntime(const std::string &target) const {
+  return enabled() ? Lock(runtimeEntry(dir, target).stem + ".lock") : Lock();
 }
 
 } // namespace arch

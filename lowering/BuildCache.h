@@ -5,7 +5,10 @@
 // (its KernelSpec, the target and the code that compiles it), under
 // $ARCHC_CACHE (default ~/.cache/archc). Entries are written beside and
 // renamed into place, so concurrent builds never read half of one; any
-// failure of the cache falls back to compiling.
+// failure of the cache falls back to compiling. A build that misses holds
+// the entry's lock (flock on a file beside it) while it compiles, so that
+// concurrent builds of the same kernel wait and take its object instead of
+// compiling it again.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_LOWERING_BUILDCACHE_H
@@ -46,6 +49,24 @@ public:
   /// The same for the Halide runtime object of `target`.
   bool fetchRuntime(const std::string &target, const std::string &path) const;
   void storeRuntime(const std::string &target, const std::string &path) const;
+
+  /// An entry's lock, held until destroyed: taken after a miss and before
+  /// compiling (it waits while another build holds it; fetch again once it
+  /// is held). Holds nothing when the cache is off or the lock file cannot
+  /// be opened: the build then compiles, as without a cache.
+  class Lock {
+  public:
+    Lock() = default;
+    explicit Lock(const std::string &path);
+    Lock(Lock &&other) : fd(other.fd) { other.fd = -1; }
+    Lock &operator=(Lock &&) = delete;
+    ~Lock();
+
+  private:
+    int fd = -1;
+  };
+  Lock lock(const KernelSpec &spec, const std::string &target) const;
+  Lock lockRuntime(const std::string &target) const;
 
 private:
   std::string dir, off;
