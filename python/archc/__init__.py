@@ -73,7 +73,8 @@ class Library:
 
 
 class Tokenizer:
-    """A tokenizer file the runtime reads (llama2.c tokenizer.bin)."""
+    """A tokenizer file the runtime reads: Hugging Face tokenizer.json or
+    llama2.c tokenizer.bin (told apart by their first bytes)."""
 
     def __init__(self, lib, path, vocab_size):
         self._lib, self._t = lib, C.c_void_p()
@@ -88,7 +89,8 @@ class Tokenizer:
         if b"\0" in data:
             raise Error("tokenizer_encode", 1, "text holds a NUL byte (the "
                                                "C API takes a C string)")
-        cap = len(data) + 3 if max_tokens is None else int(max_tokens)
+        # At most a token per byte, and the special tokens around them.
+        cap = len(data) + 16 if max_tokens is None else int(max_tokens)
         buf, n = (C.c_int32 * cap)(), C.c_int32()
         self._lib.check(self._lib.c.archrt_tokenizer_encode(
             self._t, data, int(bos), int(eos), buf, cap, C.byref(n)),

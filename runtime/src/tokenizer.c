@@ -8,6 +8,7 @@
  * rescan after every merge is O(n^2).
  *
  *===---------------------------------------------------------------------===*/
+#include "hf_tokenizer.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -23,10 +24,12 @@ typedef struct vocab_entry {
 } vocab_entry;
 
 struct archrt_tokenizer {
+  hf_tokenizer *hf; /* a tokenizer.json; otherwise tokenizer.bin's: */
   int32_t vocab_size;
   char **vocab;
   float *scores;
-  vocab_entry *sorted;
+  vocab_entry *sorted; /* by text; byte tokens left out */
+  int32_t n_sorted;
   char *scratch; /* 2 * max_token_length + 3 bytes */
   char byte_piece[2];
 };
@@ -34,6 +37,7 @@ struct archrt_tokenizer {
 void archrt_tokenizer_free(archrt_tokenizer *t) {
   if (!t)
     return;
+  hf_tokenizer_free(t->hf);
   if (t->vocab)
     for (int32_t i = 0; i < t->vocab_size; ++i)
       free(t->vocab[i]);
@@ -44,8 +48,66 @@ void archrt_tokenizer_free(archrt_tokenizer *t) {
   free(t);
 }
 
+/* Whether token `id` is llama2.c's byte token for byte id - 3: the byte
+ * as a character (U+0000 to U+00FF in UTF-8) or spelled <0xXX>. */
+static int is_byte_token(const char *s, int32_t id) {
+  unsigned b = (unsigned)id - 3;
+  if (id < 3 || id >= 259)
+    return 0;
+  char spelled[8];
+  snprintf(spelled, sizeof spelled, "<0x%02X>", b);
+  if (!strcmp(s, spelled))
+    return 1;
+  if (b < 0x80)
+    return b ? s[0] == (char)b && !s[1] : !s[0];
+  return (unsigned char)s[0] == (0xC0 | (b >> 6)) &&
+         (unsigned char)s[1] == (0x80 | (b & 0x3F)) && !s[2];
+}
+
 static int compare_entries(const void *a, const void *b) {
   return strcmp(((const vocab_entry *)a)->str, ((const vocab_entry *)b)->str);
+}
+
+/* A tokenizer.json: read whole (its strings are used where they stand). */
+static archrt_status load_json(const char *path, int fd, size_t size,
+                               int32_t vocab_size, archrt_tokenizer **out) {
+  enum { MAX_JSON = 1 << 30 };
+  if (size > MAX_JSON) {
+    close(fd);
+    return archrt_fail(ARCHRT_ERR_FORMAT,
+                       "%s: %zu bytes is more than a tokenizer.json can be "
+                       "(1 GiB)",
+                       path, size);
+  }
+  archrt_tokenizer *t = calloc(1, sizeof *t);
+  char *text = malloc(size + 1);
+  size_t done = 0;
+  while (t && text && done < size) {
+    ssize_t r = pread(fd, text + done, size - done, (off_t)done);
+    if (r <= 0)
+      break;
+    done += (size_t)r;
+  }
+  close(fd);
+  if (!t || !text) {
+    free(t), free(text);
+    return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
+  if (done < size) {
+    free(t), free(text);
+    return archrt_fail(ARCHRT_ERR_IO, "%s: cannot read: %s", path,
+                       strerror(errno));
+  }
+  text[size] = 0;
+  t->vocab_size = vocab_size;
+  /* The tokenizer owns `text` from here, on failure too. */
+  archrt_status st = hf_tokenizer_load(text, size, path, vocab_size, &t->hf);
+  if (st) {
+    free(t);
+    return st;
+  }
+  *out = t;
+  return ARCHRT_OK;
 }
 
 archrt_status archrt_tokenizer_load(const char *path, int32_t vocab_size,
@@ -61,6 +123,18 @@ archrt_status archrt_tokenizer_load(const char *path, int32_t vocab_size,
   archrt_status st = archrt_open_file(path, &fd, &size);
   if (st)
     return st;
+  /* A tokenizer.json is JSON text: no NUL byte, '{' first (after any white
+   * space; '[' is JSON too, refused as not an object). A tokenizer.bin
+   * starts with its max_token_length, at most 4096: bytes 2 and 3 are 0. */
+  char head[64];
+  ssize_t got = pread(fd, head, sizeof head, 0);
+  ssize_t lead = 0;
+  while (lead < got && (head[lead] == ' ' || head[lead] == '\n' ||
+                        head[lead] == '\r' || head[lead] == '\t'))
+    lead++;
+  if (lead < got && (head[lead] == '{' || head[lead] == '[') &&
+      !memchr(head, 0, (size_t)got))
+    return load_json(path, fd, size, vocab_size, out);
   /* Each token takes at least 8 bytes: refuse a file that cannot hold
    * vocab_size of them before allocating for them. */
   if (size < 4 || (size - 4) / 8 < (size_t)vocab_size) {
@@ -114,7 +188,11 @@ archrt_status archrt_tokenizer_load(const char *path, int32_t vocab_size,
       goto done;
     }
     t->vocab[i][len] = 0;
-    t->sorted[i] = (vocab_entry){t->vocab[i], i};
+    /* Byte tokens are for fallback only: matched by text they would take
+     * the place of real pieces (Llama 2's <0x20> is stored as " ", which
+     * is also "▁", id 29871). SentencePiece never matches them. */
+    if (!is_byte_token(t->vocab[i], i))
+      t->sorted[t->n_sorted++] = (vocab_entry){t->vocab[i], i};
   }
   if (fgetc(fp) != EOF) {
     st = archrt_fail(ARCHRT_ERR_FORMAT,
@@ -122,7 +200,7 @@ archrt_status archrt_tokenizer_load(const char *path, int32_t vocab_size,
                      vocab_size);
     goto done;
   }
-  qsort(t->sorted, (size_t)vocab_size, sizeof *t->sorted, compare_entries);
+  qsort(t->sorted, (size_t)t->n_sorted, sizeof *t->sorted, compare_entries);
   if (!(t->scratch = malloc((size_t)max_len * 2 + 3)))
     st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
 done:
@@ -137,7 +215,7 @@ done:
 
 static int32_t lookup(const archrt_tokenizer *t, const char *s) {
   vocab_entry key = {s, 0};
-  vocab_entry *e = bsearch(&key, t->sorted, (size_t)t->vocab_size,
+  vocab_entry *e = bsearch(&key, t->sorted, (size_t)t->n_sorted,
                            sizeof *t->sorted, compare_entries);
   return e ? e->id : -1;
 }
@@ -217,6 +295,15 @@ archrt_status archrt_tokenizer_encode(const archrt_tokenizer *t,
   if (max_tokens < 0)
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
                        "archrt_tokenizer_encode: max_tokens is negative");
+  if (t->hf) {
+    if (eos)
+      return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                         "archrt_tokenizer_encode: a tokenizer.json names no "
+                         "end-of-sequence token to append (eos must be 0; "
+                         "bos adds its post-processor's special tokens)");
+    return hf_tokenizer_encode(t->hf, text, strlen(text), bos, tokens,
+                               max_tokens, n_tokens);
+  }
   if ((bos || eos) && t->vocab_size < 3)
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
                        "archrt_tokenizer_encode: BOS (1) and EOS (2) are not "
@@ -323,6 +410,8 @@ done:
 
 const char *archrt_tokenizer_decode(archrt_tokenizer *t, int32_t prev,
                                     int32_t token) {
+  if (t && t->hf)
+    return hf_tokenizer_decode(t->hf, prev, token);
   if (!t || token < 0 || token >= t->vocab_size)
     return "";
   const char *piece = t->vocab[token];

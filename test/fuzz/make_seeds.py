@@ -21,6 +21,40 @@ import archrt  # noqa: E402
 SPEC = os.path.join(root, "specs", "tiny", "llama-gqa-half-split.toml")
 
 
+def tokenizer_json_seeds():
+    """tokenizer.json seeds: the hand-made one of the feature test, and a
+    small byte-level one with Llama 3's split regex and NFC."""
+    features = open(os.path.join(root, "test", "e2e", "Inputs", "tokenizer",
+                                 "features.json"), "rb").read()
+    text = "  ab   xyz <x>  a12 ".encode()
+    put("tokenizer", "json-features",
+        struct.pack("<HBB", 63, 0xfd, len(text)) + text + features)
+    byte_chars = [chr(c) for c in range(ord("!"), ord("~") + 1)] + ["\u0120"]
+    vocab = {c: i for i, c in enumerate(byte_chars)}
+    for merged in ["\u0120a", "ab", "\u0120ab", "12", "123"]:
+        vocab[merged] = len(vocab)
+    doc = {
+        "normalizer": {"type": "NFC"},
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex":
+                "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+                "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+                "\\s+(?!\\S)|\\s+"}, "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False,
+             "use_regex": False}]},
+        "added_tokens": [{"id": len(vocab), "content": "<|end|>",
+                          "special": True, "normalized": False}],
+        "decoder": {"type": "ByteLevel"},
+        "model": {"type": "BPE", "vocab": vocab, "ignore_merges": True,
+                  "merges": [["\u0120", "a"], ["a", "b"], ["\u0120a", "b"],
+                             ["1", "2"], ["12", "3"]]},
+    }
+    raw = json.dumps(doc).encode()
+    text = "Ab ab's 1234\r\n  x<|end|>\u00e9e\u0301".encode()
+    put("tokenizer", "json-bytelevel",
+        struct.pack("<HBB", 200, 0xfd, len(text)) + text + raw)
+
+
 def put(harness, name, data):
     d = os.path.join(here, "corpus", harness)
     os.makedirs(d, exist_ok=True)
@@ -91,6 +125,7 @@ def main():
     vocab = len(pieces) - 1  # the harness adds 1
     text = b"ab abba"
     put("tokenizer", "small", struct.pack("<HBB", vocab, 0xff, len(text)) + text + tok)
+    tokenizer_json_seeds()
 
     put("abi", "prefill-sample", bytes([0x00, 0x02, 7, 0x03, 16, 0x05, 4, 1, 2, 3, 4,
                                         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, 50,

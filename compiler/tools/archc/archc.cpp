@@ -825,7 +825,7 @@ int cmdRun(int argc, char **argv) {
                                         "as the input)"),
                                cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> tokenizer("tokenizer",
-                                 cl::desc("llama2.c tokenizer.bin (default: "
+                                 cl::desc("tokenizer.json or llama2.c tokenizer.bin (default: "
                                           "one in a model directory given as "
                                           "the input); without it, --prompt "
                                           "is token ids 1,2,3"),
@@ -860,9 +860,12 @@ int cmdRun(int argc, char **argv) {
                 "directory)");
   if (weights.empty())
     weights.setValue(input);
-  if (tokenizer.empty() && directory &&
-      fs::is_regular_file(fs::path(std::string(input)) / "tokenizer.bin", ec))
-    tokenizer.setValue((fs::path(std::string(input)) / "tokenizer.bin").string());
+  // Its tokenizer: Hugging Face's tokenizer.json, else llama2.c's
+  // tokenizer.bin.
+  for (const char *name : {"tokenizer.json", "tokenizer.bin"})
+    if (tokenizer.empty() && directory &&
+        fs::is_regular_file(fs::path(std::string(input)) / name, ec))
+      tokenizer.setValue((fs::path(std::string(input)) / name).string());
   Runnable r;
   if (!r.prepare(input, quiet))
     return 1;
