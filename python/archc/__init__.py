@@ -89,12 +89,19 @@ class Tokenizer:
         if b"\0" in data:
             raise Error("tokenizer_encode", 1, "text holds a NUL byte (the "
                                                "C API takes a C string)")
-        # At most a token per byte, and the special tokens around them.
+        # Usually at most a token per byte and the special tokens around
+        # them; a tokenizer.json reports the count it needs when that is
+        # not room enough (invalid bytes, NFC expansions), and is asked
+        # again with it.
         cap = len(data) + 16 if max_tokens is None else int(max_tokens)
-        buf, n = (C.c_int32 * cap)(), C.c_int32()
-        self._lib.check(self._lib.c.archrt_tokenizer_encode(
-            self._t, data, int(bos), int(eos), buf, cap, C.byref(n)),
-            "tokenizer_encode")
+        for _ in range(2):
+            buf, n = (C.c_int32 * cap)(), C.c_int32()
+            status = self._lib.c.archrt_tokenizer_encode(
+                self._t, data, int(bos), int(eos), buf, cap, C.byref(n))
+            if status == 0 or max_tokens is not None or n.value <= cap:
+                break
+            cap = n.value
+        self._lib.check(status, "tokenizer_encode")
         return list(buf[:n.value])
 
     def decode_bytes(self, prev, token):

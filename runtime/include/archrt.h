@@ -131,7 +131,14 @@ void archrt_sampler_free(archrt_sampler *sampler);
 archrt_status archrt_sample(archrt_sampler *sampler, const float *logits,
                             int32_t *token);
 
-/* ---- Tokenizer (llama2.c tokenizer.bin) ---------------------------------*/
+/* ---- Tokenizer: Hugging Face tokenizer.json or llama2.c tokenizer.bin ---*
+ * The format is told from the file. For a tokenizer.json, `bos` adds the
+ * post-processor's special tokens (Hugging Face's add_special_tokens),
+ * `eos` is refused, ids must be below vocab_size, and when max_tokens is
+ * too small the error leaves the count needed in *n_tokens. Decoding
+ * applies the decoders to one token; the whole-text ones (Strip after
+ * Fuse, Metaspace's prefix) at the start: prev < 0 or the BOS the
+ * post-processor adds. A tokenizer serves one call at a time. */
 archrt_status archrt_tokenizer_load(const char *path, int32_t vocab_size,
                                     archrt_tokenizer **out);
 void archrt_tokenizer_free(archrt_tokenizer *tok);

@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 /* ---- Small containers --------------------------------------------------*/
 
@@ -55,14 +57,17 @@ static int u32_push(u32vec *a, uint32_t x) {
   return 1;
 }
 
-static uint64_t hash_bytes(const char *s, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
+/* The hashes take a seed drawn at load: a file cannot choose names or ids
+ * that collide (linear probing would turn that into quadratic time). */
+static uint64_t hash_bytes(uint64_t seed, const char *s, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull ^ seed;
   for (size_t i = 0; i < n; ++i)
     h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
   return h ^ (h >> 29);
 }
 
-static uint64_t hash_u64(uint64_t x) {
+static uint64_t hash_u64(uint64_t seed, uint64_t x) {
+  x ^= seed;
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdull;
   x ^= x >> 33;
@@ -94,6 +99,7 @@ typedef struct trie {
   uint64_t *keys; /* (node << 21 | code point) + 1; 0 empty */
   int32_t *child;
   uint32_t mask;
+  uint64_t seed;
 } trie;
 
 enum { N_NFC, N_PREPEND, N_REPLACE, N_STRIP };
@@ -145,6 +151,7 @@ enum { CHAR_IDS = 0x3000 };
 
 struct hf_tokenizer {
   char *text; /* the file's text: every string points into it */
+  uint64_t seed; /* of the hashes */
   const char *path;
   int32_t n_ids;
   const char **str; /* by id: the vocabulary's string or NULL */
@@ -174,16 +181,20 @@ struct hf_tokenizer {
   size_t dec_cap;
 };
 
-static int32_t vocab_find(const hf_tokenizer *t, const char *s, size_t n) {
-  uint32_t h = (uint32_t)hash_bytes(s, n);
+/* The slot of string s in the vocabulary's table: its entry, or the empty
+ * slot where it would go. */
+static vslot *vocab_slot(const hf_tokenizer *t, const char *s, size_t n) {
+  uint32_t h = (uint32_t)hash_bytes(t->seed, s, n);
   for (uint32_t i = h & t->vmask;; i = (i + 1) & t->vmask) {
-    int32_t id = t->vmap[i].id;
-    if (id < 0)
-      return -1;
-    if (t->vmap[i].hash == h && t->len[id] == n &&
-        memcmp(t->str[id], s, n) == 0)
-      return id;
+    vslot *v = &t->vmap[i];
+    if (v->id < 0 || (v->hash == h && t->len[v->id] == n &&
+                      memcmp(t->str[v->id], s, n) == 0))
+      return v;
   }
+}
+
+static int32_t vocab_find(const hf_tokenizer *t, const char *s, size_t n) {
+  return vocab_slot(t, s, n)->id;
 }
 
 /* The token of one code point (its UTF-8 bytes c[0 .. len)). */
@@ -195,7 +206,8 @@ static int32_t char_find(const hf_tokenizer *t, uint32_t cp, const char *c,
 static int merge_find(const hf_tokenizer *t, int32_t a, int32_t b,
                       uint32_t *rank, int32_t *id) {
   uint64_t key = ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) + 1;
-  for (uint32_t i = (uint32_t)hash_u64(key) & t->mmask;; i = (i + 1) & t->mmask) {
+  for (uint32_t i = (uint32_t)hash_u64(t->seed, key) & t->mmask;;
+       i = (i + 1) & t->mmask) {
     const mslot *m = &t->merges[i];
     if (m->key == 0)
       return 0;
@@ -211,7 +223,8 @@ static int32_t trie_child(const trie *tr, int32_t node, uint32_t c) {
   if (!tr->mask)
     return -1;
   uint64_t key = ((uint64_t)node << 21 | c) + 1;
-  for (uint32_t i = (uint32_t)hash_u64(key) & tr->mask;; i = (i + 1) & tr->mask) {
+  for (uint32_t i = (uint32_t)hash_u64(tr->seed, key) & tr->mask;;
+       i = (i + 1) & tr->mask) {
     if (tr->keys[i] == 0)
       return -1;
     if (tr->keys[i] == key)
@@ -223,50 +236,6 @@ static void trie_free(trie *tr) {
   free(tr->token);
   free(tr->keys);
   free(tr->child);
-}
-
-/* The trie of the added tokens whose `normalized` is `normalized`. */
-static int trie_build(hf_tokenizer *t, trie *tr, int normalized) {
-  size_t total = 1;
-  for (int32_t k = 0; k < t->n_added; ++k)
-    if (t->added[k].normalized == normalized)
-      total += t->added[k].len;
-  tr->token = malloc(total * sizeof *tr->token);
-  tr->mask = table_size(total) - 1;
-  tr->keys = calloc((size_t)tr->mask + 1, sizeof *tr->keys);
-  tr->child = malloc(((size_t)tr->mask + 1) * sizeof *tr->child);
-  uint32_t *cps = malloc((total + 1) * sizeof *cps);
-  if (!tr->token || !tr->keys || !tr->child || !cps) {
-    free(cps);
-    return 0;
-  }
-  tr->token[0] = -1;
-  tr->n_nodes = 1;
-  for (int32_t k = 0; k < t->n_added; ++k) {
-    const added_token *a = &t->added[k];
-    if (a->normalized != normalized || a->len == 0)
-      continue;
-    size_t m = archrt_utf8_decode(a->content, a->len, cps, NULL);
-    int32_t node = 0;
-    for (size_t j = 0; j < m; ++j) {
-      int32_t next = trie_child(tr, node, cps[j]);
-      if (next < 0) {
-        next = (int32_t)tr->n_nodes++;
-        tr->token[next] = -1;
-        uint64_t key = ((uint64_t)node << 21 | cps[j]) + 1;
-        uint32_t i = (uint32_t)hash_u64(key) & tr->mask;
-        while (tr->keys[i])
-          i = (i + 1) & tr->mask;
-        tr->keys[i] = key;
-        tr->child[i] = next;
-      }
-      node = next;
-    }
-    if (tr->token[node] < 0) /* the first of equal contents wins */
-      tr->token[node] = k;
-  }
-  free(cps);
-  return 1;
 }
 
 void hf_tokenizer_free(hf_tokenizer *t) {
@@ -301,6 +270,11 @@ void hf_tokenizer_free(hf_tokenizer *t) {
 }
 
 /* ---- Loading -----------------------------------------------------------*/
+
+/* At most this many normalizers, pre-tokenizers, decoders (Sequences
+ * flattened), and post-processor tokens on either side: each runs over
+ * every segment, and a file could list millions. */
+enum { MAX_STEPS = 64 };
 
 typedef struct loader {
   hf_tokenizer *t;
@@ -339,8 +313,10 @@ static int get_bool(const archrt_json *obj, const char *key, int dflt) {
 /* An id: a whole number in [0, vocab_size). */
 static int read_id(loader *ld, const archrt_json *v, const char *what,
                    int32_t *out) {
-  if (!v || v->kind != ARCHRT_JSON_NUMBER || v->u.number < 0 ||
-      v->u.number != (double)(int64_t)v->u.number)
+  /* (Range first: a cast of 1e300 to an integer is undefined.) */
+  if (!v || v->kind != ARCHRT_JSON_NUMBER || !(v->u.number >= 0) ||
+      (v->u.number < 2147483648.0 &&
+       v->u.number != (double)(int32_t)v->u.number))
     return LOAD_FAIL(ld, ARCHRT_ERR_FORMAT, "%s: %s is not a token id",
                      ld->t->path, what);
   if (v->u.number >= ld->vocab_size)
@@ -428,8 +404,6 @@ static int load_model(loader *ld, const archrt_json *model) {
   for (uint32_t k = 0; k < vocab->n; ++k) {
     const archrt_json *name = &vocab->u.items[2 * k];
     int32_t id = (int32_t)vocab->u.items[2 * k + 1].u.number;
-    if (vocab_find(t, name->u.str, name->n) >= 0)
-      continue; /* a repeated name: the first stays */
     if (t->str[id]) {
       char msg[96];
       snprintf(msg, sizeof msg, "id %d names two vocabulary entries", id);
@@ -437,10 +411,10 @@ static int load_model(loader *ld, const archrt_json *model) {
     }
     t->str[id] = name->u.str;
     t->len[id] = name->n;
-    uint32_t h = (uint32_t)hash_bytes(name->u.str, name->n), i = h & t->vmask;
-    while (t->vmap[i].id >= 0)
-      i = (i + 1) & t->vmask;
-    t->vmap[i] = (vslot){id, h};
+    /* A repeated name takes its last id, as the Rust library's map. */
+    vslot *v = vocab_slot(t, name->u.str, name->n);
+    v->id = id;
+    v->hash = (uint32_t)hash_bytes(t->seed, name->u.str, name->n);
   }
   /* Merges: "left right" or ["left", "right"]; rank = position. */
   uint32_t msize = table_size(merges->n);
@@ -501,11 +475,10 @@ static int load_model(loader *ld, const archrt_json *model) {
       return bad(ld, msg);
     }
     uint64_t key = ((uint64_t)(uint32_t)ia << 32 | (uint32_t)ib) + 1;
-    uint32_t i = (uint32_t)hash_u64(key) & t->mmask;
+    uint32_t i = (uint32_t)hash_u64(t->seed, key) & t->mmask;
     while (t->merges[i].key && t->merges[i].key != key)
       i = (i + 1) & t->mmask;
-    if (t->merges[i].key)
-      continue; /* a repeated pair keeps its first rank */
+    /* A repeated pair takes its last rank, as the Rust library's map. */
     t->merges[i] = (mslot){key, k, inew};
   }
   free(joined);
@@ -590,9 +563,7 @@ static int load_added(loader *ld, const archrt_json *list) {
   for (int32_t k = 0; k < t->n_added; ++k)
     if (t->added_of[t->added[k].id] < 0)
       t->added_of[t->added[k].id] = k;
-  if (!trie_build(t, &t->raw, 0) || !trie_build(t, &t->norm, 1))
-    return oom(ld);
-  return 1;
+  return 1; /* (the tries come once the normalizer is read: build_tries) */
 }
 
 /* Sequence members are flattened into the step list. */
@@ -632,7 +603,7 @@ static int load_normalizer(loader *ld, const archrt_json *n) {
     s.kind = N_REPLACE;
     if (!(s.b = to_cps(content, &s.nb)))
       return oom(ld);
-    if (str) {
+    if (str && str->kind == ARCHRT_JSON_STRING && str->n) {
       if (!(s.a = to_cps(str, &s.na))) {
         free(s.b);
         return oom(ld);
@@ -654,7 +625,13 @@ static int load_normalizer(loader *ld, const archrt_json *n) {
   } else {
     return unsupported(ld, "normalizer", type);
   }
-  nstep *list = realloc(t->nsteps, (size_t)(t->n_nsteps + 1) * sizeof *list);
+  nstep *list = t->n_nsteps < MAX_STEPS
+                    ? realloc(t->nsteps, (size_t)(t->n_nsteps + 1) * sizeof *list)
+                    : NULL;
+  if (t->n_nsteps >= MAX_STEPS) {
+    free(s.a), free(s.b), archrt_regex_free(s.re);
+    return bad(ld, "more than 64 normalizers");
+  }
   if (!list) {
     free(s.a), free(s.b), archrt_regex_free(s.re);
     return oom(ld);
@@ -758,7 +735,13 @@ static int load_pretokenizer(loader *ld, const archrt_json *n) {
   } else {
     return unsupported(ld, "pre_tokenizer", type);
   }
-  pstep *list = realloc(t->psteps, (size_t)(t->n_psteps + 1) * sizeof *list);
+  pstep *list = t->n_psteps < MAX_STEPS
+                    ? realloc(t->psteps, (size_t)(t->n_psteps + 1) * sizeof *list)
+                    : NULL;
+  if (t->n_psteps >= MAX_STEPS) {
+    archrt_regex_free(s.re), free(s.lit);
+    return bad(ld, "more than 64 pre-tokenizers");
+  }
   if (!list) {
     archrt_regex_free(s.re), free(s.lit);
     return oom(ld);
@@ -769,6 +752,9 @@ static int load_pretokenizer(loader *ld, const archrt_json *n) {
 }
 
 static int push_id(loader *ld, int32_t **list, int *n, int32_t id) {
+  if (*n >= MAX_STEPS)
+    return bad(ld, "post_processor: more than 64 special tokens around the "
+                   "text");
   int32_t *l = realloc(*list, (size_t)(*n + 1) * sizeof *l);
   if (!l)
     return oom(ld);
@@ -900,11 +886,12 @@ static int load_decoder(loader *ld, const archrt_json *n, int *fused) {
     if (!one_char(ld, archrt_json_get(n, "content"), "decoder Strip content",
                   &s.content))
       return 0;
-    s.start = start && start->kind == ARCHRT_JSON_NUMBER ? (int)start->u.number
-                                                         : 0;
-    s.stop = stop && stop->kind == ARCHRT_JSON_NUMBER ? (int)stop->u.number : 0;
-    if (s.start < 0 || s.start > 64 || s.stop < 0 || s.stop > 64)
+    double a = start && start->kind == ARCHRT_JSON_NUMBER ? start->u.number
+                                                          : 0,
+           b = stop && stop->kind == ARCHRT_JSON_NUMBER ? stop->u.number : 0;
+    if (!(a >= 0 && a <= 64 && b >= 0 && b <= 64))
       return bad(ld, "decoder Strip: start and stop must be in [0, 64]");
+    s.start = (int)a, s.stop = (int)b;
     /* After Fuse, the text is one string: its start is the first token's
      * (its end is not known while streaming, so stop is refused there). */
     s.whole = *fused;
@@ -922,6 +909,8 @@ static int load_decoder(loader *ld, const archrt_json *n, int *fused) {
   } else {
     return unsupported(ld, "decoder", type);
   }
+  if (t->n_dsteps >= MAX_STEPS)
+    return bad(ld, "more than 64 decoders");
   dstep *list = realloc(t->dsteps, (size_t)(t->n_dsteps + 1) * sizeof *list);
   if (!list)
     return oom(ld);
@@ -944,6 +933,8 @@ static void byte_table(hf_tokenizer *t) {
   }
 }
 
+static int build_tries(loader *ld);
+
 archrt_status hf_tokenizer_load(char *text, size_t size, const char *path,
                                 int32_t vocab_size, hf_tokenizer **out) {
   hf_tokenizer *t = calloc(1, sizeof *t);
@@ -953,6 +944,8 @@ archrt_status hf_tokenizer_load(char *text, size_t size, const char *path,
   }
   t->text = text;
   t->path = path;
+  if (getrandom(&t->seed, sizeof t->seed, GRND_NONBLOCK) != sizeof t->seed)
+    t->seed = (uint64_t)(uintptr_t)t ^ (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
   byte_table(t);
   loader ld = {t, vocab_size, ARCHRT_OK};
   char err[200];
@@ -971,7 +964,8 @@ archrt_status hf_tokenizer_load(char *text, size_t size, const char *path,
              load_normalizer(&ld, archrt_json_get(root, "normalizer")) &&
              load_pretokenizer(&ld, archrt_json_get(root, "pre_tokenizer")) &&
              load_post(&ld, archrt_json_get(root, "post_processor")) &&
-             load_decoder(&ld, archrt_json_get(root, "decoder"), &fused));
+             load_decoder(&ld, archrt_json_get(root, "decoder"), &fused) &&
+             build_tries(&ld));
     archrt_json_free(doc);
   }
   if (ld.st) {
@@ -1004,7 +998,10 @@ typedef struct work {
   size_t sym_cap;
   char *bytes;
   size_t bytes_cap;
-  int oom;
+  archrt_regex_scratch rx; /* the regexes' stack and step budget */
+  size_t max_norm;         /* the longest normalized text allowed */
+  int oom;                 /* out of memory, or (with `why`) refused */
+  const char *why;
   /* Recent merge lookups (direct-mapped): long pieces repeat their pairs,
    * and the merge table is far larger than the caches. */
   mslot seen[1024];
@@ -1013,7 +1010,7 @@ typedef struct work {
 static int merge_cached(work *w, int32_t a, int32_t b, uint32_t *rank,
                         int32_t *id) {
   uint64_t key = ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) + 1;
-  mslot *c = &w->seen[hash_u64(key) & 1023];
+  mslot *c = &w->seen[hash_u64(0, key) & 1023];
   if (c->key != key) {
     c->key = key;
     if (!merge_find(w->t, a, b, &c->rank, &c->id))
@@ -1025,6 +1022,7 @@ static int merge_cached(work *w, int32_t a, int32_t b, uint32_t *rank,
 }
 
 static void work_free(work *w) {
+  archrt_regex_scratch_free(&w->rx);
   free(w->ids.v), free(w->norm.v), free(w->tmp.v);
   free(w->a.buf.v), free(w->a.span.v), free(w->b.buf.v), free(w->b.span.v);
   free(w->sym), free(w->prev), free(w->next);
@@ -1061,6 +1059,14 @@ static size_t to_bytes(work *w, const uint32_t *s, size_t n) {
   return len;
 }
 
+/* A regex that ran out of memory or of its step budget. */
+static void regex_failed(work *w, long code) {
+  w->oom = 1;
+  if (code == ARCHRT_REGEX_OVER_BUDGET)
+    w->why = "a regular expression of the tokenizer takes too many steps on "
+             "this text (a pattern that backtracks exponentially?)";
+}
+
 /* Whether s[i .. i + m) equals lit. */
 static int starts_with(const uint32_t *s, size_t n, size_t i,
                        const uint32_t *lit, size_t m) {
@@ -1082,15 +1088,23 @@ static void normalize(work *w, const uint32_t *s, size_t n) {
     out->n = 0;
     switch (st->kind) {
     case N_NFC:
-      if (!u32_reserve(out, archrt_uc_nfc_room(in->n)))
+      if (!u32_reserve(out, archrt_uc_nfc_room(in->n))) {
+        w->oom = 1;
         break;
+      }
       out->n = archrt_uc_nfc(in->v, in->n, out->v);
+      if (out->n == (size_t)-1) {
+        out->n = 0;
+        w->oom = 1;
+      }
       break;
     case N_PREPEND:
       if (!in->n)
         continue; /* only before something */
-      if (!u32_reserve(out, in->n + st->na))
+      if (!u32_reserve(out, in->n + st->na)) {
+        w->oom = 1;
         break;
+      }
       memcpy(out->v, st->a, st->na * sizeof *st->a);
       memcpy(out->v + st->na, in->v, in->n * sizeof *in->v);
       out->n = in->n + st->na;
@@ -1099,24 +1113,35 @@ static void normalize(work *w, const uint32_t *s, size_t n) {
       for (size_t i = 0; i < in->n;) {
         size_t end = 0;
         if (st->re) {
-          long m = archrt_regex_match(st->re, in->v, in->n, i);
-          if (m == -2) {
-            w->oom = 1;
+          long m = archrt_regex_match(st->re, in->v, in->n, i, &w->rx);
+          if (m < -1) {
+            regex_failed(w, m);
             return;
           }
           end = m > (long)i ? (size_t)m : 0;
         } else if (starts_with(in->v, in->n, i, st->a, st->na)) {
           end = i + st->na;
         }
+        /* Replacements may lengthen the text; a chain of them must not
+         * grow it without bound. */
+        if (out->n + (end ? st->nb : 1) > w->max_norm) {
+          w->oom = 1;
+          w->why = "the normalizers make the text more than 16 times longer";
+          break;
+        }
         if (end) {
-          if (!u32_reserve(out, st->nb))
+          if (!u32_reserve(out, st->nb)) {
+            w->oom = 1;
             break;
+          }
           memcpy(out->v + out->n, st->b, st->nb * sizeof *st->b);
           out->n += st->nb;
           i = end;
         } else {
-          if (!u32_push(out, in->v[i]))
+          if (!u32_push(out, in->v[i])) {
+            w->oom = 1;
             break;
+          }
           i++;
         }
       }
@@ -1127,8 +1152,10 @@ static void normalize(work *w, const uint32_t *s, size_t n) {
         a++;
       while (st->right && b > a && archrt_uc_is_space(in->v[b - 1]))
         b--;
-      if (!u32_reserve(out, b - a))
+      if (!u32_reserve(out, b - a)) {
+        w->oom = 1;
         break;
+      }
       memcpy(out->v, in->v + a, (b - a) * sizeof *in->v);
       out->n = b - a;
       break;
@@ -1136,15 +1163,93 @@ static void normalize(work *w, const uint32_t *s, size_t n) {
     }
     if (w->oom)
       return;
-    if (out->cap < out->n || (out->n && !out->v)) {
-      w->oom = 1;
-      return;
-    }
     /* Swap: the step's output is the text now. */
     u32vec x = w->norm;
     w->norm = w->tmp;
     w->tmp = x;
   }
+}
+
+enum { MAX_ADDED = 512 }; /* characters of an added token */
+
+/* The trie of the added tokens whose `normalized` is `normalized`; those
+ * are matched in normalized text, so their content is normalized too (as
+ * the Rust library's refresh_added_tokens does). */
+static int trie_build(loader *ld, work *w, trie *tr, int normalized) {
+  hf_tokenizer *t = ld->t;
+  uint32_t cps[4 * MAX_ADDED + 1]; /* the content's code points */
+  size_t total = 1;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      tr->seed = t->seed;
+      tr->token = malloc(total * sizeof *tr->token);
+      tr->mask = table_size(total) - 1;
+      tr->keys = calloc((size_t)tr->mask + 1, sizeof *tr->keys);
+      tr->child = malloc(((size_t)tr->mask + 1) * sizeof *tr->child);
+      if (!tr->token || !tr->keys || !tr->child)
+        return oom(ld);
+      tr->token[0] = -1;
+      tr->n_nodes = 1;
+    }
+    for (int32_t k = 0; k < t->n_added; ++k) {
+      const added_token *a = &t->added[k];
+      if (a->normalized != normalized || a->len == 0)
+        continue;
+      if (a->len > 4 * MAX_ADDED) {
+        char msg[96];
+        snprintf(msg, sizeof msg,
+                 "added token %d is longer than %d characters", k, MAX_ADDED);
+        return bad(ld, msg);
+      }
+      const uint32_t *c = cps;
+      size_t m = archrt_utf8_decode(a->content, a->len, cps, NULL);
+      if (normalized) {
+        normalize(w, cps, m);
+        if (w->oom)
+          return oom(ld);
+        c = w->norm.v, m = w->norm.n;
+      }
+      if (m > MAX_ADDED) {
+        char msg[96];
+        snprintf(msg, sizeof msg,
+                 "added token %d is longer than %d characters", k, MAX_ADDED);
+        return bad(ld, msg);
+      }
+      if (pass == 0) {
+        total += m;
+        continue;
+      }
+      int32_t node = 0;
+      for (size_t j = 0; j < m; ++j) {
+        int32_t next = trie_child(tr, node, c[j]);
+        if (next < 0) {
+          next = (int32_t)tr->n_nodes++;
+          tr->token[next] = -1;
+          uint64_t key = ((uint64_t)node << 21 | c[j]) + 1;
+          uint32_t i = (uint32_t)hash_u64(tr->seed, key) & tr->mask;
+          while (tr->keys[i])
+            i = (i + 1) & tr->mask;
+          tr->keys[i] = key;
+          tr->child[i] = next;
+        }
+        node = next;
+      }
+      if (node > 0 && tr->token[node] < 0) /* the first of equal ones */
+        tr->token[node] = k;
+    }
+  }
+  return 1;
+}
+
+static int build_tries(loader *ld) {
+  work w = {0};
+  w.t = ld->t;
+  w.rx.budget = 1L << 40;
+  w.max_norm = 64 * MAX_ADDED;
+  int ok = trie_build(ld, &w, &ld->t->raw, 0) &&
+           trie_build(ld, &w, &ld->t->norm, 1);
+  work_free(&w);
+  return ok;
 }
 
 /* The pieces of one split: the list of (start, end, is_match) in order,
@@ -1190,7 +1295,7 @@ static int emit_parts(pieces *out, const uint32_t *s, const part *parts,
 
 /* Splits s[0 .. n) at the matches of a regex or a literal. */
 static int split_piece(work *w, pieces *out, const uint32_t *s, size_t n,
-                       archrt_regex *re, const uint32_t *lit, size_t nlit,
+                       const archrt_regex *re, const uint32_t *lit, size_t nlit,
                        int behavior) {
   part stack_parts[64], *parts = stack_parts;
   size_t n_parts = 0, cap = 64, prev = 0;
@@ -1198,8 +1303,9 @@ static int split_piece(work *w, pieces *out, const uint32_t *s, size_t n,
   for (size_t i = 0; i < n && ok;) {
     size_t end = 0;
     if (re) {
-      long m = archrt_regex_match(re, s, n, i);
-      if (m == -2) {
+      long m = archrt_regex_match(re, s, n, i, &w->rx);
+      if (m < -1) {
+        regex_failed(w, m);
         ok = 0;
         break;
       }
@@ -1280,13 +1386,10 @@ static void pretokenize_step(work *w, const pstep *st, pieces *in,
       tmp->n += n;
       pieces split = {{0}, {0}};
       pieces *src = &split;
-      if (st->use_regex) {
-        if (!split_piece(w, &split, tmp->v, tmp->n, st->re, NULL, 0,
-                         B_ISOLATED))
-          break;
-      } else if (!add_piece(&split, tmp->v, tmp->n)) {
+      if (st->use_regex)
+        split_piece(w, &split, tmp->v, tmp->n, st->re, NULL, 0, B_ISOLATED);
+      else if (!add_piece(&split, tmp->v, tmp->n))
         w->oom = 1;
-      }
       for (size_t j = 0; j < src->span.n && !w->oom; j += 2) {
         size_t len = to_bytes(w, src->buf.v + src->span.v[j],
                               src->span.v[j + 1]);
@@ -1312,7 +1415,8 @@ static void pretokenize_step(work *w, const pstep *st, pieces *in,
       }
       int prepend = st->prepend == PREPEND_ALWAYS ||
                     (st->prepend == PREPEND_FIRST && first && k == 0);
-      if (prepend && !(n && s[0] == st->replacement))
+      /* (Spaces become the replacement first: a leading one is it.) */
+      if (prepend && !(n && (s[0] == st->replacement || s[0] == ' ')))
         tmp->v[tmp->n++] = st->replacement;
       for (size_t i = 0; i < n; ++i)
         tmp->v[tmp->n++] = s[i] == ' ' ? st->replacement : s[i];
@@ -1600,8 +1704,18 @@ static void encode_segment(work *w, const uint32_t *s, size_t n, int first) {
 archrt_status hf_tokenizer_encode(const hf_tokenizer *t, const char *text,
                                   size_t len, int special, int32_t *tokens,
                                   int32_t max_tokens, int32_t *n_tokens) {
+  /* Symbols, pieces and counts are 32-bit: a text of up to 256 MB. */
+  if (len > (size_t)1 << 28)
+    return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                       "archrt_tokenizer_encode: text of %zu bytes is too "
+                       "long (at most 256 MiB at once)",
+                       len);
   work w = {0};
   w.t = t;
+  /* Work bounds: regex steps (generous for the real tokenizers' patterns,
+   * a few dozen a character) and normalizer growth. */
+  w.rx.budget = 4096 * (long)len + (1L << 20);
+  w.max_norm = 16 * len + 1024;
   uint32_t *cps = malloc((len + 1) * sizeof *cps);
   archrt_status st = ARCHRT_OK;
   if (!cps) {
@@ -1618,11 +1732,15 @@ archrt_status hf_tokenizer_encode(const hf_tokenizer *t, const char *text,
     for (int k = 0; k < t->n_after && !w.oom; ++k)
       w.oom = !u32_push(&w.ids, (uint32_t)t->after[k]);
   if (w.oom) {
-    st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
-                     "archrt_tokenizer_encode: out of memory");
+    st = w.why ? archrt_fail(ARCHRT_ERR_FORMAT, "archrt_tokenizer_encode: %s",
+                             w.why)
+               : archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
+                             "archrt_tokenizer_encode: out of memory");
     goto done;
   }
   if (w.ids.n > (size_t)max_tokens) {
+    /* The count needed, for a caller to retry with room for it. */
+    *n_tokens = w.ids.n > INT32_MAX ? INT32_MAX : (int32_t)w.ids.n;
     st = archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
                      "archrt_tokenizer_encode: text needs %zu tokens, room "
                      "for %d",
@@ -1640,23 +1758,38 @@ done:
 
 /* ---- Decoding ----------------------------------------------------------*/
 
+enum { MAX_PIECE = 1 << 20 }; /* the most bytes one token decodes to */
+
+/* Room for n bytes in both halves of the decode buffer (the steps ping-pong
+ * between them); the halves are t->dec and t->dec + t->dec_cap / 2. */
 static int dec_reserve(hf_tokenizer *t, size_t n) {
-  if (n <= t->dec_cap)
+  if (2 * (n + 1) <= t->dec_cap)
     return 1;
-  char *d = realloc(t->dec, n);
+  size_t cap = 2 * (n + 1);
+  char *d = malloc(cap);
   if (!d)
     return 0;
-  t->dec = d, t->dec_cap = n;
+  free(t->dec);
+  t->dec = d, t->dec_cap = cap;
   return 1;
 }
 
+static int hex_digit(char c) {
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
+}
+
+/* The decoders in turn over one token's text: each step reads cur[0 .. n)
+ * and writes the other half of the buffer (or leaves the text as it is). */
 const char *hf_tokenizer_decode(hf_tokenizer *t, int32_t prev, int32_t token) {
   if (!t || token < 0 || token >= t->n_ids)
     return "";
   int32_t k = t->added_of[token];
   const char *s = k >= 0 ? t->added[k].content : t->str[token];
   size_t n = k >= 0 ? t->added[k].len : t->len[token];
-  if (!s)
+  if (!s || n > MAX_PIECE)
     return "";
   /* A text starts at the first token, or after the post-processor's
    * leading tokens (BOS): what Hugging Face's decode does with
@@ -1665,28 +1798,63 @@ const char *hf_tokenizer_decode(hf_tokenizer *t, int32_t prev, int32_t token) {
   int first = prev < 0 || prev >= t->n_ids;
   for (int b = 0; b < t->n_before && !first; ++b)
     first = prev == t->before[b];
-  /* Room: Replace may lengthen the text by its content per match. */
-  size_t room = n + 8;
-  for (int d = 0; d < t->n_dsteps; ++d)
-    if (t->dsteps[d].kind == D_REPLACE && t->dsteps[d].nb > t->dsteps[d].na)
-      room += room * (t->dsteps[d].nb - t->dsteps[d].na);
-  if (!dec_reserve(t, 2 * room))
+  if (!dec_reserve(t, n))
     return "";
-  char *cur = t->dec, *other = t->dec + room;
+  char *cur = t->dec;
   memcpy(cur, s, n);
   for (int d = 0; d < t->n_dsteps; ++d) {
     const dstep *st = &t->dsteps[d];
     size_t m = 0;
+    /* Replace may lengthen the text: count its matches for the exact size
+     * (bounded by MAX_PIECE: a chain of Replace steps could grow a token
+     * without end). */
+    if (st->kind == D_REPLACE || st->kind == D_METASPACE) {
+      const char *a = st->kind == D_REPLACE ? st->a : st->rep;
+      size_t na = st->kind == D_REPLACE ? st->na : (size_t)st->nrep;
+      size_t nb = st->kind == D_REPLACE ? st->nb : 1, hits = 0;
+      for (size_t i = 0; i + na <= n;)
+        if (!memcmp(cur + i, a, na))
+          hits++, i += na;
+        else
+          i++;
+      size_t need = n - hits * na + hits * nb;
+      if (need > MAX_PIECE)
+        return "";
+      size_t half = t->dec_cap / 2;
+      if (need + 1 > half) { /* grow, keeping the current text */
+        char *keep = malloc(n ? n : 1);
+        if (!keep)
+          return "";
+        memcpy(keep, cur, n);
+        int ok = dec_reserve(t, need);
+        if (ok)
+          memcpy(t->dec, keep, n);
+        free(keep);
+        if (!ok)
+          return "";
+        cur = t->dec;
+      }
+    }
+    size_t half = t->dec_cap / 2;
+    char *other = cur == t->dec ? t->dec + half : t->dec;
     switch (st->kind) {
     case D_BYTELEVEL: {
-      uint32_t *cps = malloc((n + 1) * sizeof *cps);
-      if (!cps)
-        return "";
-      size_t c = archrt_utf8_decode(cur, n, cps, NULL), i = 0;
-      for (; i < c && cps[i] < 324 && t->cp_byte[cps[i]] >= 0; ++i)
-        other[i] = (char)t->cp_byte[cps[i]];
-      free(cps);
-      if (i < c) /* not byte-level text (an added token): as it is */
+      /* Every character back to its byte; text that is not byte-level
+       * (an added token) stays as it is. */
+      size_t i = 0, c = 0;
+      int all = 1;
+      while (i < n && all) {
+        uint32_t cp;
+        unsigned char lead = (unsigned char)cur[i];
+        size_t len = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+        if (i + len > n || archrt_utf8_decode(cur + i, len, &cp, NULL) != 1 ||
+            cp >= 324 || t->cp_byte[cp] < 0)
+          all = 0;
+        else
+          other[c++] = (char)t->cp_byte[cp];
+        i += len;
+      }
+      if (!all)
         continue;
       m = c;
       break;
@@ -1713,12 +1881,11 @@ const char *hf_tokenizer_decode(hf_tokenizer *t, int32_t prev, int32_t token) {
       break;
     }
     case D_BYTEFALLBACK: {
-      unsigned v;
-      char tail;
+      int hi = n == 6 ? hex_digit(cur[3]) : -1,
+          lo = n == 6 ? hex_digit(cur[4]) : -1;
       if (n == 6 && cur[0] == '<' && cur[1] == '0' && cur[2] == 'x' &&
-          cur[5] == '>' && sscanf(cur + 3, "%2x%c", &v, &tail) == 2 &&
-          tail == '>') {
-        other[0] = (char)v;
+          cur[5] == '>' && hi >= 0 && lo >= 0) {
+        other[0] = (char)(hi * 16 + lo);
         m = 1;
         break;
       }
@@ -1743,12 +1910,10 @@ const char *hf_tokenizer_decode(hf_tokenizer *t, int32_t prev, int32_t token) {
       break;
     }
     }
-    char *x = cur;
     cur = other;
-    other = x;
     n = m;
   }
-  /* The result is at cur; move it to the buffer's start, terminated. */
+  /* The result to the buffer's start, terminated. */
   memmove(t->dec, cur, n);
   t->dec[n] = 0;
   return t->dec;

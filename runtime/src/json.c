@@ -216,6 +216,7 @@ static int read_number(parser *p, archrt_json *v) {
     return 0;
   }
   v->kind = ARCHRT_JSON_NUMBER;
+  v->n = 0;
   v->u.number = d;
   return 1;
 }
@@ -229,6 +230,7 @@ static int read_word(parser *p, const char *w, archrt_json_kind kind,
   }
   p->i += len;
   v->kind = kind;
+  v->n = 0;
   v->u.boolean = value;
   return 1;
 }
@@ -250,7 +252,7 @@ static int read_container(parser *p, archrt_json *v, int depth, int object) {
     p->i++;
   } else {
     for (;;) {
-      archrt_json item;
+      archrt_json item = {0};
       skip_space(p);
       if (object) {
         if (p->i >= p->n || p->s[p->i] != '"') {

@@ -13,11 +13,12 @@
 #include <string.h>
 
 enum { OP_CHAR, OP_CLASS, OP_ANY, OP_SPLIT, OP_JMP, OP_LOOK, OP_MATCH };
-enum { MAX_DEPTH = 32, MAX_REPEAT = 1000, MAX_PROGRAM = 1 << 20 };
+enum { MAX_DEPTH = 32, MAX_REPEAT = 1000, MAX_PROGRAM = 1 << 16,
+       MAX_RANGES = 4096 };
 
 typedef struct inst {
   uint8_t op;
-  uint8_t fold;   /* OP_CHAR: ASCII case-insensitive */
+  uint8_t fold;   /* OP_CHAR, OP_CLASS: ASCII case-insensitive */
   uint8_t negate; /* OP_LOOK: (?! ) */
   int32_t x, y;   /* relative targets: SPLIT's first and second; JMP's and
                      LOOK's continuation is x, the body starts at +1 */
@@ -41,8 +42,6 @@ struct archrt_regex {
   size_t len, cap;
   cls *classes;
   int n_classes;
-  frame *stack; /* the machine's backtracking stack, kept between runs */
-  size_t stack_cap;
 };
 
 typedef struct parser {
@@ -122,6 +121,8 @@ static int new_class(parser *ps, cls **out) {
 }
 
 static int add_range(parser *ps, cls *c, uint32_t a, uint32_t b) {
+  if (c->n >= MAX_RANGES)
+    return fail(ps, "class with too many ranges");
   uint32_t *r = realloc(c->ranges, (size_t)(c->n + 1) * 2 * sizeof *r);
   if (!r)
     return fail(ps, "out of memory");
@@ -233,16 +234,15 @@ static int escape(parser *ps, uint32_t *cp, cls **c) {
       (*c)->not_space = 1;
     return 2;
   case 'd': case 'D': case 'w': case 'W': {
+    /* \D and \W only as a class of their own (negated): inside [...]
+     * their complement would take the other items with it. */
+    if ((e == 'D' || e == 'W') && *c)
+      return fail(ps, "\\D and \\W inside a class are not supported");
     if (!*c && !new_class(ps, c))
       return 0;
-    /* \D and \W as a class of their own, negated. */
     cls *target = *c;
-    if (e == 'D' || e == 'W') {
-      if ((*c)->n || (*c)->cats || (*c)->not_cats || (*c)->space ||
-          (*c)->not_space)
-        return fail(ps, "\\D and \\W inside a class are not supported");
-      target->negate = !target->negate;
-    }
+    if (e == 'D' || e == 'W')
+      target->negate = 1;
     if (!add_range(ps, target, '0', '9'))
       return 0;
     if ((e == 'w' || e == 'W') &&
@@ -312,7 +312,8 @@ static int parse_class(parser *ps) {
     if (!add_range(ps, &ps->re->classes[index], lo, hi))
       return 0;
   }
-  return emit(ps, (inst){OP_CLASS, 0, 0, 0, 0, (uint32_t)index});
+  return emit(ps, (inst){OP_CLASS, (uint8_t)ps->fold, 0, 0, 0,
+                         (uint32_t)index});
 }
 
 static int parse_alt(parser *ps, int depth, int *nullable);
@@ -527,7 +528,6 @@ void archrt_regex_free(archrt_regex *re) {
     free(re->classes[k].ranges);
   free(re->classes);
   free(re->code);
-  free(re->stack);
   free(re);
 }
 
@@ -577,12 +577,29 @@ static uint32_t fold(uint32_t c) {
   return c >= 'A' && c <= 'Z' ? c + 32 : c;
 }
 
+/* The other case of an ASCII letter, or c. */
+static uint32_t other_case(uint32_t c) {
+  if (c >= 'A' && c <= 'Z')
+    return c + 32;
+  if (c >= 'a' && c <= 'z')
+    return c - 32;
+  return c;
+}
+
+void archrt_regex_scratch_free(archrt_regex_scratch *sc) {
+  free(sc->stack);
+  sc->stack = NULL;
+  sc->cap = 0;
+}
+
 /* Runs the program from pc at pos; the stack frames from `base` up are
  * this run's. */
-static long run(archrt_regex *re, int32_t pc, const uint32_t *s, size_t n,
-                size_t pos, size_t base) {
+static long run(const archrt_regex *re, int32_t pc, const uint32_t *s,
+                size_t n, size_t pos, archrt_regex_scratch *sc, size_t base) {
   size_t top = base;
   for (;;) {
+    if (--sc->budget < 0)
+      return ARCHRT_REGEX_OVER_BUDGET;
     const inst *in = &re->code[pc];
     int ok = 1;
     switch (in->op) {
@@ -592,7 +609,9 @@ static long run(archrt_regex *re, int32_t pc, const uint32_t *s, size_t n,
       pc++, pos++;
       break;
     case OP_CLASS:
-      ok = pos < n && in_class(&re->classes[in->c], s[pos]);
+      ok = pos < n && (in_class(&re->classes[in->c], s[pos]) ||
+                       (in->fold && other_case(s[pos]) != s[pos] &&
+                        in_class(&re->classes[in->c], other_case(s[pos]))));
       pc++, pos++;
       break;
     case OP_ANY:
@@ -604,20 +623,20 @@ static long run(archrt_regex *re, int32_t pc, const uint32_t *s, size_t n,
       pc += in->x;
       break;
     case OP_SPLIT:
-      if (top == re->stack_cap) {
-        size_t cap = re->stack_cap ? 2 * re->stack_cap : 256;
-        frame *f = realloc(re->stack, cap * sizeof *f);
+      if (top == sc->cap) {
+        size_t cap = sc->cap ? 2 * sc->cap : 256;
+        frame *f = realloc(sc->stack, cap * sizeof *f);
         if (!f)
-          return -2;
-        re->stack = f, re->stack_cap = cap;
+          return ARCHRT_REGEX_NO_MEMORY;
+        sc->stack = f, sc->cap = cap;
       }
-      re->stack[top++] = (frame){pc + in->y, pos};
+      ((frame *)sc->stack)[top++] = (frame){pc + in->y, pos};
       pc += in->x;
       break;
     case OP_LOOK: {
-      long r = run(re, pc + 1, s, n, pos, top);
-      if (r == -2)
-        return -2;
+      long r = run(re, pc + 1, s, n, pos, sc, top);
+      if (r < -1)
+        return r;
       ok = (r >= 0) != in->negate;
       pc += in->x;
       break;
@@ -629,13 +648,13 @@ static long run(archrt_regex *re, int32_t pc, const uint32_t *s, size_t n,
       if (top == base)
         return -1;
       --top;
-      pc = re->stack[top].pc;
-      pos = re->stack[top].pos;
+      pc = ((frame *)sc->stack)[top].pc;
+      pos = ((frame *)sc->stack)[top].pos;
     }
   }
 }
 
-long archrt_regex_match(archrt_regex *re, const uint32_t *s, size_t n,
-                        size_t pos) {
-  return run(re, 0, s, n, pos, 0);
+long archrt_regex_match(const archrt_regex *re, const uint32_t *s, size_t n,
+                        size_t pos, archrt_regex_scratch *sc) {
+  return run(re, 0, s, n, pos, sc, 0);
 }

@@ -1,6 +1,7 @@
 /*===- unicode.c - Code points, categories and NFC for tokenizer.json -----===*/
 #include "unicode.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 extern const archrt_uc_range archrt_uc_ranges[], archrt_uc_ccc[];
@@ -187,22 +188,48 @@ size_t archrt_uc_nfc(const uint32_t *s, size_t n, uint32_t *d) {
     memcpy(d, s, n * sizeof *s);
     return n;
   }
-  /* Decompose, then order each run of non-starters by combining class
-   * (stably: an insertion sort, the runs are short). */
+  /* Decompose, then order each run of non-starters by combining class,
+   * stably: insertion sort for short runs, counting sort for long ones
+   * (hostile text can make a run as long as the text). */
   size_t m = 0;
   for (i = 0; i < n; ++i)
     m = decompose(s[i], d, m);
-  for (size_t k = 1; k < m; ++k) {
-    unsigned c = ccc_of(d[k]);
-    if (!c)
+  for (size_t k = 0; k < m;) {
+    if (!ccc_of(d[k])) {
+      ++k;
       continue;
-    uint32_t x = d[k];
-    size_t j = k;
-    while (j > 0 && ccc_of(d[j - 1]) > c) {
-      d[j] = d[j - 1];
-      --j;
     }
-    d[j] = x;
+    size_t end = k;
+    while (end < m && ccc_of(d[end]))
+      ++end;
+    if (end - k <= 16) {
+      for (size_t a = k + 1; a < end; ++a) {
+        uint32_t x = d[a];
+        unsigned c = ccc_of(x);
+        size_t j = a;
+        while (j > k && ccc_of(d[j - 1]) > c) {
+          d[j] = d[j - 1];
+          --j;
+        }
+        d[j] = x;
+      }
+    } else {
+      uint32_t *run = malloc((end - k) * sizeof *run);
+      if (!run)
+        return (size_t)-1;
+      {
+        size_t count[257] = {0};
+        for (size_t a = k; a < end; ++a)
+          count[ccc_of(d[a]) + 1]++;
+        for (int c = 1; c < 257; ++c)
+          count[c] += count[c - 1];
+        for (size_t a = k; a < end; ++a)
+          run[count[ccc_of(d[a])]++] = d[a];
+        memcpy(d + k, run, (end - k) * sizeof *run);
+        free(run);
+      }
+    }
+    k = end;
   }
   /* Compose each character with the last starter unless something
    * between blocks it (a starter, or a class not below its own); in

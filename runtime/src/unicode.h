@@ -51,7 +51,8 @@ size_t archrt_utf8_decode(const char *s, size_t n, uint32_t *out,
 /* Writes code point c as UTF-8 (1 to 4 bytes); returns the length. */
 int archrt_utf8_put(uint32_t c, char *out);
 /* The NFC form of s[0 .. n) into out (room for archrt_uc_nfc_room(n) code
- * points: decomposition expands); returns its length. */
+ * points: decomposition expands); returns its length, or (size_t)-1 when
+ * out of memory. */
 size_t archrt_uc_nfc(const uint32_t *s, size_t n, uint32_t *out);
 size_t archrt_uc_nfc_room(size_t n);
 

@@ -6,8 +6,10 @@ equal the C host's (test/e2e/archrt.py), the stream keeps multi-byte
 characters whole, and each misuse raises archc.Error with the runtime's
 message."""
 import argparse
+import json
 import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -15,6 +17,24 @@ import archc
 
 sys.path.insert(0, os.path.dirname(__file__))
 import archrt  # noqa: E402
+
+
+def byte_level_tokenizer():
+    """A byte-level tokenizer.json without merges: a token per byte."""
+    printable = [b for b in range(256) if 33 <= b <= 126 or 161 <= b <= 172
+                 or 174 <= b <= 255]
+    chars, extra = {}, 256
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(extra)
+            extra += 1
+    return {"model": {"type": "BPE", "merges": [],
+                      "vocab": {chars[b]: b for b in range(256)}},
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False,
+                              "use_regex": False},
+            "decoder": {"type": "ByteLevel"}}
 
 
 def main():
@@ -25,6 +45,8 @@ def main():
                     help="archc run's output, -n 24, greedy")
     ap.add_argument("--sampled", required=True, help="archc run's output, "
                     "-n 32 --temperature 0.9 --top-p 0.9 --seed 5")
+    ap.add_argument("--tokenizer-json", help="stories15M's tokenizer as a "
+                    "tokenizer.json (bin_to_json.py)")
     args = ap.parse_args()
     case = archrt.Cases()
     weights = os.path.join(args.models, "stories15M.bin")
@@ -103,6 +125,31 @@ def main():
     raises("empty prompt", lambda: seq.prefill([]), "non-empty")
     raises("NUL in the text", lambda: model.tokenizer.encode("a\0b"),
            "NUL byte")
+    if args.tokenizer_json:
+        # The same model with stories15M's tokenizer as a tokenizer.json:
+        # the same greedy text.
+        other = archc.load(args.lib, weights=weights,
+                           tokenizer=args.tokenizer_json, threads=2)
+        with open(args.greedy, encoding="utf-8") as f:
+            want = f.read()
+        got = prompt + "".join(other.generate(prompt, 24)) + "\n"
+        case("tokenizer.json: greedy text equals archc run's", got == want,
+             f"got {got!r}")
+        # A text that needs more tokens than bytes (each invalid byte is a
+        # U+FFFD, three byte tokens in a byte-level vocabulary): the
+        # runtime reports the count and the package asks again.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "tokenizer.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(byte_level_tokenizer(), f)
+            tok = archc.Tokenizer(model.lib, path, model.vocab_size)
+            ids = tok.encode(b"\xff" * 40, bos=False)
+            case("encode asks again with the count it needs",
+                 len(ids) == 120, str(len(ids)))
+            raises("too little room", lambda: tok.encode(b"\xff" * 40,
+                                                         max_tokens=50),
+                   "needs 120 tokens, room for 50")
+            tok.close()
     raises("bad sampling", lambda: list(model.generate(prompt, 4,
                                                        temperature=-1.0)),
            "sampler_create", "invalid argument")
