@@ -104,6 +104,10 @@ class Tokenizer:
         self._lib.check(status, "tokenizer_encode")
         return list(buf[:n.value])
 
+    def is_stop(self, token):
+        """Whether generation ends at `token` (its EOS and the like)."""
+        return bool(self._lib.c.archrt_tokenizer_is_stop(self._t, int(token)))
+
     def decode_bytes(self, prev, token):
         """The bytes of `token` following `prev` (a byte token alone may be
         part of a UTF-8 character)."""
@@ -214,7 +218,8 @@ class Model:
         """Token ids after `prompt` (ids), at most `n` and within the
         model's context, sampled as `archc run` samples (temperature 0:
         greedy; else softmax(logits / T) with nucleus top_p; seeded); ends
-        before a token in `stop`."""
+        before a token in `stop` (ids, or a function of the id)."""
+        stops = stop if callable(stop) else (lambda t, s=tuple(stop): t in s)
         prompt = list(prompt)
         sampler = C.c_void_p()
         self.lib.check(self.lib.c.archrt_sampler_create(
@@ -230,7 +235,7 @@ class Model:
                 self.lib.check(self.lib.c.archrt_sample(
                     sampler, logits.ctypes.data_as(C.POINTER(C.c_float)),
                     C.byref(nxt)), "sample")
-                if nxt.value in stop:
+                if stops(nxt.value):
                     return
                 yield nxt.value
                 if i + 1 < total:
@@ -243,8 +248,9 @@ class Model:
     def generate(self, prompt, n, temperature=0.0, top_p=1.0, seed=0):
         """Text after `prompt` (text, encoded with BOS), as a stream of
         str pieces, one per token (a character split across byte tokens
-        comes whole with its last byte); stops at BOS or EOS (ids 1, 2), as
-        `archc run` does."""
+        comes whole with its last byte); stops where the tokenizer says
+        generation ends (EOS: a tokenizer.json's special tokens,
+        tokenizer.bin's ids 1 and 2), as `archc run` does."""
         if self.tokenizer is None:
             raise Error("generate", 6, "no tokenizer: load the model with "
                                        "tokenizer=PATH, or use "
@@ -252,7 +258,7 @@ class Model:
         ids = self.tokenizer.encode(prompt, bos=True)
         prev, pending = ids[-1], b""
         for t in self.generate_ids(ids, n, temperature, top_p, seed,
-                                   stop=(1, 2)):
+                                   stop=self.tokenizer.is_stop):
             pending += self.tokenizer.decode_bytes(prev, t)
             prev = t
             text, pending = _complete_utf8(pending)

@@ -3,7 +3,7 @@ ctypes declarations: one table, used by the package and by the tests that
 drive a library exactly as a C host would (test/e2e/archrt.py)."""
 import ctypes as C
 
-ABI_VERSION = 3  # ARCHRT_ABI_VERSION
+ABI_VERSION = 4  # ARCHRT_ABI_VERSION
 
 
 class ModelInfo(C.Structure):
@@ -54,6 +54,7 @@ SIGNATURES = {
                                       C.POINTER(_i32), _i32,
                                       C.POINTER(_i32)]),
     "archrt_tokenizer_decode": (C.c_char_p, [_vp, _i32, _i32]),
+    "archrt_tokenizer_is_stop": (C.c_int, [_vp, _i32]),
 }
 
 

@@ -1758,6 +1758,11 @@ done:
 
 /* ---- Decoding ----------------------------------------------------------*/
 
+int hf_tokenizer_is_special(const hf_tokenizer *t, int32_t token) {
+  return t && token >= 0 && token < t->n_ids && t->added_of[token] >= 0 &&
+         t->added[t->added_of[token]].special;
+}
+
 enum { MAX_PIECE = 1 << 20 }; /* the most bytes one token decodes to */
 
 /* Room for n bytes in both halves of the decode buffer (the steps ping-pong

@@ -30,6 +30,8 @@ void hf_tokenizer_free(hf_tokenizer *t);
 archrt_status hf_tokenizer_encode(const hf_tokenizer *t, const char *text,
                                   size_t len, int special, int32_t *tokens,
                                   int32_t max_tokens, int32_t *n_tokens);
+/* Whether `token` is a special added token. */
+int hf_tokenizer_is_special(const hf_tokenizer *t, int32_t token);
 /* The bytes of `token` after `prev` (-1 at the start of the text): the
  * decoders applied, NUL-terminated in the tokenizer's buffer. */
 const char *hf_tokenizer_decode(hf_tokenizer *t, int32_t prev, int32_t token);

@@ -408,6 +408,14 @@ done:
   return st;
 }
 
+int archrt_tokenizer_is_stop(const archrt_tokenizer *t, int32_t token) {
+  if (!t)
+    return 0;
+  if (t->hf)
+    return hf_tokenizer_is_special(t->hf, token);
+  return (token == 1 || token == 2) && token < t->vocab_size;
+}
+
 const char *archrt_tokenizer_decode(archrt_tokenizer *t, int32_t prev,
                                     int32_t token) {
   if (t && t->hf)

@@ -149,7 +149,24 @@ def main():
             raises("too little room", lambda: tok.encode(b"\xff" * 40,
                                                          max_tokens=50),
                    "needs 120 tokens, room for 50")
+            case("no stop token in a vocabulary without special ones",
+                 not any(tok.is_stop(t) for t in range(256)), "")
             tok.close()
+        # Where generation ends: the tokenizer's special tokens, not ids
+        # 1 and 2 (Llama 3's '"' and '#').
+        case("tokenizer.json stops at </s> and <s>",
+             other.tokenizer.is_stop(2) and other.tokenizer.is_stop(1) and
+             not other.tokenizer.is_stop(29871), "")
+        llama3 = os.path.join(args.models, "tokenizers", "llama3",
+                              "tokenizer.json")
+        tok = archc.Tokenizer(model.lib, llama3, 128256)
+        case("Llama 3 stops at <|end_of_text|> and <|eot_id|>, not at 1, 2",
+             tok.is_stop(128001) and tok.is_stop(128009) and
+             not tok.is_stop(1) and not tok.is_stop(2), "")
+        tok.close()
+    case("tokenizer.bin stops at ids 1 and 2",
+         model.tokenizer.is_stop(1) and model.tokenizer.is_stop(2) and
+         not model.tokenizer.is_stop(3), "")
     raises("bad sampling", lambda: list(model.generate(prompt, 4,
                                                        temperature=-1.0)),
            "sampler_create", "invalid argument")

@@ -44,6 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
        * tokenizer.bin piece to at most its max_token_length). */
       if (!piece || strlen(piece) > (1u << 20))
         abort();
+      (void)archrt_tokenizer_is_stop(tok, ids[i]);
     }
   }
   archrt_tokenizer_free(tok);

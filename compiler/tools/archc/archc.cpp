@@ -940,8 +940,8 @@ int cmdRun(int argc, char **argv) {
   for (int i = 0; i < total; ++i) {
     int32_t next;
     CHECK_RT(lib, lib.archrt_sample(c.sampler, lib.archrt_logits(c.seq), &next));
-    if (tok && (next == 1 || next == 2))
-      break; // BOS or EOS ends the story
+    if (tok && lib.archrt_tokenizer_is_stop(tok, next))
+      break; // EOS (or BOS) ends the story
     emitToken(prev, next);
     ++generated;
     prev = next;
