@@ -51,6 +51,20 @@ archrt_status archrt_model_set_weights(archrt_model *m, float **params,
                                        archrt_mapping *maps, int n_maps,
                                        void *owned);
 
+/* Tokenizers made by other loaders (they own their arguments from the
+ * call on, on failure too): the text of a tokenizer.json, or llama2.c-style
+ * pieces (space for U+2581) and scores. */
+archrt_status archrt_tokenizer_from_json(char *text, size_t size,
+                                         const char *path, int32_t vocab_size,
+                                         archrt_tokenizer **out);
+archrt_status archrt_tokenizer_from_pieces(const char *path, char **pieces,
+                                           float *scores, int32_t n,
+                                           int32_t vocab_size,
+                                           archrt_tokenizer **out);
+/* The tokenizer in a GGUF file's metadata (gguf.c). */
+archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
+                                    archrt_tokenizer **out);
+
 /* Product of a parameter's dims. */
 int64_t archrt_param_numel(const archrt_gen_param *p);
 

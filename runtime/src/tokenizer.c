@@ -30,6 +30,7 @@ struct archrt_tokenizer {
   float *scores;
   vocab_entry *sorted; /* by text; byte tokens left out */
   int32_t n_sorted;
+  uint8_t byte_token[259]; /* ids 3 to 258 that are byte tokens */
   char *scratch; /* 2 * max_token_length + 3 bytes */
   char byte_piece[2];
 };
@@ -79,32 +80,77 @@ static archrt_status load_json(const char *path, int fd, size_t size,
                        "(1 GiB)",
                        path, size);
   }
-  archrt_tokenizer *t = calloc(1, sizeof *t);
   char *text = malloc(size + 1);
   size_t done = 0;
-  while (t && text && done < size) {
+  while (text && done < size) {
     ssize_t r = pread(fd, text + done, size - done, (off_t)done);
     if (r <= 0)
       break;
     done += (size_t)r;
   }
   close(fd);
-  if (!t || !text) {
-    free(t), free(text);
+  if (!text)
     return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-  }
   if (done < size) {
-    free(t), free(text);
+    free(text);
     return archrt_fail(ARCHRT_ERR_IO, "%s: cannot read: %s", path,
                        strerror(errno));
   }
   text[size] = 0;
+  return archrt_tokenizer_from_json(text, size, path, vocab_size, out);
+}
+
+archrt_status archrt_tokenizer_from_json(char *text, size_t size,
+                                         const char *path, int32_t vocab_size,
+                                         archrt_tokenizer **out) {
+  archrt_tokenizer *t = calloc(1, sizeof *t);
+  if (!t) {
+    free(text);
+    return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
   t->vocab_size = vocab_size;
   /* The tokenizer owns `text` from here, on failure too. */
   archrt_status st = hf_tokenizer_load(text, size, path, vocab_size, &t->hf);
   if (st) {
     free(t);
     return st;
+  }
+  *out = t;
+  return ARCHRT_OK;
+}
+
+archrt_status archrt_tokenizer_from_pieces(const char *path, char **pieces,
+                                           float *scores, int32_t n,
+                                           int32_t vocab_size,
+                                           archrt_tokenizer **out) {
+  archrt_tokenizer *t = calloc(1, sizeof *t);
+  archrt_status st = ARCHRT_OK;
+  int32_t max_len = 1;
+  if (!t || !(t->sorted = malloc((size_t)n * sizeof *t->sorted))) {
+    st = archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    for (int32_t i = 0; i < n; ++i)
+      free(pieces[i]);
+    free(pieces), free(scores), free(t);
+    return st;
+  }
+  /* Ids past the tokenizer's (a model's padded vocabulary) are empty. */
+  t->vocab_size = n;
+  t->vocab = pieces;
+  t->scores = scores;
+  for (int32_t i = 0; i < n; ++i) {
+    int32_t len = (int32_t)strlen(pieces[i]);
+    if (len > max_len)
+      max_len = len;
+    if (is_byte_token(pieces[i], i))
+      t->byte_token[i] = 1;
+    else
+      t->sorted[t->n_sorted++] = (vocab_entry){pieces[i], i};
+  }
+  (void)vocab_size;
+  qsort(t->sorted, (size_t)t->n_sorted, sizeof *t->sorted, compare_entries);
+  if (!(t->scratch = malloc((size_t)max_len * 2 + 3))) {
+    archrt_tokenizer_free(t);
+    return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   }
   *out = t;
   return ARCHRT_OK;
@@ -135,6 +181,10 @@ archrt_status archrt_tokenizer_load(const char *path, int32_t vocab_size,
   if (lead < got && (head[lead] == '{' || head[lead] == '[') &&
       !memchr(head, 0, (size_t)got))
     return load_json(path, fd, size, vocab_size, out);
+  if (got >= 4 && !memcmp(head, "GGUF", 4)) { /* llama.cpp's metadata */
+    close(fd);
+    return archrt_gguf_tokenizer(path, vocab_size, out);
+  }
   /* Each token takes at least 8 bytes: refuse a file that cannot hold
    * vocab_size of them before allocating for them. */
   if (size < 4 || (size - 4) / 8 < (size_t)vocab_size) {
@@ -191,7 +241,9 @@ archrt_status archrt_tokenizer_load(const char *path, int32_t vocab_size,
     /* Byte tokens are for fallback only: matched by text they would take
      * the place of real pieces (Llama 2's <0x20> is stored as " ", which
      * is also "▁", id 29871). SentencePiece never matches them. */
-    if (!is_byte_token(t->vocab[i], i))
+    if (is_byte_token(t->vocab[i], i))
+      t->byte_token[i] = 1;
+    else
       t->sorted[t->n_sorted++] = (vocab_entry){t->vocab[i], i};
   }
   if (fgetc(fp) != EOF) {
@@ -273,6 +325,11 @@ static void push_pair(const archrt_tokenizer *t, const symbols *sy,
                       merge *heap, int32_t *n_heap, int32_t i) {
   int32_t j = sy->next[i];
   if (j < 0)
+    return;
+  /* Byte-fallback tokens stand alone, as in SentencePiece (llama2.c would
+   * merge " " with the byte token of 0xE2, spelled "â", into " â"). */
+  if ((sy->id[i] < 259 && t->byte_token[sy->id[i]]) ||
+      (sy->id[j] < 259 && t->byte_token[sy->id[j]]))
     return;
   const char *a = t->vocab[sy->id[i]], *b = t->vocab[sy->id[j]];
   size_t la = strlen(a), lb = strlen(b);

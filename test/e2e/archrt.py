@@ -39,12 +39,15 @@ class Cases:
         return 1 if self.failed else 0
 
 
-def script_args(doc):
-    """The --lib LIB --spec SPEC every check script takes."""
+def script_args(doc, *extra):
+    """The --lib LIB --spec SPEC every check script takes (and the optional
+    --NAME VALUE of each of `extra`)."""
     import argparse
     ap = argparse.ArgumentParser(description=doc)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--spec", required=True)
+    for name in extra:
+        ap.add_argument("--" + name)
     return ap.parse_args()
 
 

@@ -94,8 +94,11 @@ def kv(key, vtype, value):
 
 
 def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
-               drop=None, extra=None, arch="llama", alignment=32):
-    """Returns the f32 values (in Hugging Face order) the file holds."""
+               drop=None, extra=None, arch="llama", alignment=32,
+               tokenizer=None):
+    """Returns the f32 values (in Hugging Face order) the file holds.
+    `tokenizer`: metadata entries of a tokenizer, in place of the bare
+    token list."""
     meta = {"llama.embedding_length": (4, spec.d),
             "llama.block_count": (4, spec.layers),
             "llama.attention.head_count": (4, spec.heads),
@@ -106,8 +109,9 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
             "llama.attention.layer_norm_rms_epsilon": (6, spec.eps)}
     meta.update(meta_override or {})
     entries = [kv("general.architecture", 8, arch),
-               kv("general.alignment", 4, alignment),
-               kv("tokenizer.ggml.tokens", 9, ["<unk>", "<s>", "</s>"])]
+               kv("general.alignment", 4, alignment)]
+    entries += tokenizer or [kv("tokenizer.ggml.tokens", 9,
+                                ["<unk>", "<s>", "</s>"])]
     entries += [kv(k, t, v) for k, (t, v) in meta.items()]
     infos, blobs, held, offset = [], [], {}, 0
     for name in sorted(weights):
@@ -168,8 +172,30 @@ def logits(lib, path, spec, tokens):
     return np.stack(out)
 
 
+def spm_tokenizer(vocab):
+    """A SentencePiece tokenizer as llama.cpp keeps it, `vocab` tokens:
+    control tokens, the 256 byte tokens, then pieces of a few letters
+    (scores favour the longer)."""
+    pieces = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)]
+    words = ["\u2581", "a", "b", "ab", "\u2581a", "\u2581ab", "ba", "\u2581b"]
+    pieces += words + ["x%d" % i for i in range(vocab - len(pieces) -
+                                                len(words))]
+    scores = [0.0] * 259 + [-1.0, -2.0, -2.0, -0.5, -0.4, -0.1, -0.6, -0.3]
+    scores += [-9.0] * (vocab - len(scores))
+    raw = struct.pack("<IQ", 6, len(scores)) + struct.pack(
+        f"<{len(scores)}f", *scores)
+    return [kv("tokenizer.ggml.model", 8, "llama"),
+            kv("tokenizer.ggml.tokens", 9, pieces),
+            gstr("tokenizer.ggml.scores") + struct.pack("<I", 9) + raw]
+
+
 def main():
-    args = archrt.script_args(__doc__)
+    args = archrt.script_args(__doc__, "write-tokenized")
+    if args.write_tokenized:  # an F32 GGUF with its tokenizer, for archc run
+        spec = archref.Spec(args.spec)
+        write_gguf(args.write_tokenized, spec, archref.random_weights(spec, 7),
+                   "F32", tokenizer=spm_tokenizer(spec.vocab))
+        return 0
     case = archrt.Cases()
     spec = archref.Spec(args.spec)
     weights = archref.random_weights(spec, 7)

@@ -53,6 +53,18 @@ def tokenizer_json_seeds():
     text = "Ab ab's 1234\r\n  x<|end|>\u00e9e\u0301".encode()
     put("tokenizer", "json-bytelevel",
         struct.pack("<HBB", 200, 0xfd, len(text)) + text + raw)
+    # The same as a GGUF file's tokenizer ("gpt2", llama.cpp's layout).
+    sys.path.insert(0, os.path.join(root, "test", "e2e", "tokenizer"))
+    import make_gguf
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "t.json"), os.path.join(tmp, "t.gguf")
+        with open(src, "w") as f:
+            json.dump(dict(doc, added_tokens=[dict(doc["added_tokens"][0],
+                                                   lstrip=False)]), f)
+        make_gguf.bpe(src, "llama-bpe", out)
+        gguf = open(out, "rb").read()
+    put("tokenizer", "gguf-bpe",
+        struct.pack("<HBB", 200, 0xfd, len(text)) + text + gguf)
 
 
 def put(harness, name, data):

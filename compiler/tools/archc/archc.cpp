@@ -883,9 +883,20 @@ int cmdRun(int argc, char **argv) {
   std::vector<int32_t> tokens(size_t(info.max_seq_len) + 2);
   int32_t n = 0;
   archrt_tokenizer *tok = nullptr;
-  if (!tokenizer.empty()) {
-    CHECK_RT(lib, lib.archrt_tokenizer_load(tokenizer.c_str(),
-                                            info.vocab_size, &tok));
+  // A GGUF checkpoint usually carries its tokenizer: used when none is
+  // given (and the prompt is token ids when it has none).
+  if (tokenizer.empty() && !fs::is_directory(std::string(weights), ec)) {
+    std::ifstream f(std::string(weights), std::ios::binary);
+    char magic[4] = {0};
+    if (f.read(magic, 4) && !memcmp(magic, "GGUF", 4) &&
+        lib.archrt_tokenizer_load(weights.c_str(), info.vocab_size, &tok) !=
+            ARCHRT_OK)
+      tok = nullptr;
+  }
+  if (tok || !tokenizer.empty()) {
+    if (!tok)
+      CHECK_RT(lib, lib.archrt_tokenizer_load(tokenizer.c_str(),
+                                              info.vocab_size, &tok));
     if (lib.archrt_tokenizer_encode(tok, prompt.c_str(), 1, 0, tokens.data(),
                                     info.max_seq_len, &n) != ARCHRT_OK) {
       lib.archrt_tokenizer_free(tok);

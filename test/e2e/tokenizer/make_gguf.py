@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Writes a tokenizer as llama.cpp's converter keeps it in a GGUF file's
+metadata (a GGUF of version 3 with no tensors):
+
+  make_gguf.py spm TOKENIZER.BIN OUT.gguf    tokenizer.ggml.model "llama":
+      the pieces with U+2581 for the space, <0xXX> byte tokens, scores,
+      token types (2 unknown, 3 control, 6 byte, 1 normal)
+  make_gguf.py bpe TOKENIZER.JSON PRE OUT.gguf   tokenizer.ggml.model
+      "gpt2": the tokens by id, merges as "a b", token types (3 for the
+      special added tokens, 4 for the other added ones), tokenizer.ggml.pre
+  make_gguf.py bare OUT.gguf    metadata without a tokenizer
+"""
+import json
+import struct
+import sys
+
+STRING, ARRAY, U32, I32, F32, BOOL = 8, 9, 4, 5, 6, 7
+
+
+def gstr(s):
+    b = s.encode("utf-8") if isinstance(s, str) else s
+    return struct.pack("<Q", len(b)) + b
+
+
+def kv(key, vtype, value, elem=None):
+    out = gstr(key) + struct.pack("<I", vtype)
+    if vtype == STRING:
+        return out + gstr(value)
+    if vtype == ARRAY:
+        out += struct.pack("<IQ", elem, len(value))
+        if elem == STRING:
+            return out + b"".join(gstr(v) for v in value)
+        fmt = {I32: "<i", F32: "<f", U32: "<I"}[elem]
+        return out + b"".join(struct.pack(fmt, v) for v in value)
+    fmt = {U32: "<I", BOOL: "<?"}[vtype]
+    return out + struct.pack(fmt, value)
+
+
+def write(path, entries):
+    with open(path, "wb") as f:
+        f.write(b"GGUF" + struct.pack("<IQQ", 3, 0, len(entries)))
+        f.write(b"".join(entries))
+
+
+def spm(src, out):
+    data = open(src, "rb").read()
+    off, pieces = 4, []
+    while off < len(data):
+        score, n = struct.unpack_from("<fi", data, off)
+        pieces.append((data[off + 8:off + 8 + n], score))
+        off += 8 + n
+    tokens, types = [], []
+    for i, (raw, _) in enumerate(pieces):
+        if i in (1, 2):
+            text, kind = raw.decode().strip("\n"), 3
+        elif i == 0:
+            text, kind = raw.decode(), 2
+        elif i < 259:
+            text, kind = "<0x%02X>" % (i - 3), 6
+        else:
+            text, kind = raw.decode().replace(" ", "\u2581"), 1
+        tokens.append(text)
+        types.append(kind)
+    write(out, [
+        kv("general.architecture", STRING, "llama"),
+        kv("tokenizer.ggml.model", STRING, "llama"),
+        kv("tokenizer.ggml.tokens", ARRAY, tokens, STRING),
+        kv("tokenizer.ggml.scores", ARRAY, [s for _, s in pieces], F32),
+        kv("tokenizer.ggml.token_type", ARRAY, types, I32),
+        kv("tokenizer.ggml.bos_token_id", U32, 1),
+        kv("tokenizer.ggml.add_bos_token", BOOL, True)])
+
+
+def bpe(src, pre, out):
+    doc = json.load(open(src, encoding="utf-8"))
+    by_id = {i: t for t, i in doc["model"]["vocab"].items()}
+    types = {i: 1 for i in by_id}
+    for a in doc["added_tokens"]:
+        by_id[a["id"]] = a["content"]
+        types[a["id"]] = 3 if a["special"] else 4
+    n = max(by_id) + 1
+    tokens = [by_id.get(i, "[PAD%d]" % i) for i in range(n)]
+    merges = [m if isinstance(m, str) else " ".join(m)
+              for m in doc["model"]["merges"]]
+    write(out, [
+        kv("general.architecture", STRING, "llama"),
+        kv("tokenizer.ggml.model", STRING, "gpt2"),
+        kv("tokenizer.ggml.pre", STRING, pre),
+        kv("tokenizer.ggml.tokens", ARRAY, tokens, STRING),
+        kv("tokenizer.ggml.token_type", ARRAY,
+           [types.get(i, 5) for i in range(n)], I32),
+        kv("tokenizer.ggml.merges", ARRAY, merges, STRING)])
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "bare":  # metadata without a tokenizer
+        write(sys.argv[2], [kv("general.architecture", STRING, "llama")])
+    elif sys.argv[1] == "spm":
+        spm(sys.argv[2], sys.argv[3])
+    else:
+        bpe(sys.argv[2], sys.argv[3], sys.argv[4])
