@@ -204,10 +204,24 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
                                "that differ");
       goto fail;
     }
+    /* Unknown (2) and control (3) tokens are never text. */
+    uint8_t *control = calloc(n_tokens, 1);
+    uint64_t n_types = 0;
+    c.p = at[K_TYPES];
+    if (control && at[K_TYPES] &&
+        array_head(&c, types[K_TYPES], GV_I32, &n_types) &&
+        n_types == n_tokens)
+      for (uint64_t i = 0; i < n_tokens; ++i) {
+        int32_t kind;
+        if (!take(&c, &kind, 4))
+          break;
+        control[i] = kind == 2 || kind == 3;
+      }
     munmap(f.data, f.size);
     st = archrt_tokenizer_from_pieces(path, pieces, scores, (int32_t)n_tokens,
-                                      vocab_size, out);
+                                      control, out);
     /* (from_pieces took the pieces and scores, on failure too) */
+    free(control);
     return st;
   }
   if (!(model_n == 4 && !memcmp(model, "gpt2", 4))) {

@@ -53,13 +53,14 @@ archrt_status archrt_model_set_weights(archrt_model *m, float **params,
 
 /* Tokenizers made by other loaders (they own their arguments from the
  * call on, on failure too): the text of a tokenizer.json, or llama2.c-style
- * pieces (space for U+2581) and scores. */
+ * pieces (space for U+2581) and scores, with `control` (NULL, or a flag
+ * per piece) marking pieces never matched in text (<unk>, <s>, ...). */
 archrt_status archrt_tokenizer_from_json(char *text, size_t size,
                                          const char *path, int32_t vocab_size,
                                          archrt_tokenizer **out);
 archrt_status archrt_tokenizer_from_pieces(const char *path, char **pieces,
                                            float *scores, int32_t n,
-                                           int32_t vocab_size,
+                                           const uint8_t *control,
                                            archrt_tokenizer **out);
 /* The tokenizer in a GGUF file's metadata (gguf.c). */
 archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,

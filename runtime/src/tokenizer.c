@@ -121,7 +121,7 @@ archrt_status archrt_tokenizer_from_json(char *text, size_t size,
 
 archrt_status archrt_tokenizer_from_pieces(const char *path, char **pieces,
                                            float *scores, int32_t n,
-                                           int32_t vocab_size,
+                                           const uint8_t *control,
                                            archrt_tokenizer **out) {
   archrt_tokenizer *t = calloc(1, sizeof *t);
   archrt_status st = ARCHRT_OK;
@@ -143,10 +143,9 @@ archrt_status archrt_tokenizer_from_pieces(const char *path, char **pieces,
       max_len = len;
     if (is_byte_token(pieces[i], i))
       t->byte_token[i] = 1;
-    else
+    else if (!(control && control[i]))
       t->sorted[t->n_sorted++] = (vocab_entry){pieces[i], i};
   }
-  (void)vocab_size;
   qsort(t->sorted, (size_t)t->n_sorted, sizeof *t->sorted, compare_entries);
   if (!(t->scratch = malloc((size_t)max_len * 2 + 3))) {
     archrt_tokenizer_free(t);
