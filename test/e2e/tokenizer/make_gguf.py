@@ -9,6 +9,8 @@ metadata (a GGUF of version 3 with no tensors):
       "gpt2": the tokens by id, merges as "a b", token types (3 for the
       special added tokens, 4 for the other added ones), tokenizer.ggml.pre
   make_gguf.py bare OUT.gguf    metadata without a tokenizer
+  make_gguf.py spm-control OUT.gguf   a small SentencePiece one whose best
+      piece is a control token
 """
 import json
 import struct
@@ -92,9 +94,24 @@ def bpe(src, pre, out):
         kv("tokenizer.ggml.merges", ARRAY, merges, STRING)])
 
 
+def spm_control(out):
+    """A small SentencePiece tokenizer whose best piece for "ab", "\u2581ab",
+    is a control token (type 3): text never makes it."""
+    tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)]
+    tokens += ["\u2581", "a", "b", "ab", "\u2581ab"]
+    scores = [0.0] * 259 + [-1.0, -2.0, -2.0, -0.5, -0.1]
+    types = [2, 3, 3] + [6] * 256 + [1, 1, 1, 1, 3]
+    write(out, [kv("tokenizer.ggml.model", STRING, "llama"),
+                kv("tokenizer.ggml.tokens", ARRAY, tokens, STRING),
+                kv("tokenizer.ggml.scores", ARRAY, scores, F32),
+                kv("tokenizer.ggml.token_type", ARRAY, types, I32)])
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "bare":  # metadata without a tokenizer
         write(sys.argv[2], [kv("general.architecture", STRING, "llama")])
+    elif sys.argv[1] == "spm-control":
+        spm_control(sys.argv[2])
     elif sys.argv[1] == "spm":
         spm(sys.argv[2], sys.argv[3])
     else:
