@@ -310,22 +310,31 @@ static int get_bool(const archrt_json *obj, const char *key, int dflt) {
   return v && v->kind == ARCHRT_JSON_BOOL ? v->u.boolean : dflt;
 }
 
-/* An id: a whole number in [0, vocab_size). */
+/* An id: a whole number in [0, vocab_size). Messages name it as `what`,
+ * followed by `index` when that is not negative (formatted only on
+ * failure: the vocabulary has hundreds of thousands of ids). */
 static int read_id(loader *ld, const archrt_json *v, const char *what,
-                   int32_t *out) {
+                   long index, int32_t *out) {
+  char name[96];
   /* (Range first: a cast of 1e300 to an integer is undefined.) */
-  if (!v || v->kind != ARCHRT_JSON_NUMBER || !(v->u.number >= 0) ||
-      (v->u.number < 2147483648.0 &&
-       v->u.number != (double)(int32_t)v->u.number))
+  int whole = v && v->kind == ARCHRT_JSON_NUMBER && v->u.number >= 0 &&
+              !(v->u.number < 2147483648.0 &&
+                v->u.number != (double)(int32_t)v->u.number);
+  if (whole && v->u.number < ld->vocab_size) {
+    *out = (int32_t)v->u.number;
+    return 1;
+  }
+  if (index >= 0)
+    snprintf(name, sizeof name, "%s %ld", what, index);
+  else
+    snprintf(name, sizeof name, "%s", what);
+  if (!whole)
     return LOAD_FAIL(ld, ARCHRT_ERR_FORMAT, "%s: %s is not a token id",
-                     ld->t->path, what);
-  if (v->u.number >= ld->vocab_size)
-    return LOAD_FAIL(ld, ARCHRT_ERR_FORMAT,
-                     "%s: %s has id %.0f, outside the model's vocabulary of "
-                     "%d (a tokenizer of another model?)",
-                     ld->t->path, what, v->u.number, ld->vocab_size);
-  *out = (int32_t)v->u.number;
-  return 1;
+                     ld->t->path, name);
+  return LOAD_FAIL(ld, ARCHRT_ERR_FORMAT,
+                   "%s: %s has id %.0f, outside the model's vocabulary of "
+                   "%d (a tokenizer of another model?)",
+                   ld->t->path, name, v->u.number, ld->vocab_size);
 }
 
 static uint32_t *to_cps(const archrt_json *s, size_t *n) {
@@ -382,12 +391,8 @@ static int load_model(loader *ld, const archrt_json *model) {
   int32_t max_id = -1;
   for (uint32_t k = 0; k < vocab->n; ++k) {
     int32_t id;
-    const archrt_json *name = &vocab->u.items[2 * k];
-    char what[96];
-    snprintf(what, sizeof what, "vocabulary entry %u", k);
-    if (!read_id(ld, &vocab->u.items[2 * k + 1], what, &id))
+    if (!read_id(ld, &vocab->u.items[2 * k + 1], "vocabulary entry", k, &id))
       return 0;
-    (void)name;
     if (id > max_id)
       max_id = id;
   }
@@ -522,15 +527,13 @@ static int load_added(loader *ld, const archrt_json *list) {
   for (uint32_t k = 0; k < count; ++k) {
     const archrt_json *a = &list->u.items[k];
     const archrt_json *content = archrt_json_get(a, "content");
-    char what[64];
-    snprintf(what, sizeof what, "added token %u", k);
     added_token *at = &t->added[t->n_added];
     if (!content || content->kind != ARCHRT_JSON_STRING) {
       char msg[96];
-      snprintf(msg, sizeof msg, "%s has no content", what);
+      snprintf(msg, sizeof msg, "added token %u has no content", k);
       return bad(ld, msg);
     }
-    if (!read_id(ld, archrt_json_get(a, "id"), what, &at->id))
+    if (!read_id(ld, archrt_json_get(a, "id"), "added token", k, &at->id))
       return 0;
     at->content = content->u.str;
     at->len = content->n;
@@ -768,7 +771,7 @@ static int pair_id(loader *ld, const archrt_json *pair, const char *what,
                    int32_t *id) {
   if (!pair || pair->kind != ARCHRT_JSON_ARRAY || pair->n != 2)
     return bad(ld, "post_processor: cls and sep must be [token, id]");
-  return read_id(ld, &pair->u.items[1], what, id);
+  return read_id(ld, &pair->u.items[1], what, -1, id);
 }
 
 static int load_post(loader *ld, const archrt_json *n) {
@@ -836,7 +839,7 @@ static int load_post(loader *ld, const archrt_json *n) {
     }
     for (uint32_t j = 0; j < ids->n; ++j) {
       int32_t id;
-      if (!read_id(ld, &ids->u.items[j], "a post_processor special token",
+      if (!read_id(ld, &ids->u.items[j], "a post_processor special token", -1,
                    &id) ||
           !(seen_sequence ? push_id(ld, &t->after, &t->n_after, id)
                           : push_id(ld, &t->before, &t->n_before, id)))
@@ -1691,14 +1694,8 @@ static void split_added(work *w, const trie *tr, const uint32_t *s, size_t n,
  * normalized added tokens. */
 static void encode_segment(work *w, const uint32_t *s, size_t n, int first) {
   normalize(w, s, n);
-  if (w->oom)
-    return;
-  /* The normalized text moves out of w->norm, which later segments use. */
-  u32vec text = w->norm;
-  w->norm = (u32vec){0};
-  split_added(w, &w->t->norm, text.v, text.n, first, encode_plain);
-  free(w->norm.v);
-  w->norm = text;
+  if (!w->oom) /* (pre-tokenizing and BPE leave w->norm alone) */
+    split_added(w, &w->t->norm, w->norm.v, w->norm.n, first, encode_plain);
 }
 
 archrt_status hf_tokenizer_encode(const hf_tokenizer *t, const char *text,
