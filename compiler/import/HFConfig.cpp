@@ -110,6 +110,14 @@ public:
       return o;
     throw Failure{key + ": expected an object, got " + show(*v)};
   }
+  const json::Array *array(const std::string &key) {
+    const json::Value *v = take(key);
+    if (!v || v->kind() == json::Value::Null)
+      return nullptr;
+    if (const json::Array *a = v->getAsArray())
+      return a;
+    throw Failure{key + ": expected an array, got " + show(*v)};
+  }
   /// Fields read elsewhere, or known to change nothing here.
   void known(std::initializer_list<const char *> keys) {
     for (const char *k : keys)
@@ -336,27 +344,89 @@ void common(Reader &r) {
            "n_ctx_orig", "gradient_checkpointing", "prefix",
            "tie_encoder_decoder", "use_return_dict", "init_std",
            "emb_dropout", "offset_alibi", "pretraining_sequence_length",
-           "attention_softmax_in_fp32"});
+           "attention_softmax_in_fp32", "max_sequence_length", "output_past"});
 }
 
-/// Llama and the models written as Llama (Mistral, Mixtral, Qwen 2 and 3,
-/// OLMo 2): RMSNorm, SwiGLU, RoPE half-split (the checkpoints' q/k rows
-/// are permuted for it).
+/// Layer indices from a config's array (Qwen-MoE's mlp_only_layers).
+std::vector<int64_t> layerList(Reader &r, const std::string &key,
+                               int64_t layers) {
+  std::vector<int64_t> out;
+  if (const json::Array *a = r.array(key))
+    for (const json::Value &v : *a) {
+      std::optional<int64_t> i = v.getAsInteger();
+      if (!i || *i < 0 || *i >= layers)
+        throw Failure{key + ": expected layer indices in [0, " +
+                      std::to_string(layers) + ")"};
+      out.push_back(*i);
+    }
+  return out;
+}
+
+/// Qwen2-MoE and Qwen3-MoE's experts: every decoder_sparse_step-th layer
+/// (but those in mlp_only_layers) routes each token to num_experts_per_tok
+/// of num_experts; Qwen2-MoE adds one gated shared expert.
+void qwenMoe(Reader &r, Spec &s, const std::string &type, int64_t layers) {
+  const bool q2 = type == "qwen2_moe";
+  s.setInt("moe", "n_experts", r.positive("num_experts", q2 ? 60 : 128),
+           "num_experts");
+  s.setInt("moe", "top_k", r.positive("num_experts_per_tok", q2 ? 4 : 8),
+           "num_experts_per_tok");
+  s.setInt("moe", "d_ff", r.positive("moe_intermediate_size", q2 ? 1408 : 768),
+           "moe_intermediate_size");
+  s.setStr("moe", "router", "softmax_topk", "");
+  s.setBool("moe", "normalize", r.boolean("norm_topk_prob", false),
+            "norm_topk_prob");
+  if (q2) {
+    int64_t shared = r.integer("shared_expert_intermediate_size", 5632);
+    if (shared > 0) {
+      s.setInt("moe", "n_shared_experts", 1, "Qwen2-MoE: one shared expert");
+      s.setInt("moe", "shared_d_ff", shared, "shared_expert_intermediate_size");
+      s.setBool("moe", "shared_gate", true,
+                "Qwen2-MoE: the shared expert's sigmoid gate");
+    }
+  }
+  int64_t step = r.positive("decoder_sparse_step", 1);
+  if (step > 1) {
+    s.override("first = " + std::to_string(layers), {{"ffn", "moe = false"}},
+               "Qwen-MoE: dense layers, but every decoder_sparse_step-th");
+    s.override("every = " + std::to_string(step) + "\noffset = " +
+                   std::to_string(step - 1),
+               {{"ffn", "moe = true  # decoder_sparse_step"}},
+               "Qwen-MoE: layer i routes when (i + 1) % decoder_sparse_step "
+               "== 0");
+  }
+  std::vector<int64_t> dense = layerList(r, "mlp_only_layers", layers);
+  if (!dense.empty()) {
+    std::string list;
+    for (int64_t i : dense)
+      list += (list.empty() ? "" : ", ") + std::to_string(i);
+    s.override("layers = [" + list + "]", {{"ffn", "moe = false"}},
+               "Qwen-MoE: mlp_only_layers keep the dense FFN");
+  }
+}
+
+/// Llama and the models written as Llama (Mistral, Mixtral, Qwen 2 and 3
+/// and their MoE, OLMo 2, Phi-3): RMSNorm, SwiGLU, RoPE half-split (the
+/// checkpoints' q/k rows are permuted for it).
 void llamaFamily(Reader &r, Spec &s, const std::string &type) {
-  s.setInt("model", "vocab_size", r.integer("vocab_size", 32000),
+  const bool qwen2 = type == "qwen2" || type == "qwen2_moe";
+  const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
+  const bool phi3 = type == "phi3";
+  s.setInt("model", "vocab_size", r.integer("vocab_size", phi3 ? 32064 : 32000),
            "vocab_size");
   int64_t d = r.integer("hidden_size");
   s.setInt("model", "d_model", d, "hidden_size");
   const int64_t layers = r.integer("num_hidden_layers");
   s.setInt("model", "n_layers", layers, "num_hidden_layers");
-  s.setInt("model", "max_seq_len", r.integer("max_position_embeddings", 2048),
+  s.setInt("model", "max_seq_len",
+           r.integer("max_position_embeddings", phi3 ? 4096 : 2048),
            "max_position_embeddings");
   s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", false),
             "tie_word_embeddings");
   s.setStr("norm", "kind", "rmsnorm", "");
   // (The families' own defaults where they differ from Llama's.)
   bool e5 = type == "mixtral" || type == "olmo2" || type == "llama" ||
-            type == "mistral";
+            type == "mistral" || phi3;
   s.setReal("norm", "eps", r.number("rms_norm_eps", e5 ? 1e-5 : 1e-6),
             "rms_norm_eps");
   if (type == "olmo2")
@@ -371,31 +441,33 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
     hd = 128; // Qwen3Config's default
   if (hd && (*hd != d / heads || d % heads))
     s.setInt("attention", "head_dim", *hd, "head_dim");
+  int64_t headDim = hd.value_or(d / heads);
   bool bias = r.boolean("attention_bias", false);
-  if (type == "qwen2")
+  if (qwen2)
     s.setBool("attention", "qkv_bias", true, "Qwen 2: q/k/v biases");
   else if (bias) {
     s.setBool("attention", "qkv_bias", true, "attention_bias");
     s.setBool("attention", "out_bias", true, "attention_bias");
   }
-  if (type == "qwen3")
+  if (qwen3)
     s.setStr("attention", "qk_norm", "head", "Qwen 3: RMSNorm per head");
   if (type == "olmo2")
     s.setStr("attention", "qk_norm", "full",
              "OLMo 2: RMSNorm over the q and k projections");
   // Mistral slides a window of sliding_window (4096 when the key is
-  // absent, none when null), Mixtral when it is set; Qwen 2 and 3 only
-  // with use_sliding_window, and only from layer max_window_layers on;
-  // Llama and OLMo 2 never (their modeling code ignores the key).
-  if (type == "mistral" || type == "mixtral") {
+  // absent, none when null), Mixtral and Phi-3 when it is set; Qwen 2 and
+  // 3 only with use_sliding_window, and only from layer max_window_layers
+  // on; Llama and OLMo 2 never (their modeling code ignores the key).
+  if (type == "mistral" || type == "mixtral" || phi3) {
     std::optional<int64_t> w = r.intOpt("sliding_window");
     if (!w && type == "mistral" && !r.present("sliding_window"))
       w = 4096;
     if (w)
       s.setInt("attention", "window", *w, "sliding_window");
-  } else if (type == "qwen2" || type == "qwen3") {
+  } else if (qwen2 || qwen3) {
     bool sliding = r.boolean("use_sliding_window", false);
-    int64_t from = r.integer("max_window_layers", type == "qwen2" ? 28 : layers);
+    int64_t from = r.integer("max_window_layers",
+                             type == "qwen3" ? layers : 28);
     std::optional<int64_t> w = r.intOpt("sliding_window");
     if (sliding && w && from < layers) {
       s.setInt("attention", "window", *w,
@@ -409,6 +481,17 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
     r.known({"sliding_window", "use_sliding_window", "max_window_layers"});
   }
   rope(r, s, "attention.position", type == "mixtral" ? 1e6 : 10000.0);
+  if (phi3) {
+    // (Read by LongRoPE alone, which rope() refuses by name.)
+    r.known({"original_max_position_embeddings"});
+    double f = r.number("partial_rotary_factor", 1.0);
+    if (!(f > 0 && f <= 1))
+      throw Failure{"partial_rotary_factor: must be in (0, 1], got " +
+                    real(f)};
+    if (f != 1)
+      s.setInt("attention.position", "rotary_dim",
+               int64_t(double(headDim) * f), "partial_rotary_factor x head_dim");
+  }
   s.setStr("ffn", "kind", "glu", "");
   s.setStr("ffn", "activation",
            activation("hidden_act", r.stringOpt("hidden_act").value_or("silu")),
@@ -424,9 +507,11 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
     s.setStr("moe", "router", "softmax_topk", "");
     s.setBool("moe", "normalize", true, "Mixtral: the top k renormalized");
     s.setStr("weights", "naming", "hf-mixtral", "");
-  } else {
-    s.setStr("weights", "naming", "hf-llama", "");
+    return;
   }
+  if (type == "qwen2_moe" || type == "qwen3_moe")
+    qwenMoe(r, s, type, layers);
+  s.setStr("weights", "naming", phi3 ? "hf-phi3" : "hf-llama", "");
 }
 
 /// Gemma 2 and 3: Gemma's RMSNorm (1 + w), sandwich norms, embeddings
@@ -785,12 +870,16 @@ void falcon(Reader &r, Spec &s) {
   s.setStr("weights", "naming", "hf-falcon", "");
 }
 
-/// Cohere (Command R): parallel blocks, bias-free LayerNorm, interleaved
-/// RoPE, optional per-head QK-norm, a logit scale, tied.
-void cohere(Reader &r, Spec &s) {
-  int64_t heads = r.integer("num_attention_heads");
+/// Cohere (Command R) and Cohere 2 (Command R7B, Command A): parallel
+/// blocks, bias-free LayerNorm, interleaved RoPE, optional per-head
+/// QK-norm, a logit scale, tied; Cohere 2 slides a window in three layers
+/// of four and leaves the fourth global without positions (NoPE).
+void cohere(Reader &r, Spec &s, const std::string &type) {
+  const bool v2 = type == "cohere2";
+  int64_t heads = r.positive("num_attention_heads");
+  int64_t d = r.integer("hidden_size");
   s.setInt("model", "vocab_size", r.integer("vocab_size", 256000), "vocab_size");
-  s.setInt("model", "d_model", r.integer("hidden_size"), "hidden_size");
+  s.setInt("model", "d_model", d, "hidden_size");
   s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
            "num_hidden_layers");
   s.setInt("model", "max_seq_len", r.integer("max_position_embeddings", 8192),
@@ -802,6 +891,8 @@ void cohere(Reader &r, Spec &s) {
   s.setInt("attention", "n_heads", heads, "num_attention_heads");
   s.setInt("attention", "n_kv_heads", r.integer("num_key_value_heads", heads),
            "num_key_value_heads");
+  if (auto hd = r.intOpt("head_dim"); hd && (*hd != d / heads || d % heads))
+    s.setInt("attention", "head_dim", *hd, "head_dim");
   if (r.boolean("use_qk_norm", false))
     s.setStr("attention", "qk_norm", "head_separate", "use_qk_norm");
   if (r.boolean("attention_bias", false)) {
@@ -818,6 +909,194 @@ void cohere(Reader &r, Spec &s) {
   s.setStr("block", "layout", "parallel", "Cohere");
   s.setReal("output", "logit_scale", r.number("logit_scale", 0.0625),
             "logit_scale");
+  if (!v2)
+    return;
+  // The checkpoint's own keys for what Cohere2's modeling code fixes:
+  // refused where they say otherwise.
+  auto expect = [&](const char *key, const char *want) {
+    if (auto v = r.stringOpt(key); v && *v != want)
+      throw Failure{std::string(key) + ": " + quoted(*v) + " is not " +
+                    "supported by this import (Cohere 2 is " + want + ")"};
+  };
+  expect("position_embedding_type", "rope_gptj");
+  expect("order_of_interleaved_layers", "local_attn_first");
+  if (r.number("rotary_pct", 1.0) != 1.0)
+    throw Failure{"rotary_pct: partial rotation is not supported by this "
+                  "import for Cohere 2"};
+  if (!r.boolean("use_gated_activation", true) ||
+      !r.boolean("use_parallel_block", true))
+    throw Failure{"use_gated_activation / use_parallel_block: false is not "
+                  "supported by this import"};
+  r.known({"use_embedding_sharing", "use_parallel_embedding"});
+  int64_t w = r.positive("sliding_window", 4096);
+  int64_t pattern = r.positive("sliding_window_pattern", 4);
+  if (const json::Array *types = r.array("layer_types")) {
+    int64_t i = 0;
+    for (const json::Value &v : *types) {
+      std::optional<llvm::StringRef> t = v.getAsString();
+      const char *want = (i + 1) % pattern ? "sliding_attention"
+                                           : "full_attention";
+      if (!t || *t != want)
+        throw Failure{"layer_types: layer " + std::to_string(i) + " is not " +
+                      want + " (this import reads Cohere 2's layers as "
+                      "sliding_window_pattern lays them out)"};
+      ++i;
+    }
+  }
+  s.setInt("attention", "window", w, "sliding_window (local layers)");
+  s.override("every = " + std::to_string(pattern) + "\noffset = " +
+                 std::to_string(pattern - 1),
+             {{"attention", "window = 0  # a global layer"},
+              {"attention.position", "kind = \"none\"  # no positions"}},
+             "Cohere 2: every sliding_window_pattern-th layer is global, "
+             "without RoPE");
+}
+
+/// DeepSeek-V2 and V3: multi-head latent attention (a cached latent and
+/// one shared rotary key), interleaved RoPE with YaRN, the first layers
+/// dense and the rest routed plus shared experts.
+void deepseek(Reader &r, Spec &s, const std::string &type) {
+  const bool v3 = type == "deepseek_v3";
+  s.setInt("model", "vocab_size", r.integer("vocab_size", v3 ? 129280 : 102400),
+           "vocab_size");
+  s.setInt("model", "d_model", r.integer("hidden_size"), "hidden_size");
+  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
+           "num_hidden_layers");
+  s.setInt("model", "max_seq_len",
+           r.integer("max_position_embeddings", v3 ? 4096 : 2048),
+           "max_position_embeddings");
+  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", false),
+            "tie_word_embeddings");
+  s.setStr("norm", "kind", "rmsnorm", "");
+  s.setReal("norm", "eps", r.number("rms_norm_eps", 1e-6), "rms_norm_eps");
+  s.setInt("attention", "n_heads", r.positive("num_attention_heads"),
+           "num_attention_heads");
+  // (MLA: every head reads the one latent; the field is not used.)
+  r.known({"num_key_value_heads"});
+  if (r.boolean("attention_bias", false))
+    throw Failure{"attention_bias: true (MLA with projection biases) is not "
+                  "supported by this import"};
+  if (auto q = r.intOpt("q_lora_rank"); q && *q > 0)
+    s.setInt("attention.mla", "q_lora_rank", *q, "q_lora_rank");
+  s.setInt("attention.mla", "kv_lora_rank", r.positive("kv_lora_rank"),
+           "kv_lora_rank");
+  s.setInt("attention.mla", "qk_nope_head_dim",
+           r.positive("qk_nope_head_dim"), "qk_nope_head_dim");
+  s.setInt("attention.mla", "qk_rope_head_dim",
+           r.positive("qk_rope_head_dim"), "qk_rope_head_dim");
+  s.setInt("attention.mla", "v_head_dim", r.positive("v_head_dim"),
+           "v_head_dim");
+  rope(r, s, "attention.position", 10000.0);
+  s.setStr("attention.position", "style", "interleaved",
+           "DeepSeek: rotary pairs interleaved");
+  s.setStr("ffn", "kind", "glu", "");
+  s.setStr("ffn", "activation",
+           activation("hidden_act", r.stringOpt("hidden_act").value_or("silu")),
+           "hidden_act");
+  s.setInt("ffn", "d_ff", r.integer("intermediate_size"), "intermediate_size");
+  // Training-only routing fields; the multi-token-prediction layers
+  // (num_nextn_predict_layers) are not part of the next-token model.
+  r.known({"aux_loss_alpha", "seq_aux", "ep_size", "num_nextn_predict_layers"});
+  std::optional<int64_t> experts = r.intOpt("n_routed_experts");
+  if (!experts || *experts == 0) {
+    s.setStr("weights", "naming", "hf-llama", "");
+    return;
+  }
+  if (r.integer("moe_layer_freq", 1) != 1)
+    throw Failure{"moe_layer_freq: only 1 (every layer after "
+                  "first_k_dense_replace) is supported by this import"};
+  s.setInt("moe", "n_experts", *experts, "n_routed_experts");
+  int64_t topK = r.positive("num_experts_per_tok");
+  s.setInt("moe", "top_k", topK, "num_experts_per_tok");
+  s.setInt("moe", "d_ff", r.positive("moe_intermediate_size"),
+           "moe_intermediate_size");
+  std::string scoring = r.stringOpt("scoring_func").value_or("softmax");
+  if (scoring == "softmax")
+    s.setStr("moe", "router", "softmax_topk", "scoring_func");
+  else if (scoring == "sigmoid")
+    s.setStr("moe", "router", "sigmoid", "scoring_func");
+  else
+    throw Failure{"scoring_func: " + quoted(scoring) + " has no archc "
+                  "equivalent (softmax, sigmoid)"};
+  std::string method =
+      r.stringOpt("topk_method").value_or(v3 ? "noaux_tc" : "greedy");
+  bool norm = r.boolean("norm_topk_prob", false);
+  s.setBool("moe", "normalize", norm, "norm_topk_prob");
+  if (method == "noaux_tc")
+    s.setBool("moe", "selection_bias", true,
+              "topk_method noaux_tc: e_score_correction_bias");
+  if (method == "group_limited_greedy" || method == "noaux_tc") {
+    int64_t groups = r.positive("n_group", 1);
+    if (groups > 1) {
+      s.setInt("moe", "n_group", groups, "n_group");
+      s.setInt("moe", "topk_group", r.positive("topk_group", 1), "topk_group");
+    } else {
+      r.known({"topk_group"});
+    }
+  } else if (method == "greedy") {
+    r.known({"n_group", "topk_group"});
+  } else {
+    throw Failure{"topk_method: " + quoted(method) + " has no archc "
+                  "equivalent (greedy, group_limited_greedy, noaux_tc)"};
+  }
+  // DeepSeek-V2 scales the weights only when they are not renormalized;
+  // V3 always.
+  double scale = r.number("routed_scaling_factor", 1.0);
+  if (scale != 1.0 && (v3 || !(norm && topK > 1)))
+    s.setReal("moe", "routed_scaling", scale, "routed_scaling_factor");
+  if (int64_t shared = r.intOpt("n_shared_experts").value_or(0); shared > 0)
+    s.setInt("moe", "n_shared_experts", shared, "n_shared_experts");
+  if (int64_t dense = r.integer("first_k_dense_replace", 0); dense > 0)
+    s.setInt("moe", "first_k_dense", dense, "first_k_dense_replace");
+  s.setStr("weights", "naming", "hf-llama", "");
+}
+
+/// Nemotron (Nemotron-4, Minitron): LayerNorm with biases scaling by
+/// 1 + w (LayerNorm1P), partial RoPE, a squared-ReLU MLP without gate.
+void nemotron(Reader &r, Spec &s) {
+  int64_t d = r.integer("hidden_size");
+  int64_t heads = r.positive("num_attention_heads");
+  s.setInt("model", "vocab_size", r.integer("vocab_size", 256000), "vocab_size");
+  s.setInt("model", "d_model", d, "hidden_size");
+  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
+           "num_hidden_layers");
+  s.setInt("model", "max_seq_len", r.integer("max_position_embeddings", 4096),
+           "max_position_embeddings");
+  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", false),
+            "tie_word_embeddings");
+  s.setStr("norm", "kind", "layernorm", "");
+  s.setReal("norm", "eps", r.number("norm_eps", 1e-5), "norm_eps");
+  s.setBool("norm", "bias", true, "Nemotron: LayerNorm1P");
+  s.setReal("norm", "weight_offset", 1.0, "Nemotron: LayerNorm1P scales by 1 + w");
+  s.setInt("attention", "n_heads", heads, "num_attention_heads");
+  s.setInt("attention", "n_kv_heads", r.integer("num_key_value_heads", heads),
+           "num_key_value_heads");
+  std::optional<int64_t> hd = r.intOpt("head_dim");
+  if (hd && (*hd != d / heads || d % heads))
+    s.setInt("attention", "head_dim", *hd, "head_dim");
+  int64_t headDim = hd.value_or(d / heads);
+  if (r.boolean("attention_bias", false)) {
+    s.setBool("attention", "qkv_bias", true, "attention_bias");
+    s.setBool("attention", "out_bias", true, "attention_bias");
+  }
+  rope(r, s, "attention.position", 10000.0);
+  // (NeMo conversions also write rope_percent / rope_percentage, which
+  // Hugging Face's code does not read: partial_rotary_factor decides.)
+  r.known({"rope_percent", "rope_percentage"});
+  double f = r.number("partial_rotary_factor", 0.5);
+  if (!(f > 0 && f <= 1))
+    throw Failure{"partial_rotary_factor: must be in (0, 1], got " + real(f)};
+  if (f != 1)
+    s.setInt("attention.position", "rotary_dim", int64_t(double(headDim) * f),
+             "partial_rotary_factor x head_dim");
+  s.setStr("ffn", "kind", "mlp", "");
+  s.setStr("ffn", "activation",
+           activation("hidden_act", r.stringOpt("hidden_act").value_or("relu2")),
+           "hidden_act");
+  s.setInt("ffn", "d_ff", r.integer("intermediate_size"), "intermediate_size");
+  if (r.boolean("mlp_bias", false))
+    s.setBool("ffn", "bias", true, "mlp_bias");
+  s.setStr("weights", "naming", "hf-llama", "");
 }
 
 /// `name` (a directory's or a repository's) as a spec's model name.
@@ -841,8 +1120,10 @@ std::string modelName(std::string name) {
 } // namespace
 
 std::string hfModelTypes() {
-  return "llama, mistral, mixtral, qwen2, qwen3, olmo2, gemma2, gemma3, "
-         "gemma3_text, gpt2, gptj, gpt_neox, opt, bloom, falcon, cohere";
+  return "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
+         "olmo2, phi3, gemma2, gemma3, gemma3_text, gpt2, gptj, gpt_neox, "
+         "opt, bloom, falcon, cohere, cohere2, nemotron, deepseek_v2, "
+         "deepseek_v3";
 }
 
 /// Whether `text` nests arrays and objects at most `limit` deep (outside
@@ -913,7 +1194,8 @@ bool importHFConfig(const std::string &text, const std::string &source,
     Spec s;
     s.setStr("model", "name", modelName(name), "");
     if (type == "llama" || type == "mistral" || type == "mixtral" ||
-        type == "qwen2" || type == "qwen3" || type == "olmo2")
+        type == "qwen2" || type == "qwen2_moe" || type == "qwen3" ||
+        type == "qwen3_moe" || type == "olmo2" || type == "phi3")
       llamaFamily(r, s, type);
     else if (type == "gemma2" || type == "gemma3_text")
       gemmaFamily(r, s, type);
@@ -929,8 +1211,12 @@ bool importHFConfig(const std::string &text, const std::string &source,
       bloom(r, s, 2048);
     else if (type == "falcon")
       falcon(r, s);
-    else if (type == "cohere")
-      cohere(r, s);
+    else if (type == "cohere" || type == "cohere2")
+      cohere(r, s, type);
+    else if (type == "deepseek_v2" || type == "deepseek_v3")
+      deepseek(r, s, type);
+    else if (type == "nemotron")
+      nemotron(r, s);
     else
       throw Failure{"model_type: " + quoted(type) + " is not supported (archc "
                     "imports " + hfModelTypes() + ")"};

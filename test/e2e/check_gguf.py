@@ -190,11 +190,20 @@ def spm_tokenizer(vocab):
 
 
 def main():
-    args = archrt.script_args(__doc__, "write-tokenized")
+    args = archrt.script_args(__doc__, "write-tokenized", "write-all")
     if args.write_tokenized:  # an F32 GGUF with its tokenizer, for archc run
         spec = archref.Spec(args.spec)
         write_gguf(args.write_tokenized, spec, archref.random_weights(spec, 7),
                    "F32", tokenizer=spm_tokenizer(spec.vocab))
+        return 0
+    if args.write_all:  # the files this script loads, for other readers
+        spec = archref.Spec(args.spec)
+        weights = archref.random_weights(spec, 7)
+        for kind in ("F32", "F16", "BF16", "Q8_0"):
+            write_gguf(os.path.join(args.write_all, f"w-{kind}.gguf"), spec,
+                       weights, kind, alignment=64 if kind == "Q8_0" else 32)
+        write_gguf(os.path.join(args.write_all, "w-tokenized.gguf"), spec,
+                   weights, "F32", tokenizer=spm_tokenizer(spec.vocab))
         return 0
     case = archrt.Cases()
     spec = archref.Spec(args.spec)
