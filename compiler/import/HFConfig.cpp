@@ -367,8 +367,16 @@ std::vector<int64_t> layerList(Reader &r, const std::string &key,
 /// of num_experts; Qwen2-MoE adds one gated shared expert.
 void qwenMoe(Reader &r, Spec &s, const std::string &type, int64_t layers) {
   const bool q2 = type == "qwen2_moe";
-  s.setInt("moe", "n_experts", r.positive("num_experts", q2 ? 60 : 128),
-           "num_experts");
+  int64_t experts = r.integer("num_experts", q2 ? 60 : 128);
+  int64_t step = r.positive("decoder_sparse_step", 1);
+  if (experts < 0)
+    throw Failure{"num_experts: must not be negative"};
+  if (experts == 0 || step > layers) { // (Hugging Face: every layer dense.)
+    r.known({"num_experts_per_tok", "moe_intermediate_size", "norm_topk_prob",
+             "shared_expert_intermediate_size", "mlp_only_layers"});
+    return;
+  }
+  s.setInt("moe", "n_experts", experts, "num_experts");
   s.setInt("moe", "top_k", r.positive("num_experts_per_tok", q2 ? 4 : 8),
            "num_experts_per_tok");
   s.setInt("moe", "d_ff", r.positive("moe_intermediate_size", q2 ? 1408 : 768),
@@ -378,6 +386,8 @@ void qwenMoe(Reader &r, Spec &s, const std::string &type, int64_t layers) {
             "norm_topk_prob");
   if (q2) {
     int64_t shared = r.integer("shared_expert_intermediate_size", 5632);
+    if (shared < 0)
+      throw Failure{"shared_expert_intermediate_size: must not be negative"};
     if (shared > 0) {
       s.setInt("moe", "n_shared_experts", 1, "Qwen2-MoE: one shared expert");
       s.setInt("moe", "shared_d_ff", shared, "shared_expert_intermediate_size");
@@ -385,7 +395,6 @@ void qwenMoe(Reader &r, Spec &s, const std::string &type, int64_t layers) {
                 "Qwen2-MoE: the shared expert's sigmoid gate");
     }
   }
-  int64_t step = r.positive("decoder_sparse_step", 1);
   if (step > 1) {
     s.override("first = " + std::to_string(layers), {{"ffn", "moe = false"}},
                "Qwen-MoE: dense layers, but every decoder_sparse_step-th");
@@ -412,14 +421,16 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   const bool qwen2 = type == "qwen2" || type == "qwen2_moe";
   const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
   const bool phi3 = type == "phi3";
-  s.setInt("model", "vocab_size", r.integer("vocab_size", phi3 ? 32064 : 32000),
+  s.setInt("model", "vocab_size",
+           r.integer("vocab_size", phi3 ? 32064 : qwen2 || qwen3 ? 151936 : 32000),
            "vocab_size");
   int64_t d = r.integer("hidden_size");
   s.setInt("model", "d_model", d, "hidden_size");
   const int64_t layers = r.integer("num_hidden_layers");
   s.setInt("model", "n_layers", layers, "num_hidden_layers");
   s.setInt("model", "max_seq_len",
-           r.integer("max_position_embeddings", phi3 ? 4096 : 2048),
+           r.integer("max_position_embeddings",
+                     phi3 ? 4096 : qwen2 || qwen3 ? 32768 : 2048),
            "max_position_embeddings");
   s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", false),
             "tie_word_embeddings");
@@ -442,10 +453,14 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   if (hd && (*hd != d / heads || d % heads))
     s.setInt("attention", "head_dim", *hd, "head_dim");
   int64_t headDim = hd.value_or(d / heads);
-  bool bias = r.boolean("attention_bias", false);
-  if (qwen2)
+  // (Phi-3's modeling code has no biases: its keys change nothing.)
+  if (phi3)
+    r.known({"attention_bias", "mlp_bias"});
+  bool bias = !phi3 && r.boolean("attention_bias", false);
+  // (Qwen2-MoE's config class has a qkv_bias key, Qwen 2's not.)
+  if (qwen2 && (type == "qwen2" || r.boolean("qkv_bias", true))) {
     s.setBool("attention", "qkv_bias", true, "Qwen 2: q/k/v biases");
-  else if (bias) {
+  } else if (bias && !qwen2) {
     s.setBool("attention", "qkv_bias", true, "attention_bias");
     s.setBool("attention", "out_bias", true, "attention_bias");
   }
@@ -497,7 +512,7 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
            activation("hidden_act", r.stringOpt("hidden_act").value_or("silu")),
            "hidden_act");
   s.setInt("ffn", "d_ff", r.integer("intermediate_size"), "intermediate_size");
-  if (r.boolean("mlp_bias", false))
+  if (!phi3 && r.boolean("mlp_bias", false))
     s.setBool("ffn", "bias", true, "mlp_bias");
   if (type == "mixtral") {
     s.setInt("moe", "n_experts", r.integer("num_local_experts"),
@@ -893,7 +908,7 @@ void cohere(Reader &r, Spec &s, const std::string &type) {
            "num_key_value_heads");
   if (auto hd = r.intOpt("head_dim"); hd && (*hd != d / heads || d % heads))
     s.setInt("attention", "head_dim", *hd, "head_dim");
-  if (r.boolean("use_qk_norm", false))
+  if (!v2 && r.boolean("use_qk_norm", false)) // (Cohere 2 has none.)
     s.setStr("attention", "qk_norm", "head_separate", "use_qk_norm");
   if (r.boolean("attention_bias", false)) {
     s.setBool("attention", "qkv_bias", true, "attention_bias");
@@ -921,16 +936,25 @@ void cohere(Reader &r, Spec &s, const std::string &type) {
   expect("position_embedding_type", "rope_gptj");
   expect("order_of_interleaved_layers", "local_attn_first");
   if (r.number("rotary_pct", 1.0) != 1.0)
-    throw Failure{"rotary_pct: partial rotation is not supported by this "
-                  "import for Cohere 2"};
+    throw Failure{"rotary_pct: not 1.0 (Cohere 2 rotates whole heads; a "
+                  "checkpoint that says otherwise is not imported)"};
   if (!r.boolean("use_gated_activation", true) ||
       !r.boolean("use_parallel_block", true))
     throw Failure{"use_gated_activation / use_parallel_block: false is not "
                   "supported by this import"};
   r.known({"use_embedding_sharing", "use_parallel_embedding"});
+  // (A null window is no window and, in Cohere2's modeling code, no RoPE
+  // in any layer.)
+  if (r.present("sliding_window") && !r.has("sliding_window"))
+    throw Failure{"sliding_window: null (Cohere 2 without local layers or "
+                  "RoPE) is not supported by this import"};
   int64_t w = r.positive("sliding_window", 4096);
   int64_t pattern = r.positive("sliding_window_pattern", 4);
+  const int64_t layers = r.integer("num_hidden_layers");
   if (const json::Array *types = r.array("layer_types")) {
+    if (int64_t(types->size()) != layers)
+      throw Failure{"layer_types: " + std::to_string(types->size()) +
+                    " entries for " + std::to_string(layers) + " layers"};
     int64_t i = 0;
     for (const json::Value &v : *types) {
       std::optional<llvm::StringRef> t = v.getAsString();
@@ -944,12 +968,13 @@ void cohere(Reader &r, Spec &s, const std::string &type) {
     }
   }
   s.setInt("attention", "window", w, "sliding_window (local layers)");
-  s.override("every = " + std::to_string(pattern) + "\noffset = " +
-                 std::to_string(pattern - 1),
-             {{"attention", "window = 0  # a global layer"},
-              {"attention.position", "kind = \"none\"  # no positions"}},
-             "Cohere 2: every sliding_window_pattern-th layer is global, "
-             "without RoPE");
+  if (pattern <= layers)
+    s.override("every = " + std::to_string(pattern) + "\noffset = " +
+                   std::to_string(pattern - 1),
+               {{"attention", "window = 0  # a global layer"},
+                {"attention.position", "kind = \"none\"  # no positions"}},
+               "Cohere 2: every sliding_window_pattern-th layer is global, "
+               "without RoPE");
 }
 
 /// DeepSeek-V2 and V3: multi-head latent attention (a cached latent and
@@ -976,7 +1001,11 @@ void deepseek(Reader &r, Spec &s, const std::string &type) {
   if (r.boolean("attention_bias", false))
     throw Failure{"attention_bias: true (MLA with projection biases) is not "
                   "supported by this import"};
-  if (auto q = r.intOpt("q_lora_rank"); q && *q > 0)
+  // (Absent: both config classes' 1536; null: no query bottleneck.)
+  std::optional<int64_t> q = r.intOpt("q_lora_rank");
+  if (!q && !r.present("q_lora_rank"))
+    q = 1536;
+  if (q && *q > 0)
     s.setInt("attention.mla", "q_lora_rank", *q, "q_lora_rank");
   s.setInt("attention.mla", "kv_lora_rank", r.positive("kv_lora_rank"),
            "kv_lora_rank");
@@ -987,8 +1016,10 @@ void deepseek(Reader &r, Spec &s, const std::string &type) {
   s.setInt("attention.mla", "v_head_dim", r.positive("v_head_dim"),
            "v_head_dim");
   rope(r, s, "attention.position", 10000.0);
-  s.setStr("attention.position", "style", "interleaved",
-           "DeepSeek: rotary pairs interleaved");
+  // (Hugging Face's DeepSeek-V3 may rotate half-split: rope_interleave.)
+  if (!v3 || r.boolean("rope_interleave", true))
+    s.setStr("attention.position", "style", "interleaved",
+             "DeepSeek: rotary pairs interleaved");
   s.setStr("ffn", "kind", "glu", "");
   s.setStr("ffn", "activation",
            activation("hidden_act", r.stringOpt("hidden_act").value_or("silu")),
@@ -997,7 +1028,13 @@ void deepseek(Reader &r, Spec &s, const std::string &type) {
   // Training-only routing fields; the multi-token-prediction layers
   // (num_nextn_predict_layers) are not part of the next-token model.
   r.known({"aux_loss_alpha", "seq_aux", "ep_size", "num_nextn_predict_layers"});
+  // The routing as DeepSeek's modeling code runs it: V2 softmax scores,
+  // greedy or group-limited (a group scored by its best expert); V3
+  // sigmoid scores with the selection bias, groups scored by their best
+  // two (noaux_tc); with DeepseekV3Config's defaults for V3.
   std::optional<int64_t> experts = r.intOpt("n_routed_experts");
+  if (!experts && v3 && !r.present("n_routed_experts"))
+    experts = 256;
   if (!experts || *experts == 0) {
     s.setStr("weights", "naming", "hf-llama", "");
     return;
@@ -1006,47 +1043,56 @@ void deepseek(Reader &r, Spec &s, const std::string &type) {
     throw Failure{"moe_layer_freq: only 1 (every layer after "
                   "first_k_dense_replace) is supported by this import"};
   s.setInt("moe", "n_experts", *experts, "n_routed_experts");
-  int64_t topK = r.positive("num_experts_per_tok");
+  int64_t topK = r.positive("num_experts_per_tok", v3 ? std::optional<int64_t>(8)
+                                                      : std::nullopt);
   s.setInt("moe", "top_k", topK, "num_experts_per_tok");
-  s.setInt("moe", "d_ff", r.positive("moe_intermediate_size"),
+  s.setInt("moe", "d_ff",
+           r.positive("moe_intermediate_size",
+                      v3 ? std::optional<int64_t>(2048) : std::nullopt),
            "moe_intermediate_size");
-  std::string scoring = r.stringOpt("scoring_func").value_or("softmax");
-  if (scoring == "softmax")
-    s.setStr("moe", "router", "softmax_topk", "scoring_func");
-  else if (scoring == "sigmoid")
-    s.setStr("moe", "router", "sigmoid", "scoring_func");
-  else
-    throw Failure{"scoring_func: " + quoted(scoring) + " has no archc "
-                  "equivalent (softmax, sigmoid)"};
+  const char *wantScoring = v3 ? "sigmoid" : "softmax";
+  std::string scoring = r.stringOpt("scoring_func").value_or(wantScoring);
+  if (scoring != wantScoring)
+    throw Failure{"scoring_func: " + quoted(scoring) + " is not " +
+                  "supported by this import (" + type + " routes with " +
+                  wantScoring + " scores)"};
+  s.setStr("moe", "router", v3 ? "sigmoid" : "softmax_topk", "scoring_func");
   std::string method =
       r.stringOpt("topk_method").value_or(v3 ? "noaux_tc" : "greedy");
-  bool norm = r.boolean("norm_topk_prob", false);
+  if (v3 ? method != "noaux_tc"
+         : method != "greedy" && method != "group_limited_greedy")
+    throw Failure{"topk_method: " + quoted(method) + " is not supported by "
+                  "this import (" + type + ": " +
+                  (v3 ? "noaux_tc" : "greedy, group_limited_greedy") + ")"};
+  // (Both renormalize only more than one expert's weights.)
+  bool norm = r.boolean("norm_topk_prob", v3) && topK > 1;
   s.setBool("moe", "normalize", norm, "norm_topk_prob");
-  if (method == "noaux_tc")
+  if (v3)
     s.setBool("moe", "selection_bias", true,
               "topk_method noaux_tc: e_score_correction_bias");
-  if (method == "group_limited_greedy" || method == "noaux_tc") {
-    int64_t groups = r.positive("n_group", 1);
-    if (groups > 1) {
-      s.setInt("moe", "n_group", groups, "n_group");
-      s.setInt("moe", "topk_group", r.positive("topk_group", 1), "topk_group");
-    } else {
-      r.known({"topk_group"});
-    }
-  } else if (method == "greedy") {
+  if (method == "greedy") {
     r.known({"n_group", "topk_group"});
+  } else if (int64_t groups = r.positive("n_group", v3 ? 8 : 1); groups > 1) {
+    s.setInt("moe", "n_group", groups, "n_group");
+    s.setInt("moe", "topk_group", r.positive("topk_group", v3 ? 4 : 1),
+             "topk_group");
   } else {
-    throw Failure{"topk_method: " + quoted(method) + " has no archc "
-                  "equivalent (greedy, group_limited_greedy, noaux_tc)"};
+    r.known({"topk_group"});
   }
-  // DeepSeek-V2 scales the weights only when they are not renormalized;
-  // V3 always.
-  double scale = r.number("routed_scaling_factor", 1.0);
-  if (scale != 1.0 && (v3 || !(norm && topK > 1)))
+  // DeepSeek-V2 scales the weights only when it does not renormalize
+  // them; V3 always.
+  double scale = r.number("routed_scaling_factor", v3 ? 2.5 : 1.0);
+  if (scale != 1.0 && (v3 || !norm))
     s.setReal("moe", "routed_scaling", scale, "routed_scaling_factor");
-  if (int64_t shared = r.intOpt("n_shared_experts").value_or(0); shared > 0)
-    s.setInt("moe", "n_shared_experts", shared, "n_shared_experts");
-  if (int64_t dense = r.integer("first_k_dense_replace", 0); dense > 0)
+  std::optional<int64_t> shared = r.intOpt("n_shared_experts");
+  if (!shared && v3 && !r.present("n_shared_experts"))
+    shared = 1;
+  if (shared && *shared < 0)
+    throw Failure{"n_shared_experts: must not be negative"};
+  if (shared && *shared > 0)
+    s.setInt("moe", "n_shared_experts", *shared, "n_shared_experts");
+  if (int64_t dense = r.integer("first_k_dense_replace", v3 ? 3 : 0);
+      dense > 0)
     s.setInt("moe", "first_k_dense", dense, "first_k_dense_replace");
   s.setStr("weights", "naming", "hf-llama", "");
 }

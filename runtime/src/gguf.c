@@ -126,7 +126,8 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
   float *block = NULL;
   archrt_problems probs = {{0}, 0, 0};
   char why[160] = "";
-  archrt_status rc = archrt_gguf_read_header(&f, &h, why, sizeof why);
+  archrt_status rc =
+      archrt_gguf_read_header(&f, &h, "llama", why, sizeof why);
   if (rc) {
     munmap(f.data, f.size);
     return archrt_fail(rc, "%s: %s", path, why);
@@ -134,15 +135,6 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
   gguf_tensor *tensors = h.tensors;
   const uint64_t n_tensors = h.n_tensors, data = h.data;
   const char *arch = h.arch;
-  rc = ARCHRT_ERR_FORMAT;
-  /* llama.cpp permutes q/k (and names tensors as read here) for its llama
-   * architecture; other architectures differ in ways names do not show. */
-  if (strcmp(arch, "llama")) {
-    snprintf(why, sizeof why, "general.architecture is \"%.40s\"; archc "
-                              "reads GGUF files of the llama architecture",
-             arch[0] ? arch : "(missing)");
-    goto fail;
-  }
 
   /* The model's shape against the metadata. */
   rc = ARCHRT_ERR_MISMATCH;

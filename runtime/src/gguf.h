@@ -47,8 +47,11 @@ typedef struct gguf_header {
 
 /* Reads `f`'s header into `h` (h->tensors to free) and returns
  * ARCHRT_OK; or returns ARCHRT_ERR_FORMAT / ARCHRT_ERR_OUT_OF_MEMORY
- * with the reason in `why` and nothing to free. */
+ * with the reason in `why` and nothing to free. With `arch`, a file of
+ * another general.architecture is refused as soon as the metadata is read
+ * (before its tensor table, whose types that architecture's files may use
+ * and archc does not read). */
 archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
-                                      char *why, size_t cap);
+                                      const char *arch, char *why, size_t cap);
 
 #endif

@@ -25,7 +25,7 @@ const char *const archrt_gguf_meta_suffix[M_COUNT] = {
     ".attention.head_count_kv", ".feed_forward_length"};
 
 archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
-                                      char *why, size_t cap) {
+                                      const char *arch, char *why, size_t cap) {
   memset(h, 0, sizeof *h);
   h->alignment = 32;
   cursor c = {f->data, (const uint8_t *)f->data + f->size, NULL};
@@ -112,6 +112,14 @@ archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
   }
   if (c.err) {
     snprintf(why, cap, "metadata: %s", c.err);
+    goto fail;
+  }
+  /* llama.cpp permutes q/k (and names tensors as the loader reads them)
+   * for its llama architecture; others differ in ways names do not show. */
+  if (arch && strcmp(h->arch, arch)) {
+    snprintf(why, cap, "general.architecture is \"%.40s\"; archc reads GGUF "
+                       "files of the %s architecture",
+             h->arch[0] ? h->arch : "(missing)", arch);
     goto fail;
   }
   /* The tensor table. */

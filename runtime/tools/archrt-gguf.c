@@ -3,8 +3,8 @@
  *   archrt-gguf FILE.gguf
  *
  * Prints the GGUF header as the runtime's weights loader reads it
- * (gguf.h): the version, general.architecture, general.alignment, the
- * llama shape keys present, and each tensor (by name: its type id, its
+ * (gguf.h): the version, general.architecture, general.alignment, where
+ * the tensor data starts, the llama shape keys present, and each tensor (by name: its type id, its
  * dims innermost first, its offset in the data section), one per line.
  * test/e2e/gguf-metadata.test compares it with @huggingface/gguf's reading
  * of the same files. A file the loader refuses gets its error and status 1.
@@ -28,7 +28,7 @@ int main(int argc, char **argv) {
   }
   gguf_header h;
   char why[160];
-  if (archrt_gguf_read_header(&f, &h, why, sizeof why)) {
+  if (archrt_gguf_read_header(&f, &h, NULL, why, sizeof why)) {
     fprintf(stderr, "archrt-gguf: %s: %s\n", argv[1], why);
     munmap(f.data, f.size);
     return 1;
@@ -36,6 +36,7 @@ int main(int argc, char **argv) {
   printf("version %u\n", h.version);
   printf("general.architecture %s\n", h.arch);
   printf("general.alignment %llu\n", (unsigned long long)h.alignment);
+  printf("data %llu\n", (unsigned long long)h.data);
   for (int k = 0; k < M_COUNT; ++k)
     if (h.have[k])
       printf("llama%s %.17g\n", archrt_gguf_meta_suffix[k], h.meta[k]);

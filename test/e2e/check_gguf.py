@@ -244,6 +244,11 @@ def main():
         load_error("another architecture",
                    ['general.architecture is "gemma"; archc reads GGUF files '
                     'of the llama architecture'], arch="gemma")
+        # (Named before its tensor table: a k-quant tensor is not the error.)
+        load_error("another architecture, k-quants",
+                   ['general.architecture is "qwen2"; archc reads GGUF files '
+                    'of the llama architecture'], arch="qwen2",
+                   extra=[("x.weight", [256], 12, b"\0" * 144)])
         # 19 tensors and 104 more: the count's low byte is '{', which the
         # safetensors sniff would take; the GGUF magic decides.
         load_error("count byte '{'", ["tensor 'z000.weight' is not a parameter"],
