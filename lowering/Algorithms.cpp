@@ -38,10 +38,18 @@ int divisorUpTo(int64_t n, int cap) {
   return d;
 }
 
-int kBlockOf(const LinearKernel &d) {
+int kBlockOf(const LinearKernel &d, int64_t l2Bytes) {
+  if (!d.panel || d.oneRow)
+    return 0;
   // (Pairs: an even block, K / 2 split by a divisor up to 256.)
-  int kb = d.pairs ? 2 * divisorUpTo(d.K / 2, 256) : divisorUpTo(d.K, 512);
-  return d.panel && !d.oneRow && d.K > 2048 && kb >= 128 ? kb : 0;
+  if (d.pairs) {
+    int kb = 2 * divisorUpTo(d.K / 2, 256);
+    return d.K > 2048 && kb >= 128 ? kb : 0;
+  }
+  // A K row of a 64-column f32 panel is 256 bytes.
+  int64_t most = std::clamp<int64_t>(l2Bytes / 8 / 256, 128, 4096);
+  int kb = divisorUpTo(d.K, int(most));
+  return d.K * 256 > l2Bytes / 2 && kb >= 128 ? kb : 0;
 }
 
 int gemvPanels(const LinearKernel &d, int lanes) {
@@ -138,7 +146,7 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
     gemvDot = gemv(n % int(panel), n / int(panel), t);
     k.funcs["acc_gemv"] = gemv;
   }
-  if (int kb = kBlockOf(d)) {
+  if (int kb = kBlockOf(d, k.l2Bytes)) {
     // `part` sums block b for a register tile (computed for whole token
     // tiles, a ragged last one reading the last row again), acc_gemm adds
     // the blocks.
@@ -220,7 +228,7 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
     // each's own, placed in its loops.
     Expr rows = x.dim(1).extent();
     Expr gemmDot = acc(n, t), gemvDot = gemmDot;
-    if (kBlockOf(d)) {
+    if (kBlockOf(d, k.l2Bytes)) {
       // K-blocked by the schedule: computed for whole token tiles, a
       // ragged last one reading the last row again.
       Func gemm("acc_gemm"), wideGemm("wide_gemm");
@@ -1499,9 +1507,10 @@ static void lowerHeadLinear(KernelFuncs &k, const HeadLinearKernel &d) {
   k.outDims = {d.N, d.heads};
 }
 
-KernelFuncs lowerKernel(const KernelSpec &spec, int lanes) {
+KernelFuncs lowerKernel(const KernelSpec &spec, int lanes, int64_t l2Bytes) {
   KernelFuncs k(spec);
   k.lanes = lanes;
+  k.l2Bytes = l2Bytes;
   // The inputs, in the order spec.args() declares them.
   for (const KernelArg &a : spec.args()) {
     if (a.kind == KernelArg::Output)

@@ -17,6 +17,10 @@ namespace arch {
 /// A kernel's algorithm: its output, its arguments in call order (made
 /// from spec.args(); the output last, added by the emitter), and the Funcs
 /// and Vars its schedule needs.
+/// The L2 a kernel's blocking is sized for when the target is not this
+/// CPU (or this CPU does not say): 1 MiB, the Zen 5's.
+constexpr int64_t kDefaultL2Bytes = int64_t(1) << 20;
+
 struct KernelFuncs {
   explicit KernelFuncs(KernelSpec spec) : spec(std::move(spec)) {}
   KernelSpec spec;
@@ -32,13 +36,15 @@ struct KernelFuncs {
   std::map<std::string, Halide::Var> vars;
   std::map<std::string, Halide::RDom> rdoms;
   int lanes = 1; ///< vector width the algorithm split its reductions by
+  int64_t l2Bytes = kDefaultL2Bytes; ///< the L2 the GEMM's blocks fit
   std::vector<int64_t> outDims; ///< static extents of the output's features
   bool denseOutputRows = true;  ///< else a view (a copy's destination)
 };
 
 /// Builds the algorithm of `spec`; `lanes` is the target's natural float
 /// vector width (reductions are split by a divisor of it).
-KernelFuncs lowerKernel(const KernelSpec &spec, int lanes);
+KernelFuncs lowerKernel(const KernelSpec &spec, int lanes,
+                        int64_t l2Bytes = kDefaultL2Bytes);
 
 /// Applies the CPU schedule for `k` on `target`.
 void scheduleKernel(KernelFuncs &k, const Halide::Target &target);
@@ -61,9 +67,11 @@ int divisorUpTo(int64_t n, int cap);
 constexpr int kTokenTile = 4;
 
 /// The block of K a packed GEMM takes at a time when its 64-column panel
-/// outgrows the L2 (K > 2048: over 512 KiB in f32), or 0: a divisor of K,
-/// at most 512 and at least 128.
-int kBlockOf(const LinearKernel &d);
+/// (in f32) outgrows half the L2 of `l2Bytes` (K > 2048 on a 1 MiB L2,
+/// K > 4096 on 2 MiB), or 0: a divisor of K, at most the K of an eighth
+/// of the L2 (512 on 1 MiB, 1024 on 2 MiB) and at least 128. (The bf16 dot
+/// product's pairs: K > 2048, blocks of at most 256 pairs, whatever the L2.)
+int kBlockOf(const LinearKernel &d, int64_t l2Bytes);
 
 /// Panels a packed linear's GEMV (calls of fewer than kTokenTile rows)
 /// reads at once, each its own stream: 4 or 2 where they divide the panel

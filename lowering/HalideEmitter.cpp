@@ -95,16 +95,38 @@ static Target kernelTarget(const KernelSpec &spec, Target t) {
   return t;
 }
 
+/// The L2 the GEMMs of a kernel for `t` are blocked for (kBlockOf): this
+/// CPU's where `t` is this CPU's target (features the kernels add or drop
+/// aside), else kDefaultL2Bytes.
+static int64_t l2BytesFor(const Target &t) {
+  auto plain = [](const Target &x) {
+    return x.without_feature(Target::LargeBuffers)
+        .without_feature(Target::NoRuntime)
+        .without_feature(Target::AVX512_SapphireRapids);
+  };
+  if (!(plain(t) == plain(hostTarget())))
+    return kDefaultL2Bytes;
+  long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return v >= (256 << 10) && v <= (64 << 20) ? v : kDefaultL2Bytes;
+}
+
 std::string kernelTargetString(const KernelSpec &spec,
                                const std::string &target) {
   std::string s = target, error;
-  guarded(error,
-          [&] { s = kernelTarget(spec, parseTarget(target)).to_string(); });
+  guarded(error, [&] {
+    Target t = parseTarget(target);
+    s = kernelTarget(spec, t).to_string();
+    // (A packed linear's GEMM blocks by the L2: part of its identity.)
+    const LinearKernel *l = spec.get<LinearKernel>();
+    if (l && l->panel && !l->pairs)
+      s += " l2=" + std::to_string(l2BytesFor(t));
+  });
   return s;
 }
 
 static KernelFuncs build(const KernelSpec &spec, const Target &t) {
-  KernelFuncs k = lowerKernel(spec, t.natural_vector_size<float>());
+  KernelFuncs k =
+      lowerKernel(spec, t.natural_vector_size<float>(), l2BytesFor(t));
   scheduleKernel(k, t);
   return k;
 }

@@ -110,7 +110,8 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
   gemm.compute_at(k.out, no).bound_extent(n, panel).vectorize(n, lanes);
   RVar ro("ro"), ri("ri");
   Var u("u"), to("to"), ti("ti");
-  Func part = gemm.update().split(r, ro, ri, kBlockOf(d)).rfactor(ro, u);
+  Func part =
+      gemm.update().split(r, ro, ri, kBlockOf(d, k.l2Bytes)).rfactor(ro, u);
   gemm.update()
       .split(t, to, ti, kTokenTile, TailStrategy::GuardWithIf)
       .reorder(n, ti, to, ro)
@@ -138,7 +139,7 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
   int lanes = k.lanes, sub = vectorWidthFor(d.panel, 4 * lanes);
   Var no("no"), ni("ni"), nj("nj"), nk("nk");
   std::function<void(Stage)> blocked, gemvColumns;
-  if (kBlockOf(d))
+  if (kBlockOf(d, k.l2Bytes))
     blocked = [&](Stage s) { blockedGemm(k, d, s, no); };
   int streams = gemvPanels(d, lanes), columns = streams * int(d.panel);
   if (streams > 1)
@@ -192,7 +193,7 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
   };
   Var no("no"), ni("ni"), nj("nj"), nk("nk");
   std::function<void(Stage)> blocked;
-  if (kBlockOf(d))
+  if (kBlockOf(d, k.l2Bytes))
     blocked = [&](Stage s) {
       // As blockedGemm: a task per panel, its 64 x T sums in acc_gemm;
       // per block of K, every token tile's register tile (part).
