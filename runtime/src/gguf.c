@@ -1,10 +1,11 @@
 /*===- gguf.c - GGUF checkpoints (llama.cpp's format, version 3) ----------===*
  *
  * The header, metadata and tensor table are read first (gguf_header.c,
- * every length bounded); the metadata the model's shape depends on is
- * checked against the model, every mismatch named; then every parameter is found under llama.cpp's name for it
- * (token_embd, blk.N.attn_q, ...), its dims checked (GGUF lists the
- * innermost first), converted to f32 from F32, F16, BF16 or Q8_0 (blocks
+ * every length bounded; the llama, qwen2 and qwen3 architectures); the
+ * metadata the model's shape depends on is checked against the model,
+ * every mismatch named; then every parameter is found under llama.cpp's
+ * name for it (token_embd, blk.N.attn_q, ...), its dims checked (GGUF
+ * lists the innermost first), converted to f32 from F32, F16, BF16 or Q8_0 (blocks
  * of 32 int8 with an f16 scale), and the q/k rows llama.cpp's converter
  * permuted for its RoPE put back in Hugging Face's order. Only then are
  * the model's weights replaced: a failed load leaves them as they were.
@@ -75,9 +76,12 @@ static void dequantize(const gguf_tensor *t, const uint8_t *src, float *dst) {
   }
 }
 
-/* llama.cpp's name for parameter `name` (Hugging Face Llama names), or 0. */
-static int gguf_name(const char *name, char *out, size_t cap, int *layer,
-                     int *permute) {
+/* llama.cpp's name for parameter `name` (Hugging Face Llama names), or 0;
+ * `permute` says whether llama.cpp permuted its rows (q: 1, k: 2), which
+ * it does for its llama architecture only (Qwen 2 and 3 rotate as Hugging
+ * Face does). */
+static int gguf_name(const char *name, const char *arch, char *out, size_t cap,
+                     int *layer, int *permute) {
   static const struct { const char *hf, *gg; int permute; } top[] = {
       {"model.embed_tokens.weight", "token_embd.weight", 0},
       {"model.norm.weight", "output_norm.weight", 0},
@@ -87,6 +91,11 @@ static int gguf_name(const char *name, char *out, size_t cap, int *layer,
       {"self_attn.q_proj.weight", "attn_q.weight", 1},
       {"self_attn.k_proj.weight", "attn_k.weight", 2},
       {"self_attn.v_proj.weight", "attn_v.weight", 0},
+      {"self_attn.q_proj.bias", "attn_q.bias", 1},
+      {"self_attn.k_proj.bias", "attn_k.bias", 2},
+      {"self_attn.v_proj.bias", "attn_v.bias", 0},
+      {"self_attn.q_norm.weight", "attn_q_norm.weight", 0},
+      {"self_attn.k_norm.weight", "attn_k_norm.weight", 0},
       {"self_attn.o_proj.weight", "attn_output.weight", 0},
       {"post_attention_layernorm.weight", "ffn_norm.weight", 0},
       {"mlp.gate_proj.weight", "ffn_gate.weight", 0},
@@ -106,7 +115,7 @@ static int gguf_name(const char *name, char *out, size_t cap, int *layer,
     if (!strcmp(name + len, per[i].hf)) {
       snprintf(out, cap, "blk.%d.%s", n, per[i].gg);
       *layer = n;
-      *permute = per[i].permute;
+      *permute = strcmp(arch, "llama") ? 0 : per[i].permute;
       return 1;
     }
   return 0;
@@ -127,7 +136,7 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
   archrt_problems probs = {{0}, 0, 0};
   char why[160] = "";
   archrt_status rc =
-      archrt_gguf_read_header(&f, &h, "llama", why, sizeof why);
+      archrt_gguf_read_header(&f, &h, archrt_gguf_archs, why, sizeof why);
   if (rc) {
     munmap(f.data, f.size);
     return archrt_fail(rc, "%s: %s", path, why);
@@ -162,7 +171,7 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
     int layer, permute;
     if ((p->source && strcmp(p->name, p->source)) || p->transpose ||
         p->rows[0] > 0 ||
-        !gguf_name(p->name, gname, sizeof gname, &layer, &permute)) {
+        !gguf_name(p->name, arch, gname, sizeof gname, &layer, &permute)) {
       archrt_problem(&probs, "parameter '%s' has no GGUF name (GGUF loading "
                              "takes the Llama family's tensors)",
                      p->name);
@@ -201,7 +210,8 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
       /* llama.cpp stored rows h*hd + 2i + j of head h for Hugging Face's
        * rows h*hd + j*hd/2 + i: put them back. */
       int64_t heads = permute == 1 ? d->n_heads : d->n_kv_heads;
-      int64_t rows = p->shape[0], cols = p->shape[1], hd = rows / heads;
+      int64_t rows = p->shape[0], cols = p->ndim > 1 ? p->shape[1] : 1,
+              hd = rows / heads;
       float *tmp = malloc((size_t)(hd * cols) * sizeof *tmp);
       if (!tmp || hd % 2 || hd * heads != rows) {
         free(tmp);

@@ -24,8 +24,11 @@ const char *const archrt_gguf_meta_suffix[M_COUNT] = {
     ".embedding_length", ".block_count", ".attention.head_count",
     ".attention.head_count_kv", ".feed_forward_length"};
 
+const char *const archrt_gguf_archs[] = {"llama", "qwen2", "qwen3", NULL};
+
 archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
-                                      const char *arch, char *why, size_t cap) {
+                                      const char *const *archs, char *why,
+                                      size_t cap) {
   memset(h, 0, sizeof *h);
   h->alignment = 32;
   cursor c = {f->data, (const uint8_t *)f->data + f->size, NULL};
@@ -92,18 +95,23 @@ archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
       h->alignment = (uint64_t)a;
       continue;
     }
-    /* (Only the llama architecture's keys are read, in any order.) */
+    /* The shape keys under any prefix, in any order: those of the file's
+     * own architecture are kept once general.architecture is known. */
+    size_t sl = 0;
     for (int k = 0; k < M_COUNT; ++k) {
-      size_t sl = strlen(archrt_gguf_meta_suffix[k]);
-      if (klen == 5 + sl && !memcmp(key, "llama", 5) &&
-          !memcmp(key + 5, archrt_gguf_meta_suffix[k], sl))
-        known = k;
+      size_t n = strlen(archrt_gguf_meta_suffix[k]);
+      if (klen > n && klen - n < sizeof h->meta_arch[k] &&
+          !memcmp(key + klen - n, archrt_gguf_meta_suffix[k], n) &&
+          !memchr(key, 0, klen - n))
+        known = k, sl = n;
     }
     if (known >= 0) {
       if (!number(&c, type, &h->meta[known])) {
         c.err = c.err ? c.err : "a shape key is not a number";
         break;
       }
+      memcpy(h->meta_arch[known], key, klen - sl);
+      h->meta_arch[known][klen - sl] = 0;
       h->have[known] = 1;
       continue;
     }
@@ -114,13 +122,24 @@ archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
     snprintf(why, cap, "metadata: %s", c.err);
     goto fail;
   }
-  /* llama.cpp permutes q/k (and names tensors as the loader reads them)
-   * for its llama architecture; others differ in ways names do not show. */
-  if (arch && strcmp(h->arch, arch)) {
-    snprintf(why, cap, "general.architecture is \"%.40s\"; archc reads GGUF "
-                       "files of the %s architecture",
-             h->arch[0] ? h->arch : "(missing)", arch);
-    goto fail;
+  for (int k = 0; k < M_COUNT; ++k)
+    h->have[k] = h->have[k] && !strcmp(h->meta_arch[k], h->arch);
+  /* Architectures llama.cpp names otherwise differ in ways names do not
+   * show (fused tensors, offsets added to norms). */
+  if (archs) {
+    const char *const *a = archs;
+    while (*a && strcmp(*a, h->arch))
+      ++a;
+    if (!*a) {
+      char list[96] = "";
+      for (a = archs; *a; ++a)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                 a == archs ? "" : a[1] ? ", " : " and ", *a);
+      snprintf(why, cap, "general.architecture is \"%.40s\"; archc reads "
+                         "GGUF files of the %s architectures",
+               h->arch[0] ? h->arch : "(missing)", list);
+      goto fail;
+    }
   }
   /* The tensor table. */
   tensors = calloc(n_tensors ? n_tensors : 1, sizeof *tensors);

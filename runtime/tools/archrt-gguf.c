@@ -4,7 +4,8 @@
  *
  * Prints the GGUF header as the runtime's weights loader reads it
  * (gguf.h): the version, general.architecture, general.alignment, where
- * the tensor data starts, the llama shape keys present, and each tensor (by name: its type id, its
+ * the tensor data starts, the architecture's shape keys present (those
+ * the loader checks), and each tensor (by name: its type id, its
  * dims innermost first, its offset in the data section), one per line.
  * test/e2e/gguf-metadata.test compares it with @huggingface/gguf's reading
  * of the same files. A file the loader refuses gets its error and status 1.
@@ -39,7 +40,7 @@ int main(int argc, char **argv) {
   printf("data %llu\n", (unsigned long long)h.data);
   for (int k = 0; k < M_COUNT; ++k)
     if (h.have[k])
-      printf("llama%s %.17g\n", archrt_gguf_meta_suffix[k], h.meta[k]);
+      printf("%s%s %.17g\n", h.arch, archrt_gguf_meta_suffix[k], h.meta[k]);
   for (uint64_t i = 0; i < h.n_tensors; ++i) {
     const gguf_tensor *t = &h.tensors[i];
     printf("tensor %s type %u dims ", t->name, t->type);

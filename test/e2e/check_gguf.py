@@ -30,6 +30,11 @@ def gguf_name(name):
            "self_attn.q_proj.weight": "attn_q.weight",
            "self_attn.k_proj.weight": "attn_k.weight",
            "self_attn.v_proj.weight": "attn_v.weight",
+           "self_attn.q_proj.bias": "attn_q.bias",
+           "self_attn.k_proj.bias": "attn_k.bias",
+           "self_attn.v_proj.bias": "attn_v.bias",
+           "self_attn.q_norm.weight": "attn_q_norm.weight",
+           "self_attn.k_norm.weight": "attn_k_norm.weight",
            "self_attn.o_proj.weight": "attn_output.weight",
            "post_attention_layernorm.weight": "ffn_norm.weight",
            "mlp.gate_proj.weight": "ffn_gate.weight",
@@ -40,10 +45,11 @@ def gguf_name(name):
 
 
 def permute(w, heads):
-    """llama.cpp's convert_hf_to_gguf LlamaModel.permute."""
-    out, inn = w.shape
-    return (w.reshape(heads, 2, out // heads // 2, inn).swapaxes(1, 2)
-            .reshape(out, inn))
+    """llama.cpp's convert_hf_to_gguf LlamaModel.permute (weights and
+    biases)."""
+    out = w.shape[0]
+    return (w.reshape(heads, 2, out // heads // 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
 
 
 def bf16_round(x):
@@ -99,14 +105,14 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
     """Returns the f32 values (in Hugging Face order) the file holds.
     `tokenizer`: metadata entries of a tokenizer, in place of the bare
     token list."""
-    meta = {"llama.embedding_length": (4, spec.d),
-            "llama.block_count": (4, spec.layers),
-            "llama.attention.head_count": (4, spec.heads),
-            "llama.attention.head_count_kv": (4, spec.kv_heads),
-            "llama.feed_forward_length": (4, spec.d_ff),
-            "llama.context_length": (4, spec.max_seq),
-            "llama.rope.freq_base": (6, spec.theta),
-            "llama.attention.layer_norm_rms_epsilon": (6, spec.eps)}
+    meta = {f"{arch}.embedding_length": (4, spec.d),
+            f"{arch}.block_count": (4, spec.layers),
+            f"{arch}.attention.head_count": (4, spec.heads),
+            f"{arch}.attention.head_count_kv": (4, spec.kv_heads),
+            f"{arch}.feed_forward_length": (4, spec.d_ff),
+            f"{arch}.context_length": (4, spec.max_seq),
+            f"{arch}.rope.freq_base": (6, spec.theta),
+            f"{arch}.attention.layer_norm_rms_epsilon": (6, spec.eps)}
     meta.update(meta_override or {})
     entries = [kv("general.architecture", 8, arch),
                kv("general.alignment", 4, alignment)]
@@ -118,17 +124,20 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
         if name == drop:
             continue
         w = weights[name].numpy().astype(np.float32)
-        if name.endswith("q_proj.weight"):
+        # (llama.cpp permutes q/k rows for its llama architecture only.)
+        q = arch == "llama" and name.endswith(("q_proj.weight", "q_proj.bias"))
+        k_ = arch == "llama" and name.endswith(("k_proj.weight", "k_proj.bias"))
+        if q:
             w = permute(w, spec.heads)
-        elif name.endswith("k_proj.weight"):
+        elif k_:
             w = permute(w, spec.kv_heads)
         k = kind if w.ndim == 2 else "F32"
         if k == "Q8_0" and w.shape[-1] % 32:
             k = "F16"
         raw, vals = encode(w, k)
-        if name.endswith("q_proj.weight"):  # back to Hugging Face's rows
+        if q:  # back to Hugging Face's rows
             vals = permute_back(vals, spec.heads)
-        elif name.endswith("k_proj.weight"):
+        elif k_:
             vals = permute_back(vals, spec.kv_heads)
         held[name] = vals
         dims = list(reversed(w.shape))
@@ -153,9 +162,9 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
 
 
 def permute_back(w, heads):
-    out, inn = w.shape
-    return (w.reshape(heads, out // heads // 2, 2, inn).swapaxes(1, 2)
-            .reshape(out, inn))
+    out = w.shape[0]
+    return (w.reshape(heads, out // heads // 2, 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
 
 
 def logits(lib, path, spec, tokens):
@@ -190,7 +199,7 @@ def spm_tokenizer(vocab):
 
 
 def main():
-    args = archrt.script_args(__doc__, "write-tokenized", "write-all")
+    args = archrt.script_args(__doc__, "write-tokenized", "write-all", "arch")
     if args.write_tokenized:  # an F32 GGUF with its tokenizer, for archc run
         spec = archref.Spec(args.spec)
         write_gguf(args.write_tokenized, spec, archref.random_weights(spec, 7),
@@ -199,11 +208,14 @@ def main():
     if args.write_all:  # the files this script loads, for other readers
         spec = archref.Spec(args.spec)
         weights = archref.random_weights(spec, 7)
+        arch = args.arch or "llama"
         for kind in ("F32", "F16", "BF16", "Q8_0"):
             write_gguf(os.path.join(args.write_all, f"w-{kind}.gguf"), spec,
-                       weights, kind, alignment=64 if kind == "Q8_0" else 32)
+                       weights, kind, alignment=64 if kind == "Q8_0" else 32,
+                       arch=arch)
         write_gguf(os.path.join(args.write_all, "w-tokenized.gguf"), spec,
-                   weights, "F32", tokenizer=spm_tokenizer(spec.vocab))
+                   weights, "F32", tokenizer=spm_tokenizer(spec.vocab),
+                   arch=arch)
         return 0
     case = archrt.Cases()
     spec = archref.Spec(args.spec)
@@ -211,6 +223,26 @@ def main():
     lib = archrt.Lib(args.lib)
     tokens = [3, 17, 42, 9, 77, 5, 61, 2]
     import torch
+    if args.arch:  # another architecture llama.cpp names alike: round trips
+        with tempfile.TemporaryDirectory() as tmp:
+            st = os.path.join(tmp, "w.safetensors")
+            archref.write_safetensors(st, weights)
+            base = logits(lib, st, spec, tokens)
+            for kind in ("F32", "Q8_0"):
+                g = os.path.join(tmp, f"w-{kind}.gguf")
+                held = write_gguf(g, spec, weights, kind, arch=args.arch)
+                ref = os.path.join(tmp, f"held-{kind}.safetensors")
+                archref.write_safetensors(ref, {n: torch.from_numpy(v.copy())
+                                                for n, v in held.items()})
+                got = logits(lib, g, spec, tokens)
+                want = logits(lib, ref, spec, tokens)
+                case(f"{args.arch} {kind}: logits equal the same values' "
+                     "from safetensors", np.array_equal(got, want),
+                     f"max diff {np.abs(got - want).max()}")
+                if kind == "F32":
+                    case(f"{args.arch} F32: the original weights' logits",
+                         np.array_equal(got, base), "differ")
+        return case.summary()
     with tempfile.TemporaryDirectory() as tmp:
         st = os.path.join(tmp, "w.safetensors")
         archref.write_safetensors(st, weights)
@@ -243,11 +275,11 @@ def main():
             m.lib.archrt_model_free(model)
         load_error("another architecture",
                    ['general.architecture is "gemma"; archc reads GGUF files '
-                    'of the llama architecture'], arch="gemma")
+                    'of the llama, qwen2 and qwen3 architectures'], arch="gemma")
         # (Named before its tensor table: a k-quant tensor is not the error.)
         load_error("another architecture, k-quants",
-                   ['general.architecture is "qwen2"; archc reads GGUF files '
-                    'of the llama architecture'], arch="qwen2",
+                   ['general.architecture is "phi3"; archc reads GGUF files '
+                    'of the llama, qwen2 and qwen3 architectures'], arch="phi3",
                    extra=[("x.weight", [256], 12, b"\0" * 144)])
         # 19 tensors and 104 more: the count's low byte is '{', which the
         # safetensors sniff would take; the GGUF magic decides.

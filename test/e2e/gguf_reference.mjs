@@ -1,7 +1,7 @@
 // What @huggingface/gguf (Hugging Face's GGUF reader) reads of a GGUF
 // file's header, printed as runtime/tools/archrt-gguf.c prints archc's
 // reading: the version, general.architecture, general.alignment (32
-// where absent), where the tensor data starts, the llama shape keys present, and each tensor by name
+// where absent), where the tensor data starts, the architecture's shape keys, and each tensor by name
 // (type id, dims innermost first, offset in the data section).
 //   node gguf_reference.mjs FILE.gguf
 // The package is loaded from $ARCHC_TOKENIZERS_NODE_MODULES (default
@@ -27,8 +27,9 @@ out.push(`general.alignment ${metadata["general.alignment"] ?? 32}`);
 out.push(`data ${tensorDataOffset}`);
 for (const suffix of [".embedding_length", ".block_count", ".attention.head_count",
                       ".attention.head_count_kv", ".feed_forward_length"]) {
-  const v = metadata["llama" + suffix];
-  if (v !== undefined) out.push(`llama${suffix} ${v}`);
+  const arch = metadata["general.architecture"];
+  const v = metadata[arch + suffix];
+  if (v !== undefined) out.push(`${arch}${suffix} ${v}`);
 }
 const byName = (a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name));
 for (const t of [...tensorInfos].sort(byName))
