@@ -5,8 +5,9 @@
  * metadata the model's shape depends on is checked against the model,
  * every mismatch named; then every parameter is found under llama.cpp's
  * name for it (token_embd, blk.N.attn_q, ...), its dims checked (GGUF
- * lists the innermost first), converted to f32 from F32, F16, BF16 or Q8_0 (blocks
- * of 32 int8 with an f16 scale), and the q/k rows llama.cpp's converter
+ * lists the innermost first), converted to f32 from F32, F16, BF16, Q8_0
+ * (blocks of 32 int8 with an f16 scale) or the k-quants Q4_K, Q5_K and
+ * Q6_K (super-blocks of 256), and the q/k rows llama.cpp's converter
  * permuted for its RoPE put back in Hugging Face's order. Only then are
  * the model's weights replaced: a failed load leaves them as they were.
  *
@@ -42,6 +43,59 @@ static float f16_to_f32(uint16_t h) {
   return f;
 }
 
+static float f16_at(const uint8_t *p) {
+  uint16_t h;
+  memcpy(&h, p, 2);
+  return f16_to_f32(h);
+}
+
+/* The k-quants (llama.cpp's ggml-quants.c), a super-block of 256 values
+ * each. Q4_K (144 bytes): f16 d, f16 dmin, 12 bytes of eight 6-bit scales
+ * and eight 6-bit mins, 128 bytes of 4-bit values; value i of sub-block
+ * s (32 values) is d * scale[s] * q - dmin * min[s]. Q5_K (176 bytes)
+ * adds a fifth bit per value from 32 bytes between the scales and the
+ * 4-bit values. The 4-bit values of sub-blocks 2c and 2c + 1 share the
+ * 32 bytes of chunk c (low and high nibbles), their fifth bits bits 2c
+ * and 2c + 1 of the same 32 bytes. */
+static void k_quant_45(int five, const uint8_t *blk, float *y) {
+  float d = f16_at(blk), dmin = f16_at(blk + 2);
+  const uint8_t *sc = blk + 4, *qh = blk + 16, *qs = blk + (five ? 48 : 16);
+  for (int s = 0; s < 8; ++s) {
+    /* Scales and mins 0-3: the low 6 bits of bytes 0-3 and 4-7; 4-7: a
+     * nibble of bytes 8-11 and the top 2 bits of bytes 0-3 and 4-7. */
+    int scale = s < 4 ? sc[s] & 63 : (sc[s + 4] & 15) | (sc[s - 4] >> 6) << 4;
+    int min = s < 4 ? sc[s + 4] & 63 : (sc[s + 4] >> 4) | (sc[s] >> 6) << 4;
+    float a = d * (float)scale, m = dmin * (float)min;
+    const uint8_t *q = qs + 32 * (s / 2);
+    for (int l = 0; l < 32; ++l) {
+      int v = s % 2 ? q[l] >> 4 : q[l] & 15;
+      if (five && qh[l] >> s & 1)
+        v += 16;
+      y[32 * s + l] = a * (float)v - m;
+    }
+  }
+}
+
+/* Q6_K (210 bytes): 128 bytes of the low 4 bits, 64 of the high 2, 16
+ * int8 scales (one per 16 values), an f16 d; value = d * scale * (q -
+ * 32). In each half of 128 values, value l (< 32) takes the low nibble
+ * of low byte l, l + 32 that of byte l + 32, l + 64 and l + 96 their
+ * high nibbles, and the 2-bit pairs of high byte l in that order. */
+static void k_quant_6(const uint8_t *blk, float *y) {
+  float d = f16_at(blk + 208);
+  const int8_t *sc = (const int8_t *)(blk + 192);
+  for (int half = 0; half < 2; ++half) {
+    const uint8_t *ql = blk + 64 * half, *qh = blk + 128 + 32 * half;
+    for (int l = 0; l < 32; ++l)
+      for (int k = 0; k < 4; ++k) {
+        int lo = (k % 2 ? ql[l + 32] : ql[l]) >> (k / 2 * 4) & 15;
+        int q = (lo | (qh[l] >> (2 * k) & 3) << 4) - 32;
+        int i = 32 * k + l;
+        y[128 * half + i] = d * (float)sc[8 * half + i / 16] * (float)q;
+      }
+  }
+}
+
 /* Tensor `t`'s element i (row-major over its reversed dims) as f32. */
 static void dequantize(const gguf_tensor *t, const uint8_t *src, float *dst) {
   int64_t n = t->numel;
@@ -64,15 +118,23 @@ static void dequantize(const gguf_tensor *t, const uint8_t *src, float *dst) {
       memcpy(&dst[i], &bits, 4);
     }
     break;
-  default: /* Q8_0: per 32 values, an f16 scale then 32 int8 */
+  case GGML_Q8_0: /* per 32 values, an f16 scale then 32 int8 */
     for (int64_t b = 0; b < n / 32; ++b) {
       const uint8_t *blk = src + b * 34;
-      uint16_t h;
-      memcpy(&h, blk, 2);
-      float d = f16_to_f32(h);
+      float d = f16_at(blk);
       for (int j = 0; j < 32; ++j)
         dst[b * 32 + j] = d * (float)(int8_t)blk[2 + j];
     }
+    break;
+  case GGML_Q4_K:
+  case GGML_Q5_K:
+    for (int64_t b = 0, size = t->type == GGML_Q5_K ? 176 : 144; b < n / 256;
+         ++b)
+      k_quant_45(t->type == GGML_Q5_K, src + b * size, dst + b * 256);
+    break;
+  default: /* Q6_K */
+    for (int64_t b = 0; b < n / 256; ++b)
+      k_quant_6(src + b * 210, dst + b * 256);
   }
 }
 

@@ -16,6 +16,9 @@ static size_t tensor_bytes(uint32_t type, int64_t numel, uint64_t row) {
   case GGML_F32: return (size_t)numel * 4;
   case GGML_F16: case GGML_BF16: return (size_t)numel * 2;
   case GGML_Q8_0: return row % 32 ? 0 : (size_t)numel / 32 * 34;
+  case GGML_Q4_K: return row % 256 ? 0 : (size_t)numel / 256 * 144;
+  case GGML_Q5_K: return row % 256 ? 0 : (size_t)numel / 256 * 176;
+  case GGML_Q6_K: return row % 256 ? 0 : (size_t)numel / 256 * 210;
   default: return 0;
   }
 }
@@ -184,8 +187,9 @@ archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
       break;
     t->bytes = tensor_bytes(t->type, t->numel, t->dims[0]);
     if (!t->bytes) {
-      snprintf(why, cap, "tensor '%.64s': type %u is not F32, F16, BF16 or "
-                         "Q8_0 (or its rows are not blocks of 32)",
+      snprintf(why, cap, "tensor '%.64s': type %u is not F32, F16, BF16, "
+                         "Q8_0, Q4_K, Q5_K or Q6_K (or its rows are not "
+                         "whole blocks: 32 values, 256 for the k-quants)",
                t->name, t->type);
       goto fail;
     }

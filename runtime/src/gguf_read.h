@@ -19,6 +19,9 @@ enum {
   GGML_F32 = 0,
   GGML_F16 = 1,
   GGML_Q8_0 = 8,
+  GGML_Q4_K = 12, /* the k-quants: super-blocks of 256 values */
+  GGML_Q5_K = 13,
+  GGML_Q6_K = 14,
   GGML_BF16 = 30,
   /* Metadata value types. */
   GV_U8 = 0, GV_I8, GV_U16, GV_I16, GV_U32, GV_I32, GV_F32, GV_BOOL,

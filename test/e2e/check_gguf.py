@@ -17,7 +17,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reference"))
 import archref  # noqa: E402
 import archrt  # noqa: E402
 
-TYPES = {"F32": 0, "F16": 1, "Q8_0": 8, "BF16": 30}
+TYPES = {"F32": 0, "F16": 1, "Q8_0": 8, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14,
+         "BF16": 30}
 
 
 def gguf_name(name):
@@ -70,6 +71,105 @@ def q8_0(x):
     return raw, (d16.astype(np.float32)[:, None] * q).reshape(x.shape)
 
 
+F32 = np.float32
+
+
+def k_quant_45(x, bits):
+    """Q4_K (bits 4) or Q5_K (bits 5), as ggml-quants.c lays them out:
+    super-blocks of 256 along rows, each an f16 d and dmin, eight 6-bit
+    scales and mins packed in 12 bytes, (Q5_K: 32 bytes of fifth bits,)
+    128 bytes of 4-bit values; a value is d * scale * q - dmin * min over
+    sub-blocks of 32. (A plain min/max quantizer: any valid block will
+    do, the test compares what the loader reads with what this writes.)"""
+    top = (1 << bits) - 1
+    sub = x.reshape(-1, 8, 32).astype(F32)
+    lo = np.minimum(sub.min(axis=2), 0)
+    scale = (sub.max(axis=2) - lo) / top
+    d = (scale.max(axis=1) / 63).astype(np.float16)
+    dmin = ((-lo).max(axis=1) / 63).astype(np.float16)
+    df, dminf = d.astype(F32)[:, None], dmin.astype(F32)[:, None]
+    sc = np.clip(np.round(np.divide(scale, df, out=np.zeros_like(scale),
+                                    where=df > 0)), 0, 63).astype(np.uint8)
+    mn = np.clip(np.round(np.divide(-lo, dminf, out=np.zeros_like(lo),
+                                    where=dminf > 0)), 0, 63).astype(np.uint8)
+    a = (df * sc.astype(F32))[:, :, None]
+    m = (dminf * mn.astype(F32))[:, :, None]
+    q = np.clip(np.round(np.divide(sub + m, a, out=np.zeros_like(sub),
+                                   where=a > 0)), 0, top).astype(np.uint8)
+    packed = np.zeros((len(sub), 12), np.uint8)
+    packed[:, 0:4] = (sc[:, 0:4] & 63) | (sc[:, 4:8] >> 4) << 6
+    packed[:, 4:8] = (mn[:, 0:4] & 63) | (mn[:, 4:8] >> 4) << 6
+    packed[:, 8:12] = (sc[:, 4:8] & 15) | (mn[:, 4:8] & 15) << 4
+    qs = (q[:, 0::2] & 15) | (q[:, 1::2] & 15) << 4  # [block, chunk, 32]
+    parts = [d.view(np.uint8).reshape(-1, 2), dmin.view(np.uint8).reshape(-1, 2),
+             packed]
+    if bits == 5:
+        qh = np.zeros((len(sub), 32), np.uint8)
+        for k in range(8):
+            qh |= ((q[:, k] >> 4) & 1) << k
+        parts.append(qh)
+    parts.append(qs.reshape(len(sub), 128))
+    raw = np.concatenate(parts, axis=1).tobytes()
+    return raw, decode_k_quant_45(raw, bits).reshape(x.shape)
+
+
+def decode_k_quant_45(raw, bits):
+    """The values of Q4_K / Q5_K blocks `raw` (f32, in block order)."""
+    size = 176 if bits == 5 else 144
+    b = np.frombuffer(raw, np.uint8).reshape(-1, size)
+    d = b[:, 0:2].copy().view(np.float16).astype(F32).reshape(-1)
+    dmin = b[:, 2:4].copy().view(np.float16).astype(F32).reshape(-1)
+    p = b[:, 4:16].astype(np.int32)
+    sc = np.concatenate([p[:, 0:4] & 63, (p[:, 8:12] & 15) | (p[:, 0:4] >> 6) << 4], 1)
+    mn = np.concatenate([p[:, 4:8] & 63, (p[:, 8:12] >> 4) | (p[:, 4:8] >> 6) << 4], 1)
+    qs = b[:, size - 128:].reshape(-1, 4, 32).astype(np.int32)
+    q = np.stack([qs[:, k // 2] >> (4 * (k % 2)) & 15 for k in range(8)], 1)
+    if bits == 5:
+        qh = b[:, 16:48].astype(np.int32)
+        q = q + np.stack([(qh >> k & 1) << 4 for k in range(8)], 1)
+    a = (d[:, None] * sc.astype(F32))[:, :, None]
+    m = (dmin[:, None] * mn.astype(F32))[:, :, None]
+    return (a * q.astype(F32) - m).reshape(-1)
+
+
+def q6_k(x):
+    """Q6_K: super-blocks of 256, 6-bit values q - 32 (low 4 bits in 128
+    bytes, high 2 in 64), an int8 scale per 16, an f16 d last."""
+    sub = x.reshape(-1, 16, 16).astype(F32)
+    scale = np.abs(sub).max(axis=2) / 31
+    d = (scale.max(axis=1) / 127).astype(np.float16)
+    df = d.astype(F32)[:, None]
+    sc = np.clip(np.round(np.divide(scale, df, out=np.zeros_like(scale),
+                                    where=df > 0)), -128, 127).astype(np.int8)
+    a = (df * sc.astype(F32))[:, :, None]
+    q = np.clip(np.round(np.divide(sub, a, out=np.zeros_like(sub),
+                                   where=a > 0)), -32, 31).astype(np.int32)
+    q6 = (q + 32).reshape(-1, 2, 4, 32)  # [block, half, k, l]: value 32k + l
+    low, high = q6 & 15, q6 >> 4
+    ql = np.concatenate([low[:, :, 0] | low[:, :, 2] << 4,
+                         low[:, :, 1] | low[:, :, 3] << 4], 2)  # [b, half, 64]
+    qh = high[:, :, 0] | high[:, :, 1] << 2 | high[:, :, 2] << 4 | high[:, :, 3] << 6
+    raw = np.concatenate([ql.reshape(-1, 128).astype(np.uint8),
+                          qh.reshape(-1, 64).astype(np.uint8),
+                          sc.view(np.uint8), d.view(np.uint8).reshape(-1, 2)],
+                         1).tobytes()
+    return raw, decode_q6_k(raw).reshape(x.shape)
+
+
+def decode_q6_k(raw):
+    b = np.frombuffer(raw, np.uint8).reshape(-1, 210)
+    ql = b[:, 0:128].reshape(-1, 2, 64).astype(np.int32)
+    qh = b[:, 128:192].reshape(-1, 2, 32).astype(np.int32)
+    sc = b[:, 192:208].copy().view(np.int8).astype(F32).reshape(-1, 2, 8)
+    d = b[:, 208:210].copy().view(np.float16).astype(F32).reshape(-1)
+    lows = [ql[:, :, 0:32] & 15, ql[:, :, 32:64] & 15, ql[:, :, 0:32] >> 4,
+            ql[:, :, 32:64] >> 4]
+    q = np.stack([lows[k] | (qh >> (2 * k) & 3) << 4 for k in range(4)], 2)
+    q = (q - 32).reshape(-1, 2, 128)  # value 32k + l of each half
+    scale = np.repeat(sc, 16, axis=2)  # a scale per 16 values
+    return ((d[:, None, None] * scale) * q.astype(F32)).reshape(-1)
+
+
 def encode(x, kind):
     """(bytes, the f32 values they hold)."""
     if kind == "F32":
@@ -80,6 +180,10 @@ def encode(x, kind):
     if kind == "BF16":
         b = bf16_round(x)
         return b.tobytes(), (b.astype("<u4") << 16).view("<f4").reshape(x.shape)
+    if kind in ("Q4_K", "Q5_K"):
+        return k_quant_45(x, 4 if kind == "Q4_K" else 5)
+    if kind == "Q6_K":
+        return q6_k(x)
     return q8_0(x)
 
 
@@ -132,6 +236,8 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
         elif k_:
             w = permute(w, spec.kv_heads)
         k = kind if w.ndim == 2 else "F32"
+        if k.endswith("_K") and w.shape[-1] % 256:  # (as llama.cpp falls back)
+            k = "Q8_0"
         if k == "Q8_0" and w.shape[-1] % 32:
             k = "F16"
         raw, vals = encode(w, k)
@@ -199,7 +305,8 @@ def spm_tokenizer(vocab):
 
 
 def main():
-    args = archrt.script_args(__doc__, "write-tokenized", "write-all", "arch")
+    args = archrt.script_args(__doc__, "write-tokenized", "write-all", "arch",
+                              "kinds")
     if args.write_tokenized:  # an F32 GGUF with its tokenizer, for archc run
         spec = archref.Spec(args.spec)
         write_gguf(args.write_tokenized, spec, archref.random_weights(spec, 7),
@@ -209,7 +316,7 @@ def main():
         spec = archref.Spec(args.spec)
         weights = archref.random_weights(spec, 7)
         arch = args.arch or "llama"
-        for kind in ("F32", "F16", "BF16", "Q8_0"):
+        for kind in (args.kinds or "F32,F16,BF16,Q8_0").split(","):
             write_gguf(os.path.join(args.write_all, f"w-{kind}.gguf"), spec,
                        weights, kind, alignment=64 if kind == "Q8_0" else 32,
                        arch=arch)
@@ -228,7 +335,8 @@ def main():
             st = os.path.join(tmp, "w.safetensors")
             archref.write_safetensors(st, weights)
             base = logits(lib, st, spec, tokens)
-            for kind in ("F32", "Q8_0"):
+            kinds = args.kinds.split(",") if args.kinds else ["F32", "Q8_0"]
+            for kind in kinds:
                 g = os.path.join(tmp, f"w-{kind}.gguf")
                 held = write_gguf(g, spec, weights, kind, arch=args.arch)
                 ref = os.path.join(tmp, f"held-{kind}.safetensors")
@@ -242,6 +350,14 @@ def main():
                 if kind == "F32":
                     case(f"{args.arch} F32: the original weights' logits",
                          np.array_equal(got, base), "differ")
+                else:
+                    # (Random weights, so the logits move by about what
+                    # each type's rounding of them does: Q4_K's 7%.)
+                    bound = {"Q4_K": 0.3, "Q5_K": 0.15, "Q6_K": 0.08}.get(
+                        kind, 0.05)
+                    err = np.linalg.norm(got - base) / np.linalg.norm(base)
+                    case(f"{args.arch} {kind}: within its rounding of f32 "
+                         f"(rel L2 {err:.1e})", 0 < err < bound, str(err))
         return case.summary()
     with tempfile.TemporaryDirectory() as tmp:
         st = os.path.join(tmp, "w.safetensors")
@@ -298,9 +414,13 @@ def main():
         load_error("unexpected tensor", ["tensor 'blk.9.attn_q.weight' is not "
                                          "a parameter of the model"],
                    extra=[("blk.9.attn_q.weight", [4], "F32", b"\0" * 16)])
-        load_error("Q4_0", ["tensor 'x.weight': type 2 is not F32, F16, BF16 "
-                            "or Q8_0"],
+        load_error("Q4_0", ["tensor 'x.weight': type 2 is not F32, F16, BF16, "
+                            "Q8_0, Q4_K, Q5_K or Q6_K"],
                    extra=[("x.weight", [32], 2, b"\0" * 18)])
+        # A k-quant's rows must be whole super-blocks of 256.
+        load_error("Q4_K rows of 128", ["tensor 'x.weight': type 12 is not",
+                                        "256 for the k-quants"],
+                   extra=[("x.weight", [128, 2], 12, b"\0" * 144)])
         g = os.path.join(tmp, "trunc.gguf")
         write_gguf(g, spec, weights, "F32")
         with open(g, "rb") as f:
