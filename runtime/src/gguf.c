@@ -1,7 +1,8 @@
 /*===- gguf.c - GGUF checkpoints (llama.cpp's format, version 3) ----------===*
  *
  * The header, metadata and tensor table are read first (gguf_header.c,
- * every length bounded; the llama, qwen2 and qwen3 architectures); the
+ * every length bounded; the llama, qwen2, qwen3, gemma2 and gemma3
+ * architectures); the
  * metadata the model's shape depends on is checked against the model,
  * every mismatch named; then every parameter is found under llama.cpp's
  * name for it (token_embd, blk.N.attn_q, ...), its dims checked (GGUF
@@ -140,10 +141,15 @@ static void dequantize(const gguf_tensor *t, const uint8_t *src, float *dst) {
 
 /* llama.cpp's name for parameter `name` (Hugging Face Llama names), or 0;
  * `permute` says whether llama.cpp permuted its rows (q: 1, k: 2), which
- * it does for its llama architecture only (Qwen 2 and 3 rotate as Hugging
- * Face does). */
+ * it does for its llama architecture only (Qwen 2 and 3, Gemma 2 and 3
+ * rotate as Hugging Face does). Gemma's sandwich norms take their own
+ * names there (its post_attention_layernorm is not Llama's ffn_norm). */
 static int gguf_name(const char *name, const char *arch, char *out, size_t cap,
                      int *layer, int *permute) {
+  static const struct { const char *hf, *gg; } gemma[] = {
+      {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+      {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+      {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"}};
   static const struct { const char *hf, *gg; int permute; } top[] = {
       {"model.embed_tokens.weight", "token_embd.weight", 0},
       {"model.norm.weight", "output_norm.weight", 0},
@@ -173,6 +179,13 @@ static int gguf_name(const char *name, const char *arch, char *out, size_t cap,
   int n = 0, len = 0;
   if (sscanf(name, "model.layers.%d.%n", &n, &len) != 1 || len == 0 || n < 0)
     return 0;
+  if (!strncmp(arch, "gemma", 5))
+    for (size_t i = 0; i < sizeof gemma / sizeof *gemma; ++i)
+      if (!strcmp(name + len, gemma[i].hf)) {
+        snprintf(out, cap, "blk.%d.%s", n, gemma[i].gg);
+        *layer = n;
+        return 1;
+      }
   for (size_t i = 0; i < sizeof per / sizeof *per; ++i)
     if (!strcmp(name + len, per[i].hf)) {
       snprintf(out, cap, "blk.%d.%s", n, per[i].gg);
@@ -268,6 +281,13 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
     float *dst = block + at;
     at += (size_t)t->numel;
     dequantize(t, (const uint8_t *)f.data + data + t->offset, dst);
+    /* llama.cpp's Gemma converters store a norm's 1 + w (its RMSNorm
+     * scales by the weight alone); archc's Gemma specs scale by 1 + w. */
+    size_t nl = strlen(gname);
+    if (!strncmp(arch, "gemma", 5) && nl >= 11 &&
+        !strcmp(gname + nl - 11, "norm.weight"))
+      for (int64_t k = 0; k < t->numel; ++k)
+        dst[k] -= 1.0f;
     if (permute) {
       /* llama.cpp stored rows h*hd + 2i + j of head h for Hugging Face's
        * rows h*hd + j*hd/2 + i: put them back. */

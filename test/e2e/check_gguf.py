@@ -21,7 +21,7 @@ TYPES = {"F32": 0, "F16": 1, "Q8_0": 8, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14,
          "BF16": 30}
 
 
-def gguf_name(name):
+def gguf_name(name, arch="llama"):
     top = {"model.embed_tokens.weight": "token_embd.weight",
            "model.norm.weight": "output_norm.weight",
            "lm_head.weight": "output.weight"}
@@ -41,6 +41,10 @@ def gguf_name(name):
            "mlp.gate_proj.weight": "ffn_gate.weight",
            "mlp.up_proj.weight": "ffn_up.weight",
            "mlp.down_proj.weight": "ffn_down.weight"}
+    if arch.startswith("gemma"):  # (Gemma's sandwich norms' own names)
+        per.update({"post_attention_layernorm.weight": "post_attention_norm.weight",
+                    "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+                    "post_feedforward_layernorm.weight": "post_ffw_norm.weight"})
     _, _, layer, rest = name.split(".", 3)
     return f"blk.{layer}.{per[rest]}"
 
@@ -228,6 +232,10 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
         if name == drop:
             continue
         w = weights[name].numpy().astype(np.float32)
+        # (llama.cpp's Gemma converters store a norm's 1 + w.)
+        gemma_norm = arch.startswith("gemma") and name.endswith("norm.weight")
+        if gemma_norm:
+            w = w + np.float32(1)
         # (llama.cpp permutes q/k rows for its llama architecture only.)
         q = arch == "llama" and name.endswith(("q_proj.weight", "q_proj.bias"))
         k_ = arch == "llama" and name.endswith(("k_proj.weight", "k_proj.bias"))
@@ -241,13 +249,15 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
         if k == "Q8_0" and w.shape[-1] % 32:
             k = "F16"
         raw, vals = encode(w, k)
+        if gemma_norm:
+            vals = vals - np.float32(1)
         if q:  # back to Hugging Face's rows
             vals = permute_back(vals, spec.heads)
         elif k_:
             vals = permute_back(vals, spec.kv_heads)
         held[name] = vals
         dims = list(reversed(w.shape))
-        infos.append(gstr(gguf_name(name)) + struct.pack("<I", len(dims)) +
+        infos.append(gstr(gguf_name(name, arch)) + struct.pack("<I", len(dims)) +
                      struct.pack(f"<{len(dims)}Q", *dims) +
                      struct.pack("<IQ", TYPES[k], offset))
         pad = (-len(raw)) % alignment
@@ -347,7 +357,13 @@ def main():
                 case(f"{args.arch} {kind}: logits equal the same values' "
                      "from safetensors", np.array_equal(got, want),
                      f"max diff {np.abs(got - want).max()}")
-                if kind == "F32":
+                err = np.linalg.norm(got - base) / np.linalg.norm(base)
+                if kind == "F32" and args.arch.startswith("gemma"):
+                    # (The file's 1 + w, less 1, is w to f32 rounding.)
+                    case(f"{args.arch} F32: the original weights' logits "
+                         f"to the rounding of 1 + w (rel L2 {err:.1e})",
+                         err < 1e-5, str(err))
+                elif kind == "F32":
                     case(f"{args.arch} F32: the original weights' logits",
                          np.array_equal(got, base), "differ")
                 else:
@@ -355,7 +371,6 @@ def main():
                     # each type's rounding of them does: Q4_K's 7%.)
                     bound = {"Q4_K": 0.3, "Q5_K": 0.15, "Q6_K": 0.08}.get(
                         kind, 0.05)
-                    err = np.linalg.norm(got - base) / np.linalg.norm(base)
                     case(f"{args.arch} {kind}: within its rounding of f32 "
                          f"(rel L2 {err:.1e})", 0 < err < bound, str(err))
         return case.summary()
@@ -391,11 +406,13 @@ def main():
             m.lib.archrt_model_free(model)
         load_error("another architecture",
                    ['general.architecture is "gemma"; archc reads GGUF files '
-                    'of the llama, qwen2 and qwen3 architectures'], arch="gemma")
+                    'of the llama, qwen2, qwen3, gemma2 and gemma3 architectures'],
+                   arch="gemma")
         # (Named before its tensor table: a k-quant tensor is not the error.)
         load_error("another architecture, k-quants",
                    ['general.architecture is "phi3"; archc reads GGUF files '
-                    'of the llama, qwen2 and qwen3 architectures'], arch="phi3",
+                    'of the llama, qwen2, qwen3, gemma2 and gemma3 architectures'],
+                   arch="phi3",
                    extra=[("x.weight", [256], 12, b"\0" * 144)])
         # 19 tensors and 104 more: the count's low byte is '{', which the
         # safetensors sniff would take; the GGUF magic decides.
