@@ -28,7 +28,7 @@ for spec in specs/llama/bench-156m.toml "$out/llama3-8b-layer.toml"; do
   for w in f32 bf16 bf16w; do
     case $w in
       f32) flags="--weight-type=f32" bits=32 suffix="" ;;
-      bf16) flags="--weight-type=bf16" bits=16p suffix=x2x1 ;;
+      bf16) flags="--weight-type=bf16 --matmul-input=bf16" bits=16p suffix=x2x1 ;;
       bf16w) flags="--weight-type=bf16 --matmul-input=f32" bits=16 suffix=x2 ;;
     esac
     "$archc" compile "$spec" $flags -o "$out/$name.$w.so" --quiet

@@ -21,6 +21,7 @@ for w in f32 bf16 f16; do
 done
 for w in f32 bf16 bf16w f16; do
   case $w in
+    bf16) flags="--weight-type=bf16 --matmul-input=bf16" ;;
     bf16w) flags="--weight-type=bf16 --matmul-input=f32" ;;
     *) flags="--weight-type=$w" ;;
   esac

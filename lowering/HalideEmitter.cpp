@@ -80,6 +80,18 @@ bool resolveTarget(const std::string &target, std::string &canonical,
   });
 }
 
+bool bf16DotProductPays(const std::string &target) {
+  std::string error;
+  bool pays = false;
+  guarded(error, [&] {
+    Target t = parseTarget(target).without_feature(Target::LargeBuffers);
+    pays = !t.has_feature(Target::AVX512_SapphireRapids) &&
+           t.has_feature(Target::AVX512_Cannonlake) && t == hostTarget() &&
+           hostHasAvx512Bf16();
+  });
+  return pays;
+}
+
 /// The target kernel `spec` compiles for, given the library's. Halide 14
 /// emits the bf16 dot product (`vdpbf16ps`) only with
 /// avx512_sapphirerapids, which hostTarget() drops where the CPU lacks

@@ -21,6 +21,16 @@ namespace arch {
 bool resolveTarget(const std::string &target, std::string &canonical,
                    std::string &error, int *floatLanes = nullptr);
 
+/// Whether the bf16 dot product (`vdpbf16ps`) is the faster way to use
+/// bf16 weights on `target` (as resolveTarget takes it): where the
+/// kernels for it get the instruction without AVX512-FP16, i.e. this CPU
+/// with AVX512-BF16 and without AVX512-FP16 (a Zen 4 or 5, where it runs
+/// at twice the FP32 FMA rate); not on a Sapphire Rapids-class Xeon (its
+/// vdpbf16ps measured at half the FMA rate: widened weights are faster)
+/// nor without AVX512-BF16 (each pair would be widened apart). The
+/// default of `archc compile --matmul-input` with --weight-type=bf16.
+bool bf16DotProductPays(const std::string &target);
+
 /// The target string kernel `spec` is compiled for in a library for
 /// `target` (canonical): `target`, or with avx512_sapphirerapids where the
 /// kernel takes the bf16 dot product on this CPU (what a kernel cache keys

@@ -474,8 +474,11 @@ int cmdCompile(int argc, char **argv) {
       "matmul-input",
       cl::desc("what the matmuls over 16-bit weights take their input as: "
                "bf16 (rounded: the bf16 dot product, vdpbf16ps where the "
-               "CPU has AVX512-BF16; the default with --weight-type=bf16) "
-               "or f32"),
+               "CPU has AVX512-BF16) or f32; the default with "
+               "--weight-type=bf16 is bf16 where the target runs the dot "
+               "product faster than widened weights (this CPU with "
+               "AVX512-BF16 and without AVX512-FP16, a Zen 4 or 5), else "
+               "f32"),
       cl::init(StoreType::f32),
       cl::values(clEnumValN(StoreType::f32, "f32", "4 bytes"),
                  clEnumValN(StoreType::bf16, "bf16", "bfloat16, 2 bytes")),
@@ -554,9 +557,11 @@ int cmdCompile(int argc, char **argv) {
                 "--weight-type=bf16, got --weight-type=" +
                 stringifyEnum(weightType).str());
   pipelineOpts.weightType = stringifyEnum(weightType).str();
+  // (Without --matmul-input, bf16 weights take the bf16 dot product where
+  // the target runs it faster than widened weights: docs/design.md.)
   pipelineOpts.inputType =
       weightType == StoreType::bf16 && !matmulInput.getNumOccurrences()
-          ? "bf16"
+          ? (bf16DotProductPays(target) ? "bf16" : "f32")
           : stringifyEnum(matmulInput).str();
   pipelineOpts.disabled.assign(disablePass.begin(), disablePass.end());
   pipelineOpts.pipeline = passPipeline;
@@ -690,7 +695,10 @@ int cmdCheck(int argc, char **argv) {
   // The figures are the IR's, after the default pipeline (with the
   // weight type compile would give it).
   pipelineOpts.weightType = stringifyEnum(weightType).str();
-  pipelineOpts.inputType = weightType == StoreType::bf16 ? "bf16" : "f32";
+  pipelineOpts.inputType =
+      weightType == StoreType::bf16 && bf16DotProductPays(pipelineOpts.target)
+          ? "bf16"
+          : "f32";
   Context c;
   std::string text;
   std::optional<ArchSpec> spec;
