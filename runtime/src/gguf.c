@@ -6,9 +6,9 @@
  * metadata the model's shape depends on is checked against the model,
  * every mismatch named; then every parameter is found under llama.cpp's
  * name for it (token_embd, blk.N.attn_q, ...), its dims checked (GGUF
- * lists the innermost first), converted to f32 from F32, F16, BF16, Q8_0
- * (blocks of 32 int8 with an f16 scale) or the k-quants Q4_K, Q5_K and
- * Q6_K (super-blocks of 256), and the q/k rows llama.cpp's converter
+ * lists the innermost first), converted to f32 from F32, F16, BF16, the
+ * first quants Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (blocks of 32) or the
+ * k-quants Q4_K, Q5_K and Q6_K (super-blocks of 256), and the q/k rows llama.cpp's converter
  * permuted for its RoPE put back in Hugging Face's order. Only then are
  * the model's weights replaced: a failed load leaves them as they were.
  *
@@ -48,6 +48,35 @@ static float f16_at(const uint8_t *p) {
   uint16_t h;
   memcpy(&h, p, 2);
   return f16_to_f32(h);
+}
+
+/* llama.cpp's first quants, a block of 32 values each: an f16 scale d
+ * (Q4_1, Q5_1: and an f16 offset m), for Q5_0/Q5_1 32 fifth bits (a
+ * little-endian word), then 16 bytes of 4-bit values, value j < 16 in
+ * the low nibble of byte j and value j + 16 in its high one; Q4_0 and
+ * Q5_0 centre the values (q - 8, q - 16), Q4_1 and Q5_1 add m. */
+static void legacy_quant(uint32_t type, const uint8_t *blk, float *y) {
+  int offset = type == GGML_Q4_1 || type == GGML_Q5_1;
+  int five = type == GGML_Q5_0 || type == GGML_Q5_1;
+  float d = f16_at(blk), m = offset ? f16_at(blk + 2) : 0.0f;
+  uint32_t qh = 0;
+  if (five)
+    memcpy(&qh, blk + 2 + 2 * offset, 4);
+  const uint8_t *qs = blk + 2 + 2 * offset + 4 * five;
+  int centre = offset ? 0 : five ? 16 : 8;
+  for (int j = 0; j < 16; ++j) {
+    int lo = qs[j] & 15, hi = qs[j] >> 4;
+    if (five) {
+      lo |= (int)(qh >> j & 1) << 4;
+      hi |= (int)(qh >> (j + 16) & 1) << 4;
+    }
+    y[j] = (float)(lo - centre) * d;
+    y[j + 16] = (float)(hi - centre) * d;
+    if (offset) {
+      y[j] += m;
+      y[j + 16] += m;
+    }
+  }
 }
 
 /* The k-quants (llama.cpp's ggml-quants.c), a super-block of 256 values
@@ -119,6 +148,17 @@ static void dequantize(const gguf_tensor *t, const uint8_t *src, float *dst) {
       memcpy(&dst[i], &bits, 4);
     }
     break;
+  case GGML_Q4_0:
+  case GGML_Q4_1:
+  case GGML_Q5_0:
+  case GGML_Q5_1:
+    for (int64_t b = 0, size = t->type == GGML_Q4_0   ? 18
+                               : t->type == GGML_Q4_1 ? 20
+                               : t->type == GGML_Q5_0 ? 22
+                                                      : 24;
+         b < n / 32; ++b)
+      legacy_quant(t->type, src + b * size, dst + b * 32);
+    break;
   case GGML_Q8_0: /* per 32 values, an f16 scale then 32 int8 */
     for (int64_t b = 0; b < n / 32; ++b) {
       const uint8_t *blk = src + b * 34;
@@ -133,9 +173,12 @@ static void dequantize(const gguf_tensor *t, const uint8_t *src, float *dst) {
          ++b)
       k_quant_45(t->type == GGML_Q5_K, src + b * size, dst + b * 256);
     break;
-  default: /* Q6_K */
+  case GGML_Q6_K:
     for (int64_t b = 0; b < n / 256; ++b)
       k_quant_6(src + b * 210, dst + b * 256);
+    break;
+  default: /* (tensor_bytes admits no other type) */
+    memset(dst, 0, (size_t)n * sizeof *dst);
   }
 }
 
@@ -209,7 +252,7 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
   float **params = NULL;
   float *block = NULL;
   archrt_problems probs = {{0}, 0, 0};
-  char why[160] = "";
+  char why[256] = "";
   archrt_status rc =
       archrt_gguf_read_header(&f, &h, archrt_gguf_archs, why, sizeof why);
   if (rc) {

@@ -1,8 +1,8 @@
 /*===- gguf.h - A GGUF file's header, metadata and tensor table ----------===*
  *
  * What archc reads of a GGUF file before any tensor data: the version,
- * general.architecture and general.alignment, the llama architecture's
- * shape keys, and the tensor table (names, types, dims innermost first,
+ * general.architecture and general.alignment, that architecture's shape
+ * keys, and the tensor table (names, types, dims innermost first,
  * offsets), every length and offset checked against the file. The weights
  * loader (gguf.c) checks it against a model; archrt-gguf prints it, for
  * comparison with other GGUF readers (test/e2e/gguf-metadata.test).
@@ -41,7 +41,6 @@ typedef struct gguf_header {
   uint64_t alignment;         /* general.alignment, 32 where absent */
   double meta[M_COUNT];       /* the architecture's shape keys ... */
   int have[M_COUNT];          /* ... where present */
-  char meta_arch[M_COUNT][64]; /* (each key's prefix, while reading) */
   gguf_tensor *tensors;       /* n_tensors, sorted by name (malloc'd) */
   uint64_t n_tensors;
   uint64_t data;              /* the data section's offset in the file */

@@ -15,6 +15,10 @@ static size_t tensor_bytes(uint32_t type, int64_t numel, uint64_t row) {
   switch (type) {
   case GGML_F32: return (size_t)numel * 4;
   case GGML_F16: case GGML_BF16: return (size_t)numel * 2;
+  case GGML_Q4_0: return row % 32 ? 0 : (size_t)numel / 32 * 18;
+  case GGML_Q4_1: return row % 32 ? 0 : (size_t)numel / 32 * 20;
+  case GGML_Q5_0: return row % 32 ? 0 : (size_t)numel / 32 * 22;
+  case GGML_Q5_1: return row % 32 ? 0 : (size_t)numel / 32 * 24;
   case GGML_Q8_0: return row % 32 ? 0 : (size_t)numel / 32 * 34;
   case GGML_Q4_K: return row % 256 ? 0 : (size_t)numel / 256 * 144;
   case GGML_Q5_K: return row % 256 ? 0 : (size_t)numel / 256 * 176;
@@ -61,88 +65,88 @@ archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
              GGUF_MAX_TENSORS);
     goto fail;
   }
-  /* Metadata: the architecture, the alignment, and the shape keys. */
-  for (uint64_t i = 0; i < n_kv; ++i) {
-    const uint8_t *key;
-    uint64_t klen;
-    uint32_t type;
-    if (!str(&c, &key, &klen) || !u32(&c, &type))
-      break;
-    int known = -1;
-    if (klen == 20 && !memcmp(key, "general.architecture", 20) &&
-        type == GV_STRING) {
-      const uint8_t *v;
-      uint64_t n;
-      if (!str(&c, &v, &n))
+  /* Metadata, twice: general.architecture first (it may come anywhere),
+   * then the alignment and the shape keys under that architecture's name,
+   * "<arch>.embedding_length" (another architecture's keys, which may be
+   * per-layer arrays, are skipped). */
+  const uint8_t *meta = c.p;
+  for (int pass = 0; pass < 2 && !c.err; ++pass) {
+    c.p = meta;
+    for (uint64_t i = 0; i < n_kv; ++i) {
+      const uint8_t *key;
+      uint64_t klen;
+      uint32_t type;
+      if (!str(&c, &key, &klen) || !u32(&c, &type))
         break;
-      if (n >= sizeof h->arch || memchr(v, 0, n)) {
-        snprintf(why, cap, "general.architecture is %llu bytes or holds NUL",
-                 (unsigned long long)n);
-        goto fail;
+      if (pass == 0 && klen == 20 &&
+          !memcmp(key, "general.architecture", 20) && type == GV_STRING) {
+        const uint8_t *v;
+        uint64_t n;
+        if (!str(&c, &v, &n))
+          break;
+        if (n >= sizeof h->arch || memchr(v, 0, n)) {
+          snprintf(why, cap, "general.architecture is %llu bytes or holds "
+                             "NUL", (unsigned long long)n);
+          goto fail;
+        }
+        memcpy(h->arch, v, n);
+        h->arch[n] = 0;
+        continue;
       }
-      memcpy(h->arch, v, n);
-      h->arch[n] = 0;
-      continue;
-    }
-    if (klen == 17 && !memcmp(key, "general.alignment", 17)) {
-      double a;
-      if (!number(&c, type, &a)) {
-        c.err = c.err ? c.err : "general.alignment is not a number";
+      if (pass == 1 && klen == 17 && !memcmp(key, "general.alignment", 17)) {
+        double a;
+        if (!number(&c, type, &a)) {
+          c.err = c.err ? c.err : "general.alignment is not a number";
+          break;
+        }
+        if (!(a >= 1 && a <= 65536) || a != (double)(uint64_t)a ||
+            ((uint64_t)a & ((uint64_t)a - 1))) {
+          snprintf(why, cap, "general.alignment %g is not a power of two in "
+                             "[1, 65536]", a);
+          goto fail;
+        }
+        h->alignment = (uint64_t)a;
+        continue;
+      }
+      int known = -1;
+      size_t al = strlen(h->arch);
+      for (int k = 0; pass == 1 && al && k < M_COUNT; ++k) {
+        size_t sl = strlen(archrt_gguf_meta_suffix[k]);
+        if (klen == al + sl && !memcmp(key, h->arch, al) &&
+            !memcmp(key + al, archrt_gguf_meta_suffix[k], sl))
+          known = k;
+      }
+      if (known >= 0) {
+        if (!number(&c, type, &h->meta[known])) {
+          c.err = c.err ? c.err : "a shape key is not a number";
+          break;
+        }
+        h->have[known] = 1;
+        continue;
+      }
+      if (!skip_value(&c, type, 0))
         break;
-      }
-      if (!(a >= 1 && a <= 65536) || a != (double)(uint64_t)a ||
-          ((uint64_t)a & ((uint64_t)a - 1))) {
-        snprintf(why, cap, "general.alignment %g is not a power of two in "
-                           "[1, 65536]", a);
-        goto fail;
-      }
-      h->alignment = (uint64_t)a;
-      continue;
     }
-    /* The shape keys under any prefix, in any order: those of the file's
-     * own architecture are kept once general.architecture is known. */
-    size_t sl = 0;
-    for (int k = 0; k < M_COUNT; ++k) {
-      size_t n = strlen(archrt_gguf_meta_suffix[k]);
-      if (klen > n && klen - n < sizeof h->meta_arch[k] &&
-          !memcmp(key + klen - n, archrt_gguf_meta_suffix[k], n) &&
-          !memchr(key, 0, klen - n))
-        known = k, sl = n;
-    }
-    if (known >= 0) {
-      if (!number(&c, type, &h->meta[known])) {
-        c.err = c.err ? c.err : "a shape key is not a number";
-        break;
-      }
-      memcpy(h->meta_arch[known], key, klen - sl);
-      h->meta_arch[known][klen - sl] = 0;
-      h->have[known] = 1;
-      continue;
-    }
-    if (!skip_value(&c, type, 0))
-      break;
-  }
-  if (c.err) {
-    snprintf(why, cap, "metadata: %s", c.err);
-    goto fail;
-  }
-  for (int k = 0; k < M_COUNT; ++k)
-    h->have[k] = h->have[k] && !strcmp(h->meta_arch[k], h->arch);
-  /* Architectures llama.cpp names otherwise differ in ways names do not
-   * show (fused tensors, offsets added to norms). */
-  if (archs) {
-    const char *const *a = archs;
-    while (*a && strcmp(*a, h->arch))
-      ++a;
-    if (!*a) {
-      char list[96] = "";
-      for (a = archs; *a; ++a)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-                 a == archs ? "" : a[1] ? ", " : " and ", *a);
-      snprintf(why, cap, "general.architecture is \"%.40s\"; archc reads "
-                         "GGUF files of the %s architectures",
-               h->arch[0] ? h->arch : "(missing)", list);
+    if (c.err) {
+      snprintf(why, cap, "metadata: %s", c.err);
       goto fail;
+    }
+    /* Architectures llama.cpp names otherwise differ in ways names do not
+     * show (fused tensors, values changed at conversion). */
+    if (pass == 0 && archs) {
+      const char *const *a = archs;
+      while (*a && strcmp(*a, h->arch))
+        ++a;
+      if (!*a) {
+        char list[96] = "";
+        for (a = archs; *a; ++a)
+          snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                   a == archs ? "" : a[1] ? ", " : " and ", *a);
+        snprintf(why, cap, "general.architecture is \"%.40s\"; archc reads "
+                           "GGUF files of the %s architectures",
+                 h->arch[0] ? h->arch : "(missing)", list);
+        goto fail;
+      }
     }
   }
   /* The tensor table. */
@@ -189,8 +193,9 @@ archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
     t->bytes = tensor_bytes(t->type, t->numel, t->dims[0]);
     if (!t->bytes) {
       snprintf(why, cap, "tensor '%.64s': type %u is not F32, F16, BF16, "
-                         "Q8_0, Q4_K, Q5_K or Q6_K (or its rows are not "
-                         "whole blocks: 32 values, 256 for the k-quants)",
+                         "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K or Q6_K "
+                         "(or its rows are not whole blocks: 32 values, 256 "
+                         "for the k-quants)",
                t->name, t->type);
       goto fail;
     }

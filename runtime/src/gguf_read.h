@@ -18,6 +18,10 @@ enum {
   GGUF_MAX_NAME = 256,
   GGML_F32 = 0,
   GGML_F16 = 1,
+  GGML_Q4_0 = 2, /* llama.cpp's first quants: blocks of 32 values */
+  GGML_Q4_1 = 3,
+  GGML_Q5_0 = 6,
+  GGML_Q5_1 = 7,
   GGML_Q8_0 = 8,
   GGML_Q4_K = 12, /* the k-quants: super-blocks of 256 values */
   GGML_Q5_K = 13,

@@ -28,7 +28,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   gguf_header h;
-  char why[160];
+  char why[256];
   if (archrt_gguf_read_header(&f, &h, NULL, why, sizeof why)) {
     fprintf(stderr, "archrt-gguf: %s: %s\n", argv[1], why);
     munmap(f.data, f.size);

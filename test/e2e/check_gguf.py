@@ -17,8 +17,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reference"))
 import archref  # noqa: E402
 import archrt  # noqa: E402
 
-TYPES = {"F32": 0, "F16": 1, "Q8_0": 8, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14,
-         "BF16": 30}
+TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7,
+         "Q8_0": 8, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14, "BF16": 30}
 
 
 def gguf_name(name, arch="llama"):
@@ -136,6 +136,56 @@ def decode_k_quant_45(raw, bits):
     return (a * q.astype(F32) - m).reshape(-1)
 
 
+def legacy(x, kind):
+    """Q4_0, Q4_1, Q5_0, Q5_1: blocks of 32 along rows, an f16 d (_1: and
+    an f16 m), (Q5: 32 fifth bits, a little-endian word,) 16 bytes holding
+    value j in the low nibble of byte j and j + 16 in its high one; _0
+    values are (q - 8 or 16) * d, _1 values q * d + m."""
+    bits, offset = int(kind[1]), kind.endswith("_1")
+    top = (1 << bits) - 1
+    blocks = x.reshape(-1, 32).astype(F32)
+    if offset:
+        lo = blocks.min(axis=1)
+        d = ((blocks.max(axis=1) - lo) / top).astype(np.float16)
+        m = lo.astype(np.float16)
+        df = d.astype(F32)[:, None]
+        q = np.round(np.divide(blocks - m.astype(F32)[:, None], df,
+                               out=np.zeros_like(blocks), where=df > 0))
+    else:
+        d = (np.abs(blocks).max(axis=1) / (top // 2)).astype(np.float16)
+        df = d.astype(F32)[:, None]
+        q = np.round(np.divide(blocks, df, out=np.zeros_like(blocks),
+                               where=df > 0)) + (top + 1) // 2
+    q = np.clip(q, 0, top).astype(np.uint32)
+    parts = [d.view(np.uint8).reshape(-1, 2)]
+    if offset:
+        parts.append(m.view(np.uint8).reshape(-1, 2))
+    if bits == 5:
+        qh = ((q >> 4) & 1) << np.arange(32, dtype=np.uint32)
+        parts.append(qh.sum(axis=1, dtype=np.uint32).astype("<u4")
+                     .view(np.uint8).reshape(-1, 4))
+    parts.append(((q[:, :16] & 15) | (q[:, 16:] & 15) << 4).astype(np.uint8))
+    raw = np.concatenate(parts, axis=1).tobytes()
+    return raw, decode_legacy(raw, kind).reshape(x.shape)
+
+
+def decode_legacy(raw, kind):
+    bits, offset = int(kind[1]), kind.endswith("_1")
+    size = 2 + 2 * offset + 4 * (bits == 5) + 16
+    b = np.frombuffer(raw, np.uint8).reshape(-1, size)
+    d = b[:, 0:2].copy().view(np.float16).astype(F32).reshape(-1, 1)
+    qs = b[:, size - 16:].astype(np.int32)
+    q = np.concatenate([qs & 15, qs >> 4], axis=1)  # values 0..15, 16..31
+    if bits == 5:
+        at = 2 + 2 * offset
+        qh = b[:, at:at + 4].copy().view("<u4").astype(np.int64).reshape(-1, 1)
+        q = q | ((qh >> np.arange(32)) & 1).astype(np.int32) << 4
+    if offset:
+        m = b[:, 2:4].copy().view(np.float16).astype(F32).reshape(-1, 1)
+        return (q.astype(F32) * d + m).reshape(-1)
+    return ((q - (1 << (bits - 1))).astype(F32) * d).reshape(-1)
+
+
 def q6_k(x):
     """Q6_K: super-blocks of 256, 6-bit values q - 32 (low 4 bits in 128
     bytes, high 2 in 64), an int8 scale per 16, an f16 d last."""
@@ -143,11 +193,14 @@ def q6_k(x):
     scale = np.abs(sub).max(axis=2) / 31
     d = (scale.max(axis=1) / 127).astype(np.float16)
     df = d.astype(F32)[:, None]
+    # (Odd sub-blocks take negative scales, their values negated: the
+    # format's int8 scales, which ggml's quantizer writes.)
+    sign = np.where(np.arange(16) % 2, -1.0, 1.0).astype(F32)
     sc = np.clip(np.round(np.divide(scale, df, out=np.zeros_like(scale),
-                                    where=df > 0)), -128, 127).astype(np.int8)
+                                    where=df > 0)) * sign, -128, 127).astype(np.int8)
     a = (df * sc.astype(F32))[:, :, None]
     q = np.clip(np.round(np.divide(sub, a, out=np.zeros_like(sub),
-                                   where=a > 0)), -32, 31).astype(np.int32)
+                                   where=a != 0)), -32, 31).astype(np.int32)
     q6 = (q + 32).reshape(-1, 2, 4, 32)  # [block, half, k, l]: value 32k + l
     low, high = q6 & 15, q6 >> 4
     ql = np.concatenate([low[:, :, 0] | low[:, :, 2] << 4,
@@ -188,7 +241,44 @@ def encode(x, kind):
         return k_quant_45(x, 4 if kind == "Q4_K" else 5)
     if kind == "Q6_K":
         return q6_k(x)
+    if kind in ("Q4_0", "Q4_1", "Q5_0", "Q5_1"):
+        return legacy(x, kind)
     return q8_0(x)
+
+
+def golden(case):
+    """Blocks written by hand, their values worked out by hand from
+    ggml-quants.c's layouts: the numpy decoders above (which the loader's
+    values are compared with, bit for bit) read them so."""
+    z = bytearray(144)
+    z[0:2] = bytes.fromhex("003c")  # d = 1.0
+    z[2:4] = bytes.fromhex("0038")  # dmin = 0.5
+    z[4 + 1], z[4 + 5], z[4 + 9] = 0xC0, 0x40, 0x23
+    z[16 + 64] = 0x70  # chunk 2, value 0: sub-block 5's (high nibble) q = 7
+    # Sub-block 5: scale (0x23 & 15) | (0xC0 >> 6) << 4 = 51, min
+    # (0x23 >> 4) | (0x40 >> 6) << 4 = 18: 51 * 7 - 0.5 * 18 = 348; its
+    # other values 0 * 51 - 9 = -9; every other sub-block's scale and min 0.
+    y = decode_k_quant_45(bytes(z), 4)
+    case("golden Q4_K", y[160] == 348 and y[161] == -9 and
+         np.count_nonzero(y) == 32, str(y[158:163]))
+    z5 = bytearray(z[:16]) + bytearray(32) + bytearray(z[16:])
+    z5[16] = 1 << 5  # value 0's fifth bit in sub-block 5: q = 23
+    y = decode_k_quant_45(bytes(z5), 5)
+    case("golden Q5_K", y[160] == 51 * 23 - 9 and y[161] == -9, str(y[160:162]))
+    z6 = bytearray(210)
+    z6[0] = 0x50  # value 64's low 4 bits (high nibble of low byte 0) = 5
+    z6[128] = 0x20  # its high 2 bits (bits 4-5 of high byte 0) = 2: q = 37
+    z6[192 + 4] = 0xFD  # the scale of values 64..79: -3
+    z6[208:210] = bytes.fromhex("0038")  # d = 0.5
+    y = decode_q6_k(bytes(z6))
+    case("golden Q6_K", y[64] == 0.5 * -3 * 5 and y[65] == 0.5 * -3 * -32 and
+         y[0] == 0, str(y[63:66]))
+    q5 = bytearray(22)
+    q5[0:2] = bytes.fromhex("0040")  # d = 2.0
+    q5[2:6] = (1 << 17).to_bytes(4, "little")  # value 17's fifth bit
+    q5[6 + 1] = 0x30  # value 17 (high nibble of byte 1) = 3: q = 19
+    y = decode_legacy(bytes(q5), "Q5_0")
+    case("golden Q5_0", y[17] == 2.0 * 3 and y[0] == 2.0 * -16, str(y[:2]))
 
 
 def gstr(s):
@@ -245,8 +335,8 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
             w = permute(w, spec.kv_heads)
         k = kind if w.ndim == 2 else "F32"
         if k.endswith("_K") and w.shape[-1] % 256:  # (as llama.cpp falls back)
-            k = "Q8_0"
-        if k == "Q8_0" and w.shape[-1] % 32:
+            k = {"Q4_K": "Q5_0", "Q5_K": "Q5_1"}.get(k, "Q8_0")
+        if k[0] == "Q" and w.shape[-1] % 32:
             k = "F16"
         raw, vals = encode(w, k)
         if gemma_norm:
@@ -341,6 +431,8 @@ def main():
     tokens = [3, 17, 42, 9, 77, 5, 61, 2]
     import torch
     if args.arch:  # another architecture llama.cpp names alike: round trips
+        if args.kinds:
+            golden(case)
         with tempfile.TemporaryDirectory() as tmp:
             st = os.path.join(tmp, "w.safetensors")
             archref.write_safetensors(st, weights)
@@ -369,8 +461,9 @@ def main():
                 else:
                     # (Random weights, so the logits move by about what
                     # each type's rounding of them does: Q4_K's 7%.)
-                    bound = {"Q4_K": 0.3, "Q5_K": 0.15, "Q6_K": 0.08}.get(
-                        kind, 0.05)
+                    bound = {"Q4_K": 0.3, "Q5_K": 0.15, "Q6_K": 0.08,
+                             "Q4_0": 0.3, "Q4_1": 0.3, "Q5_0": 0.15,
+                             "Q5_1": 0.15}.get(kind, 0.05)
                     case(f"{args.arch} {kind}: within its rounding of f32 "
                          f"(rel L2 {err:.1e})", 0 < err < bound, str(err))
         return case.summary()
@@ -409,6 +502,12 @@ def main():
                     'of the llama, qwen2, qwen3, gemma2 and gemma3 architectures'],
                    arch="gemma")
         # (Named before its tensor table: a k-quant tensor is not the error.)
+        # (Another architecture's per-layer arrays are not its shape keys.)
+        per_layer = (gstr("deci.feed_forward_length") + struct.pack("<I", 9) +
+                     struct.pack("<IQ", 4, 2) + struct.pack("<2I", 64, 96))
+        load_error("another architecture, per-layer arrays",
+                   ['general.architecture is "deci"; archc reads GGUF files'],
+                   arch="deci", tokenizer=[per_layer])
         load_error("another architecture, k-quants",
                    ['general.architecture is "phi3"; archc reads GGUF files '
                     'of the llama, qwen2, qwen3, gemma2 and gemma3 architectures'],
@@ -431,9 +530,10 @@ def main():
         load_error("unexpected tensor", ["tensor 'blk.9.attn_q.weight' is not "
                                          "a parameter of the model"],
                    extra=[("blk.9.attn_q.weight", [4], "F32", b"\0" * 16)])
-        load_error("Q4_0", ["tensor 'x.weight': type 2 is not F32, F16, BF16, "
-                            "Q8_0, Q4_K, Q5_K or Q6_K"],
-                   extra=[("x.weight", [32], 2, b"\0" * 18)])
+        load_error("Q2_K", ["tensor 'x.weight': type 10 is not F32, F16, "
+                            "BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K "
+                            "or Q6_K"],
+                   extra=[("x.weight", [256], 10, b"\0" * 84)])
         # A k-quant's rows must be whole super-blocks of 256.
         load_error("Q4_K rows of 128", ["tensor 'x.weight': type 12 is not",
                                         "256 for the k-quants"],
