@@ -188,7 +188,7 @@ static void dequantize(const gguf_tensor *t, const uint8_t *src, float *dst) {
  * rotate as Hugging Face does). Gemma's sandwich norms take their own
  * names there (its post_attention_layernorm is not Llama's ffn_norm). */
 static int gguf_name(const char *name, const char *arch, char *out, size_t cap,
-                     int *layer, int *permute) {
+                     int *layer, int *permute, int *expert) {
   static const struct { const char *hf, *gg; } gemma[] = {
       {"post_attention_layernorm.weight", "post_attention_norm.weight"},
       {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
@@ -211,8 +211,20 @@ static int gguf_name(const char *name, const char *arch, char *out, size_t cap,
       {"post_attention_layernorm.weight", "ffn_norm.weight", 0},
       {"mlp.gate_proj.weight", "ffn_gate.weight", 0},
       {"mlp.up_proj.weight", "ffn_up.weight", 0},
-      {"mlp.down_proj.weight", "ffn_down.weight", 0}};
+      {"mlp.down_proj.weight", "ffn_down.weight", 0},
+      {"mlp.gate.weight", "ffn_gate_inp.weight", 0},
+      {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight", 0},
+      {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight", 0},
+      {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight", 0},
+      {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight", 0}};
+  /* A routed expert's matrices are slices of one tensor per layer, the
+   * experts stacked outermost ([experts, rows, columns]). */
+  static const struct { const char *hf, *gg; } experts[] = {
+      {"gate_proj.weight", "ffn_gate_exps.weight"},
+      {"up_proj.weight", "ffn_up_exps.weight"},
+      {"down_proj.weight", "ffn_down_exps.weight"}};
   *layer = -1;
+  *expert = -1;
   *permute = 0;
   for (size_t i = 0; i < sizeof top / sizeof *top; ++i)
     if (!strcmp(name, top[i].hf)) {
@@ -222,6 +234,16 @@ static int gguf_name(const char *name, const char *arch, char *out, size_t cap,
   int n = 0, len = 0;
   if (sscanf(name, "model.layers.%d.%n", &n, &len) != 1 || len == 0 || n < 0)
     return 0;
+  int e = 0, elen = 0;
+  if (sscanf(name + len, "mlp.experts.%d.%n", &e, &elen) == 1 && elen > 0 &&
+      e >= 0)
+    for (size_t i = 0; i < sizeof experts / sizeof *experts; ++i)
+      if (!strcmp(name + len + elen, experts[i].hf)) {
+        snprintf(out, cap, "blk.%d.%s", n, experts[i].gg);
+        *layer = n;
+        *expert = e;
+        return 1;
+      }
   if (!strncmp(arch, "gemma", 5))
     for (size_t i = 0; i < sizeof gemma / sizeof *gemma; ++i)
       if (!strcmp(name + len, gemma[i].hf)) {
@@ -267,8 +289,13 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
   rc = ARCHRT_ERR_MISMATCH;
   const int64_t want[M_COUNT] = {d->d_model, d->n_layers, d->n_heads,
                                  d->n_kv_heads, d->d_ff};
+  /* (A mixture's feed_forward_length is its dense FFN's, which the
+   * model's d_ff, an expert's width, is not: checked by the tensors.) */
+  int moe = 0;
+  for (int i = 0; i < d->n_params; ++i)
+    moe |= strstr(d->params[i].name, ".mlp.experts.") != NULL;
   for (int k = 0; k < M_COUNT; ++k)
-    if (h.have[k] && h.meta[k] != (double)want[k])
+    if (h.have[k] && h.meta[k] != (double)want[k] && !(moe && k == M_FFN))
       archrt_problem(&probs, "%s%s is %g, the model has %lld", arch,
                      archrt_gguf_meta_suffix[k], h.meta[k], (long long)want[k]);
   /* Every parameter under its GGUF name, with the shape it should have. */
@@ -286,10 +313,12 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
   for (int i = 0; i < d->n_params; ++i) {
     const archrt_gen_param *p = &d->params[i];
     char gname[GGUF_MAX_NAME];
-    int layer, permute;
-    if ((p->source && strcmp(p->name, p->source)) || p->transpose ||
-        p->rows[0] > 0 ||
-        !gguf_name(p->name, arch, gname, sizeof gname, &layer, &permute)) {
+    int layer, permute, expert;
+    /* (Parameters a naming scheme takes transposed or as rows of a fused
+     * tensor have no llama.cpp counterpart.) */
+    if (p->transpose || p->rows[0] > 0 ||
+        !gguf_name(p->name, arch, gname, sizeof gname, &layer, &permute,
+                   &expert)) {
       archrt_problem(&probs, "parameter '%s' has no GGUF name (GGUF loading "
                              "takes the Llama family's tensors)",
                      p->name);
@@ -304,10 +333,35 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
                      gname, p->name);
       continue;
     }
-    t->used = 1;
-    int same = (int)t->n_dims == p->ndim;
-    for (int k = 0; same && k < p->ndim; ++k)
-      same = t->dims[p->ndim - 1 - k] == (uint64_t)p->shape[k];
+    /* The tensor's dims reversed are the parameter's; an expert's are
+     * those of one slice of the stacked tensor; Qwen-MoE's one-row shared
+     * expert gate [1, d] is a vector [d] in llama.cpp's files. */
+    const gguf_tensor *src = t;
+    gguf_tensor slice;
+    uint64_t skip = 0;
+    int same;
+    if (expert >= 0) {
+      same = t->n_dims == 3 && p->ndim == 2 &&
+             t->dims[0] == (uint64_t)p->shape[1] &&
+             t->dims[1] == (uint64_t)p->shape[0] &&
+             (uint64_t)expert < t->dims[2];
+      if (same) {
+        slice = *t;
+        slice.n_dims = 2;
+        slice.numel = p->shape[0] * p->shape[1];
+        slice.bytes = t->bytes / t->dims[2];
+        skip = (uint64_t)expert * slice.bytes;
+        src = &slice;
+      }
+    } else if (t->n_dims == 1 && p->ndim == 2 && p->shape[0] == 1) {
+      same = t->dims[0] == (uint64_t)p->shape[1];
+    } else {
+      same = (int)t->n_dims == p->ndim;
+      for (int k = 0; same && k < p->ndim; ++k)
+        same = t->dims[p->ndim - 1 - k] == (uint64_t)p->shape[k];
+    }
+    if (same)
+      ++t->used;
     if (!same) {
       char got[96] = "", need[96] = "";
       for (uint32_t k = 0; k < t->n_dims; ++k)
@@ -322,8 +376,8 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
       continue;
     }
     float *dst = block + at;
-    at += (size_t)t->numel;
-    dequantize(t, (const uint8_t *)f.data + data + t->offset, dst);
+    at += (size_t)src->numel;
+    dequantize(src, (const uint8_t *)f.data + data + t->offset + skip, dst);
     /* llama.cpp's Gemma converters store a norm's 1 + w (its RMSNorm
      * scales by the weight alone); archc's Gemma specs scale by 1 + w. */
     size_t nl = strlen(gname);
@@ -359,10 +413,16 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
   }
   /* Tensors no parameter reads (llama.cpp's rope_freqs is a table archc
    * computes itself). */
-  for (uint64_t j = 0; j < n_tensors; ++j)
-    if (!tensors[j].used && strcmp(tensors[j].name, "rope_freqs.weight"))
+  for (uint64_t j = 0; j < n_tensors; ++j) {
+    const gguf_tensor *t = &tensors[j];
+    if (!t->used && strcmp(t->name, "rope_freqs.weight"))
       archrt_problem(&probs, "tensor '%s' is not a parameter of the model",
-                     tensors[j].name);
+                     t->name);
+    else if (t->used && t->n_dims == 3 && (uint64_t)t->used != t->dims[2])
+      archrt_problem(&probs, "tensor '%s' stacks %llu experts; the model "
+                             "reads %d",
+                     t->name, (unsigned long long)t->dims[2], t->used);
+  }
   if (probs.count) {
     snprintf(why, sizeof why, "%d problem%s", probs.count,
              probs.count > 1 ? "s" : "");

@@ -31,8 +31,9 @@ const char *const archrt_gguf_meta_suffix[M_COUNT] = {
     ".embedding_length", ".block_count", ".attention.head_count",
     ".attention.head_count_kv", ".feed_forward_length"};
 
-const char *const archrt_gguf_archs[] = {"llama",  "qwen2",  "qwen3",
-                                         "gemma2", "gemma3", NULL};
+const char *const archrt_gguf_archs[] = {
+    "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma2", "gemma3",
+    NULL};
 
 archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
                                       const char *const *archs, char *why,

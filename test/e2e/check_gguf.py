@@ -40,13 +40,27 @@ def gguf_name(name, arch="llama"):
            "post_attention_layernorm.weight": "ffn_norm.weight",
            "mlp.gate_proj.weight": "ffn_gate.weight",
            "mlp.up_proj.weight": "ffn_up.weight",
-           "mlp.down_proj.weight": "ffn_down.weight"}
+           "mlp.down_proj.weight": "ffn_down.weight",
+           "mlp.gate.weight": "ffn_gate_inp.weight",
+           "mlp.shared_expert.gate_proj.weight": "ffn_gate_shexp.weight",
+           "mlp.shared_expert.up_proj.weight": "ffn_up_shexp.weight",
+           "mlp.shared_expert.down_proj.weight": "ffn_down_shexp.weight",
+           "mlp.shared_expert_gate.weight": "ffn_gate_inp_shexp.weight"}
     if arch.startswith("gemma"):  # (Gemma's sandwich norms' own names)
         per.update({"post_attention_layernorm.weight": "post_attention_norm.weight",
                     "pre_feedforward_layernorm.weight": "ffn_norm.weight",
                     "post_feedforward_layernorm.weight": "post_ffw_norm.weight"})
     _, _, layer, rest = name.split(".", 3)
+    if rest.startswith("mlp.experts."):  # stacked: ffn_gate_exps, ...
+        proj = rest.split(".", 3)[3].split("_proj")[0]
+        return f"blk.{layer}.ffn_{proj}_exps.weight"
     return f"blk.{layer}.{per[rest]}"
+
+
+def expert_of(name):
+    """A routed expert's index in its stacked tensor, or None."""
+    parts = name.split(".")
+    return int(parts[5]) if parts[3:5] == ["mlp", "experts"] else None
 
 
 def permute(w, heads):
@@ -299,10 +313,11 @@ def kv(key, vtype, value):
 
 def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
                drop=None, extra=None, arch="llama", alignment=32,
-               tokenizer=None):
+               tokenizer=None, spare_expert=False):
     """Returns the f32 values (in Hugging Face order) the file holds.
     `tokenizer`: metadata entries of a tokenizer, in place of the bare
-    token list."""
+    token list. `spare_expert`: one expert more in each stacked tensor
+    than the model has."""
     meta = {f"{arch}.embedding_length": (4, spec.d),
             f"{arch}.block_count": (4, spec.layers),
             f"{arch}.attention.head_count": (4, spec.heads),
@@ -318,10 +333,23 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
                                 ["<unk>", "<s>", "</s>"])]
     entries += [kv(k, t, v) for k, (t, v) in meta.items()]
     infos, blobs, held, offset = [], [], {}, 0
+    # One tensor per GGUF name: a layer's routed experts stacked
+    # outermost, as llama.cpp writes them.
+    groups = {}
     for name in sorted(weights):
-        if name == drop:
-            continue
-        w = weights[name].numpy().astype(np.float32)
+        if name != drop:
+            groups.setdefault(gguf_name(name, arch), []).append(name)
+    for gname in sorted(groups):
+        names = sorted(groups[gname], key=lambda n: expert_of(n) or 0)
+        name = names[0]
+        w = np.stack([weights[n].numpy() for n in names]).astype(np.float32)
+        w = w if expert_of(name) is not None else w[0]
+        if spare_expert and expert_of(name) is not None:
+            w = np.concatenate([w, w[:1]])
+            names = names + [None]
+        shape = w.shape
+        if name.endswith("shared_expert_gate.weight"):  # [1, d]: a vector
+            w = w.reshape(-1)
         # (llama.cpp's Gemma converters store a norm's 1 + w.)
         gemma_norm = arch.startswith("gemma") and name.endswith("norm.weight")
         if gemma_norm:
@@ -333,7 +361,7 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
             w = permute(w, spec.heads)
         elif k_:
             w = permute(w, spec.kv_heads)
-        k = kind if w.ndim == 2 else "F32"
+        k = kind if w.ndim >= 2 else "F32"
         if k.endswith("_K") and w.shape[-1] % 256:  # (as llama.cpp falls back)
             k = {"Q4_K": "Q5_0", "Q5_K": "Q5_1"}.get(k, "Q8_0")
         if k[0] == "Q" and w.shape[-1] % 32:
@@ -345,9 +373,13 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
             vals = permute_back(vals, spec.heads)
         elif k_:
             vals = permute_back(vals, spec.kv_heads)
-        held[name] = vals
+        vals = vals.reshape(shape)
+        if expert_of(name) is not None:
+            held.update((n, vals[i]) for i, n in enumerate(names) if n)
+        else:
+            held[name] = vals
         dims = list(reversed(w.shape))
-        infos.append(gstr(gguf_name(name, arch)) + struct.pack("<I", len(dims)) +
+        infos.append(gstr(gname) + struct.pack("<I", len(dims)) +
                      struct.pack(f"<{len(dims)}Q", *dims) +
                      struct.pack("<IQ", TYPES[k], offset))
         pad = (-len(raw)) % alignment
@@ -435,21 +467,36 @@ def main():
             golden(case)
         with tempfile.TemporaryDirectory() as tmp:
             st = os.path.join(tmp, "w.safetensors")
-            archref.write_safetensors(st, weights)
+            # (Under the spec's own checkpoint names: Mixtral's.)
+            archref.write_safetensors(st, archref.hf_checkpoint(spec, weights))
             base = logits(lib, st, spec, tokens)
             kinds = args.kinds.split(",") if args.kinds else ["F32", "Q8_0"]
             for kind in kinds:
                 g = os.path.join(tmp, f"w-{kind}.gguf")
                 held = write_gguf(g, spec, weights, kind, arch=args.arch)
                 ref = os.path.join(tmp, f"held-{kind}.safetensors")
-                archref.write_safetensors(ref, {n: torch.from_numpy(v.copy())
-                                                for n, v in held.items()})
+                archref.write_safetensors(ref, archref.hf_checkpoint(
+                    spec, {n: torch.from_numpy(v.copy())
+                           for n, v in held.items()}))
                 got = logits(lib, g, spec, tokens)
                 want = logits(lib, ref, spec, tokens)
                 case(f"{args.arch} {kind}: logits equal the same values' "
                      "from safetensors", np.array_equal(got, want),
                      f"max diff {np.abs(got - want).max()}")
                 err = np.linalg.norm(got - base) / np.linalg.norm(base)
+                if kind == "F32" and any(expert_of(n) is not None
+                                         for n in weights):
+                    g = os.path.join(tmp, "spare.gguf")
+                    write_gguf(g, spec, weights, "F32", arch=args.arch,
+                               spare_expert=True)
+                    m = archrt.Lib(args.lib)
+                    model = archrt.C.c_void_p()
+                    m.check(m.lib.archrt_model_create(archrt.C.byref(model)),
+                            "create")
+                    status = m.lib.archrt_load_weights(model, g.encode())
+                    case.error(m, f"{args.arch}: an expert more than the "
+                               "model's", status, "experts; the model reads")
+                    m.lib.archrt_model_free(model)
                 if kind == "F32" and args.arch.startswith("gemma"):
                     # (The file's 1 + w, less 1, is w to f32 rounding.)
                     case(f"{args.arch} F32: the original weights' logits "
@@ -499,7 +546,8 @@ def main():
             m.lib.archrt_model_free(model)
         load_error("another architecture",
                    ['general.architecture is "gemma"; archc reads GGUF files '
-                    'of the llama, qwen2, qwen3, gemma2 and gemma3 architectures'],
+                    'of the llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2 and '
+                    'gemma3 architectures'],
                    arch="gemma")
         # (Named before its tensor table: a k-quant tensor is not the error.)
         # (Another architecture's per-layer arrays are not its shape keys.)
@@ -510,7 +558,8 @@ def main():
                    arch="deci", tokenizer=[per_layer])
         load_error("another architecture, k-quants",
                    ['general.architecture is "phi3"; archc reads GGUF files '
-                    'of the llama, qwen2, qwen3, gemma2 and gemma3 architectures'],
+                    'of the llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2 and '
+                    'gemma3 architectures'],
                    arch="phi3",
                    extra=[("x.weight", [256], 12, b"\0" * 144)])
         # 19 tensors and 104 more: the count's low byte is '{', which the
