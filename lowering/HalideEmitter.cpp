@@ -3,6 +3,7 @@
 #include "lowering/Algorithms.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -107,10 +108,17 @@ static Target kernelTarget(const KernelSpec &spec, Target t) {
   return t;
 }
 
-/// The L2 the GEMMs of a kernel for `t` are blocked for (kBlockOf): this
-/// CPU's where `t` is this CPU's target (features the kernels add or drop
-/// aside), else kDefaultL2Bytes.
+/// The L2 the GEMMs of a kernel for `t` are blocked for (kBlockOf):
+/// $ARCHC_L2_BYTES where set (a cross-compile's, or a test's that must
+/// not depend on the machine), else this CPU's where `t` is this CPU's
+/// target (features the kernels add or drop aside), else kDefaultL2Bytes.
 static int64_t l2BytesFor(const Target &t) {
+  if (const char *env = getenv("ARCHC_L2_BYTES")) {
+    char *end = nullptr;
+    long long v = strtoll(env, &end, 10);
+    if (end != env && !*end && v >= (64 << 10) && v <= (1ll << 30))
+      return v;
+  }
   auto plain = [](const Target &x) {
     return x.without_feature(Target::LargeBuffers)
         .without_feature(Target::NoRuntime)

@@ -182,6 +182,27 @@ static void dequantize(const gguf_tensor *t, const uint8_t *src, float *dst) {
   }
 }
 
+/* Whether the model's spec text sets an interleaved RoPE style (a `style`
+ * key whose value is "interleaved", its comments aside). */
+static int spec_rotates_interleaved(const char *toml) {
+  for (const char *line = toml; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t n = end ? (size_t)(end - line) : strlen(line);
+    const char *p = line;
+    while (p < line + n && (*p == ' ' || *p == '\t'))
+      ++p;
+    if ((size_t)(line + n - p) > 5 && !strncmp(p, "style", 5)) {
+      const char *hash = memchr(p, '#', (size_t)(line + n - p));
+      size_t m = (size_t)((hash ? hash : line + n) - p);
+      for (size_t i = 0; i + 13 <= m; ++i)
+        if (!memcmp(p + i, "\"interleaved\"", 13))
+          return 1;
+    }
+    line = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
 /* llama.cpp's name for parameter `name` (Hugging Face Llama names), or 0;
  * `permute` says whether llama.cpp permuted its rows (q: 1, k: 2), which
  * it does for its llama architecture only (Qwen 2 and 3, Gemma 2 and 3
@@ -244,7 +265,7 @@ static int gguf_name(const char *name, const char *arch, char *out, size_t cap,
         *expert = e;
         return 1;
       }
-  if (!strncmp(arch, "gemma", 5))
+  if (!strcmp(arch, "gemma2") || !strcmp(arch, "gemma3"))
     for (size_t i = 0; i < sizeof gemma / sizeof *gemma; ++i)
       if (!strcmp(name + len, gemma[i].hf)) {
         snprintf(out, cap, "blk.%d.%s", n, gemma[i].gg);
@@ -284,6 +305,12 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
   gguf_tensor *tensors = h.tensors;
   const uint64_t n_tensors = h.n_tensors, data = h.data;
   const char *arch = h.arch;
+  const int gemma = !strcmp(arch, "gemma2") || !strcmp(arch, "gemma3");
+  /* llama.cpp's llama files hold q/k rows permuted for its interleaved
+   * rotation: a model that rotates half-split (Hugging Face's Llama) takes
+   * them back, one that rotates interleaved (Meta's own, llama2.c) takes
+   * them as they are. */
+  const int interleaved = spec_rotates_interleaved(d->spec_toml);
 
   /* The model's shape against the metadata. */
   rc = ARCHRT_ERR_MISMATCH;
@@ -360,6 +387,7 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
       for (int k = 0; same && k < p->ndim; ++k)
         same = t->dims[p->ndim - 1 - k] == (uint64_t)p->shape[k];
     }
+    t->named = 1;
     if (same)
       ++t->used;
     if (!same) {
@@ -381,11 +409,10 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
     /* llama.cpp's Gemma converters store a norm's 1 + w (its RMSNorm
      * scales by the weight alone); archc's Gemma specs scale by 1 + w. */
     size_t nl = strlen(gname);
-    if (!strncmp(arch, "gemma", 5) && nl >= 11 &&
-        !strcmp(gname + nl - 11, "norm.weight"))
-      for (int64_t k = 0; k < t->numel; ++k)
+    if (gemma && nl >= 11 && !strcmp(gname + nl - 11, "norm.weight"))
+      for (int64_t k = 0; k < src->numel; ++k)
         dst[k] -= 1.0f;
-    if (permute) {
+    if (permute && !interleaved) {
       /* llama.cpp stored rows h*hd + 2i + j of head h for Hugging Face's
        * rows h*hd + j*hd/2 + i: put them back. */
       int64_t heads = permute == 1 ? d->n_heads : d->n_kv_heads;
@@ -415,7 +442,7 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
    * computes itself). */
   for (uint64_t j = 0; j < n_tensors; ++j) {
     const gguf_tensor *t = &tensors[j];
-    if (!t->used && strcmp(t->name, "rope_freqs.weight"))
+    if (!t->named && strcmp(t->name, "rope_freqs.weight"))
       archrt_problem(&probs, "tensor '%s' is not a parameter of the model",
                      t->name);
     else if (t->used && t->n_dims == 3 && (uint64_t)t->used != t->dims[2])

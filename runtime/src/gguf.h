@@ -22,7 +22,8 @@ typedef struct gguf_tensor {
   uint64_t offset;   /* from the data section's start */
   int64_t numel;
   size_t bytes;
-  int used;
+  int named; /* some parameter's GGUF name (whatever its shape) */
+  int used;  /* parameters read from it (a stack's experts: each) */
 } gguf_tensor;
 
 /* Orders tensors by name (qsort, bsearch). */

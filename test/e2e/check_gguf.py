@@ -354,9 +354,12 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
         gemma_norm = arch.startswith("gemma") and name.endswith("norm.weight")
         if gemma_norm:
             w = w + np.float32(1)
-        # (llama.cpp permutes q/k rows for its llama architecture only.)
-        q = arch == "llama" and name.endswith(("q_proj.weight", "q_proj.bias"))
-        k_ = arch == "llama" and name.endswith(("k_proj.weight", "k_proj.bias"))
+        # (llama.cpp permutes q/k rows for its llama architecture only, from
+        # Hugging Face's half-split order into its interleaved rotation's: a
+        # model that rotates interleaved already has that order.)
+        turn = arch == "llama" and spec.style != "interleaved"
+        q = turn and name.endswith(("q_proj.weight", "q_proj.bias"))
+        k_ = turn and name.endswith(("k_proj.weight", "k_proj.bias"))
         if q:
             w = permute(w, spec.heads)
         elif k_:
