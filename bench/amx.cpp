@@ -34,7 +34,8 @@ static int count(const std::string &path, const std::string &mnemonic) {
   int n = 0;
   while (std::getline(in, line)) {
     size_t b = line.find_first_not_of(" \t");
-    if (b != std::string::npos && line.compare(b, mnemonic.size(), mnemonic) == 0)
+    if (b != std::string::npos &&
+        line.compare(b, mnemonic.size(), mnemonic) == 0)
       ++n;
   }
   return n;
@@ -45,8 +46,10 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: amx M N K TILE_X TILE_Y TILE_R ASM_PATH\n");
     return 2;
   }
-  const int M = std::atoi(argv[1]), N = std::atoi(argv[2]), K = std::atoi(argv[3]);
-  const int tx = std::atoi(argv[4]), ty = std::atoi(argv[5]), tr = std::atoi(argv[6]);
+  const int M = std::atoi(argv[1]), N = std::atoi(argv[2]),
+            K = std::atoi(argv[3]);
+  const int tx = std::atoi(argv[4]), ty = std::atoi(argv[5]),
+            tr = std::atoi(argv[6]);
   // Linux hands out the AMX tile state only on request
   // (ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18).
   if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) {
@@ -71,7 +74,10 @@ int main(int argc, char **argv) {
       .vectorize(ri)
       .vectorize(xi)
       .vectorize(yi);
-  mm.compute_at(mm.in(), x).tile(x, y, xi, yi, tx, ty).vectorize(xi).vectorize(yi);
+  mm.compute_at(mm.in(), x)
+      .tile(x, y, xi, yi, tx, ty)
+      .vectorize(xi)
+      .vectorize(yi);
   mm.in().tile(x, y, xi, yi, tx, ty).vectorize(xi).vectorize(yi);
   Func out = mm.in();
   Target t = get_host_target().with_feature(Target::AVX512_SapphireRapids);
@@ -107,12 +113,14 @@ int main(int argc, char **argv) {
   for (int rep = 0; rep < 7; rep++) {
     auto t0 = std::chrono::steady_clock::now();
     out.realize(c, t);
-    times.push_back(std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - t0).count());
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count());
   }
   std::sort(times.begin(), times.end());
-  std::printf("refused=0 tdpbf16ps=%d tileloadd=%d max_rel_err=%.3g gflops=%.1f\n",
-              count(argv[7], "tdpbf16ps"), count(argv[7], "tileloadd"), err,
-              2.0 * M * N * K / times[3] / 1e9);
+  std::printf(
+      "refused=0 tdpbf16ps=%d tileloadd=%d max_rel_err=%.3g gflops=%.1f\n",
+      count(argv[7], "tdpbf16ps"), count(argv[7], "tileloadd"), err,
+      2.0 * M * N * K / times[3] / 1e9);
   return 0;
 }

@@ -14,13 +14,13 @@
 
 namespace arch {
 
-/// A kernel's algorithm: its output, its arguments in call order (made
-/// from spec.args(); the output last, added by the emitter), and the Funcs
-/// and Vars its schedule needs.
 /// The L2 a kernel's blocking is sized for when the target is not this
 /// CPU (or this CPU does not say): 1 MiB, the Zen 5's.
 constexpr int64_t kDefaultL2Bytes = int64_t(1) << 20;
 
+/// A kernel's algorithm: its output, its arguments in call order (made
+/// from spec.args(); the output last, added by the emitter), and the Funcs
+/// and Vars its schedule needs.
 struct KernelFuncs {
   explicit KernelFuncs(KernelSpec spec) : spec(std::move(spec)) {}
   KernelSpec spec;

@@ -422,7 +422,8 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
   const bool phi3 = type == "phi3";
   s.setInt("model", "vocab_size",
-           r.integer("vocab_size", phi3 ? 32064 : qwen2 || qwen3 ? 151936 : 32000),
+           r.integer("vocab_size",
+                     phi3 ? 32064 : qwen2 || qwen3 ? 151936 : 32000),
            "vocab_size");
   int64_t d = r.integer("hidden_size");
   s.setInt("model", "d_model", d, "hidden_size");
@@ -505,7 +506,8 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
                     real(f)};
     if (f != 1)
       s.setInt("attention.position", "rotary_dim",
-               int64_t(double(headDim) * f), "partial_rotary_factor x head_dim");
+               int64_t(double(headDim) * f),
+               "partial_rotary_factor x head_dim");
   }
   s.setStr("ffn", "kind", "glu", "");
   s.setStr("ffn", "activation",
@@ -893,7 +895,8 @@ void cohere(Reader &r, Spec &s, const std::string &type) {
   const bool v2 = type == "cohere2";
   int64_t heads = r.positive("num_attention_heads");
   int64_t d = r.integer("hidden_size");
-  s.setInt("model", "vocab_size", r.integer("vocab_size", 256000), "vocab_size");
+  s.setInt("model", "vocab_size", r.integer("vocab_size", 256000),
+           "vocab_size");
   s.setInt("model", "d_model", d, "hidden_size");
   s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
            "num_hidden_layers");
@@ -1043,8 +1046,8 @@ void deepseek(Reader &r, Spec &s, const std::string &type) {
     throw Failure{"moe_layer_freq: only 1 (every layer after "
                   "first_k_dense_replace) is supported by this import"};
   s.setInt("moe", "n_experts", *experts, "n_routed_experts");
-  int64_t topK = r.positive("num_experts_per_tok", v3 ? std::optional<int64_t>(8)
-                                                      : std::nullopt);
+  int64_t topK = r.positive("num_experts_per_tok",
+                             v3 ? std::optional<int64_t>(8) : std::nullopt);
   s.setInt("moe", "top_k", topK, "num_experts_per_tok");
   s.setInt("moe", "d_ff",
            r.positive("moe_intermediate_size",
@@ -1102,7 +1105,8 @@ void deepseek(Reader &r, Spec &s, const std::string &type) {
 void nemotron(Reader &r, Spec &s) {
   int64_t d = r.integer("hidden_size");
   int64_t heads = r.positive("num_attention_heads");
-  s.setInt("model", "vocab_size", r.integer("vocab_size", 256000), "vocab_size");
+  s.setInt("model", "vocab_size", r.integer("vocab_size", 256000),
+           "vocab_size");
   s.setInt("model", "d_model", d, "hidden_size");
   s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
            "num_hidden_layers");
@@ -1113,7 +1117,8 @@ void nemotron(Reader &r, Spec &s) {
   s.setStr("norm", "kind", "layernorm", "");
   s.setReal("norm", "eps", r.number("norm_eps", 1e-5), "norm_eps");
   s.setBool("norm", "bias", true, "Nemotron: LayerNorm1P");
-  s.setReal("norm", "weight_offset", 1.0, "Nemotron: LayerNorm1P scales by 1 + w");
+  s.setReal("norm", "weight_offset", 1.0,
+            "Nemotron: LayerNorm1P scales by 1 + w");
   s.setInt("attention", "n_heads", heads, "num_attention_heads");
   s.setInt("attention", "n_kv_heads", r.integer("num_key_value_heads", heads),
            "num_key_value_heads");
@@ -1137,7 +1142,8 @@ void nemotron(Reader &r, Spec &s) {
              "partial_rotary_factor x head_dim");
   s.setStr("ffn", "kind", "mlp", "");
   s.setStr("ffn", "activation",
-           activation("hidden_act", r.stringOpt("hidden_act").value_or("relu2")),
+           activation("hidden_act",
+                      r.stringOpt("hidden_act").value_or("relu2")),
            "hidden_act");
   s.setInt("ffn", "d_ff", r.integer("intermediate_size"), "intermediate_size");
   if (r.boolean("mlp_bias", false))

@@ -1,16 +1,17 @@
 /*===- gguf.c - GGUF checkpoints (llama.cpp's format, version 3) ----------===*
  *
  * The header, metadata and tensor table are read first (gguf_header.c,
- * every length bounded; the llama, qwen2, qwen3, gemma2 and gemma3
- * architectures); the
- * metadata the model's shape depends on is checked against the model,
- * every mismatch named; then every parameter is found under llama.cpp's
- * name for it (token_embd, blk.N.attn_q, ...), its dims checked (GGUF
- * lists the innermost first), converted to f32 from F32, F16, BF16, the
- * first quants Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (blocks of 32) or the
- * k-quants Q4_K, Q5_K and Q6_K (super-blocks of 256), and the q/k rows llama.cpp's converter
- * permuted for its RoPE put back in Hugging Face's order. Only then are
- * the model's weights replaced: a failed load leaves them as they were.
+ * every length bounded; the llama, qwen2, qwen2moe, qwen3, qwen3moe,
+ * gemma2 and gemma3 architectures); the metadata the model's shape
+ * depends on is checked against the model, every mismatch named; then
+ * every parameter is found under llama.cpp's name for it (token_embd,
+ * blk.N.attn_q, ...; a routed expert as a slice of its layer's stacked
+ * tensor), its dims checked (GGUF lists the innermost first), converted
+ * to f32 from F32, F16, BF16, the first quants Q4_0, Q4_1, Q5_0, Q5_1,
+ * Q8_0 (blocks of 32) or the k-quants Q4_K, Q5_K, Q6_K (super-blocks of
+ * 256), and the q/k rows llama.cpp's converter permuted for its RoPE put
+ * back in Hugging Face's order. Only then are the model's weights
+ * replaced: a failed load leaves them as they were.
  *
  *===---------------------------------------------------------------------===*/
 #include <stdio.h>
