@@ -103,20 +103,10 @@ public:
     throw Failure{key + ": expected a string, got " + show(*v)};
   }
   const json::Object *object(const std::string &key) {
-    const json::Value *v = take(key);
-    if (!v || v->kind() == json::Value::Null)
-      return nullptr;
-    if (const json::Object *o = v->getAsObject())
-      return o;
-    throw Failure{key + ": expected an object, got " + show(*v)};
+    return typed(key, &json::Value::getAsObject, "an object");
   }
   const json::Array *array(const std::string &key) {
-    const json::Value *v = take(key);
-    if (!v || v->kind() == json::Value::Null)
-      return nullptr;
-    if (const json::Array *a = v->getAsArray())
-      return a;
-    throw Failure{key + ": expected an array, got " + show(*v)};
+    return typed(key, &json::Value::getAsArray, "an array");
   }
   /// Fields read elsewhere, or known to change nothing here.
   void known(std::initializer_list<const char *> keys) {
@@ -133,6 +123,17 @@ public:
   }
 
 private:
+  /// The value of `key` as a T (null or absent: none).
+  template <typename T>
+  const T *typed(const std::string &key,
+                 const T *(json::Value::*get)() const, const char *what) {
+    const json::Value *v = take(key);
+    if (!v || v->kind() == json::Value::Null)
+      return nullptr;
+    if (const T *x = (v->*get)())
+      return x;
+    throw Failure{key + ": expected " + what + ", got " + show(*v)};
+  }
   const json::Value *take(const std::string &key) {
     used.insert(key);
     return obj.get(key);
@@ -347,6 +348,24 @@ void common(Reader &r) {
            "attention_softmax_in_fp32", "max_sequence_length", "output_past"});
 }
 
+/// [model]'s keys from the fields most families name alike, with the
+/// family's defaults; returns hidden_size.
+int64_t modelTable(Reader &r, Spec &s, int64_t vocab, int64_t maxSeq,
+                   bool tie) {
+  s.setInt("model", "vocab_size", r.integer("vocab_size", vocab),
+           "vocab_size");
+  int64_t d = r.integer("hidden_size");
+  s.setInt("model", "d_model", d, "hidden_size");
+  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
+           "num_hidden_layers");
+  s.setInt("model", "max_seq_len",
+           r.integer("max_position_embeddings", maxSeq),
+           "max_position_embeddings");
+  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", tie),
+            "tie_word_embeddings");
+  return d;
+}
+
 /// Layer indices from a config's array (Qwen-MoE's mlp_only_layers).
 std::vector<int64_t> layerList(Reader &r, const std::string &key,
                                int64_t layers) {
@@ -421,20 +440,9 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   const bool qwen2 = type == "qwen2" || type == "qwen2_moe";
   const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
   const bool phi3 = type == "phi3";
-  s.setInt("model", "vocab_size",
-           r.integer("vocab_size",
-                     phi3 ? 32064 : qwen2 || qwen3 ? 151936 : 32000),
-           "vocab_size");
-  int64_t d = r.integer("hidden_size");
-  s.setInt("model", "d_model", d, "hidden_size");
+  int64_t d = modelTable(r, s, phi3 ? 32064 : qwen2 || qwen3 ? 151936 : 32000,
+                         phi3 ? 4096 : qwen2 || qwen3 ? 32768 : 2048, false);
   const int64_t layers = r.integer("num_hidden_layers");
-  s.setInt("model", "n_layers", layers, "num_hidden_layers");
-  s.setInt("model", "max_seq_len",
-           r.integer("max_position_embeddings",
-                     phi3 ? 4096 : qwen2 || qwen3 ? 32768 : 2048),
-           "max_position_embeddings");
-  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", false),
-            "tie_word_embeddings");
   s.setStr("norm", "kind", "rmsnorm", "");
   // (The families' own defaults where they differ from Llama's.)
   bool e5 = type == "mixtral" || type == "olmo2" || type == "llama" ||
@@ -894,16 +902,7 @@ void falcon(Reader &r, Spec &s) {
 void cohere(Reader &r, Spec &s, const std::string &type) {
   const bool v2 = type == "cohere2";
   int64_t heads = r.positive("num_attention_heads");
-  int64_t d = r.integer("hidden_size");
-  s.setInt("model", "vocab_size", r.integer("vocab_size", 256000),
-           "vocab_size");
-  s.setInt("model", "d_model", d, "hidden_size");
-  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
-           "num_hidden_layers");
-  s.setInt("model", "max_seq_len", r.integer("max_position_embeddings", 8192),
-           "max_position_embeddings");
-  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", true),
-            "tie_word_embeddings");
+  int64_t d = modelTable(r, s, 256000, 8192, true);
   s.setStr("norm", "kind", "layernorm", "");
   s.setReal("norm", "eps", r.number("layer_norm_eps", 1e-5), "layer_norm_eps");
   s.setInt("attention", "n_heads", heads, "num_attention_heads");
@@ -985,16 +984,7 @@ void cohere(Reader &r, Spec &s, const std::string &type) {
 /// dense and the rest routed plus shared experts.
 void deepseek(Reader &r, Spec &s, const std::string &type) {
   const bool v3 = type == "deepseek_v3";
-  s.setInt("model", "vocab_size", r.integer("vocab_size", v3 ? 129280 : 102400),
-           "vocab_size");
-  s.setInt("model", "d_model", r.integer("hidden_size"), "hidden_size");
-  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
-           "num_hidden_layers");
-  s.setInt("model", "max_seq_len",
-           r.integer("max_position_embeddings", v3 ? 4096 : 2048),
-           "max_position_embeddings");
-  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", false),
-            "tie_word_embeddings");
+  modelTable(r, s, v3 ? 129280 : 102400, v3 ? 4096 : 2048, false);
   s.setStr("norm", "kind", "rmsnorm", "");
   s.setReal("norm", "eps", r.number("rms_norm_eps", 1e-6), "rms_norm_eps");
   s.setInt("attention", "n_heads", r.positive("num_attention_heads"),
@@ -1103,17 +1093,8 @@ void deepseek(Reader &r, Spec &s, const std::string &type) {
 /// Nemotron (Nemotron-4, Minitron): LayerNorm with biases scaling by
 /// 1 + w (LayerNorm1P), partial RoPE, a squared-ReLU MLP without gate.
 void nemotron(Reader &r, Spec &s) {
-  int64_t d = r.integer("hidden_size");
   int64_t heads = r.positive("num_attention_heads");
-  s.setInt("model", "vocab_size", r.integer("vocab_size", 256000),
-           "vocab_size");
-  s.setInt("model", "d_model", d, "hidden_size");
-  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
-           "num_hidden_layers");
-  s.setInt("model", "max_seq_len", r.integer("max_position_embeddings", 4096),
-           "max_position_embeddings");
-  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", false),
-            "tie_word_embeddings");
+  int64_t d = modelTable(r, s, 256000, 4096, false);
   s.setStr("norm", "kind", "layernorm", "");
   s.setReal("norm", "eps", r.number("norm_eps", 1e-5), "norm_eps");
   s.setBool("norm", "bias", true, "Nemotron: LayerNorm1P");
