@@ -1846,14 +1846,15 @@ const char *hf_tokenizer_decode(hf_tokenizer *t, int32_t prev, int32_t token) {
       size_t i = 0, c = 0;
       int all = 1;
       while (i < n && all) {
-        uint32_t cp;
+        /* (Invalid bytes decode to one U+FFFD each: up to `len` of them.) */
+        uint32_t cp[4];
         unsigned char lead = (unsigned char)cur[i];
         size_t len = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-        if (i + len > n || archrt_utf8_decode(cur + i, len, &cp, NULL) != 1 ||
-            cp >= 324 || t->cp_byte[cp] < 0)
+        if (i + len > n || archrt_utf8_decode(cur + i, len, cp, NULL) != 1 ||
+            cp[0] >= 324 || t->cp_byte[cp[0]] < 0)
           all = 0;
         else
-          other[c++] = (char)t->cp_byte[cp];
+          other[c++] = (char)t->cp_byte[cp[0]];
         i += len;
       }
       if (!all)
