@@ -2,7 +2,7 @@
  *
  * The header, metadata and tensor table are read first (gguf_header.c,
  * every length bounded; the llama, qwen2, qwen2moe, qwen3, qwen3moe,
- * gemma2 and gemma3 architectures); the metadata the model's shape
+ * gemma2, gemma3 and phi3 architectures); the metadata the model's shape
  * depends on is checked against the model, every mismatch named; then
  * every parameter is found under llama.cpp's name for it (token_embd,
  * blk.N.attn_q, ...; a routed expert as a slice of its layer's stacked
@@ -234,6 +234,8 @@ static int gguf_name(const char *name, const char *arch, char *out, size_t cap,
       {"mlp.gate_proj.weight", "ffn_gate.weight", 0},
       {"mlp.up_proj.weight", "ffn_up.weight", 0},
       {"mlp.down_proj.weight", "ffn_down.weight", 0},
+      {"self_attn.qkv_proj.weight", "attn_qkv.weight", 0},
+      {"mlp.gate_up_proj.weight", "ffn_up.weight", 0},
       {"mlp.gate.weight", "ffn_gate_inp.weight", 0},
       {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight", 0},
       {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight", 0},
@@ -342,11 +344,13 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
     const archrt_gen_param *p = &d->params[i];
     char gname[GGUF_MAX_NAME];
     int layer, permute, expert;
-    /* (Parameters a naming scheme takes transposed or as rows of a fused
-     * tensor have no llama.cpp counterpart.) */
-    if (p->transpose || p->rows[0] > 0 ||
-        !gguf_name(p->name, arch, gname, sizeof gname, &layer, &permute,
-                   &expert)) {
+    /* A parameter its naming scheme gathers from rows of a fused tensor
+     * (Phi-3's qkv_proj, gate_up_proj) is read from llama.cpp's fused
+     * tensor of the same rows; transposed ones have no counterpart. */
+    const int gathered = p->source && p->rows[0] > 0;
+    if (p->transpose ||
+        !gguf_name(gathered ? p->source : p->name, arch, gname, sizeof gname,
+                   &layer, &permute, &expert)) {
       archrt_problem(&probs, "parameter '%s' has no GGUF name (GGUF loading "
                              "takes the Llama family's tensors)",
                      p->name);
@@ -381,6 +385,12 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
         skip = (uint64_t)expert * slice.bytes;
         src = &slice;
       }
+    } else if (gathered) {
+      same = t->n_dims == 2 && p->ndim == 2 && p->source_ndim == 2 &&
+             p->rows[3] > 0 &&
+             t->dims[0] == (uint64_t)p->source_shape[1] &&
+             t->dims[1] == (uint64_t)p->source_shape[0] &&
+             p->shape[1] == p->source_shape[1];
     } else if (t->n_dims == 1 && p->ndim == 2 && p->shape[0] == 1) {
       same = t->dims[0] == (uint64_t)p->shape[1];
     } else {
@@ -405,6 +415,33 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
       continue;
     }
     float *dst = block + at;
+    if (gathered) {
+      /* Row r is the fused tensor's row g * rows[1] + rows[2] + r' (r =
+       * g * rows[3] + r'), each row whole blocks. */
+      int64_t cols = p->shape[1], n = p->shape[0] * cols;
+      size_t row_bytes = t->bytes / t->dims[1];
+      slice = *t;
+      slice.numel = cols;
+      slice.bytes = row_bytes;
+      int64_t r = 0;
+      for (; r < p->shape[0]; ++r) {
+        int64_t g = r / p->rows[3], sr = g * p->rows[1] + p->rows[2] +
+                                           r % p->rows[3];
+        if (sr < 0 || (uint64_t)sr >= t->dims[1])
+          break;
+        dequantize(&slice, (const uint8_t *)f.data + data + t->offset +
+                               (uint64_t)sr * row_bytes,
+                   dst + r * cols);
+      }
+      if (r < p->shape[0]) {
+        archrt_problem(&probs, "parameter '%s' gathers rows past tensor "
+                               "'%s'", p->name, gname);
+        continue;
+      }
+      at += (size_t)n;
+      params[i] = dst;
+      continue;
+    }
     at += (size_t)src->numel;
     dequantize(src, (const uint8_t *)f.data + data + t->offset + skip, dst);
     /* llama.cpp's Gemma converters store a norm's 1 + w (its RMSNorm

@@ -33,7 +33,7 @@ const char *const archrt_gguf_meta_suffix[M_COUNT] = {
 
 const char *const archrt_gguf_archs[] = {
     "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma2", "gemma3",
-    NULL};
+    "phi3", NULL};
 
 archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
                                       const char *const *archs, char *why,

@@ -41,6 +41,8 @@ def gguf_name(name, arch="llama"):
            "mlp.gate_proj.weight": "ffn_gate.weight",
            "mlp.up_proj.weight": "ffn_up.weight",
            "mlp.down_proj.weight": "ffn_down.weight",
+           "self_attn.qkv_proj.weight": "attn_qkv.weight",  # (Phi-3's fused)
+           "mlp.gate_up_proj.weight": "ffn_up.weight",
            "mlp.gate.weight": "ffn_gate_inp.weight",
            "mlp.shared_expert.gate_proj.weight": "ffn_gate_shexp.weight",
            "mlp.shared_expert.up_proj.weight": "ffn_up_shexp.weight",
@@ -468,6 +470,9 @@ def main():
     if args.arch:  # another architecture llama.cpp names alike: round trips
         if args.kinds:
             golden(case)
+        # (Phi-3's GGUF tensors are its checkpoint's fused ones.)
+        fused = spec.naming == "hf-phi3"
+        source = archref.hf_checkpoint(spec, weights) if fused else weights
         with tempfile.TemporaryDirectory() as tmp:
             st = os.path.join(tmp, "w.safetensors")
             # (Under the spec's own checkpoint names: Mixtral's.)
@@ -476,11 +481,11 @@ def main():
             kinds = args.kinds.split(",") if args.kinds else ["F32", "Q8_0"]
             for kind in kinds:
                 g = os.path.join(tmp, f"w-{kind}.gguf")
-                held = write_gguf(g, spec, weights, kind, arch=args.arch)
+                held = write_gguf(g, spec, source, kind, arch=args.arch)
                 ref = os.path.join(tmp, f"held-{kind}.safetensors")
-                archref.write_safetensors(ref, archref.hf_checkpoint(
-                    spec, {n: torch.from_numpy(v.copy())
-                           for n, v in held.items()}))
+                held = {n: torch.from_numpy(v.copy()) for n, v in held.items()}
+                archref.write_safetensors(
+                    ref, held if fused else archref.hf_checkpoint(spec, held))
                 got = logits(lib, g, spec, tokens)
                 want = logits(lib, ref, spec, tokens)
                 case(f"{args.arch} {kind}: logits equal the same values' "
@@ -549,8 +554,8 @@ def main():
             m.lib.archrt_model_free(model)
         load_error("another architecture",
                    ['general.architecture is "gemma"; archc reads GGUF files '
-                    'of the llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2 and '
-                    'gemma3 architectures'],
+                    'of the llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, '
+                    'gemma3 and phi3 architectures'],
                    arch="gemma")
         # (Named before its tensor table: a k-quant tensor is not the error.)
         # (Another architecture's per-layer arrays are not its shape keys.)
@@ -560,10 +565,10 @@ def main():
                    ['general.architecture is "deci"; archc reads GGUF files'],
                    arch="deci", tokenizer=[per_layer])
         load_error("another architecture, k-quants",
-                   ['general.architecture is "phi3"; archc reads GGUF files '
-                    'of the llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2 and '
-                    'gemma3 architectures'],
-                   arch="phi3",
+                   ['general.architecture is "starcoder2"; archc reads GGUF files '
+                    'of the llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, '
+                    'gemma3 and phi3 architectures'],
+                   arch="starcoder2",
                    extra=[("x.weight", [256], 12, b"\0" * 144)])
         # 19 tensors and 104 more: the count's low byte is '{', which the
         # safetensors sniff would take; the GGUF magic decides.
