@@ -366,6 +366,29 @@ int64_t modelTable(Reader &r, Spec &s, int64_t vocab, int64_t maxSeq,
   return d;
 }
 
+/// head_dim (`def` where the key is absent, not null) as the spec's key
+/// where it is not hidden_size / heads; returns the head width.
+int64_t headDimKey(Reader &r, Spec &s, int64_t d, int64_t heads,
+                   std::optional<int64_t> def = std::nullopt) {
+  std::optional<int64_t> hd = r.intOpt("head_dim");
+  if (!hd && def && !r.present("head_dim"))
+    hd = def;
+  if (hd && (*hd != d / heads || d % heads))
+    s.setInt("attention", "head_dim", *hd, "head_dim");
+  return hd.value_or(d / heads);
+}
+
+/// partial_rotary_factor (default `def`) as RoPE's rotary_dim where it is
+/// not the whole head.
+void partialRotary(Reader &r, Spec &s, int64_t headDim, double def) {
+  double f = r.number("partial_rotary_factor", def);
+  if (!(f > 0 && f <= 1))
+    throw Failure{"partial_rotary_factor: must be in (0, 1], got " + real(f)};
+  if (f != 1)
+    s.setInt("attention.position", "rotary_dim", int64_t(double(headDim) * f),
+             "partial_rotary_factor x head_dim");
+}
+
 /// Layer indices from a config's array (Qwen-MoE's mlp_only_layers).
 std::vector<int64_t> layerList(Reader &r, const std::string &key,
                                int64_t layers) {
@@ -456,12 +479,10 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   s.setInt("attention", "n_heads", heads, "num_attention_heads");
   s.setInt("attention", "n_kv_heads", r.integer("num_key_value_heads", heads),
            "num_key_value_heads");
-  std::optional<int64_t> hd = r.intOpt("head_dim");
-  if (!hd && type == "qwen3" && !r.present("head_dim"))
-    hd = 128; // Qwen3Config's default
-  if (hd && (*hd != d / heads || d % heads))
-    s.setInt("attention", "head_dim", *hd, "head_dim");
-  int64_t headDim = hd.value_or(d / heads);
+  // (Qwen3Config's head_dim defaults to 128.)
+  int64_t headDim =
+      headDimKey(r, s, d, heads,
+                 type == "qwen3" ? std::optional<int64_t>(128) : std::nullopt);
   // (Phi-3's modeling code has no biases: its keys change nothing.)
   if (phi3)
     r.known({"attention_bias", "mlp_bias"});
@@ -508,14 +529,7 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   if (phi3) {
     // (Read by LongRoPE alone, which rope() refuses by name.)
     r.known({"original_max_position_embeddings"});
-    double f = r.number("partial_rotary_factor", 1.0);
-    if (!(f > 0 && f <= 1))
-      throw Failure{"partial_rotary_factor: must be in (0, 1], got " +
-                    real(f)};
-    if (f != 1)
-      s.setInt("attention.position", "rotary_dim",
-               int64_t(double(headDim) * f),
-               "partial_rotary_factor x head_dim");
+    partialRotary(r, s, headDim, 1.0);
   }
   s.setStr("ffn", "kind", "glu", "");
   s.setStr("ffn", "activation",
@@ -908,8 +922,7 @@ void cohere(Reader &r, Spec &s, const std::string &type) {
   s.setInt("attention", "n_heads", heads, "num_attention_heads");
   s.setInt("attention", "n_kv_heads", r.integer("num_key_value_heads", heads),
            "num_key_value_heads");
-  if (auto hd = r.intOpt("head_dim"); hd && (*hd != d / heads || d % heads))
-    s.setInt("attention", "head_dim", *hd, "head_dim");
+  headDimKey(r, s, d, heads);
   if (!v2 && r.boolean("use_qk_norm", false)) // (Cohere 2 has none.)
     s.setStr("attention", "qk_norm", "head_separate", "use_qk_norm");
   if (r.boolean("attention_bias", false)) {
@@ -1103,10 +1116,7 @@ void nemotron(Reader &r, Spec &s) {
   s.setInt("attention", "n_heads", heads, "num_attention_heads");
   s.setInt("attention", "n_kv_heads", r.integer("num_key_value_heads", heads),
            "num_key_value_heads");
-  std::optional<int64_t> hd = r.intOpt("head_dim");
-  if (hd && (*hd != d / heads || d % heads))
-    s.setInt("attention", "head_dim", *hd, "head_dim");
-  int64_t headDim = hd.value_or(d / heads);
+  int64_t headDim = headDimKey(r, s, d, heads);
   if (r.boolean("attention_bias", false)) {
     s.setBool("attention", "qkv_bias", true, "attention_bias");
     s.setBool("attention", "out_bias", true, "attention_bias");
@@ -1115,12 +1125,7 @@ void nemotron(Reader &r, Spec &s) {
   // (NeMo conversions also write rope_percent / rope_percentage, which
   // Hugging Face's code does not read: partial_rotary_factor decides.)
   r.known({"rope_percent", "rope_percentage"});
-  double f = r.number("partial_rotary_factor", 0.5);
-  if (!(f > 0 && f <= 1))
-    throw Failure{"partial_rotary_factor: must be in (0, 1], got " + real(f)};
-  if (f != 1)
-    s.setInt("attention.position", "rotary_dim", int64_t(double(headDim) * f),
-             "partial_rotary_factor x head_dim");
+  partialRotary(r, s, headDim, 0.5);
   s.setStr("ffn", "kind", "mlp", "");
   s.setStr("ffn", "activation",
            activation("hidden_act",

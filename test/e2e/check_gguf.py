@@ -410,6 +410,17 @@ def permute_back(w, heads):
             .swapaxes(1, 2).reshape(w.shape))
 
 
+def expect_load_error(case, lib_path, path, name, *fragments):
+    """Loading `path` into a fresh model of the library fails with a
+    message holding each of `fragments`."""
+    m = archrt.Lib(lib_path)
+    model = archrt.C.c_void_p()
+    m.check(m.lib.archrt_model_create(archrt.C.byref(model)), "create")
+    status = m.lib.archrt_load_weights(model, path.encode())
+    case.error(m, name, status, *fragments)
+    m.lib.archrt_model_free(model)
+
+
 def logits(lib, path, spec, tokens):
     model = lib.model(path)
     seq = lib.seq(model)
@@ -497,14 +508,9 @@ def main():
                     g = os.path.join(tmp, "spare.gguf")
                     write_gguf(g, spec, weights, "F32", arch=args.arch,
                                spare_expert=True)
-                    m = archrt.Lib(args.lib)
-                    model = archrt.C.c_void_p()
-                    m.check(m.lib.archrt_model_create(archrt.C.byref(model)),
-                            "create")
-                    status = m.lib.archrt_load_weights(model, g.encode())
-                    case.error(m, f"{args.arch}: an expert more than the "
-                               "model's", status, "experts; the model reads")
-                    m.lib.archrt_model_free(model)
+                    expect_load_error(case, args.lib, g, f"{args.arch}: an "
+                                      "expert more than the model's",
+                                      "experts; the model reads")
                 if kind == "F32" and args.arch.startswith("gemma"):
                     # (The file's 1 + w, less 1, is w to f32 rounding.)
                     case(f"{args.arch} F32: the original weights' logits "
@@ -546,12 +552,7 @@ def main():
         def load_error(name, fragments, **kw):
             g = os.path.join(tmp, name + ".gguf")
             write_gguf(g, spec, weights, "F16", **kw)
-            m = archrt.Lib(args.lib)
-            model = archrt.C.c_void_p()
-            m.check(m.lib.archrt_model_create(archrt.C.byref(model)), "create")
-            status = m.lib.archrt_load_weights(model, g.encode())
-            case.error(m, name, status, *fragments)
-            m.lib.archrt_model_free(model)
+            expect_load_error(case, args.lib, g, name, *fragments)
         load_error("another architecture",
                    ['general.architecture is "gemma"; archc reads GGUF files '
                     'of the llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, '
@@ -604,14 +605,9 @@ def main():
                           (len(data) - 8, "past the end of the file")):
             with open(g, "wb") as f:
                 f.write(data[:cut])
-            m = archrt.Lib(args.lib)
-            model = archrt.C.c_void_p()
-            m.check(m.lib.archrt_model_create(archrt.C.byref(model)), "create")
-            status = m.lib.archrt_load_weights(model, g.encode())
             if cut == 3:  # too short to sniff: the generic error
                 frag = "neither a safetensors file"
-            case.error(m, f"cut at {cut} bytes", status, frag)
-            m.lib.archrt_model_free(model)
+            expect_load_error(case, args.lib, g, f"cut at {cut} bytes", frag)
     return case.summary()
 
 
