@@ -228,18 +228,29 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
     // each's own, placed in its loops.
     Expr rows = x.dim(1).extent();
     Expr gemmDot = acc(n, t), gemvDot = gemmDot;
+    // A 16-bit weight's GEMM reads its panel widened (wide_gemm), placed by
+    // the schedule so that each element is widened once per call, not once
+    // per token tile.
+    bool widened = d.weight != StoreType::f32 && !d.oneRow;
+    Func wideGemm("wide_gemm");
+    wideGemm(j, kk, p) = widen(w(j, kk, p), d.weight);
+    if (widened)
+      k.funcs["wide_gemm"] = wideGemm;
     if (kBlockOf(d, k.l2Bytes)) {
       // K-blocked by the schedule: computed for whole token tiles, a
       // ragged last one reading the last row again.
-      Func gemm("acc_gemm"), wideGemm("wide_gemm");
-      wideGemm(j, kk, p) = widen(w(j, kk, p), d.weight);
-      if (d.weight == StoreType::f16)
-        k.funcs["wide_gemm"] = wideGemm;
+      Func gemm("acc_gemm");
       gemm(n, t) = 0.0f;
       gemm(n, t) += x(r, min(t, rows - 1)) *
                     wideGemm(n % int(panel), r, n / int(panel));
       gemmDot = gemm(n, t);
       k.funcs["acc_gemm"] = gemm;
+    } else if (widened) {
+      Func gemm("acc_wide");
+      gemm(n, t) = 0.0f;
+      gemm(n, t) += x(r, t) * wideGemm(n % int(panel), r, n / int(panel));
+      gemmDot = gemm(n, t);
+      k.funcs["acc_wide"] = gemm;
     }
     k.lanes = vectorWidthFor(panel, k.lanes);
     if (gemvPanels(d, k.lanes) > 1) {

@@ -122,9 +122,10 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
       .bound_extent(n, panel)
       .bound_extent(t, kTokenTile);
   registerTile(part, n, t, ri, lanes);
+  // A 16-bit weight's block widened once, for every token tile.
   auto wide = k.funcs.find("wide_gemm");
   if (wide != k.funcs.end())
-    wide->second.compute_at(part, ri).vectorize(Var("j"), lanes);
+    wide->second.compute_at(gemm, ro).vectorize(Var("j"), lanes);
 }
 
 /// Over a packed weight: a task per panel of output columns; in it, tiles
@@ -162,7 +163,15 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
   // zeros), so that the unrolled loop has a constant extent.
   acc.compute_at(k.out, nj).bound_extent(n, sub);
   registerTile(acc, n, t, r, lanes);
-  // An f16 weight's panel row widened once per step of K, not once per
+  // A 16-bit weight's GEMM: the task's panel widened once, for every
+  // token tile (acc_wide: acc's tile over it).
+  auto accWide = k.funcs.find("acc_wide");
+  if (accWide != k.funcs.end()) {
+    accWide->second.compute_at(k.out, nj).bound_extent(n, sub);
+    registerTile(accWide->second, n, t, r, lanes);
+    k.funcs["wide_gemm"].compute_at(k.out, no).vectorize(Var("j"), lanes);
+  }
+  // The GEMV's f16 panel row widened once per step of K, not once per
   // token of the tile (the multiply of its widening would be).
   auto wide = k.funcs.find("wide");
   if (wide != k.funcs.end())
