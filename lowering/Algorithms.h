@@ -66,6 +66,12 @@ int divisorUpTo(int64_t n, int cap);
 /// call has at least as many (its GEMM specialization).
 constexpr int kTokenTile = 4;
 
+/// Token rows per GEMM tile of a packed linear where the target has 32
+/// vector registers (AVX-512), for calls of at least as many rows: 6 rows
+/// x 4 vectors of columns (24 accumulators), each weight vector loaded
+/// once for 6 tokens where 4 took it from the L2 once for 4.
+constexpr int kTallTokenTile = 6;
+
 /// The block of K a packed GEMM takes at a time when its 64-column panel
 /// (in f32) outgrows half the L2 of `l2Bytes` (K > 2048 on a 1 MiB L2,
 /// K > 4096 on 2 MiB), or 0: a divisor of K, at most the K of an eighth

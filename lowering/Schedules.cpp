@@ -3,7 +3,8 @@
 // The schedules, apart from the algorithms they schedule. Vector widths
 // come from the target; token counts are runtime values, so only feature
 // dimensions are tiled by constants (token tiles use ShiftInwards, legal
-// because a linear takes them only in its specialization for >= 4 rows).
+// because a linear takes them only in its specialization for at least as
+// many rows as the tile has).
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Algorithms.h"
@@ -15,35 +16,52 @@ using namespace Halide;
 
 namespace arch {
 
+/// The target's vector registers: attention's register tiles keep their
+/// accumulators within half of them (the rest hold the operands); a
+/// linear's tall tile (kTallTokenTile) takes 24 of 32.
+static int vectorRegisters(const Target &target) {
+  if (target.arch == Target::X86) // AVX-512 (any of its feature sets): 32
+    return target.natural_vector_size<float>() >= 16 ? 32 : 16;
+  if (target.arch == Target::ARM)
+    return target.bits == 64 ? 32 : 16;
+  return 32;
+}
+
 /// The loops of a linear's output. One kernel serves every row count: it
 /// is specialized at run time on the rows, with >= kTokenTile rows taking
 /// token tiles of kTokenTile inside the column tile `mid` (GEMM), fewer one
 /// row at a time (GEMV; the only code when the glue says `oneRow`).
+/// With `tall` (a taller tile the target's registers hold), calls of at
+/// least `tall` rows take tiles of `tall` rows instead.
 /// `columns` splits the columns alike in both (`gemvColumns`, where given,
 /// in the GEMV); `inner`, `mid` and `outer` are its innermost, tile and
 /// task loops. The specialization's condition is the algorithm's (rows of
 /// x >= kTokenTile), so that its selects between GEMM and GEMV sums fold.
 static void tileLinear(KernelFuncs &k, const LinearKernel &d, Var inner,
-                       Var mid, Var outer,
+                       Var mid, Var outer, int tall,
                        const std::function<void(Stage)> &columns,
                        const std::function<void(Stage)> &blocked = {},
                        const std::function<void(Stage)> &gemvColumns = {}) {
   Var t = k.vars["t"], to("to"), ti("ti");
-  auto tile = [&](Stage s, bool gemm) {
-    (gemm || !gemvColumns ? columns : gemvColumns)(s);
-    if (gemm)
-      s.split(t, to, ti, kTokenTile, TailStrategy::ShiftInwards)
+  // Token tiles of `rows` (GEMM), or one row at a time (0: GEMV).
+  auto tile = [&](Stage s, int rows) {
+    (rows || !gemvColumns ? columns : gemvColumns)(s);
+    if (rows)
+      s.split(t, to, ti, rows, TailStrategy::ShiftInwards)
           .reorder(inner, ti, mid, to, outer)
           .unroll(ti);
     else
       s.reorder(inner, mid, t, outer);
   };
-  Expr gemm = k.in("x").dim(1).extent() >= kTokenTile;
+  Expr x = k.in("x").dim(1).extent();
   if (blocked)
-    blocked(k.out.specialize(gemm));
-  else if (!d.oneRow)
-    tile(k.out.specialize(gemm), true);
-  tile(k.out, false);
+    blocked(k.out.specialize(x >= kTokenTile));
+  else if (!d.oneRow) {
+    if (tall)
+      tile(k.out.specialize(x >= tall), tall);
+    tile(k.out.specialize(x >= kTokenTile), kTokenTile);
+  }
+  tile(k.out, 0);
 }
 
 /// The column loops of a packed linear: a parallel task (`no`) per `task`
@@ -71,7 +89,7 @@ static void scheduleLinear(KernelFuncs &k, const LinearKernel &d) {
   int nt = int(std::min<int64_t>(4, vectorWidthFor(d.N, 4)));
   int nblock = int(std::min<int64_t>(64, d.N)) / nt * nt;
   Var nb("nb"), nn("nn"), no("no"), ni("ni");
-  tileLinear(k, d, ni, no, nb, [&](Stage s) {
+  tileLinear(k, d, ni, no, nb, 0, [&](Stage s) {
     s.split(n, nb, nn, nblock, TailStrategy::ShiftInwards)
         .split(nn, no, ni, nt)
         .unroll(ni)
@@ -97,7 +115,7 @@ static void registerTile(Func acc, Var n, Var t, RVar r, int lanes) {
 /// slice of the panel stays in L2 while all token tiles pass over it,
 /// where each tile would otherwise stream the whole panel.
 static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
-                        Var no) {
+                        Var no, int rows) {
   Var n = k.vars["n"], t = k.vars["t"];
   RDom r = k.rdoms["r"];
   Func gemm = k.funcs["acc_gemm"];
@@ -113,14 +131,14 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
   Func part =
       gemm.update().split(r, ro, ri, kBlockOf(d, k.l2Bytes)).rfactor(ro, u);
   gemm.update()
-      .split(t, to, ti, kTokenTile, TailStrategy::GuardWithIf)
+      .split(t, to, ti, rows, TailStrategy::GuardWithIf)
       .reorder(n, ti, to, ro)
       .vectorize(n, lanes)
       .unroll(n)
       .unroll(ti);
   part.compute_at(gemm, to)
       .bound_extent(n, panel)
-      .bound_extent(t, kTokenTile);
+      .bound_extent(t, rows);
   registerTile(part, n, t, ri, lanes);
   // A 16-bit weight's block widened once, for every token tile.
   auto wide = k.funcs.find("wide_gemm");
@@ -133,7 +151,8 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
 /// or 4 vector accumulators stay in registers while K runs: each step one
 /// broadcast of x and 4 contiguous vector loads of a panel row. A GEMM over
 /// a panel larger than the L2 is blockedGemm's.
-static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
+static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
+                                 int tall) {
   Var n = k.vars["n"], t = k.vars["t"];
   RDom r = k.rdoms["r"];
   Func acc = k.funcs["acc"];
@@ -141,11 +160,13 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d) {
   Var no("no"), ni("ni"), nj("nj"), nk("nk");
   std::function<void(Stage)> blocked, gemvColumns;
   if (kBlockOf(d, k.l2Bytes))
-    blocked = [&](Stage s) { blockedGemm(k, d, s, no); };
+    blocked = [&](Stage s) {
+      blockedGemm(k, d, s, no, tall ? tall : kTokenTile);
+    };
   int streams = gemvPanels(d, lanes), columns = streams * int(d.panel);
   if (streams > 1)
     gemvColumns = columnTasks(n, no, ni, nj, nk, columns, columns, lanes);
-  tileLinear(k, d, nk, nj, no,
+  tileLinear(k, d, nk, nj, no, tall,
              columnTasks(n, no, ni, nj, nk, int(d.panel), sub, lanes),
              blocked, gemvColumns);
   if (streams > 1) {
@@ -234,7 +255,7 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
   std::function<void(Stage)> gemvColumns;
   if (streams > 1)
     gemvColumns = columnTasks(n, no, ni, nj, nk, columns, columns, lanes);
-  tileLinear(k, d, nk, nj, no,
+  tileLinear(k, d, nk, nj, no, 0,
              columnTasks(n, no, ni, nj, nk, panel, panel, lanes), blocked,
              gemvColumns);
   if (streams > 1) {
@@ -294,16 +315,6 @@ static void scheduleAttention(KernelFuncs &k) {
   Func pv = k.funcs["pv"];
   pv.compute_at(k.out, ht).vectorize(dd, k.lanes);
   pv.update().vectorize(dd, k.lanes);
-}
-
-/// The target's vector registers: register tiles keep their accumulators
-/// within half of them (the rest hold the operands).
-static int vectorRegisters(const Target &target) {
-  if (target.arch == Target::X86) // AVX-512 (any of its feature sets): 32
-    return target.natural_vector_size<float>() >= 16 ? 32 : 16;
-  if (target.arch == Target::ARM)
-    return target.bits == 64 ? 32 : 16;
-  return 32;
 }
 
 /// Tiled attention: the tile specialization (T >= block_q) runs a task
@@ -547,10 +558,16 @@ static void scheduleRowwise(KernelFuncs &k) {
 
 void scheduleKernel(KernelFuncs &k, const Target &target) {
   const KernelSpec &spec = k.spec;
-  if (const LinearKernel *d = spec.get<LinearKernel>())
+  if (const LinearKernel *d = spec.get<LinearKernel>()) {
+    // Taller token tiles where the registers hold them (AVX-512's 32).
+    // Not for the bf16 dot product: no faster on the Xeon, where
+    // vdpbf16ps bounds it (docs/performance.md), and not measured on the
+    // Zen 5, where it is the default.
+    int tall = vectorRegisters(target) >= 32 ? kTallTokenTile : 0;
     d->pairs   ? schedulePairedLinear(k, *d)
-    : d->panel ? schedulePackedLinear(k, *d)
+    : d->panel ? schedulePackedLinear(k, *d, tall)
                : scheduleLinear(k, *d);
+  }
   else if (spec.get<PackKernel>())
     schedulePack(k);
   else if (spec.get<NormKernel>())
