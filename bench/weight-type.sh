@@ -6,15 +6,18 @@
 # decode tok/s ($GEN tokens after the prompt, default 64), the matmul
 # weight bytes a decoded token reads (archc check --weight-type) over its time as a
 # share of the read bandwidth, and its speed-up over f32; resident MiB
-# after loading. Medians of $RUNS repetitions after a warm-up call;
-# 1 and 2 threads. bf16 twice: with bf16 inputs (the default: the bf16 dot
+# after loading. $ROUNDS rounds (default 3), each running every library
+# in turn ($RUNS repetitions after a warm-up call, default 5, their
+# median), and the median of the rounds: on a VM whose speed drifts, a
+# slow spell then lands on every library alike, not on one row of the
+# table; 1 and 2 threads. bf16 twice: with bf16 inputs (the default: the bf16 dot
 # product, vdpbf16ps where the CPU has AVX512-BF16) and with
 # --matmul-input=f32 ("bf16w": the weights widened).
 #   bench/weight-type.sh [SPEC]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 spec="${1:-specs/llama/bench-156m.toml}"
-prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}"
+prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}" rounds="${ROUNDS:-3}"
 bench_ceilings
 for w in f32 bf16 f16; do
   "$archc" check "$spec" --weight-type="$w" --json > "$out/check.$w.json"
@@ -26,17 +29,32 @@ for w in f32 bf16 bf16w f16; do
     *) flags="--weight-type=$w" ;;
   esac
   "$archc" compile "$spec" $flags -o "$out/$w.so" --quiet
+done
+for round in $(seq "$rounds"); do
   for t in 1 2; do
-    "$archc" bench "$out/$w.so" --random-weights --prompt-len "$prompt" \
-      --gen "$gen" --threads "$t" --runs "$runs" --json > "$out/$w.$t"
+    for w in f32 bf16 bf16w f16; do
+      "$archc" bench "$out/$w.so" --random-weights --prompt-len "$prompt" \
+        --gen "$gen" --threads "$t" --runs "$runs" --json > "$out/$w.$t.$round"
+    done
   done
 done
-/usr/bin/python3 - "$out" <<'PY'
-import json, sys
+/usr/bin/python3 - "$out" "$rounds" <<'PY'
+import json, statistics, sys
 sys.path.insert(0, "bench")
 import benchlib
-out = sys.argv[1]
+out, rounds = sys.argv[1], int(sys.argv[2])
 ceil = benchlib.ceilings(out)
+
+
+def measured(w, t):
+    """The median over the rounds of each figure of library w, t threads."""
+    runs = [json.load(open(f"{out}/{w}.{t}.{r}")) for r in range(1, rounds + 1)]
+    keys = ("prefill_tokens_per_s", "decode_tokens_per_s", "load_rss_mib")
+    b = {k: statistics.median(x[k] for x in runs) for k in keys}
+    b["prompt_len"] = runs[0]["prompt_len"]
+    return b
+
+
 chk = {w: json.load(open(f"{out}/check.{w}.json")) for w in ("f32", "bf16", "f16")}
 chk["bf16w"] = chk["bf16"]
 print(f"\n{chk['f32']['model']}: {chk['f32']['params']:,} parameters, "
@@ -45,9 +63,9 @@ print("(of peak: FP32 FMA peak; bf16's: the bf16 dot-product peak)")
 print(f"{'weights':<7} {'thr':>3} {'prefill tok/s':>13} {'of peak':>7} "
       f"{'decode tok/s':>12} {'GB/s':>6} {'of bw':>6} {'vs f32':>6} {'load MiB':>8}")
 for t in (1, 2):
-    base = json.load(open(f"{out}/f32.{t}"))["decode_tokens_per_s"]
+    base = measured("f32", t)["decode_tokens_per_s"]
     for w in ("f32", "bf16", "bf16w", "f16"):
-        b = json.load(open(f"{out}/{w}.{t}"))
+        b = measured(w, t)
         n = b["prompt_len"]
         c = chk[w]
         flops = (c["prefill_flops_per_token"]
