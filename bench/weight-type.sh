@@ -8,9 +8,10 @@
 # share of the read bandwidth, and its speed-up over f32; resident MiB
 # after loading. $ROUNDS rounds (default 3), each running every library
 # in turn ($RUNS repetitions after a warm-up call, default 5, their
-# median), and the median of the rounds: on a VM whose speed drifts, a
-# slow spell then lands on every library alike, not on one row of the
-# table; 1 and 2 threads. bf16 twice: with bf16 inputs (the default: the bf16 dot
+# median), and the median of the rounds (decode's speed-up over f32: the
+# median of each round's ratio): on a VM whose speed drifts, a slow spell
+# then lands on every library alike, not on one row of the table; 1 and 2
+# threads. (So the default takes 3 times the calls of one round.) bf16 twice: with bf16 inputs (the default: the bf16 dot
 # product, vdpbf16ps where the CPU has AVX512-BF16) and with
 # --matmul-input=f32 ("bf16w": the weights widened).
 #   bench/weight-type.sh [SPEC]
@@ -18,6 +19,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 spec="${1:-specs/llama/bench-156m.toml}"
 prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}" rounds="${ROUNDS:-3}"
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "weight-type.sh: ROUNDS must be a whole number >= 1, not '$rounds'" >&2; exit 2; }
 bench_ceilings
 for w in f32 bf16 f16; do
   "$archc" check "$spec" --weight-type="$w" --json > "$out/check.$w.json"
@@ -46,12 +48,19 @@ out, rounds = sys.argv[1], int(sys.argv[2])
 ceil = benchlib.ceilings(out)
 
 
+def runs(w, t):
+    return [json.load(open(f"{out}/{w}.{t}.{r}")) for r in range(1, rounds + 1)]
+
+
 def measured(w, t):
-    """The median over the rounds of each figure of library w, t threads."""
-    runs = [json.load(open(f"{out}/{w}.{t}.{r}")) for r in range(1, rounds + 1)]
+    """The median over the rounds of each figure of library w, t threads,
+    and of its decode speed over f32's in the same round."""
+    mine, f32 = runs(w, t), runs("f32", t)
     keys = ("prefill_tokens_per_s", "decode_tokens_per_s", "load_rss_mib")
-    b = {k: statistics.median(x[k] for x in runs) for k in keys}
-    b["prompt_len"] = runs[0]["prompt_len"]
+    b = {k: statistics.median(x[k] for x in mine) for k in keys}
+    b["vs_f32"] = statistics.median(x["decode_tokens_per_s"] / y["decode_tokens_per_s"]
+                                    for x, y in zip(mine, f32))
+    b["prompt_len"] = mine[0]["prompt_len"]
     return b
 
 
@@ -63,7 +72,6 @@ print("(of peak: FP32 FMA peak; bf16's: the bf16 dot-product peak)")
 print(f"{'weights':<7} {'thr':>3} {'prefill tok/s':>13} {'of peak':>7} "
       f"{'decode tok/s':>12} {'GB/s':>6} {'of bw':>6} {'vs f32':>6} {'load MiB':>8}")
 for t in (1, 2):
-    base = measured("f32", t)["decode_tokens_per_s"]
     for w in ("f32", "bf16", "bf16w", "f16"):
         b = measured(w, t)
         n = b["prompt_len"]
@@ -77,5 +85,5 @@ for t in (1, 2):
         print(f"{w:<7} {t:>3} {b['prefill_tokens_per_s']:>13.1f} "
               f"{gf / peak:>6.0%} {b['decode_tokens_per_s']:>12.1f} "
               f"{gb:>6.1f} {gb / ceil[t]['read_gbs']:>5.0%} "
-              f"{b['decode_tokens_per_s'] / base:>5.2f}x {b['load_rss_mib']:>8.1f}")
+              f"{b['vs_f32']:>5.2f}x {b['load_rss_mib']:>8.1f}")
 PY

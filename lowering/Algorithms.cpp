@@ -214,7 +214,9 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
     RDom r(0, int(K), "r");
     acc(n, t) = 0.0f;
     // The weight widened: an f16 one as a Func of its own, computed once per
-    // step of K (inlined, its multiply would be taken once per token).
+    // step of K (inlined in a tile of several tokens, its multiply was
+    // taken once per token; with a 16-bit weight acc serves only the GEMV
+    // now, see wide_gemm below).
     Func wide("wide");
     Var j("j"), p("p");
     wide(j, kk, p) = widen(w(j, kk, p), d.weight);
@@ -223,9 +225,10 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
     Expr wv = wide(n % int(panel), r, n / int(panel));
     acc(n, t) += x(r, t) * wv;
     // The sums the GEMM (>= kTokenTile rows) and the GEMV read: acc,
-    // unless the GEMM is K-blocked (acc_gemm) or the GEMV reads several
-    // panels at once (acc_gemv). An f16 weight is widened by a Func of
-    // each's own, placed in its loops.
+    // unless the GEMM is K-blocked (acc_gemm) or over a 16-bit weight
+    // (acc_wide), or the GEMV reads several panels at once (acc_gemv). A
+    // 16-bit weight is widened by a Func of each's own, placed in its
+    // loops.
     Expr rows = x.dim(1).extent();
     Expr gemmDot = acc(n, t), gemvDot = gemmDot;
     // A 16-bit weight's GEMM reads its panel widened (wide_gemm), placed by
@@ -246,10 +249,12 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
       gemmDot = gemm(n, t);
       k.funcs["acc_gemm"] = gemm;
     } else if (widened) {
+      // Only for calls of kWideRows rows or more: fewer tiles do not repay
+      // the buffer, and widen in registers (acc).
       Func gemm("acc_wide");
       gemm(n, t) = 0.0f;
       gemm(n, t) += x(r, t) * wideGemm(n % int(panel), r, n / int(panel));
-      gemmDot = gemm(n, t);
+      gemmDot = select(rows >= kWideRows, gemm(n, t), gemmDot);
       k.funcs["acc_wide"] = gemm;
     }
     k.lanes = vectorWidthFor(panel, k.lanes);

@@ -72,6 +72,13 @@ constexpr int kTokenTile = 4;
 /// once for 6 tokens where 4 took it from the L2 once for 4.
 constexpr int kTallTokenTile = 6;
 
+/// Rows from which the GEMM over a 16-bit weight (f32 inputs) widens its
+/// task's panel once into an f32 buffer that every token tile reads;
+/// calls of fewer rows widen in registers, in each tile. On the Xeon the
+/// buffer lost up to 2x at 4-24 rows and won from 32 (1024 -> 2816, bf16;
+/// docs/performance.md).
+constexpr int kWideRows = 32;
+
 /// The block of K a packed GEMM takes at a time when its 64-column panel
 /// (in f32) outgrows half the L2 of `l2Bytes` (K > 2048 on a 1 MiB L2,
 /// K > 4096 on 2 MiB), or 0: a divisor of K, at most the K of an eighth

@@ -32,13 +32,18 @@ static int vectorRegisters(const Target &target) {
 /// token tiles of kTokenTile inside the column tile `mid` (GEMM), fewer one
 /// row at a time (GEMV; the only code when the glue says `oneRow`).
 /// With `tall` (a taller tile the target's registers hold), calls of at
-/// least `tall` rows take tiles of `tall` rows instead.
-/// `columns` splits the columns alike in both (`gemvColumns`, where given,
+/// least `tall` rows take tiles of `tall` rows instead. With `wideRows`
+/// (a 16-bit weight's GEMM over its widened panel, acc_wide), calls of at
+/// least that many rows get a specialization of their own, tiled as the
+/// tallest, so that the algorithm's select between the two GEMM sums
+/// folds too.
+/// `columns` splits the columns alike in all (`gemvColumns`, where given,
 /// in the GEMV); `inner`, `mid` and `outer` are its innermost, tile and
-/// task loops. The specialization's condition is the algorithm's (rows of
-/// x >= kTokenTile), so that its selects between GEMM and GEMV sums fold.
+/// task loops. The 4-row specialization's condition is the algorithm's
+/// (rows of x >= kTokenTile), and the tall one's implies it, so that in
+/// each the algorithm's select between GEMM and GEMV sums folds.
 static void tileLinear(KernelFuncs &k, const LinearKernel &d, Var inner,
-                       Var mid, Var outer, int tall,
+                       Var mid, Var outer, int tall, int wideRows,
                        const std::function<void(Stage)> &columns,
                        const std::function<void(Stage)> &blocked = {},
                        const std::function<void(Stage)> &gemvColumns = {}) {
@@ -57,6 +62,8 @@ static void tileLinear(KernelFuncs &k, const LinearKernel &d, Var inner,
   if (blocked)
     blocked(k.out.specialize(x >= kTokenTile));
   else if (!d.oneRow) {
+    if (wideRows)
+      tile(k.out.specialize(x >= wideRows), tall ? tall : kTokenTile);
     if (tall)
       tile(k.out.specialize(x >= tall), tall);
     tile(k.out.specialize(x >= kTokenTile), kTokenTile);
@@ -89,7 +96,7 @@ static void scheduleLinear(KernelFuncs &k, const LinearKernel &d) {
   int nt = int(std::min<int64_t>(4, vectorWidthFor(d.N, 4)));
   int nblock = int(std::min<int64_t>(64, d.N)) / nt * nt;
   Var nb("nb"), nn("nn"), no("no"), ni("ni");
-  tileLinear(k, d, ni, no, nb, 0, [&](Stage s) {
+  tileLinear(k, d, ni, no, nb, 0, 0, [&](Stage s) {
     s.split(n, nb, nn, nblock, TailStrategy::ShiftInwards)
         .split(nn, no, ni, nt)
         .unroll(ni)
@@ -147,10 +154,11 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
 }
 
 /// Over a packed weight: a task per panel of output columns; in it, tiles
-/// of 4 vectors of columns x 4 tokens (GEMM) or x 1 token (GEMV), whose 16
-/// or 4 vector accumulators stay in registers while K runs: each step one
-/// broadcast of x and 4 contiguous vector loads of a panel row. A GEMM over
-/// a panel larger than the L2 is blockedGemm's.
+/// of 4 vectors of columns x 4 tokens (GEMM; 6 tokens with `tall`) or x 1
+/// token (GEMV), whose 16 (24) or 4 vector accumulators stay in registers
+/// while K runs: each step one broadcast of x per token and 4 contiguous
+/// vector loads of a panel row. A GEMM over a panel larger than the L2 is
+/// blockedGemm's.
 static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
                                  int tall) {
   Var n = k.vars["n"], t = k.vars["t"];
@@ -166,7 +174,8 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
   int streams = gemvPanels(d, lanes), columns = streams * int(d.panel);
   if (streams > 1)
     gemvColumns = columnTasks(n, no, ni, nj, nk, columns, columns, lanes);
-  tileLinear(k, d, nk, nj, no, tall,
+  int wideRows = k.funcs.count("acc_wide") ? kWideRows : 0;
+  tileLinear(k, d, nk, nj, no, tall, wideRows,
              columnTasks(n, no, ni, nj, nk, int(d.panel), sub, lanes),
              blocked, gemvColumns);
   if (streams > 1) {
@@ -184,16 +193,16 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
   // zeros), so that the unrolled loop has a constant extent.
   acc.compute_at(k.out, nj).bound_extent(n, sub);
   registerTile(acc, n, t, r, lanes);
-  // A 16-bit weight's GEMM: the task's panel widened once, for every
-  // token tile (acc_wide: acc's tile over it).
+  // A 16-bit weight's GEMM of >= kWideRows rows: the task's panel widened
+  // once, for every token tile (acc_wide: acc's tile over it).
   auto accWide = k.funcs.find("acc_wide");
   if (accWide != k.funcs.end()) {
     accWide->second.compute_at(k.out, nj).bound_extent(n, sub);
     registerTile(accWide->second, n, t, r, lanes);
     k.funcs["wide_gemm"].compute_at(k.out, no).vectorize(Var("j"), lanes);
   }
-  // The GEMV's f16 panel row widened once per step of K, not once per
-  // token of the tile (the multiply of its widening would be).
+  // An f16 weight's panel row in the GEMV (acc's only use with a 16-bit
+  // weight), widened by its own Func at each step of K.
   auto wide = k.funcs.find("wide");
   if (wide != k.funcs.end())
     wide->second.compute_at(acc, r).vectorize(Var("j"), lanes);
@@ -255,7 +264,7 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
   std::function<void(Stage)> gemvColumns;
   if (streams > 1)
     gemvColumns = columnTasks(n, no, ni, nj, nk, columns, columns, lanes);
-  tileLinear(k, d, nk, nj, no, 0,
+  tileLinear(k, d, nk, nj, no, 0, 0,
              columnTasks(n, no, ni, nj, nk, panel, panel, lanes), blocked,
              gemvColumns);
   if (streams > 1) {
@@ -559,11 +568,14 @@ static void scheduleRowwise(KernelFuncs &k) {
 void scheduleKernel(KernelFuncs &k, const Target &target) {
   const KernelSpec &spec = k.spec;
   if (const LinearKernel *d = spec.get<LinearKernel>()) {
-    // Taller token tiles where the registers hold them (AVX-512's 32).
+    // Taller token tiles where the registers hold them: AVX-512's 32 (the
+    // only ISA they were measured on).
     // Not for the bf16 dot product: no faster on the Xeon, where
     // vdpbf16ps bounds it (docs/performance.md), and not measured on the
     // Zen 5, where it is the default.
-    int tall = vectorRegisters(target) >= 32 ? kTallTokenTile : 0;
+    int tall = target.arch == Target::X86 && vectorRegisters(target) >= 32
+                   ? kTallTokenTile
+                   : 0;
     d->pairs   ? schedulePairedLinear(k, *d)
     : d->panel ? schedulePackedLinear(k, *d, tall)
                : scheduleLinear(k, *d);

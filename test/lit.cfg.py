@@ -28,6 +28,13 @@ if sanitize:
     config.environment["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"
     config.available_features.add("sanitize")
 
+# avx512: this CPU runs AVX-512 code, so tests may run libraries compiled
+# for an explicit AVX-512 target (whose kernels differ from AVX2's).
+with open("/proc/cpuinfo") as cpuinfo:
+    if any(line.startswith("flags") and " avx512f " in line + " "
+           for line in cpuinfo):
+        config.available_features.add("avx512")
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.archc_tools_dir, append_path=True)
