@@ -214,9 +214,9 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
     RDom r(0, int(K), "r");
     acc(n, t) = 0.0f;
     // The weight widened: an f16 one as a Func of its own, computed once per
-    // step of K (inlined in a tile of several tokens, its multiply was
-    // taken once per token; with a 16-bit weight acc serves only the GEMV
-    // now, see wide_gemm below).
+    // step of K (inlined, its multiply would be taken once per token). With
+    // a 16-bit weight acc serves the GEMV and GEMMs of fewer than kWideRows
+    // rows (see wide_gemm below).
     Func wide("wide");
     Var j("j"), p("p");
     wide(j, kk, p) = widen(w(j, kk, p), d.weight);

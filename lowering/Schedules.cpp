@@ -201,8 +201,9 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
     registerTile(accWide->second, n, t, r, lanes);
     k.funcs["wide_gemm"].compute_at(k.out, no).vectorize(Var("j"), lanes);
   }
-  // An f16 weight's panel row in the GEMV (acc's only use with a 16-bit
-  // weight), widened by its own Func at each step of K.
+  // An f16 weight's panel row in acc's tiles (a 16-bit weight's GEMV and
+  // GEMMs of fewer than kWideRows rows) widened once per step of K, not
+  // once per token of the tile (the multiply of its widening would be).
   auto wide = k.funcs.find("wide");
   if (wide != k.funcs.end())
     wide->second.compute_at(acc, r).vectorize(Var("j"), lanes);
