@@ -559,17 +559,8 @@ void gemmaFamily(Reader &r, Spec &s, const std::string &type) {
   // Gemma3TextConfig's defaults where Gemma2Config's differ (a Gemma 3
   // text_config lists only what its size changes).
   const bool g3 = type == "gemma3_text";
-  s.setInt("model", "vocab_size", r.integer("vocab_size", g3 ? 262208 : 256000),
-           "vocab_size");
-  int64_t d = r.positive("hidden_size");
-  s.setInt("model", "d_model", d, "hidden_size");
-  s.setInt("model", "n_layers", r.integer("num_hidden_layers"),
-           "num_hidden_layers");
-  s.setInt("model", "max_seq_len",
-           r.integer("max_position_embeddings", g3 ? 131072 : 8192),
-           "max_position_embeddings");
-  s.setBool("model", "tie_embeddings", r.boolean("tie_word_embeddings", true),
-            "tie_word_embeddings");
+  r.positive("hidden_size"); // (its square root scales the embeddings)
+  int64_t d = modelTable(r, s, g3 ? 262208 : 256000, g3 ? 131072 : 8192, true);
   s.setReal("model", "embedding_scale", std::sqrt(double(d)),
             "Gemma: sqrt(hidden_size)");
   s.setStr("norm", "kind", "rmsnorm", "");
