@@ -39,6 +39,9 @@ struct KernelFuncs {
   int64_t l2Bytes = kDefaultL2Bytes; ///< the L2 the GEMM's blocks fit
   std::vector<int64_t> outDims; ///< static extents of the output's features
   bool denseOutputRows = true;  ///< else a view (a copy's destination)
+  /// Whether the schedule calls the ukernels (lowering/ukernels.ll), which
+  /// the emitter then links into the kernel's module.
+  bool ukernels = false;
 };
 
 /// Builds the algorithm of `spec`; `lanes` is the target's natural float
@@ -48,6 +51,18 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes,
 
 /// Applies the CPU schedule for `k` on `target`.
 void scheduleKernel(KernelFuncs &k, const Halide::Target &target);
+
+/// Makes token tiles 1..m of each task of packed linear `d`'s GEMM
+/// prefetch the next task's weight panel (m = the panel's lines / K), a
+/// line per step of K, where it pays: an f32 weight of at least two
+/// panels, not K-blocked, two of whose panels fit in half the L2. A
+/// lowering pass on `k.out` finds the task loop `taskLoop` (a panel per
+/// task), the token tile loop `tileLoop` and the register tile's K loop
+/// `kLoop` by their Halide names and calls the archu_prefetch_read ukernel
+/// (x86-64 Linux only; sets k.ukernels). Returns whether it applies.
+bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
+                       const std::string &taskLoop,
+                       const std::string &tileLoop, const std::string &kLoop);
 
 /// Whether a call of tiled attention `a` takes its tiles (else its
 /// chunks): at least block_q query rows, and more than one.

@@ -1,6 +1,7 @@
 //===- HalideEmitter.cpp - Compile kernels with Halide --------------------===//
 #include "lowering/HalideEmitter.h"
 #include "lowering/Algorithms.h"
+#include "lowering/Ukernels.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -151,6 +152,21 @@ static KernelFuncs build(const KernelSpec &spec, const Target &t) {
   return k;
 }
 
+/// Compiles kernel `k` to `outputs`, linking the ukernels' bitcode
+/// (lowering/ukernels.ll) into its module where its schedule calls them.
+static void compileKernel(KernelFuncs &k,
+                          const std::map<OutputFileType, std::string> &outputs,
+                          const std::string &name, const Target &t) {
+  Module m = k.out.compile_to_module(k.args, name, t);
+  if (k.ukernels)
+    m.append(ExternalCode::bitcode_wrapper(
+        t,
+        std::vector<uint8_t>(kUkernelBitcode,
+                             kUkernelBitcode + kUkernelBitcodeSize),
+        "archc_ukernels"));
+  m.compile(outputs);
+}
+
 /// Whether x86 assembly `path` has an AVX512-FP16 instruction: a mnemonic
 /// on half-precision vectors or scalars (..ph, ..sh, ..phx, ..psx, vmovw),
 /// F16C's vcvtps2ph / vcvtph2ps aside.
@@ -183,20 +199,21 @@ bool compileKernelObject(const KernelSpec &spec, const std::string &target,
                    .with_feature(Target::NoRuntime);
     KernelFuncs k = build(spec, t);
     if (!t.has_feature(Target::AVX512_SapphireRapids) || hostHasAvx512Fp16())
-      return k.out.compile_to_object(path, k.args, spec.name(), t);
+      return compileKernel(k, {{OutputFileType::object, path}}, spec.name(),
+                           t);
     // LLVM may use AVX512-FP16 with it, which this CPU lacks (vmovw for a
     // gather of 16-bit elements): such a kernel is built again without.
     std::string s = path + ".s";
-    k.out.compile_to({{OutputFileType::object, path},
-                      {OutputFileType::assembly, s}},
-                     k.args, spec.name(), t);
+    compileKernel(
+        k, {{OutputFileType::object, path}, {OutputFileType::assembly, s}},
+        spec.name(), t);
     bool fp16 = usesAvx512Fp16(s);
     std::remove(s.c_str());
     if (!fp16)
       return;
     t = t.without_feature(Target::AVX512_SapphireRapids);
     KernelFuncs plain = build(spec, t);
-    plain.out.compile_to_object(path, plain.args, spec.name(), t);
+    compileKernel(plain, {{OutputFileType::object, path}}, spec.name(), t);
   });
 }
 

@@ -160,7 +160,7 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
 /// vector loads of a panel row. A GEMM over a panel larger than the L2 is
 /// blockedGemm's.
 static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
-                                 int tall) {
+                                 int tall, bool prefetch) {
   Var n = k.vars["n"], t = k.vars["t"];
   RDom r = k.rdoms["r"];
   Func acc = k.funcs["acc"];
@@ -207,6 +207,17 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
   auto wide = k.funcs.find("wide");
   if (wide != k.funcs.end())
     wide->second.compute_at(acc, r).vectorize(Var("j"), lanes);
+  // The next task's panel prefetched by the token tiles, where it pays
+  // (prefetchNextPanel; on the Xeon a GEMM streaming its weight from
+  // memory gained 13% at K = 1024, nothing at 2816, lost at 4096, and a
+  // 16-bit weight's widened panels lost; docs/performance.md). (Halide
+  // names a split's loops old.new: tileLinear splits t by "to".)
+  if (prefetch) {
+    std::string loop = k.out.name() + ".s0.";
+    prefetchNextPanel(k, d, loop + n.name() + "." + no.name(),
+                      loop + t.name() + ".to",
+                      acc.name() + ".s1." + r.x.name());
+  }
 }
 
 /// The bf16 dot product over a weight in pairs: schedulePackedLinear's
@@ -577,8 +588,12 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
     int tall = target.arch == Target::X86 && vectorRegisters(target) >= 32
                    ? kTallTokenTile
                    : 0;
+    // The next panel's prefetch: a ukernel whose bitcode is x86-64 Linux's,
+    // measured with AVX-512's tiles (a token tile of AVX2's runs K twice,
+    // a column half at a time, and would prefetch each line twice).
+    bool prefetch = tall && target.bits == 64 && target.os == Target::Linux;
     d->pairs   ? schedulePairedLinear(k, *d)
-    : d->panel ? schedulePackedLinear(k, *d, tall)
+    : d->panel ? schedulePackedLinear(k, *d, tall, prefetch)
                : scheduleLinear(k, *d);
   }
   else if (spec.get<PackKernel>())

@@ -1,0 +1,21 @@
+//===- Ukernels.h - The ukernels' bitcode, embedded -------------*- C++ -*-===//
+//
+// lowering/ukernels.ll assembled into LLVM 14 bitcode at build time and
+// written out as a byte array (EmbedBitcode.cmake), for the emitter to link
+// into the modules of the kernels whose schedules call a ukernel
+// (KernelFuncs::ukernels).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_LOWERING_UKERNELS_H
+#define ARCHC_LOWERING_UKERNELS_H
+
+#include <cstddef>
+
+namespace arch {
+
+extern const unsigned char kUkernelBitcode[];
+extern const size_t kUkernelBitcodeSize;
+
+} // namespace arch
+
+#endif // ARCHC_LOWERING_UKERNELS_H
