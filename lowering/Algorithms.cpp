@@ -241,13 +241,17 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
       k.funcs["wide_gemm"] = wideGemm;
     if (kBlockOf(d, k.l2Bytes)) {
       // K-blocked by the schedule: computed for whole token tiles, a
-      // ragged last one reading the last row again.
-      Func gemm("acc_gemm");
+      // ragged last one reading the last row again. x_tile is the tile's
+      // rows of x in the block, copied by the schedule: read in place,
+      // the clamped rows cost the register tile address arithmetic in
+      // every step (docs/performance.md).
+      Func gemm("acc_gemm"), xTile("x_tile");
+      xTile(kk, t) = x(kk, min(t, rows - 1));
       gemm(n, t) = 0.0f;
-      gemm(n, t) += x(r, min(t, rows - 1)) *
-                    wideGemm(n % int(panel), r, n / int(panel));
+      gemm(n, t) += xTile(r, t) * wideGemm(n % int(panel), r, n / int(panel));
       gemmDot = gemm(n, t);
       k.funcs["acc_gemm"] = gemm;
+      k.funcs["x_tile"] = xTile;
     } else if (widened) {
       // Only for calls of kWideRows rows or more: fewer tiles do not repay
       // the buffer, and widen in registers (acc).

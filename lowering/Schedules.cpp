@@ -147,6 +147,11 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
       .bound_extent(n, panel)
       .bound_extent(t, rows);
   registerTile(part, n, t, ri, lanes);
+  // The token tile's rows of x in this block, copied (x_tile): the
+  // register tile reads them at constant offsets from one base.
+  auto xTile = k.funcs.find("x_tile");
+  if (xTile != k.funcs.end())
+    xTile->second.compute_at(gemm, to).vectorize(k.vars["kk"], lanes);
   // A 16-bit weight's block widened once, for every token tile.
   auto wide = k.funcs.find("wide_gemm");
   if (wide != k.funcs.end())
