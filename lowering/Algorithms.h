@@ -55,13 +55,16 @@ void scheduleKernel(KernelFuncs &k, const Halide::Target &target);
 /// Makes token tiles 1..m of each task of packed linear `d`'s GEMM
 /// prefetch the next task's weight panel (m = the panel's lines / K), a
 /// line per step of K, where it pays: an f32 weight of at least two
-/// panels, not K-blocked, two of whose panels fit in half the L2. A
-/// lowering pass on `k.out` finds the task loop `taskLoop` (a panel per
-/// task), the token tile loop `tileLoop` and the register tile's K loop
-/// `kLoop` by their Halide names and calls the archu_prefetch_read ukernel
-/// (x86-64 Linux only; sets k.ukernels). Returns whether it applies.
+/// panels, not K-blocked, two of whose panels fit in half the L2; in a
+/// K-blocked GEMM (`blockLoop`, its block loop, given), tiles 1..m of
+/// each block prefetch the next block. A lowering pass on `k.out` finds
+/// the task loop `taskLoop` (a panel per task), the block loop, the token
+/// tile loop `tileLoop` and the register tile's K loop `kLoop` by their
+/// Halide names and calls the archu_prefetch_read ukernel (x86-64 Linux
+/// only; sets k.ukernels). Returns whether it applies.
 bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
                        const std::string &taskLoop,
+                       const std::string &blockLoop,
                        const std::string &tileLoop, const std::string &kLoop);
 
 /// Whether a call of tiled attention `a` takes its tiles (else its

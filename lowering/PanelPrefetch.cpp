@@ -5,9 +5,12 @@
 // overlaps that first read with compute. This lowering pass makes token
 // tiles 1..m of each task prefetch the next task's panel, a line per step
 // of K (m = the panel's lines / K), so that the next task finds it in the
-// L2. Halide 14's prefetch directive cannot place it (its region is the
-// whole panel, at every step) and emits prefetchnta; the pass calls the
-// archu_prefetch_read ukernel (lowering/ukernels.ll) instead.
+// L2; in a K-blocked GEMM, tiles 1..m of each block prefetch the next
+// block (after a panel's last block, the next panel's first: they follow
+// each other in memory). Halide 14's prefetch directive cannot place it
+// (its region is the whole panel, at every step) and emits prefetchnta;
+// the pass calls the archu_prefetch_read ukernel (lowering/ukernels.ll)
+// instead.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Algorithms.h"
@@ -21,18 +24,21 @@ using namespace Halide::Internal;
 
 /// The pass over the lowered statement. It works on Halide's loop names,
 /// which the schedule fixes: the task loop `task` (a panel per task), the
-/// token tile loop `tile` and the K loop `kLoop` of the register tile
-/// inside it. A statement in which it finds no such K loop is an error,
-/// not a kernel silently without its prefetch
-/// (test/Lowering/panel-prefetch.test).
+/// block loop `block` of a K-blocked GEMM (else none), the token tile loop
+/// `tile` and the K loop `kLoop` of the register tile inside them, whose
+/// `kLen` steps are rows of `blockBytes` (a whole panel's when unblocked).
+/// A statement in which it finds no such K loop is an error, not a kernel
+/// silently without its prefetch (test/Lowering/panel-prefetch.test).
 class NextPanel : public IRMutator {
 public:
-  NextPanel(std::string weight, std::string task, std::string tile,
-            std::string kLoop, int64_t K, int64_t panelBytes, int64_t panels)
+  NextPanel(std::string weight, std::string task, std::string block,
+            std::string tile, std::string kLoop, int64_t kLen,
+            int64_t panelBytes, int64_t blockBytes, int64_t panels)
       : weight(std::move(weight)), task(std::move(task)),
-        tile(std::move(tile)), kLoop(std::move(kLoop)), K(K),
-        panelBytes(panelBytes), panels(panels),
-        tiles(int(panelBytes / 64 / K)) {}
+        block(std::move(block)), tile(std::move(tile)),
+        kLoop(std::move(kLoop)), kLen(kLen), panelBytes(panelBytes),
+        blockBytes(blockBytes), end(panelBytes * panels),
+        tiles(int(blockBytes / 64 / kLen)) {}
 
   /// The whole statement (depth 0), then each part of it.
   Stmt mutate(const Stmt &s) override {
@@ -54,9 +60,10 @@ private:
   Stmt visit(const For *op) override {
     // (Halide drops a loop of one iteration, and its variable: hence
     // prefetchNextPanel asks for at least two panels.)
-    bool *within = op->name == task   ? &inTask
-                   : op->name == tile ? &inTile
-                                      : nullptr;
+    bool *within = op->name == task    ? &inTask
+                   : op->name == block ? &inBlock
+                   : op->name == tile  ? &inTile
+                                       : nullptr;
     if (within) {
       bool outer = *within;
       *within = true;
@@ -64,50 +71,61 @@ private:
       *within = outer;
       return s;
     }
-    if (!inTask || !inTile || op->name != kLoop)
+    if (!inTask || (!block.empty() && !inBlock) || !inTile ||
+        op->name != kLoop)
       return IRMutator::visit(op);
     found = true;
-    // Tile `to` (from 1) prefetches line (to - 1) * K + k of the next
-    // panel at step k: tiles 1..m cover its lines.
+    // The next block (panel) starts at `next`; tile `to` (from 1)
+    // prefetches its line (to - 1) * kLen + k at step k: tiles 1..m cover
+    // its lines.
     Expr to = Variable::make(Int(32), tile);
     Expr no = Variable::make(Int(32), task);
     Expr k = Variable::make(Int(32), op->name);
-    Expr line = cast<int64_t>((to - 1) * int(K) + k);
-    Expr offset = cast<int64_t>(no + 1) * Expr(panelBytes) +
-                  line * Expr(int64_t(64));
+    Expr next = cast<int64_t>(no + 1) * Expr(panelBytes);
+    if (!block.empty())
+      next = cast<int64_t>(no) * Expr(panelBytes) +
+             cast<int64_t>(Variable::make(Int(32), block) + 1) *
+                 Expr(blockBytes);
+    Expr line = cast<int64_t>((to - 1) * int(kLen) + k);
+    Expr offset = next + line * Expr(int64_t(64));
     Stmt prefetch = Evaluate::make(
         Call::make(Int(32), "archu_prefetch_read",
                    {Variable::make(Handle(), weight), offset}, Call::Extern));
     Stmt with = For::make(op->name, op->min, op->extent, op->for_type,
                           op->device_api, Block::make(prefetch, op->body));
     // (The loop is taken apart on the tile, not tested at every step.)
-    Expr prefetches = to >= 1 && to <= tiles && no + 1 < int(panels);
+    Expr prefetches = to >= 1 && to <= tiles && next < Expr(end);
     return IfThenElse::make(prefetches, with, op);
   }
 
-  std::string weight, task, tile, kLoop;
-  int64_t K, panelBytes, panels;
+  std::string weight, task, block, tile, kLoop;
+  int64_t kLen, panelBytes, blockBytes, end;
   int tiles; ///< m
   int depth = 0;
-  bool inTask = false, inTile = false, found = false;
+  bool inTask = false, inBlock = false, inTile = false, found = false;
 };
 
 } // namespace
 
 bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
                        const std::string &taskLoop,
+                       const std::string &blockLoop,
                        const std::string &tileLoop,
                        const std::string &kLoop) {
   int64_t panels = (d.N + d.panel - 1) / d.panel;
   int64_t panelBytes = d.K * d.panel * elementType(d.weight).bytes();
-  // f32 panels of whole lines (16 columns a line), at least two, not
-  // K-blocked, of which two fit in half the L2.
+  int64_t kb = kBlockOf(d, k.l2Bytes);
+  // f32 panels of whole lines (16 columns a line), at least two; blocks
+  // of a K-blocked GEMM (an eighth of the L2 at most), or whole panels
+  // of which two fit in half the L2.
   if (d.weight != StoreType::f32 || d.oneRow || d.panel % 16 ||
-      panels < 2 || kBlockOf(d, k.l2Bytes) || 4 * panelBytes > k.l2Bytes)
+      panels < 2 || blockLoop.empty() == (kb != 0) ||
+      (!kb && 4 * panelBytes > k.l2Bytes))
     return false;
-  k.out.add_custom_lowering_pass(new NextPanel(k.in("weight").name(), taskLoop,
-                                               tileLoop, kLoop, d.K,
-                                               panelBytes, panels));
+  int64_t kLen = kb ? kb : d.K;
+  k.out.add_custom_lowering_pass(new NextPanel(
+      k.in("weight").name(), taskLoop, blockLoop, tileLoop, kLoop, kLen,
+      panelBytes, panelBytes / d.K * kLen, panels));
   k.ukernels = true;
   return true;
 }

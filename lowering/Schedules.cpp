@@ -122,7 +122,7 @@ static void registerTile(Func acc, Var n, Var t, RVar r, int lanes) {
 /// slice of the panel stays in L2 while all token tiles pass over it,
 /// where each tile would otherwise stream the whole panel.
 static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
-                        Var no, int rows) {
+                        Var no, int rows, bool prefetch) {
   Var n = k.vars["n"], t = k.vars["t"];
   RDom r = k.rdoms["r"];
   Func gemm = k.funcs["acc_gemm"];
@@ -156,6 +156,16 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
   auto wide = k.funcs.find("wide_gemm");
   if (wide != k.funcs.end())
     wide->second.compute_at(gemm, ro).vectorize(Var("j"), lanes);
+  // The next block prefetched by the token tiles (prefetchNextPanel; on
+  // the Xeon +13-20% at the Zen 5's blocks of 2816 -> 1024, +8% at 14336
+  // -> 4096; docs/performance.md).
+  if (prefetch) {
+    std::string update = gemm.name() + ".s1.";
+    prefetchNextPanel(k, d, k.out.name() + ".s0." + n.name() + "." + no.name(),
+                      update + r.x.name() + "." + ro.name(),
+                      update + t.name() + "." + to.name(),
+                      part.name() + ".s1." + r.x.name() + "." + ri.name());
+  }
 }
 
 /// Over a packed weight: a task per panel of output columns; in it, tiles
@@ -174,7 +184,7 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
   std::function<void(Stage)> blocked, gemvColumns;
   if (kBlockOf(d, k.l2Bytes))
     blocked = [&](Stage s) {
-      blockedGemm(k, d, s, no, tall ? tall : kTokenTile);
+      blockedGemm(k, d, s, no, tall ? tall : kTokenTile, prefetch);
     };
   int streams = gemvPanels(d, lanes), columns = streams * int(d.panel);
   if (streams > 1)
@@ -217,9 +227,9 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
   // memory gained 13% at K = 1024, nothing at 2816, lost at 4096, and a
   // 16-bit weight's widened panels lost; docs/performance.md). (Halide
   // names a split's loops old.new: tileLinear splits t by "to".)
-  if (prefetch) {
+  if (prefetch && !blocked) {
     std::string loop = k.out.name() + ".s0.";
-    prefetchNextPanel(k, d, loop + n.name() + "." + no.name(),
+    prefetchNextPanel(k, d, loop + n.name() + "." + no.name(), "",
                       loop + t.name() + ".to",
                       acc.name() + ".s1." + r.x.name());
   }
