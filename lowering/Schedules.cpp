@@ -71,6 +71,18 @@ static void tileLinear(KernelFuncs &k, const LinearKernel &d, Var inner,
   tile(k.out, 0);
 }
 
+/// Halide's name for the loop of `f`'s definition `stage` (0: pure, 1:
+/// the first update) over `var`, or over what `splits` (outer to inner:
+/// each split's name for the loop kept) made of it: f.sN.var[.split...].
+/// prefetchNextPanel finds its loops by these names.
+static std::string loopName(Func f, int stage, const std::string &var,
+                            std::initializer_list<std::string> splits = {}) {
+  std::string name = f.name() + ".s" + std::to_string(stage) + "." + var;
+  for (const std::string &s : splits)
+    name += "." + s;
+  return name;
+}
+
 /// The column loops of a packed linear: a parallel task (`no`) per `task`
 /// columns — guarded, not shifted: a last panel past N reads the
 /// packing's zeros — in tiles (`nj`) of `tile`, vectorized by `lanes`.
@@ -159,13 +171,11 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
   // The next block prefetched by the token tiles (prefetchNextPanel; on
   // the Xeon +13-20% at the Zen 5's blocks of 2816 -> 1024, +8% at 14336
   // -> 4096; docs/performance.md).
-  if (prefetch) {
-    std::string update = gemm.name() + ".s1.";
-    prefetchNextPanel(k, d, k.out.name() + ".s0." + n.name() + "." + no.name(),
-                      update + r.x.name() + "." + ro.name(),
-                      update + t.name() + "." + to.name(),
-                      part.name() + ".s1." + r.x.name() + "." + ri.name());
-  }
+  if (prefetch)
+    prefetchNextPanel(k, d, loopName(k.out, 0, n.name(), {no.name()}),
+                      loopName(gemm, 1, r.x.name(), {ro.name()}),
+                      loopName(gemm, 1, t.name(), {to.name()}),
+                      loopName(part, 1, r.x.name(), {ri.name()}));
 }
 
 /// Over a packed weight: a task per panel of output columns; in it, tiles
@@ -225,14 +235,12 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
   // The next task's panel prefetched by the token tiles, where it pays
   // (prefetchNextPanel; on the Xeon a GEMM streaming its weight from
   // memory gained 13% at K = 1024, nothing at 2816, lost at 4096, and a
-  // 16-bit weight's widened panels lost; docs/performance.md). (Halide
-  // names a split's loops old.new: tileLinear splits t by "to".)
-  if (prefetch && !blocked) {
-    std::string loop = k.out.name() + ".s0.";
-    prefetchNextPanel(k, d, loop + n.name() + "." + no.name(), "",
-                      loop + t.name() + ".to",
-                      acc.name() + ".s1." + r.x.name());
-  }
+  // 16-bit weight's widened panels lost; docs/performance.md). (tileLinear
+  // splits t by "to".)
+  if (prefetch && !blocked)
+    prefetchNextPanel(k, d, loopName(k.out, 0, n.name(), {no.name()}), "",
+                      loopName(k.out, 0, t.name(), {"to"}),
+                      loopName(acc, 1, r.x.name()));
 }
 
 /// The bf16 dot product over a weight in pairs: schedulePackedLinear's
