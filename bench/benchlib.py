@@ -13,7 +13,16 @@ def ceilings(out):
     print(open(f"{out}/cpu").read().strip())
     for t in (1, 2):
         bf16 = ceil[t].get("bf16_gflops", 0)
+        amx = ceil[t].get("amx_gflops", 0)
         print(f"ceilings, {t} thread(s): FP32 FMA peak {ceil[t]['peak_gflops']:.1f} GFLOP/s, "
               f"read bandwidth {ceil[t]['read_gbs']:.1f} GB/s"
-              + (f", bf16 dot-product peak {bf16:.1f} GFLOP/s" if bf16 else ""))
+              + (f", bf16 dot-product peak {bf16:.1f} GFLOP/s" if bf16 else "")
+              + (f", AMX bf16 peak {amx:.1f} GFLOP/s" if amx else ""))
     return ceil
+
+
+def bf16_peak(ceil):
+    """The ceiling of a bf16 GEMM whose inputs are bf16 (the bf16 dot
+    product): the AMX tiles' peak where the CPU has them (archc's GEMM then
+    runs on them), else the vdpbf16ps peak, else 0."""
+    return ceil.get("amx_gflops") or ceil.get("bf16_gflops", 0)

@@ -7,17 +7,25 @@
  * keeps several misses in flight, which one stream's prefetch may not);
  * where the
  * CPU has AVX512-BF16, the bf16 dot-product peak (vdpbf16ps chains: 2
- * products and 2 sums per f32 lane) too, else bf16_gflops=0. One result
- * per thread count, the best of several repetitions.
- *   ceilings THREADS   ->   peak_gflops=... read_gbs=... bf16_gflops=...
+ * products and 2 sums per f32 lane) too, else bf16_gflops=0; where it has
+ * AMX-BF16 (and Linux grants the tiles), the AMX tiles' bf16 peak
+ * (tdpbf16ps of 16 x 16 x 32 on 4 independent accumulator tiles, operands
+ * in tiles: no loads), else amx_gflops=0. One result per thread count, the
+ * best of several repetitions.
+ *   ceilings THREADS
+ *     ->   peak_gflops=... read_gbs=... bf16_gflops=... amx_gflops=...
  *
  *===---------------------------------------------------------------------===*/
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef __AVX512F__
 typedef __m512 vec;
@@ -93,6 +101,53 @@ static void *bf16_job(void *arg) {
     s = _mm512_add_ps(s, acc[c]);
   j->out = _mm512_reduce_add_ps(s);
   return NULL;
+}
+#endif
+
+#ifdef __AMX_BF16__
+enum { AMX_ITERS = 4000000 };
+
+/* 4 accumulator tiles (16 x 16 f32), 2 A and 2 B tiles (16 x 64 bytes of
+ * bf16 zeros), each step 4 independent tdpbf16ps: 4 x 16 x 16 x 32 x 2
+ * flops. */
+static void *amx_job(void *arg) {
+  job *j = arg;
+  struct {
+    uint8_t palette, start, reserved[14];
+    uint16_t bytes[16];
+    uint8_t rows[16];
+  } cfg;
+  static const uint16_t zeros[16 * 32] __attribute__((aligned(64)));
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int i = 0; i < 8; ++i)
+    cfg.rows[i] = 16, cfg.bytes[i] = 64;
+  _tile_loadconfig(&cfg);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, zeros, 64);
+  _tile_loadd(5, zeros, 64);
+  _tile_loadd(6, zeros, 64);
+  _tile_loadd(7, zeros, 64);
+  for (long i = 0; i < AMX_ITERS; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  float c[16 * 16];
+  _tile_stored(0, c, 64);
+  _tile_release();
+  j->out = c[0];
+  return NULL;
+}
+
+/* Whether Linux grants this process the tiles' state
+ * (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)). */
+static int amx_granted(void) {
+  return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
 }
 #endif
 
@@ -172,8 +227,15 @@ int main(int argc, char **argv) {
   bf16 = 4.0 * 16 * CHAINS * (double)FMA_ITERS * threads /
          best(bf16_job, threads, data, 3, 1) / 1e9;
 #endif
-  printf("peak_gflops=%.1f read_gbs=%.1f bf16_gflops=%.1f\n", flops / tf / 1e9,
-         (double)kFloats * sizeof(float) / tr / 1e9, bf16);
+  double amx = 0;
+#ifdef __AMX_BF16__
+  if (amx_granted())
+    amx = 4.0 * 16 * 16 * 32 * 2 * (double)AMX_ITERS * threads /
+          best(amx_job, threads, data, 3, 1) / 1e9;
+#endif
+  printf("peak_gflops=%.1f read_gbs=%.1f bf16_gflops=%.1f amx_gflops=%.1f\n",
+         flops / tf / 1e9, (double)kFloats * sizeof(float) / tr / 1e9, bf16,
+         amx);
   free(data);
   return 0;
 }

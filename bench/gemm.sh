@@ -5,8 +5,9 @@
 # 1024-2816) and of one Llama-3-8B-shaped layer (4096 -> 6144 fused QKV,
 # 4096, 14336 gate/up; 14336 -> 4096 down), M = $M token rows (default
 # 128, a prefill of 128 tokens), f32 and bf16 weights (bf16 inputs: the
-# bf16 dot product, vdpbf16ps where the CPU has AVX512-BF16, against the
-# bf16 dot-product ceiling; and --matmul-input=f32: widened), 1 and 2 threads;
+# bf16 dot product: AMX tiles where the CPU has them, else vdpbf16ps where
+# it has AVX512-BF16, against that unit's ceiling; and --matmul-input=f32:
+# widened), 1 and 2 threads;
 # medians of $RUNS calls (bench/gemm.c). OpenBLAS is Debian's
 # libopenblas0-pthread (scripts/install-deps.sh), run with this image's
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they halve its speed).
@@ -54,7 +55,8 @@ for line in open(f"{out}/results"):
     w, k, n, t, *kv = line.split()
     rows[w, int(k), int(n), int(t)] = {a: float(b) for a, b in (x.split("=") for x in kv)}
 print(f"\nGEMM of {m} rows, GFLOP/s (share of the FP32 FMA peak)")
-print("(bf16: the bf16 dot product, share of the bf16 dot-product peak; "
+print("(bf16: the bf16 dot product, share of its unit's peak: AMX tiles' where "
+      "the CPU has them, else vdpbf16ps'; "
       "bf16 widened: f32 inputs, share of the FP32 peak)")
 print(f"{'K':>6} {'N':>6} {'thr':>3} {'archc f32':>15} {'OpenBLAS':>15} "
       f"{'archc/BLAS':>10} {'archc bf16':>15} {'bf16/f32':>8} "
@@ -65,7 +67,7 @@ for (w, k, n, t), r in sorted(rows.items(), key=lambda x: (x[0][3], x[0][1], x[0
     p = ceil[t]["peak_gflops"]
     b = rows.get(("bf16", k, n, t), {}).get("archc_gflops", 0)
     bw = rows.get(("bf16w", k, n, t), {}).get("archc_gflops", 0)
-    pb = ceil[t].get("bf16_gflops") or p
+    pb = benchlib.bf16_peak(ceil[t]) or p
     blas = r["openblas_gflops"]
     vs = f"{r['archc_gflops'] / blas:>9.2f}x" if blas else f"{'-':>10}"
     print(f"{k:>6} {n:>6} {t:>3} {r['archc_gflops']:>8.1f} ({r['archc_gflops'] / p:>4.0%}) "

@@ -12,7 +12,8 @@
 # median of each round's ratio): on a VM whose speed drifts, a slow spell
 # then lands on every library alike, not on one row of the table; 1 and 2
 # threads. (So the default takes 3 times the calls of one round.) bf16 twice: with bf16 inputs (the default: the bf16 dot
-# product, vdpbf16ps where the CPU has AVX512-BF16) and with
+# product, its GEMM on AMX tiles where the CPU has them, vdpbf16ps where
+# it has AVX512-BF16) and with
 # --matmul-input=f32 ("bf16w": the weights widened).
 #   bench/weight-type.sh [SPEC]
 set -euo pipefail
@@ -68,7 +69,8 @@ chk = {w: json.load(open(f"{out}/check.{w}.json")) for w in ("f32", "bf16", "f16
 chk["bf16w"] = chk["bf16"]
 print(f"\n{chk['f32']['model']}: {chk['f32']['params']:,} parameters, "
       f"{chk['f32']['decode_weight_bytes'] // 4:,} matmul weights per decoded token")
-print("(of peak: FP32 FMA peak; bf16's: the bf16 dot-product peak)")
+print("(of peak: FP32 FMA peak; bf16's: its unit's peak, AMX tiles' where the CPU "
+      "has them, else vdpbf16ps')")
 print(f"{'weights':<7} {'thr':>3} {'prefill tok/s':>13} {'of peak':>7} "
       f"{'decode tok/s':>12} {'GB/s':>6} {'of bw':>6} {'vs f32':>6} {'load MiB':>8}")
 for t in (1, 2):
@@ -80,8 +82,9 @@ for t in (1, 2):
                  - c["classifier_flops_per_token"] * (n - 1) / n)
         gf = b["prefill_tokens_per_s"] * flops / 1e9
         gb = b["decode_tokens_per_s"] * c["decode_weight_bytes"] / 1e9
-        # (The bf16 dot product's prefill against its own ceiling.)
-        peak = ceil[t]["bf16_gflops"] if w == "bf16" else ceil[t]["peak_gflops"]
+        # (The bf16 dot product's prefill against its own ceiling: AMX's
+        # where the CPU has it, vdpbf16ps's, or FP32's where neither.)
+        peak = (benchlib.bf16_peak(ceil[t]) if w == "bf16" else 0) or ceil[t]["peak_gflops"]
         print(f"{w:<7} {t:>3} {b['prefill_tokens_per_s']:>13.1f} "
               f"{gf / peak:>6.0%} {b['decode_tokens_per_s']:>12.1f} "
               f"{gb:>6.1f} {gb / ceil[t]['read_gbs']:>5.0%} "

@@ -110,6 +110,11 @@ static Expr widen(Expr w, StoreType t) {
   return reinterpret<float>(bits) * std::ldexp(1.0f, 112);
 }
 
+bool amxGemm(const LinearKernel &d) {
+  return d.pairs && d.weight == StoreType::bf16 && d.panel == 64 &&
+         !d.oneRow && d.K % 32 == 0;
+}
+
 /// The bf16 dot product over a weight packed in pairs, w (2 * panel, K / 2,
 /// panels): element 2 * j + e of row i of panel p is column p * panel + j,
 /// K index 2 * i + e. x is rounded to bf16 once (xb); the sums over each
@@ -146,7 +151,15 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
     gemvDot = gemv(n % int(panel), n / int(panel), t);
     k.funcs["acc_gemv"] = gemv;
   }
-  if (int kb = kBlockOf(d, k.l2Bytes)) {
+  if (k.amx && amxGemm(d)) {
+    // The GEMM as an extern stage (computed per panel by the schedule):
+    // the AMX ukernel over xb and the packed weight, blocking K itself.
+    Func amx("amx");
+    amx.define_extern("archu_amx_bf16_panels", {xb, w, Expr(int32_t(K))},
+                      Float(32), {n, t}, NameMangling::C);
+    gemmDot = amx(n, t);
+    k.funcs["amx"] = amx;
+  } else if (int kb = kBlockOf(d, k.l2Bytes)) {
     // `part` sums block b for a register tile (computed for whole token
     // tiles, a ragged last one reading the last row again), acc_gemm adds
     // the blocks.
@@ -1527,10 +1540,12 @@ static void lowerHeadLinear(KernelFuncs &k, const HeadLinearKernel &d) {
   k.outDims = {d.N, d.heads};
 }
 
-KernelFuncs lowerKernel(const KernelSpec &spec, int lanes, int64_t l2Bytes) {
+KernelFuncs lowerKernel(const KernelSpec &spec, int lanes, int64_t l2Bytes,
+                        bool amx) {
   KernelFuncs k(spec);
   k.lanes = lanes;
   k.l2Bytes = l2Bytes;
+  k.amx = amx;
   // The inputs, in the order spec.args() declares them.
   for (const KernelArg &a : spec.args()) {
     if (a.kind == KernelArg::Output)

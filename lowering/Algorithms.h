@@ -42,12 +42,22 @@ struct KernelFuncs {
   /// Whether the schedule calls the ukernels (lowering/ukernels.ll), which
   /// the emitter then links into the kernel's module.
   bool ukernels = false;
+  /// Whether the target has AMX tiles (the emitter's input): a bf16 GEMM
+  /// in pairs then calls the archu_amx_bf16_panels ukernel
+  /// (lowering/ukernels_amx.c), which the emitter links in where
+  /// `amxCalled`.
+  bool amx = false, amxCalled = false;
 };
 
 /// Builds the algorithm of `spec`; `lanes` is the target's natural float
 /// vector width (reductions are split by a divisor of it).
 KernelFuncs lowerKernel(const KernelSpec &spec, int lanes,
-                        int64_t l2Bytes = kDefaultL2Bytes);
+                        int64_t l2Bytes = kDefaultL2Bytes, bool amx = false);
+
+/// Whether packed linear `d` takes its GEMM from the AMX ukernel on a
+/// target with AMX tiles: a bf16 weight in pairs, 64-column panels, K a
+/// multiple of 32 (a tile's), not one row only.
+bool amxGemm(const LinearKernel &d);
 
 /// Applies the CPU schedule for `k` on `target`.
 void scheduleKernel(KernelFuncs &k, const Halide::Target &target);

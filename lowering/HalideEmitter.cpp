@@ -38,6 +38,17 @@ static bool hostHasAvx512Bf16() {
   return false;
 }
 
+/// Whether this CPU has AMX-TILE and AMX-BF16 (CPUID leaf 7, EDX bits 24
+/// and 22).
+static bool hostHasAmxBf16() {
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d))
+    return ((d >> 24) & 1) && ((d >> 22) & 1);
+#endif
+  return false;
+}
+
 /// "host": the CPU's own features. Halide 14 detects avx512_sapphirerapids
 /// from AVX512-BF16 and VNNI, and with it LLVM assumes AVX512-FP16 (and
 /// AMX) too: kept where the CPU has AVX512-FP16 (a Sapphire Rapids Xeon),
@@ -82,14 +93,31 @@ bool resolveTarget(const std::string &target, std::string &canonical,
   });
 }
 
+/// Whether the kernels of a library for `t` have AMX tiles: x86-64 Linux
+/// with avx512_sapphirerapids (the Xeons that have it all have AMX), which
+/// for this CPU's own target (hostTarget() keeps it where the CPU has
+/// AVX512-FP16) also asks the CPU's AMX bits: a VM may hide them.
+static bool amxTiles(const Target &t) {
+  if (t.arch != Target::X86 || t.bits != 64 || t.os != Target::Linux ||
+      !t.has_feature(Target::AVX512_SapphireRapids))
+    return false;
+  Target plain = t.without_feature(Target::LargeBuffers)
+                     .without_feature(Target::NoRuntime);
+  return !(plain == hostTarget()) || hostHasAmxBf16();
+}
+
 bool bf16DotProductPays(const std::string &target) {
   std::string error;
   bool pays = false;
   guarded(error, [&] {
     Target t = parseTarget(target).without_feature(Target::LargeBuffers);
-    pays = !t.has_feature(Target::AVX512_SapphireRapids) &&
-           t.has_feature(Target::AVX512_Cannonlake) && t == hostTarget() &&
-           hostHasAvx512Bf16();
+    // AVX512-BF16 without the rest of Sapphire Rapids (a Zen 4 or 5: its
+    // vdpbf16ps at the FMA's rate), or AMX tiles (the GEMM's, with
+    // vdpbf16ps for the GEMV).
+    pays = (!t.has_feature(Target::AVX512_SapphireRapids) &&
+            t.has_feature(Target::AVX512_Cannonlake) && t == hostTarget() &&
+            hostHasAvx512Bf16()) ||
+           amxTiles(t);
   });
   return pays;
 }
@@ -141,13 +169,17 @@ std::string kernelTargetString(const KernelSpec &spec,
     const LinearKernel *l = spec.get<LinearKernel>();
     if (l && l->panel && !l->pairs)
       s += " l2=" + std::to_string(l2BytesFor(t));
+    if (l && amxGemm(*l) && amxTiles(t))
+      s += " amx";
   });
   return s;
 }
 
-static KernelFuncs build(const KernelSpec &spec, const Target &t) {
+/// Kernel `spec`'s algorithm and schedule for `t` (kernelTarget's), with
+/// AMX tiles where `amx` (amxTiles of the library's target).
+static KernelFuncs build(const KernelSpec &spec, const Target &t, bool amx) {
   KernelFuncs k =
-      lowerKernel(spec, t.natural_vector_size<float>(), l2BytesFor(t));
+      lowerKernel(spec, t.natural_vector_size<float>(), l2BytesFor(t), amx);
   scheduleKernel(k, t);
   return k;
 }
@@ -164,6 +196,10 @@ static void compileKernel(KernelFuncs &k,
         std::vector<uint8_t>(kUkernelBitcode,
                              kUkernelBitcode + kUkernelBitcodeSize),
         "archc_ukernels"));
+  if (k.amxCalled)
+    m.append(ExternalCode::bitcode_wrapper(
+        t, std::vector<uint8_t>(kAmxBitcode, kAmxBitcode + kAmxBitcodeSize),
+        "archc_ukernels_amx"));
   m.compile(outputs);
 }
 
@@ -195,9 +231,9 @@ static bool usesAvx512Fp16(const std::string &path) {
 bool compileKernelObject(const KernelSpec &spec, const std::string &target,
                          const std::string &path, std::string &error) {
   return guarded(error, [&] {
-    Target t = kernelTarget(spec, parseTarget(target))
-                   .with_feature(Target::NoRuntime);
-    KernelFuncs k = build(spec, t);
+    Target lib = parseTarget(target);
+    Target t = kernelTarget(spec, lib).with_feature(Target::NoRuntime);
+    KernelFuncs k = build(spec, t, amxTiles(lib));
     if (!t.has_feature(Target::AVX512_SapphireRapids) || hostHasAvx512Fp16())
       return compileKernel(k, {{OutputFileType::object, path}}, spec.name(),
                            t);
@@ -212,7 +248,7 @@ bool compileKernelObject(const KernelSpec &spec, const std::string &target,
     if (!fp16)
       return;
     t = t.without_feature(Target::AVX512_SapphireRapids);
-    KernelFuncs plain = build(spec, t);
+    KernelFuncs plain = build(spec, t, false);
     compileKernel(plain, {{OutputFileType::object, path}}, spec.name(), t);
   });
 }
@@ -220,9 +256,9 @@ bool compileKernelObject(const KernelSpec &spec, const std::string &target,
 bool kernelLoweredStmt(const KernelSpec &spec, const std::string &target,
                        std::string &stmt, std::string &error) {
   return guarded(error, [&] {
-    Target t = kernelTarget(spec, parseTarget(target))
-                   .with_feature(Target::NoRuntime);
-    KernelFuncs k = build(spec, t);
+    Target lib = parseTarget(target);
+    Target t = kernelTarget(spec, lib).with_feature(Target::NoRuntime);
+    KernelFuncs k = build(spec, t, amxTiles(lib));
     char tmpl[] = "/tmp/archc-stmt-XXXXXX";
     int fd = mkstemp(tmpl);
     if (fd < 0)

@@ -267,7 +267,18 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
   };
   Var no("no"), ni("ni"), nj("nj"), nk("nk");
   std::function<void(Stage)> blocked;
-  if (kBlockOf(d, k.l2Bytes))
+  auto amx = k.funcs.find("amx");
+  if (amx != k.funcs.end()) {
+    // The AMX ukernel's GEMM, a panel per task (it blocks K itself).
+    blocked = [&](Stage s) {
+      s.split(n, no, ni, panel, TailStrategy::GuardWithIf)
+          .reorder(ni, t, no)
+          .vectorize(ni, lanes)
+          .parallel(no);
+      amx->second.compute_at(k.out, no);
+    };
+    k.amxCalled = true;
+  } else if (kBlockOf(d, k.l2Bytes))
     blocked = [&](Stage s) {
       // As blockedGemm: a task per panel, its 64 x T sums in acc_gemm;
       // per block of K, every token tile's register tile (part).

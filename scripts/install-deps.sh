@@ -2,7 +2,8 @@
 # Installs everything archc needs from Debian 12's packages (run as root, or
 # with sudo available). Skips apt when every package is already present.
 # llvm-14 (llvm-as-14; libhalide14-0-dev brings it too) assembles the
-# ukernels into the bitcode Halide 14's LLVM reads (lowering/ukernels.ll).
+# ukernels into the bitcode Halide 14's LLVM reads (lowering/ukernels.ll),
+# clang-14 compiles the AMX ukernel into it (lowering/ukernels_amx.c).
 # clang-19 and libclang-rt-19-dev build the libFuzzer harnesses
 # (scripts/fuzz.sh); valgrind runs the C host test; libopenblas0-pthread is
 # the benchmarks' BLAS peer (bench/gemm.sh, and PyTorch's BLAS in
@@ -10,7 +11,7 @@
 set -euo pipefail
 pkgs=(cmake ninja-build ccache g++ gcc make git binutils
       libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
-      libhalide14-0-dev llvm-14 libtomlplusplus-dev
+      libhalide14-0-dev llvm-14 clang-14 libtomlplusplus-dev
       python3-torch python3-numpy valgrind
       clang-19 libclang-rt-19-dev libopenblas0-pthread)
 missing=()

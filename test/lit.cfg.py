@@ -30,10 +30,16 @@ if sanitize:
 
 # avx512: this CPU runs AVX-512 code, so tests may run libraries compiled
 # for an explicit AVX-512 target (whose kernels differ from AVX2's).
+# amx: its own target (host) has AMX tiles, so a bf16 GEMM in pairs runs
+# the AMX ukernel: AMX-TILE and AMX-BF16, and AVX512-FP16, without which
+# archc's host target drops avx512_sapphirerapids (lowering/HalideEmitter.cpp).
 with open("/proc/cpuinfo") as cpuinfo:
-    if any(line.startswith("flags") and " avx512f " in line + " "
-           for line in cpuinfo):
-        config.available_features.add("avx512")
+    flags = next((set(line.split(":", 1)[1].split()) for line in cpuinfo
+                  if line.startswith("flags")), set())
+if "avx512f" in flags:
+    config.available_features.add("avx512")
+if {"amx_tile", "amx_bf16", "avx512_fp16"} <= flags:
+    config.available_features.add("amx")
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

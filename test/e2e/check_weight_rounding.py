@@ -15,7 +15,9 @@ bf16 dot product), the pack and linear kernels are the pairs' ones
 ([panels, K / 2, panel, 2]), and the input is checked too: a diagonal input
 of ties and random values gives outputs that are each one product of the
 input rounded to bf16 (nearest even) and a weight, exactly; random inputs
-of 5 rows (the GEMM code) and 1 row (the GEMV code) give the reference's
+of 37 and 5 rows (the GEMM code; with AMX tiles, two whole tiles of 16
+rows and a ragged one, and a ragged one alone) and 1 row (the GEMV code)
+give the reference's
 sums of those products within f32 round-off (4 sqrt(K) units of 2^-24 of
 the sum of magnitudes), which the unrounded input's sums exceed. Subnormal bf16
 operands and products may count as zero (AVX512-BF16's vdpbf16ps flushes
@@ -202,7 +204,7 @@ def check_inputs(rng, pack_weight, linear_of, k, n):
     print(f"bf16 dot product, diagonal input: {wrong} products differ "
           f"from the rounded input's")
     ok = wrong == 0
-    for rows in (5, 1):
+    for rows in (37, 5, 1):
         x = rng.standard_normal((rows, k)).astype(np.float32)
         y = linear_of(x, bp)
         ref = bf16(x).astype(np.float64) @ wb.T.astype(np.float64)
