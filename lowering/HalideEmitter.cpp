@@ -12,6 +12,9 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 
 using namespace Halide;
 
@@ -38,15 +41,33 @@ static bool hostHasAvx512Bf16() {
   return false;
 }
 
-/// Whether this CPU has AMX-TILE and AMX-BF16 (CPUID leaf 7, EDX bits 24
-/// and 22).
-static bool hostHasAmxBf16() {
-#if defined(__x86_64__)
-  unsigned a, b, c, d;
-  if (__get_cpuid_count(7, 0, &a, &b, &c, &d))
-    return ((d >> 24) & 1) && ((d >> 22) & 1);
+/// Whether this machine runs AMX-BF16 code: the CPU has AMX-TILE and
+/// AMX-BF16 (CPUID leaf 7, EDX bits 24 and 22), the OS saves the tiles
+/// (OSXSAVE, and XCR0's bits 17 and 18), and Linux grants this process
+/// their state (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): not
+/// before Linux 5.16, nor under a seccomp filter that forbids it), as the
+/// AMX ukernel asks at its first call (lowering/ukernels_amx.c).
+/// (Asked once: Linux's answer holds for the process.)
+static bool hostRunsAmx() {
+  static const bool runs = [] {
+#if defined(__x86_64__) && defined(__linux__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((d >> 24) & 1) ||
+        !((d >> 22) & 1))
+      return false;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 27) & 1))
+      return false;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if (((lo >> 17) & 3) != 3)
+      return false;
+    return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                   18 /* XFEATURE_XTILEDATA */) == 0;
+#else
+    return false;
 #endif
-  return false;
+  }();
+  return runs;
 }
 
 /// "host": the CPU's own features. Halide 14 detects avx512_sapphirerapids
@@ -96,14 +117,17 @@ bool resolveTarget(const std::string &target, std::string &canonical,
 /// Whether the kernels of a library for `t` have AMX tiles: x86-64 Linux
 /// with avx512_sapphirerapids (the Xeons that have it all have AMX), which
 /// for this CPU's own target (hostTarget() keeps it where the CPU has
-/// AVX512-FP16) also asks the CPU's AMX bits: a VM may hide them.
+/// AVX512-FP16) also asks whether this machine runs AMX code
+/// (hostRunsAmx: a VM may hide AMX, a kernel refuse it). An explicit
+/// target is taken as given: its library needs a machine with AMX (on a
+/// Zen 4 or 5 its GEMMs fail, "extern stage failed").
 static bool amxTiles(const Target &t) {
   if (t.arch != Target::X86 || t.bits != 64 || t.os != Target::Linux ||
       !t.has_feature(Target::AVX512_SapphireRapids))
     return false;
   Target plain = t.without_feature(Target::LargeBuffers)
                      .without_feature(Target::NoRuntime);
-  return !(plain == hostTarget()) || hostHasAmxBf16();
+  return !(plain == hostTarget()) || hostRunsAmx();
 }
 
 bool bf16DotProductPays(const std::string &target) {
@@ -234,7 +258,10 @@ bool compileKernelObject(const KernelSpec &spec, const std::string &target,
     Target lib = parseTarget(target);
     Target t = kernelTarget(spec, lib).with_feature(Target::NoRuntime);
     KernelFuncs k = build(spec, t, amxTiles(lib));
-    if (!t.has_feature(Target::AVX512_SapphireRapids) || hostHasAvx512Fp16())
+    // (A kernel on AMX tiles, for an explicit target on a CPU without
+    // AVX512-FP16, is for another machine: no need to run here.)
+    if (!t.has_feature(Target::AVX512_SapphireRapids) ||
+        hostHasAvx512Fp16() || k.amxCalled)
       return compileKernel(k, {{OutputFileType::object, path}}, spec.name(),
                            t);
     // LLVM may use AVX512-FP16 with it, which this CPU lacks (vmovw for a

@@ -83,6 +83,20 @@ static std::string loopName(Func f, int stage, const std::string &var,
   return name;
 }
 
+/// Token rows of a row-wise kernel's parallel task.
+static constexpr int kRowsPerTask = 8;
+
+/// `s`'s token rows `t` as parallel tasks of kRowsPerTask rows (the last
+/// guarded); returns the rows' loop inside a task. A row of a row-wise
+/// kernel is a few hundred ns of work: a task per row spent as much again
+/// in the thread pool's lock (halide_mutex_lock, 4% of a 2-thread
+/// prefill's profile).
+static Var rowTasks(Stage s, Var t) {
+  Var to("to"), ti("ti");
+  s.split(t, to, ti, kRowsPerTask, TailStrategy::GuardWithIf).parallel(to);
+  return ti;
+}
+
 /// The column loops of a packed linear: a parallel task (`no`) per `task`
 /// columns — guarded, not shifted: a last panel past N reads the
 /// packing's zeros — in tiles (`nj`) of `tile`, vectorized by `lanes`.
@@ -321,20 +335,20 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
   Func acc = k.funcs["acc"];
   acc.compute_at(k.out, nj).bound_extent(j, panel).bound_extent(p, 1);
   pairTile(acc, k.rdoms["r"]);
-  k.funcs["xb"]
-      .compute_root()
-      .vectorize(kk, vectorWidthFor(d.K, 2 * lanes))
-      .parallel(t);
+  Func xb = k.funcs["xb"];
+  xb.compute_root().vectorize(kk, vectorWidthFor(d.K, 2 * lanes));
+  rowTasks(xb, t);
 }
 
 static void schedulePack(KernelFuncs &k) {
   k.out.parallel(k.vars["p"]);
 }
 
-/// A task per token; each group's statistics just before its row.
+/// Tasks of token rows; each group's statistics just before its row.
 static void scheduleNorm(KernelFuncs &k) {
   Var i = k.vars["i"], g = k.vars["g"], t = k.vars["t"], kk = k.vars["kk"];
-  k.out.vectorize(i, k.lanes).parallel(t);
+  k.out.vectorize(i, k.lanes);
+  rowTasks(k.out, t);
   k.funcs["inv"].compute_at(k.out, g);
   k.funcs["mean"].compute_at(k.out, g);
   for (const char *lanes : {"sq", "s1"}) {
@@ -348,10 +362,11 @@ static void scheduleNorm(KernelFuncs &k) {
 
 static void scheduleRope(KernelFuncs &k) {
   Var j = k.vars["j"], t = k.vars["t"];
-  k.out.vectorize(j, k.lanes).parallel(t);
+  k.out.vectorize(j, k.lanes);
+  Var row = rowTasks(k.out, t);
   k.funcs["freq"].compute_root();
-  k.funcs["cos"].compute_at(k.out, t);
-  k.funcs["sin"].compute_at(k.out, t);
+  k.funcs["cos"].compute_at(k.out, row);
+  k.funcs["sin"].compute_at(k.out, row);
 }
 
 /// One task per (head, query row); scores live only for that row.
@@ -608,7 +623,8 @@ static void scheduleLinearState(KernelFuncs &k) {
 
 static void scheduleRowwise(KernelFuncs &k) {
   Var i = k.vars["i"], t = k.vars["t"];
-  k.out.vectorize(i, k.lanes).parallel(t);
+  k.out.vectorize(i, k.lanes);
+  rowTasks(k.out, t);
 }
 
 void scheduleKernel(KernelFuncs &k, const Target &target) {

@@ -9,16 +9,17 @@
  *
  * Compiled by clang-14 into LLVM 14 bitcode at build time (the LLVM that
  * Halide 14 links) and linked into the Halide modules of the kernels that
- * call it (KernelFuncs::amx): weak, so each kernel's object may carry it;
- * hidden, so no library exports it. Its own function attributes carry
- * AMX-TILE and AMX-BF16: it never inlines into Halide's code.
+ * call it (KernelFuncs::amxCalled): weak, so each kernel's object may
+ * carry it (and LLVM never inlines it: a weak definition may be replaced
+ * at link time); hidden, so no library exports it. Its own function
+ * attributes carry AMX-TILE and AMX-BF16, whatever the kernel's target.
  *
  * The tiles: C0..C3 the sums of 16 (or fewer: a ragged last token tile
  * gets its own configuration) token rows x the panel's 4 column groups of
  * 16; A (tile 4) 16 rows x 32 of K of x; B (tiles 5, 6, alternating) 16
  * pairs of K x 16 columns, a row of the panel's pairs being 64 columns x
- * 2 = 256 bytes, so the B tile of column group c is 64 bytes at 64 c of
- * each. Per step of 32 of K: one A load, four B loads, four tdpbf16ps.
+ * 2 bf16 x 2 bytes = 256 bytes, so the B tile of column group c is the 64
+ * bytes at 64 c of each. Per step of 32 of K: one A load, four B loads, four tdpbf16ps.
  * Over K above 2048 every token tile runs one block of K before the next
  * block (its sums stored and loaded back), so that the block's slice of
  * the panel is read from memory once and from the L2 by the other tiles.
@@ -141,13 +142,19 @@ archu_amx_bf16_panels(halide_buffer_t *x, halide_buffer_t *w, int32_t K,
   }
   if (isQuery(out))
     return 0;
-  int32_t cols = on->extent, rows = ot->extent;
+  int32_t cols = on->extent, rows = ot->extent, panel = on->min / kPanel;
+  const halide_dimension_t *wd = w->dim;
   if (K % kStepK || on->min % kPanel || cols < 1 || cols > kPanel ||
-      x->dim[0].stride != 1 || w->dim[0].stride != 1 ||
-      w->dim[1].stride != 2 * kPanel || on->stride != 1 ||
-      x->dim[0].min > 0 || x->dim[0].min + x->dim[0].extent < K ||
-      x->dim[1].min > ot->min ||
-      x->dim[1].min + x->dim[1].extent < ot->min + rows)
+      x->dimensions != 2 || w->dimensions != 3 || out->dimensions != 2 ||
+      x->type.bits != 16 || w->type.bits != 16 ||
+      out->type.code != halide_type_float || out->type.bits != 32 ||
+      x->dim[0].stride != 1 || on->stride != 1 || x->dim[0].min > 0 ||
+      x->dim[0].min + x->dim[0].extent < K || x->dim[1].min > ot->min ||
+      x->dim[1].min + x->dim[1].extent < ot->min + rows ||
+      wd[0].stride != 1 || wd[0].min != 0 || wd[0].extent != 2 * kPanel ||
+      wd[1].stride != 2 * kPanel || wd[1].min != 0 ||
+      wd[1].extent < K / 2 || panel < wd[2].min ||
+      panel >= wd[2].min + wd[2].extent)
     return kBadShape;
   if (rows < 1)
     return 0;
@@ -156,9 +163,8 @@ archu_amx_bf16_panels(halide_buffer_t *x, halide_buffer_t *w, int32_t K,
   int64_t xStride = x->dim[1].stride, wStride = w->dim[1].stride;
   const uint16_t *xs = (const uint16_t *)x->host - x->dim[0].min +
                        (int64_t)(ot->min - x->dim[1].min) * xStride;
-  const uint16_t *ws =
-      (const uint16_t *)w->host +
-      (int64_t)(on->min / kPanel - w->dim[2].min) * w->dim[2].stride;
+  const uint16_t *ws = (const uint16_t *)w->host +
+                       (int64_t)(panel - wd[2].min) * wd[2].stride;
   float *o = (float *)out->host;
   int64_t oStride = ot->stride;
   int full = rows / kRowsPerTile, ragged = rows % kRowsPerTile;
@@ -180,8 +186,9 @@ archu_amx_bf16_panels(halide_buffer_t *x, halide_buffer_t *w, int32_t K,
       }
     }
   } else {
-    // A last panel past N: each token tile's sums over all of K in
-    // `sums`, its first `cols` columns copied out.
+    // A last panel past N (Halide asks for the columns before N only):
+    // each token tile's sums over all of K in `sums`, its first `cols`
+    // columns copied out.
     float sums[kRowsPerTile * kPanel];
     for (int i = 0; i * kRowsPerTile < rows; ++i) {
       int n = rows - i * kRowsPerTile < kRowsPerTile ? ragged : kRowsPerTile;

@@ -32,14 +32,19 @@ if sanitize:
 # for an explicit AVX-512 target (whose kernels differ from AVX2's).
 # amx: its own target (host) has AMX tiles, so a bf16 GEMM in pairs runs
 # the AMX ukernel: AMX-TILE and AMX-BF16, and AVX512-FP16, without which
-# archc's host target drops avx512_sapphirerapids (lowering/HalideEmitter.cpp).
+# archc's host target drops avx512_sapphirerapids, and Linux grants the
+# tiles' state (arch_prctl(ARCH_REQ_XCOMP_PERM = 0x1023,
+# XFEATURE_XTILEDATA = 18); SYS_arch_prctl is 158 on x86-64) as archc asks
+# (hostRunsAmx, lowering/HalideEmitter.cpp).
 with open("/proc/cpuinfo") as cpuinfo:
     flags = next((set(line.split(":", 1)[1].split()) for line in cpuinfo
                   if line.startswith("flags")), set())
 if "avx512f" in flags:
     config.available_features.add("avx512")
 if {"amx_tile", "amx_bf16", "avx512_fp16"} <= flags:
-    config.available_features.add("amx")
+    import ctypes
+    if ctypes.CDLL(None, use_errno=True).syscall(158, 0x1023, 18) == 0:
+        config.available_features.add("amx")
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -84,6 +84,8 @@ def main():
                     help="the bf16 dot product's kernels (weights in pairs)")
     ap.add_argument("--k", type=int, help="the kernels of this K (default: "
                     "the first pack kernel's)")
+    ap.add_argument("--n", type=int, help="the kernels of this N (default: "
+                    "the first pack kernel's)")
     args = ap.parse_args()
     code = {"bf16": "2", "f16": "1"}[args.type]
     code += "x1" if args.pairs else ""
@@ -92,6 +94,8 @@ def main():
     packs = sorted(set(re.findall(rf"archk_pack_(\d+)x(\d+)x64x1x{code}\b", syms)))
     if args.k:
         packs = [p for p in packs if int(p[0]) == args.k]
+    if args.n:
+        packs = [p for p in packs if int(p[1]) == args.n]
     if not packs:
         print(f"FAILED: no {args.type} pack kernel in {args.lib}")
         return 1
