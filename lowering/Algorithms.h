@@ -44,9 +44,11 @@ struct KernelFuncs {
   bool ukernels = false;
   /// Whether the target has AMX tiles (the emitter's input): a bf16 GEMM
   /// in pairs then calls the archu_amx_bf16_panels ukernel
-  /// (lowering/ukernels_amx.c), which the emitter links in where
-  /// `amxCalled`.
-  bool amx = false, amxCalled = false;
+  /// (lowering/ukernels_amx.c) through its extern stage `amx`.
+  bool amx = false;
+  /// Whether the kernel has that extern stage, so that the emitter links
+  /// the AMX ukernel in.
+  bool callsAmx() const { return funcs.count("amx") != 0; }
 };
 
 /// Builds the algorithm of `spec`; `lanes` is the target's natural float

@@ -208,6 +208,15 @@ static KernelFuncs build(const KernelSpec &spec, const Target &t, bool amx) {
   return k;
 }
 
+/// Kernel `spec`'s algorithm and schedule in a library for `target`; `t`
+/// gets the kernel's own target (kernelTarget's, without a runtime).
+static KernelFuncs buildForLibrary(const KernelSpec &spec,
+                                   const std::string &target, Target &t) {
+  Target lib = parseTarget(target);
+  t = kernelTarget(spec, lib).with_feature(Target::NoRuntime);
+  return build(spec, t, amxTiles(lib));
+}
+
 /// Compiles kernel `k` to `outputs`, linking the ukernels' bitcode
 /// (lowering/ukernels.ll) into its module where its schedule calls them.
 static void compileKernel(KernelFuncs &k,
@@ -220,7 +229,7 @@ static void compileKernel(KernelFuncs &k,
         std::vector<uint8_t>(kUkernelBitcode,
                              kUkernelBitcode + kUkernelBitcodeSize),
         "archc_ukernels"));
-  if (k.amxCalled)
+  if (k.callsAmx())
     m.append(ExternalCode::bitcode_wrapper(
         t, std::vector<uint8_t>(kAmxBitcode, kAmxBitcode + kAmxBitcodeSize),
         "archc_ukernels_amx"));
@@ -255,13 +264,12 @@ static bool usesAvx512Fp16(const std::string &path) {
 bool compileKernelObject(const KernelSpec &spec, const std::string &target,
                          const std::string &path, std::string &error) {
   return guarded(error, [&] {
-    Target lib = parseTarget(target);
-    Target t = kernelTarget(spec, lib).with_feature(Target::NoRuntime);
-    KernelFuncs k = build(spec, t, amxTiles(lib));
+    Target t;
+    KernelFuncs k = buildForLibrary(spec, target, t);
     // (A kernel on AMX tiles, for an explicit target on a CPU without
     // AVX512-FP16, is for another machine: no need to run here.)
     if (!t.has_feature(Target::AVX512_SapphireRapids) ||
-        hostHasAvx512Fp16() || k.amxCalled)
+        hostHasAvx512Fp16() || k.callsAmx())
       return compileKernel(k, {{OutputFileType::object, path}}, spec.name(),
                            t);
     // LLVM may use AVX512-FP16 with it, which this CPU lacks (vmovw for a
@@ -283,9 +291,8 @@ bool compileKernelObject(const KernelSpec &spec, const std::string &target,
 bool kernelLoweredStmt(const KernelSpec &spec, const std::string &target,
                        std::string &stmt, std::string &error) {
   return guarded(error, [&] {
-    Target lib = parseTarget(target);
-    Target t = kernelTarget(spec, lib).with_feature(Target::NoRuntime);
-    KernelFuncs k = build(spec, t, amxTiles(lib));
+    Target t;
+    KernelFuncs k = buildForLibrary(spec, target, t);
     char tmpl[] = "/tmp/archc-stmt-XXXXXX";
     int fd = mkstemp(tmpl);
     if (fd < 0)

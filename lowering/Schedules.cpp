@@ -141,6 +141,18 @@ static void registerTile(Func acc, Var n, Var t, RVar r, int lanes) {
   acc.update().reorder(n, t, r).vectorize(n, lanes).unroll(n).unroll(t);
 }
 
+/// The output of a GEMM computed a panel per parallel task (`no`): its
+/// `panel` columns (guarded: N may end inside the last) inside its token
+/// rows, vectorized by `lanes`; the task's sums are computed at `no`.
+static void panelTasks(Stage out, Var n, Var t, Var no, int panel,
+                       int lanes) {
+  Var ni("ni");
+  out.split(n, no, ni, panel, TailStrategy::GuardWithIf)
+      .reorder(ni, t, no)
+      .vectorize(ni, lanes)
+      .parallel(no);
+}
+
 /// The GEMM of a packed weight whose panel outgrows the L2 (kBlockOf): a
 /// task per panel keeps the panel's 64 x T sums in a buffer (acc_gemm);
 /// for each block of K, every token tile adds that block's register-tile
@@ -153,11 +165,7 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
   RDom r = k.rdoms["r"];
   Func gemm = k.funcs["acc_gemm"];
   int lanes = k.lanes, panel = int(d.panel);
-  Var ni("ni");
-  out.split(n, no, ni, panel, TailStrategy::GuardWithIf)
-      .reorder(ni, t, no)
-      .vectorize(ni, lanes)
-      .parallel(no);
+  panelTasks(out, n, t, no, panel, lanes);
   gemm.compute_at(k.out, no).bound_extent(n, panel).vectorize(n, lanes);
   RVar ro("ro"), ri("ri");
   Var u("u"), to("to"), ti("ti");
@@ -285,13 +293,9 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
   if (amx != k.funcs.end()) {
     // The AMX ukernel's GEMM, a panel per task (it blocks K itself).
     blocked = [&](Stage s) {
-      s.split(n, no, ni, panel, TailStrategy::GuardWithIf)
-          .reorder(ni, t, no)
-          .vectorize(ni, lanes)
-          .parallel(no);
+      panelTasks(s, n, t, no, panel, lanes);
       amx->second.compute_at(k.out, no);
     };
-    k.amxCalled = true;
   } else if (kBlockOf(d, k.l2Bytes))
     blocked = [&](Stage s) {
       // As blockedGemm: a task per panel, its 64 x T sums in acc_gemm;
@@ -299,10 +303,7 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
       Func gemm = k.funcs["acc_gemm"], part = k.funcs["part"];
       RDom ob = k.rdoms["ob"];
       Var to("to"), ti("ti");
-      s.split(n, no, ni, panel, TailStrategy::GuardWithIf)
-          .reorder(ni, t, no)
-          .vectorize(ni, lanes)
-          .parallel(no);
+      panelTasks(s, n, t, no, panel, lanes);
       gemm.compute_at(k.out, no)
           .bound_extent(j, panel)
           .bound_extent(p, 1)

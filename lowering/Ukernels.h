@@ -3,7 +3,7 @@
 // lowering/ukernels.ll assembled and lowering/ukernels_amx.c compiled into
 // LLVM 14 bitcode at build time and written out as byte arrays
 // (EmbedBitcode.cmake), for the emitter to link into the modules of the
-// kernels whose schedules call a ukernel (KernelFuncs::ukernels, ::amxCalled).
+// kernels whose schedules call a ukernel (KernelFuncs::ukernels, ::callsAmx).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_LOWERING_UKERNELS_H

@@ -9,7 +9,7 @@
  *
  * Compiled by clang-14 into LLVM 14 bitcode at build time (the LLVM that
  * Halide 14 links) and linked into the Halide modules of the kernels that
- * call it (KernelFuncs::amxCalled): weak, so each kernel's object may
+ * call it (KernelFuncs::callsAmx): weak, so each kernel's object may
  * carry it (and LLVM never inlines it: a weak definition may be replaced
  * at link time); hidden, so no library exports it. Its own function
  * attributes carry AMX-TILE and AMX-BF16, whatever the kernel's target.
@@ -19,7 +19,8 @@
  * 16; A (tile 4) 16 rows x 32 of K of x; B (tiles 5, 6, alternating) 16
  * pairs of K x 16 columns, a row of the panel's pairs being 64 columns x
  * 2 bf16 x 2 bytes = 256 bytes, so the B tile of column group c is the 64
- * bytes at 64 c of each. Per step of 32 of K: one A load, four B loads, four tdpbf16ps.
+ * bytes at 64 c of each. Per step of 32 of K: one A load, four B loads,
+ * four tdpbf16ps.
  * Over K above 2048 every token tile runs one block of K before the next
  * block (its sums stored and loaded back), so that the block's slice of
  * the panel is read from memory once and from the L2 by the other tiles.
