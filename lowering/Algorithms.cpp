@@ -779,7 +779,41 @@ static std::vector<double> ropeFrequencies(const RopeKernel &r,
   return freq;
 }
 
-/// Rotates pairs of dimensions of each head by (pos + t) * freq(p).
+/// cos(a) and sin(a) of a double `a`, as vector arithmetic: Halide 14's
+/// cos and sin are a scalar libm call per lane. a - q pi/2 for the nearest
+/// integer q (the product and difference in double are within 2^-52 |a| of
+/// exact, under an f32 unit for |a| < 2^29), then Taylor polynomials on
+/// [-pi/4, pi/4] to degree 13 / 12 (truncation under 1e-12) and the
+/// quadrant q mod 4.
+static std::pair<Expr, Expr> cosSin(Expr a) {
+  Expr q = round(a * Expr(2 / M_PI));
+  Expr r = a - q * Expr(M_PI / 2), r2 = r * r;
+  Expr s(0.0), c(0.0);
+  double fact = 1.0; // the factorial of the degree
+  for (int n = 13; n >= 3; n -= 2)
+    fact *= n * (n - 1);
+  for (int n = 13; n >= 3; n -= 2) { // coefficients of r^n, n odd
+    s = (s + Expr((n % 4 == 1 ? 1.0 : -1.0) / fact)) * r2;
+    fact /= n * (n - 1);
+  }
+  s = r + s * r;
+  fact = 1.0;
+  for (int n = 12; n >= 2; n -= 2)
+    fact *= n * (n - 1);
+  for (int n = 12; n >= 2; n -= 2) { // coefficients of r^n, n even
+    c = (c + Expr((n % 4 == 0 ? 1.0 : -1.0) / fact)) * r2;
+    fact /= n * (n - 1);
+  }
+  c = Expr(1.0) + c;
+  Expr quadrant = cast<int32_t>(q) & 3; // |q| < 2^31 for a < 3e9
+  Expr cosA = select(quadrant == 0, c, quadrant == 1, -s, quadrant == 2, -c, s);
+  Expr sinA = select(quadrant == 0, s, quadrant == 1, c, quadrant == 2, -s, -c);
+  return {cosA, sinA};
+}
+
+/// Rotates pairs of dimensions of each head by (pos + t) * freq(p), the
+/// angle in double (an f32 angle is off by up to half its unit: 0.004 rad
+/// at position 10^5 of the fastest pair).
 static void lowerRope(KernelFuncs &k, const RopeKernel &r) {
   int64_t heads = r.heads, hd = r.headDim, rot = r.rotaryDim;
   bool interleaved = r.style == RopeStyle::interleaved;
@@ -790,16 +824,17 @@ static void lowerRope(KernelFuncs &k, const RopeKernel &r) {
   int half = int(rot / 2);
   double mscale;
   std::vector<double> freqs = ropeFrequencies(r, mscale);
-  Buffer<float> table(half, "inv_freq_table");
+  Buffer<double> table(half, "inv_freq_table");
   for (int i = 0; i < half; ++i)
-    table(i) = float(freqs[size_t(i)]);
+    table(i) = freqs[size_t(i)];
   Func freq("inv_freq");
   freq(p) = table(p);
   Func angle("angle");
-  angle(p, t) = cast<float>(pos + t) * freq(p);
+  angle(p, t) = cast<double>(pos + t) * freq(p);
+  auto [cosA, sinA] = cosSin(angle(p, t));
   Func cosv("cos_table"), sinv("sin_table");
-  cosv(p, t) = float(mscale) * cos(angle(p, t));
-  sinv(p, t) = float(mscale) * sin(angle(p, t));
+  cosv(p, t) = cast<float>(Expr(mscale) * cosA);
+  sinv(p, t) = cast<float>(Expr(mscale) * sinA);
 
   // Pair index, partner element and the sign of its term for element j.
   Expr pair, partner, sign;
@@ -1471,9 +1506,12 @@ static void lowerPosEmbed(KernelFuncs &k, const PosEmbedKernel &pe) {
     // reads in bounds all the same.
     e = table(i, clamp(p + offset, 0, int(rows_) - 1));
   } else {
-    Expr pair = cast<float>(i / 2 * 2);
-    Expr angle = cast<float>(p) * exp(-pair / float(d) * float(std::log(10000.0)));
-    e = select(i % 2 == 0, sin(angle), cos(angle));
+    // The angle in double, its cos and sin vector arithmetic (cosSin).
+    Buffer<double> inv(int(d), "pos_embed_freq");
+    for (int64_t j = 0; j < d; ++j)
+      inv(int(j)) = std::pow(10000.0, -double(j / 2 * 2) / double(d));
+    auto [cosA, sinA] = cosSin(cast<double>(p) * inv(i));
+    e = cast<float>(select(i % 2 == 0, sinA, cosA));
   }
   Func out("pos_embed");
   out(i, t) = x(i, t) + e;

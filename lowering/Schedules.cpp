@@ -361,13 +361,37 @@ static void scheduleNorm(KernelFuncs &k) {
   }
 }
 
-static void scheduleRope(KernelFuncs &k) {
+/// A task per kRowsPerTask rows. The dimensions split so that the selects
+/// and clamps of the algorithm simplify away and every load is a dense
+/// vector (vectorized over j as it is, each lane selects and gathers):
+/// - half-split pairs, where every block of `half` dimensions is a first
+///   half, a second half or untouched, and a whole number of vectors: in
+///   blocks of `half`, unrolled;
+/// - interleaved pairs over the whole head: in pairs, the element of the
+///   pair unrolled inside vectors of pairs (stride-2 loads and stores,
+///   which Halide interleaves into dense ones).
+static void scheduleRope(KernelFuncs &k, const RopeKernel &r) {
   Var j = k.vars["j"], t = k.vars["t"];
-  k.out.vectorize(j, k.lanes);
+  int64_t half = r.rotaryDim / 2;
+  Var jo("jo"), ji("ji");
+  if (r.style == RopeStyle::half_split && half % k.lanes == 0 &&
+      r.headDim % half == 0) {
+    k.out.split(j, jo, ji, int(half)).unroll(jo).vectorize(ji, k.lanes);
+  } else if (r.style == RopeStyle::interleaved &&
+             r.rotaryDim == r.headDim && half % k.lanes == 0) {
+    k.out.split(j, jo, ji, 2).reorder(ji, jo).unroll(ji).vectorize(jo,
+                                                                   k.lanes);
+  } else {
+    k.out.vectorize(j, k.lanes);
+  }
   Var row = rowTasks(k.out, t);
   k.funcs["freq"].compute_root();
-  k.funcs["cos"].compute_at(k.out, row);
-  k.funcs["sin"].compute_at(k.out, row);
+  Var p = k.vars["p"];
+  // Vectors of the pairs (cosSin is arithmetic in double).
+  k.funcs["cos"].compute_at(k.out, row).vectorize(p, 8,
+                                                   TailStrategy::GuardWithIf);
+  k.funcs["sin"].compute_at(k.out, row).vectorize(p, 8,
+                                                   TailStrategy::GuardWithIf);
 }
 
 /// One task per (head, query row); scores live only for that row.
@@ -651,8 +675,8 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
     schedulePack(k);
   else if (spec.get<NormKernel>())
     scheduleNorm(k);
-  else if (spec.get<RopeKernel>())
-    scheduleRope(k);
+  else if (const RopeKernel *r = spec.get<RopeKernel>())
+    scheduleRope(k, *r);
   else if (const AttentionKernel *a = spec.get<AttentionKernel>()) {
     if (k.funcs.count("drawn_block")) // a few ints per query block
       k.funcs["drawn_block"].compute_root();
