@@ -782,9 +782,9 @@ static std::vector<double> ropeFrequencies(const RopeKernel &r,
 /// cos(a) and sin(a) of a double `a`, as vector arithmetic: Halide 14's
 /// cos and sin are a scalar libm call per lane. a - q pi/2 for the nearest
 /// integer q (the product and difference in double are within 2^-52 |a| of
-/// exact, under an f32 unit for |a| < 2^29), then Taylor polynomials on
-/// [-pi/4, pi/4] to degree 13 / 12 (truncation under 1e-12) and the
-/// quadrant q mod 4.
+/// exact: under an f32 unit of the result for |a| < 2^29, growing past
+/// it), then Taylor polynomials on [-pi/4, pi/4] to degree 13 / 12
+/// (truncation under 1e-12) and the quadrant q mod 4.
 static std::pair<Expr, Expr> cosSin(Expr a) {
   Expr q = round(a * Expr(2 / M_PI));
   Expr r = a - q * Expr(M_PI / 2), r2 = r * r;
@@ -805,9 +805,13 @@ static std::pair<Expr, Expr> cosSin(Expr a) {
     fact /= n * (n - 1);
   }
   c = Expr(1.0) + c;
-  Expr quadrant = cast<int32_t>(q) & 3; // |q| < 2^31 for a < 3e9
-  Expr cosA = select(quadrant == 0, c, quadrant == 1, -s, quadrant == 2, -c, s);
-  Expr sinA = select(quadrant == 0, s, quadrant == 1, c, quadrant == 2, -s, -c);
+  // q mod 4 in double (exact): an integer cast would overflow from
+  // |a| = 2^31 pi / 2, which a scaled frequency above 1 can reach.
+  Expr quadrant = q - Expr(4.0) * floor(q * Expr(0.25));
+  Expr cosA = select(quadrant == Expr(0.0), c, quadrant == Expr(1.0), -s,
+                     quadrant == Expr(2.0), -c, s);
+  Expr sinA = select(quadrant == Expr(0.0), s, quadrant == Expr(1.0), c,
+                     quadrant == Expr(2.0), -s, -c);
   return {cosA, sinA};
 }
 

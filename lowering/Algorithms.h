@@ -79,6 +79,16 @@ bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
                        const std::string &blockLoop,
                        const std::string &tileLoop, const std::string &kLoop);
 
+/// Makes the GEMV over a 16-bit weight (`kLoop` its loop over K, or over
+/// the pairs of K of the bf16 dot product, by its Halide name) prefetch,
+/// at each step, every line it loads kGemvAheadBytes further on in its
+/// panels. On the Xeon the bf16 pairs' loop reads its 4 streams at 76-84%
+/// of the rate of the same loads summed, at 83-100% with the prefetches
+/// (bench/gemv-shape.c). A lowering pass on `k.out` calls the
+/// archu_prefetch_read ukernel (sets k.ukernels); a statement without the
+/// loop is an error.
+void prefetchGemvRows(KernelFuncs &k, const std::string &kLoop);
+
 /// Whether a call of tiled attention `a` takes its tiles (else its
 /// chunks): at least block_q query rows, and more than one.
 Halide::Expr takesTiles(const KernelFuncs &k, const AttentionKernel &a);
@@ -101,6 +111,13 @@ constexpr int kTokenTile = 4;
 /// x 4 vectors of columns (24 accumulators), each weight vector loaded
 /// once for 6 tokens where 4 took it from the L2 once for 4.
 constexpr int kTallTokenTile = 6;
+
+/// How far ahead of its loads the GEMV over a 16-bit weight prefetches
+/// each panel (prefetchGemvRows): 4 rows of a 64-column panel's pairs, 8
+/// of f16 or widened bf16. In bench/gemv-shape.c on the Xeon, 1 KiB ahead
+/// on every line gave the most; 512 bytes ahead, or every other line,
+/// less.
+constexpr int64_t kGemvAheadBytes = 1024;
 
 /// Rows from which the GEMM over a 16-bit weight (f32 inputs) widens its
 /// task's panel once into an f32 buffer that every token tile reads;

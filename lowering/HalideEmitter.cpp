@@ -193,7 +193,10 @@ std::string kernelTargetString(const KernelSpec &spec,
     const LinearKernel *l = spec.get<LinearKernel>();
     if (l && l->panel && !l->pairs)
       s += " l2=" + std::to_string(l2BytesFor(t));
-    if (l && amxGemm(*l) && amxTiles(t))
+    // (So is AMX: the GEMM of amxGemm on the tiles, and a 16-bit GEMV's
+    // prefetch, prefetchGemvRows.)
+    if (l && l->panel && (l->pairs || l->weight != StoreType::f32) &&
+        amxTiles(t))
       s += " amx";
   });
   return s;

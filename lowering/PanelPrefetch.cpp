@@ -1,4 +1,9 @@
-//===- PanelPrefetch.cpp - A packed GEMM prefetches its next panel --------===//
+//===- PanelPrefetch.cpp - Prefetches of packed weights -------------------===//
+//
+// Two lowering passes that call the archu_prefetch_read ukernel
+// (prefetcht0) in a packed linear's loops: the GEMM's prefetch of its next
+// panel (NextPanel, below) and the 16-bit GEMV's of its rows ahead
+// (GemvRows, docs/design.md "Decode at the bandwidth roofline").
 //
 // A packed linear's GEMM task reads its weight panel from memory once, in
 // its first token tile, and from the L2 in every later one; nothing
@@ -105,6 +110,111 @@ private:
   bool inTask = false, inBlock = false, inTile = false, found = false;
 };
 
+/// The GEMV's rows ahead: in loop `kLoop`, before each store or let whose
+/// value loads `weight` (dense vectors), a prefetch `aheadBytes` further
+/// on from each of those loads that starts a line or may (a load known to
+/// start inside one is another's line). Past the weight's end a prefetch
+/// reads nothing (it cannot fault).
+class GemvRows : public IRMutator {
+public:
+  GemvRows(std::string weight, std::string kLoop, int64_t aheadBytes)
+      : weight(std::move(weight)), kLoop(std::move(kLoop)),
+        aheadBytes(aheadBytes) {}
+
+  Stmt mutate(const Stmt &s) override {
+    if (depth)
+      return IRMutator::mutate(s);
+    ++depth;
+    Stmt out = IRMutator::mutate(s);
+    --depth;
+    if (!found)
+      throw CompileError("the GEMV's prefetch found no loop " + kLoop +
+                         " loading " + weight);
+    return out;
+  }
+  using IRMutator::mutate;
+
+private:
+  using IRMutator::visit;
+
+  /// The first lanes of the dense loads of `weight` in an expression, each
+  /// once, but those whose index uses a variable the expression binds
+  /// itself (a prefetch before it could not name it).
+  struct Lines : public IRVisitor {
+    explicit Lines(const std::string &weight) : weight(weight) {}
+    using IRVisitor::visit;
+    void visit(const Let *op) override {
+      bound.push(op->name);
+      IRVisitor::visit(op);
+    }
+    void visit(const Load *op) override {
+      IRVisitor::visit(op);
+      const Ramp *r = op->index.as<Ramp>();
+      if (op->name != weight || !r || !is_const_one(r->stride) ||
+          expr_uses_vars(r->base, bound))
+        return;
+      int64_t size = op->type.bytes();
+      if (op->alignment.modulus * size % 64 == 0 &&
+          op->alignment.remainder * size % 64 != 0)
+        return;
+      for (const Expr &b : bases)
+        if (equal(b, r->base))
+          return;
+      bases.push_back(r->base);
+      bytes = int(size);
+    }
+    const std::string &weight;
+    Scope<> bound;
+    std::vector<Expr> bases;
+    int bytes = 0;
+  };
+
+  Stmt visit(const For *op) override {
+    if (op->name != kLoop)
+      return IRMutator::visit(op);
+    bool outer = inLoop;
+    inLoop = true;
+    Stmt s = IRMutator::visit(op);
+    inLoop = outer;
+    return s;
+  }
+
+  /// `s` (a statement computing `value`) after the prefetches of the
+  /// lines `value` loads, in the K loop.
+  Stmt ahead(const Expr &value, Stmt s) {
+    if (!inLoop)
+      return s;
+    Lines lines(weight);
+    value.accept(&lines);
+    if (lines.bases.empty())
+      return s;
+    found = true;
+    std::vector<Stmt> prefetches;
+    for (const Expr &b : lines.bases) {
+      Expr offset = cast<int64_t>(b) * Expr(int64_t(lines.bytes)) +
+                    Expr(aheadBytes);
+      prefetches.push_back(Evaluate::make(
+          Call::make(Int(32), "archu_prefetch_read",
+                     {Variable::make(Handle(), weight), offset},
+                     Call::Extern)));
+    }
+    prefetches.push_back(s);
+    return Block::make(prefetches);
+  }
+
+  Stmt visit(const Store *op) override {
+    return ahead(op->value, IRMutator::visit(op));
+  }
+  Stmt visit(const LetStmt *op) override {
+    return ahead(op->value, IRMutator::visit(op));
+  }
+
+  std::string weight, kLoop;
+  int64_t aheadBytes;
+  int depth = 0;
+  bool inLoop = false, found = false;
+};
+
 } // namespace
 
 bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
@@ -128,6 +238,12 @@ bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
       panelBytes, panelBytes / d.K * kLen, panels));
   k.ukernels = true;
   return true;
+}
+
+void prefetchGemvRows(KernelFuncs &k, const std::string &kLoop) {
+  k.out.add_custom_lowering_pass(
+      new GemvRows(k.in("weight").name(), kLoop, kGemvAheadBytes));
+  k.ukernels = true;
 }
 
 } // namespace arch

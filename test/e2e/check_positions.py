@@ -8,7 +8,7 @@ every output against the rotation computed in float64 from the spec's own
 frequencies (archref.rope_frequencies: the scaling and its cos/sin factor),
 element by element within 8 units of 2^-24 of |x_j| + |partner_j| (times
 the factor). A rotation by an angle taken in f32, as (pos + t) * freq, is
-off by up to half a unit of the angle (2.4e-4 rad at position 4093 for the
+off by up to half a unit of the angle (1.2e-4 rad at position 4093 for the
 fastest pair) and fails here; so does a wrong quadrant or coefficient of
 the kernel's own cos and sin. A sinusoidal spec's archk_pos_embed_* kernel
 likewise: x plus the table of Vaswani et al. (archref.sinusoidal's
