@@ -27,6 +27,32 @@ namespace {
 
 using namespace Halide::Internal;
 
+/// A pass that must find what it changes: mutating a whole statement in
+/// which no visit set `found` is an error (`missing()` says what), not a
+/// kernel silently without its prefetch.
+class MustFind : public IRMutator {
+public:
+  /// The whole statement (depth 0), then each part of it.
+  Stmt mutate(const Stmt &s) override {
+    if (depth)
+      return IRMutator::mutate(s);
+    ++depth;
+    Stmt out = IRMutator::mutate(s);
+    --depth;
+    if (!found)
+      throw CompileError(missing());
+    return out;
+  }
+  using IRMutator::mutate;
+
+protected:
+  virtual std::string missing() const = 0;
+  bool found = false;
+
+private:
+  int depth = 0;
+};
+
 /// The pass over the lowered statement. It works on Halide's loop names,
 /// which the schedule fixes: the task loop `task` (a panel per task), the
 /// block loop `block` of a K-blocked GEMM (else none), the token tile loop
@@ -34,7 +60,7 @@ using namespace Halide::Internal;
 /// `kLen` steps are rows of `blockBytes` (a whole panel's when unblocked).
 /// A statement in which it finds no such K loop is an error, not a kernel
 /// silently without its prefetch (test/Lowering/panel-prefetch.test).
-class NextPanel : public IRMutator {
+class NextPanel : public MustFind {
 public:
   NextPanel(std::string weight, std::string task, std::string block,
             std::string tile, std::string kLoop, int64_t kLen,
@@ -45,21 +71,12 @@ public:
         blockBytes(blockBytes), end(panelBytes * panels),
         tiles(int(blockBytes / 64 / kLen)) {}
 
-  /// The whole statement (depth 0), then each part of it.
-  Stmt mutate(const Stmt &s) override {
-    if (depth)
-      return IRMutator::mutate(s);
-    ++depth;
-    Stmt out = IRMutator::mutate(s);
-    --depth;
-    if (!found)
-      throw CompileError("the next panel's prefetch found no loop " + kLoop +
-                         " inside loops " + task + " and " + tile);
-    return out;
-  }
-  using IRMutator::mutate;
-
 private:
+  std::string missing() const override {
+    return "the next panel's prefetch found no loop " + kLoop +
+           " inside loops " + task + " and " + tile;
+  }
+
   using IRMutator::visit;
 
   Stmt visit(const For *op) override {
@@ -106,8 +123,7 @@ private:
   std::string weight, task, block, tile, kLoop;
   int64_t kLen, panelBytes, blockBytes, end;
   int tiles; ///< m
-  int depth = 0;
-  bool inTask = false, inBlock = false, inTile = false, found = false;
+  bool inTask = false, inBlock = false, inTile = false;
 };
 
 /// The GEMV's rows ahead: in loop `kLoop`, before each store or let whose
@@ -115,26 +131,18 @@ private:
 /// on from each of those loads that starts a line or may (a load known to
 /// start inside one is another's line). Past the weight's end a prefetch
 /// reads nothing (it cannot fault).
-class GemvRows : public IRMutator {
+class GemvRows : public MustFind {
 public:
   GemvRows(std::string weight, std::string kLoop, int64_t aheadBytes)
       : weight(std::move(weight)), kLoop(std::move(kLoop)),
         aheadBytes(aheadBytes) {}
 
-  Stmt mutate(const Stmt &s) override {
-    if (depth)
-      return IRMutator::mutate(s);
-    ++depth;
-    Stmt out = IRMutator::mutate(s);
-    --depth;
-    if (!found)
-      throw CompileError("the GEMV's prefetch found no loop " + kLoop +
-                         " loading " + weight);
-    return out;
-  }
-  using IRMutator::mutate;
-
 private:
+  std::string missing() const override {
+    return "the GEMV's prefetch found no loop " + kLoop + " loading " +
+           weight;
+  }
+
   using IRMutator::visit;
 
   /// The first lanes of the dense loads of `weight` in an expression, each
@@ -211,8 +219,7 @@ private:
 
   std::string weight, kLoop;
   int64_t aheadBytes;
-  int depth = 0;
-  bool inLoop = false, found = false;
+  bool inLoop = false;
 };
 
 } // namespace
