@@ -788,23 +788,20 @@ static std::vector<double> ropeFrequencies(const RopeKernel &r,
 static std::pair<Expr, Expr> cosSin(Expr a) {
   Expr q = round(a * Expr(2 / M_PI));
   Expr r = a - q * Expr(M_PI / 2), r2 = r * r;
-  Expr s(0.0), c(0.0);
-  double fact = 1.0; // the factorial of the degree
-  for (int n = 13; n >= 3; n -= 2)
-    fact *= n * (n - 1);
-  for (int n = 13; n >= 3; n -= 2) { // coefficients of r^n, n odd
-    s = (s + Expr((n % 4 == 1 ? 1.0 : -1.0) / fact)) * r2;
-    fact /= n * (n - 1);
-  }
-  s = r + s * r;
-  fact = 1.0;
-  for (int n = 12; n >= 2; n -= 2)
-    fact *= n * (n - 1);
-  for (int n = 12; n >= 2; n -= 2) { // coefficients of r^n, n even
-    c = (c + Expr((n % 4 == 0 ? 1.0 : -1.0) / fact)) * r2;
-    fact /= n * (n - 1);
-  }
-  c = Expr(1.0) + c;
+  // The sum over n = top, top - 2, .., 3 or 2 of (-1)^(n / 2) r2^(n / 2)
+  // / n!, halves rounded down (Horner in r2; n! exact in double): sin is
+  // r + r times that over odd n, cos 1 plus that over even n.
+  auto series = [&](int top) {
+    Expr sum(0.0);
+    for (int n = top; n >= 2; n -= 2) {
+      double fact = 1.0;
+      for (int m = 2; m <= n; ++m)
+        fact *= m;
+      sum = (sum + Expr((n / 2 % 2 ? -1.0 : 1.0) / fact)) * r2;
+    }
+    return sum;
+  };
+  Expr s = r + series(13) * r, c = Expr(1.0) + series(12);
   // q mod 4 in double (exact): an integer cast would overflow from
   // |a| = 2^31 pi / 2, which a scaled frequency above 1 can reach.
   Expr quadrant = q - Expr(4.0) * floor(q * Expr(0.25));
