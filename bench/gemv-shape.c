@@ -27,7 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
+
+#include "timing.h"
 
 enum {
   kRowBytes = 256,
@@ -40,12 +41,6 @@ enum {
 
 typedef enum { SUM, F32, BF16, WIDE, BF16_PF, KINDS } Kind;
 static const char *const kNames[] = {"sum", "f32", "bf16", "wide", "bf16+pf"};
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* One vector of a panel row into an accumulator. */
 static inline __attribute__((always_inline)) __m512
@@ -113,11 +108,6 @@ static void gemv(Kind kind, const char *w, const float *x, float *out) {
   }
 }
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 3;
   char *w = NULL;
@@ -139,8 +129,7 @@ int main(int argc, char **argv) {
         gemv((Kind)k, w, x, out);
         t[i] = now() - t0;
       }
-      qsort(t, kPasses, sizeof *t, cmp);
-      printf(" %s=%.2f", kNames[k], (double)kBytes / t[kPasses / 2] / 1e9);
+      printf(" %s=%.2f", kNames[k], (double)kBytes / median(t, kPasses) / 1e9);
     }
     printf(" GB/s\n");
   }
