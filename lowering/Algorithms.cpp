@@ -115,6 +115,46 @@ bool amxGemm(const LinearKernel &d) {
          !d.oneRow && d.K % 32 == 0;
 }
 
+LinearKernel matmulOf(const LinearKernel &d) {
+  LinearKernel m = d;
+  if (d.glu)
+    m.N = d.panel ? 2 * ((d.N + d.panel - 1) / d.panel) * d.panel : 2 * d.N;
+  m.glu = false;
+  m.activation = Activation::identity;
+  return m;
+}
+
+/// The weight's panel that panel `v` of linear `d`'s matmul reads: `v`, or
+/// with a glu epilogue the gate's panel v / 2 (v even) or the up's (odd,
+/// after the gate's ceil(N / panel)).
+static Expr weightPanel(const LinearKernel &d, Expr v) {
+  if (!d.glu || !d.panel)
+    return v;
+  return v / 2 + (v % 2) * int((d.N + d.panel - 1) / d.panel);
+}
+
+static Expr activate(Expr x, Activation act);
+
+/// A glu epilogue (k.epilogue, the kernel's output): act(gate) * up of
+/// k.out, the matmul's columns (matmulOf: gate panel q at columns 2q
+/// panels on, its up panel next; unpacked, the gate's N then the up's).
+static void gluEpilogue(KernelFuncs &k, const LinearKernel &d) {
+  Var m("m"), t = k.vars["t"];
+  Expr gate, up;
+  if (d.panel) {
+    int p = int(d.panel);
+    Expr col = m / p * (2 * p) + m % p;
+    gate = k.out(col, t), up = k.out(col + p, t);
+  } else {
+    gate = k.out(m, t), up = k.out(m + int(d.N), t);
+  }
+  Func glu("glu");
+  glu(m, t) = activate(gate, d.activation) * up;
+  k.epilogue = glu;
+  k.vars["m"] = m;
+  k.outDims = {d.N};
+}
+
 /// The bf16 dot product over a weight packed in pairs, w (2 * panel, K / 2,
 /// panels): element 2 * j + e of row i of panel p is column p * panel + j,
 /// K index 2 * i + e. x is rounded to bf16 once (xb); the sums over each
@@ -122,7 +162,8 @@ bool amxGemm(const LinearKernel &d) {
 /// as `vdpbf16ps` for avx512_sapphirerapids (AVX512-BF16) and otherwise
 /// widens. acc keeps its columns as (j, p), so that a panel row's pairs
 /// are one dense load.
-static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
+static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &linear) {
+  LinearKernel d = matmulOf(linear);
   int64_t K = d.K, N = d.N, panel = d.panel;
   ImageParam x = rows(k, "x", {K});
   ImageParam w = k.in("weight");
@@ -134,8 +175,9 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
   Func xb("xb"), acc("acc"), out("linear");
   xb(kk, t) = cast(BFloat(16), x(kk, t));
   RDom r(0, 2, 0, int(K / 2), "r"); // r.x: in the pair, r.y: the pair
+  Expr wp = weightPanel(linear, p);
   acc(j, p, t) = 0.0f;
-  acc(j, p, t) += cast<float>(w(2 * j + r.x, r.y, p)) *
+  acc(j, p, t) += cast<float>(w(2 * j + r.x, r.y, wp)) *
                   cast<float>(xb(2 * r.y + r.x, t));
   // The sums the GEMM (>= kTokenTile rows) and the GEMV read: acc, unless
   // the GEMM is K-blocked (acc_gemm) or the GEMV reads several panels at
@@ -146,17 +188,21 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
   if (gemvPanels(d, k.lanes) > 1) {
     Func gemv("acc_gemv");
     gemv(j, p, t) = 0.0f;
-    gemv(j, p, t) += cast<float>(w(2 * j + r.x, r.y, p)) *
+    gemv(j, p, t) += cast<float>(w(2 * j + r.x, r.y, wp)) *
                      cast<float>(xb(2 * r.y + r.x, t));
     gemvDot = gemv(n % int(panel), n / int(panel), t);
     k.funcs["acc_gemv"] = gemv;
   }
   if (k.amx && amxGemm(d)) {
     // The GEMM as an extern stage (computed per panel by the schedule):
-    // the AMX ukernel over xb and the packed weight, blocking K itself.
+    // the AMX ukernel over xb and the packed weight, blocking K itself
+    // (and reading a glu epilogue's halves as weightPanel does).
     Func amx("amx");
-    amx.define_extern("archu_amx_bf16_panels", {xb, w, Expr(int32_t(K))},
-                      Float(32), {n, t}, NameMangling::C);
+    int32_t halfPanels =
+        linear.glu ? int32_t((linear.N + panel - 1) / panel) : 0;
+    amx.define_extern("archu_amx_bf16_panels",
+                      {xb, w, Expr(int32_t(K)), Expr(halfPanels)}, Float(32),
+                      {n, t}, NameMangling::C);
     gemmDot = amx(n, t);
     k.funcs["amx"] = amx;
   } else if (int kb = kBlockOf(d, k.l2Bytes)) {
@@ -168,7 +214,7 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
     RDom ob(0, int(K / kb), "ob");
     Expr i = b * (kb / 2) + rb.y;
     part(j, p, t, b) = 0.0f;
-    part(j, p, t, b) += cast<float>(w(2 * j + rb.x, i, p)) *
+    part(j, p, t, b) += cast<float>(w(2 * j + rb.x, i, wp)) *
                         cast<float>(xb(2 * i + rb.x, min(t, rows - 1)));
     gemm(j, p, t) = 0.0f;
     gemm(j, p, t) += part(j, p, t, ob);
@@ -190,6 +236,8 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
   k.rdoms["r"] = r;
   k.vars = {{"kk", kk}, {"n", n}, {"t", t}, {"j", j}, {"p", p}, {"b", b}};
   k.outDims = {N};
+  if (linear.glu)
+    gluEpilogue(k, linear);
 }
 
 /// x (K, T) . w (K, N) -> (N, T). The reduction over K is split into
@@ -197,9 +245,10 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &d) {
 /// With a packed weight (panel > 0), w is (panel, K, panels) and acc keeps
 /// a partial sum per output column instead, column n in panel n / panel:
 /// the inner loop is a vector FMA along a panel row.
-static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
-  if (d.pairs)
-    return lowerPairedLinear(k, d);
+static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
+  if (linear.pairs)
+    return lowerPairedLinear(k, linear);
+  LinearKernel d = matmulOf(linear);
   int64_t K = d.K, N = d.N, panel = d.panel;
   ImageParam x = rows(k, "x", {K});
   ImageParam w = k.in("weight");
@@ -232,7 +281,8 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
     // rows (see wide_gemm below).
     Func wide("wide");
     Var j("j"), p("p");
-    wide(j, kk, p) = widen(w(j, kk, p), d.weight);
+    Expr wp = weightPanel(linear, p);
+    wide(j, kk, p) = widen(w(j, kk, wp), d.weight);
     if (d.weight == StoreType::f16)
       k.funcs["wide"] = wide;
     Expr wv = wide(n % int(panel), r, n / int(panel));
@@ -249,7 +299,7 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
     // per token tile.
     bool widened = d.weight != StoreType::f32 && !d.oneRow;
     Func wideGemm("wide_gemm");
-    wideGemm(j, kk, p) = widen(w(j, kk, p), d.weight);
+    wideGemm(j, kk, p) = widen(w(j, kk, wp), d.weight);
     if (widened)
       k.funcs["wide_gemm"] = wideGemm;
     if (kBlockOf(d, k.l2Bytes)) {
@@ -277,7 +327,7 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
     k.lanes = vectorWidthFor(panel, k.lanes);
     if (gemvPanels(d, k.lanes) > 1) {
       Func gemv("acc_gemv"), wideGemv("wide_gemv");
-      wideGemv(j, kk, p) = widen(w(j, kk, p), d.weight);
+      wideGemv(j, kk, p) = widen(w(j, kk, wp), d.weight);
       if (d.weight == StoreType::f16)
         k.funcs["wide_gemv"] = wideGemv;
       gemv(n, t) = 0.0f;
@@ -304,6 +354,8 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &d) {
   k.funcs["acc"] = acc;
   k.vars = {{"kk", kk}, {"n", n}, {"t", t}};
   k.outDims = {N};
+  if (linear.glu)
+    gluEpilogue(k, linear);
 }
 
 /// f32 -> the 16-bit `store`, rounded to nearest even. An f16 saturates at
@@ -1624,7 +1676,7 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes, int64_t l2Bytes,
   // Every other output is token-major with static feature extents.
   if (!spec.get<AppendKernel>() && !spec.get<HeadsCopyKernel>() &&
       !spec.get<LinearStateKernel>()) // (its output is the state)
-    constrain(k.out.output_buffer(), k.outDims, k.denseOutputRows);
+    constrain(k.output().output_buffer(), k.outDims, k.denseOutputRows);
   return k;
 }
 

@@ -49,6 +49,12 @@ struct KernelFuncs {
   /// Whether the kernel has that extern stage, so that the emitter links
   /// the AMX ukernel in.
   bool callsAmx() const { return funcs.count("amx") != 0; }
+  /// A linear's epilogue over `out`, where it has one (a glu linear's
+  /// gating): then the kernel's output, `out` computed in its tasks.
+  Halide::Func epilogue;
+  /// The kernel's output: the epilogue, else `out`. (A reference: a Func
+  /// object holds its pipeline's custom lowering passes.)
+  Halide::Func &output() { return epilogue.defined() ? epilogue : out; }
 };
 
 /// Builds the algorithm of `spec`; `lanes` is the target's natural float
@@ -61,30 +67,49 @@ KernelFuncs lowerKernel(const KernelSpec &spec, int lanes,
 /// multiple of 32 (a tile's), not one row only.
 bool amxGemm(const LinearKernel &d);
 
+/// The matmul of linear `d`: `d` itself, or with a glu epilogue its two
+/// halves' columns, interleaved a panel at a time (gate panel q as panel
+/// 2q, its up panel as 2q + 1; unpacked, the gate's N then the up's), with
+/// the epilogue left out. The algorithm's `out` and its schedule are this
+/// matmul's.
+LinearKernel matmulOf(const LinearKernel &d);
+
 /// Applies the CPU schedule for `k` on `target`.
 void scheduleKernel(KernelFuncs &k, const Halide::Target &target);
 
+/// Where a glu epilogue computes the matmul (its panels in its tasks: the
+/// epilogue's task loop `taskLoop`, `taskPanels` of the matmul's panels
+/// each), the weight's panel of matmul panel v: v / 2 (a gate panel, v
+/// even) or halfPanels + v / 2 (its up panel). Empty: no epilogue.
+struct GluPanels {
+  std::string taskLoop;
+  int taskPanels = 0;
+  int64_t halfPanels = 0;
+};
+
 /// Makes token tiles 1..m of each task of packed linear `d`'s GEMM
+/// (`d` the matmul: matmulOf; `glu` where an epilogue's tasks compute it)
 /// prefetch the next task's weight panel (m = the panel's lines / K), a
 /// line per step of K, where it pays: an f32 weight of at least two
 /// panels, not K-blocked, two of whose panels fit in half the L2; in a
 /// K-blocked GEMM (`blockLoop`, its block loop, given), tiles 1..m of
-/// each block prefetch the next block. A lowering pass on `k.out` finds
-/// the task loop `taskLoop` (a panel per task), the block loop, the token
+/// each block prefetch the next block. A lowering pass on the kernel's
+/// output (k.output()) finds the task loop `taskLoop` (a panel per task), the block loop, the token
 /// tile loop `tileLoop` and the register tile's K loop `kLoop` by their
 /// Halide names and calls the archu_prefetch_read ukernel (x86-64 Linux
 /// only; sets k.ukernels). Returns whether it applies.
 bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
                        const std::string &taskLoop,
                        const std::string &blockLoop,
-                       const std::string &tileLoop, const std::string &kLoop);
+                       const std::string &tileLoop, const std::string &kLoop,
+                       const GluPanels &glu = {});
 
 /// Makes the GEMV over a 16-bit weight (`kLoop` its loop over K, or over
 /// the pairs of K of the bf16 dot product, by its Halide name) prefetch,
 /// at each step, every line it loads kGemvAheadBytes further on in its
 /// panels. On the Xeon the bf16 pairs' loop reads its 4 streams at 76-84%
 /// of the rate of the same loads summed, at 83-100% with the prefetches
-/// (bench/gemv-shape.c). A lowering pass on `k.out` calls the
+/// (bench/gemv-shape.c). A lowering pass on the kernel's output calls the
 /// archu_prefetch_read ukernel (sets k.ukernels); a statement without the
 /// loop is an error.
 void prefetchGemvRows(KernelFuncs &k, const std::string &kLoop);

@@ -386,6 +386,9 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
         if (g->op == ElementwiseKernel::Glu ||
             g->op == ElementwiseKernel::Activate)
           dFF = g->width;
+      // (A gated FFN's gating fused into its up projection: arch-fuse-glu.)
+      if (auto *l = spec.get<LinearKernel>(); l && l->glu)
+        dFF = l->N;
     }
     bool seen = false;
     for (const KernelSpec &k : out.kernels)

@@ -225,7 +225,7 @@ static KernelFuncs buildForLibrary(const KernelSpec &spec,
 static void compileKernel(KernelFuncs &k,
                           const std::map<OutputFileType, std::string> &outputs,
                           const std::string &name, const Target &t) {
-  Module m = k.out.compile_to_module(k.args, name, t);
+  Module m = k.output().compile_to_module(k.args, name, t);
   if (k.ukernels)
     m.append(ExternalCode::bitcode_wrapper(
         t,
@@ -301,7 +301,8 @@ bool kernelLoweredStmt(const KernelSpec &spec, const std::string &target,
     if (fd < 0)
       throw CompileError("cannot create a temporary file");
     close(fd);
-    k.out.compile_to_lowered_stmt(tmpl, k.args, StmtOutputFormat::Text, t);
+    k.output().compile_to_lowered_stmt(tmpl, k.args, StmtOutputFormat::Text,
+                                       t);
     std::ifstream in(tmpl);
     std::stringstream ss;
     ss << in.rdbuf();

@@ -11,8 +11,9 @@
 // tiles 1..m of each task prefetch the next task's panel, a line per step
 // of K (m = the panel's lines / K), so that the next task finds it in the
 // L2; in a K-blocked GEMM, tiles 1..m of each block prefetch the next
-// block (after a panel's last block, the next panel's first: they follow
-// each other in memory). Halide 14's prefetch directive cannot place it
+// block (after a panel's last block, the next panel's first, which
+// follows it in memory; a glu epilogue's gate and up panels alternate:
+// GluPanels maps them). Halide 14's prefetch directive cannot place it
 // (its region is the whole panel, at every step) and emits prefetchnta;
 // the pass calls the archu_prefetch_read ukernel (lowering/ukernels.ll)
 // instead.
@@ -64,12 +65,13 @@ class NextPanel : public MustFind {
 public:
   NextPanel(std::string weight, std::string task, std::string block,
             std::string tile, std::string kLoop, int64_t kLen,
-            int64_t panelBytes, int64_t blockBytes, int64_t panels)
+            int64_t panelBytes, int64_t blockBytes, int64_t panels,
+            GluPanels glu)
       : weight(std::move(weight)), task(std::move(task)),
         block(std::move(block)), tile(std::move(tile)),
         kLoop(std::move(kLoop)), kLen(kLen), panelBytes(panelBytes),
         blockBytes(blockBytes), end(panelBytes * panels),
-        tiles(int(blockBytes / 64 / kLen)) {}
+        tiles(int(blockBytes / 64 / kLen)), glu(std::move(glu)) {}
 
 private:
   std::string missing() const override {
@@ -82,10 +84,11 @@ private:
   Stmt visit(const For *op) override {
     // (Halide drops a loop of one iteration, and its variable: hence
     // prefetchNextPanel asks for at least two panels.)
-    bool *within = op->name == task    ? &inTask
-                   : op->name == block ? &inBlock
-                   : op->name == tile  ? &inTile
-                                       : nullptr;
+    bool *within = op->name == task           ? &inTask
+                   : op->name == block        ? &inBlock
+                   : op->name == tile         ? &inTile
+                   : op->name == glu.taskLoop ? &inGluTask
+                                              : nullptr;
     if (within) {
       bool outer = *within;
       *within = true;
@@ -103,11 +106,27 @@ private:
     Expr to = Variable::make(Int(32), tile);
     Expr no = Variable::make(Int(32), task);
     Expr k = Variable::make(Int(32), op->name);
-    Expr next = cast<int64_t>(no + 1) * Expr(panelBytes);
-    if (!block.empty())
-      next = cast<int64_t>(no) * Expr(panelBytes) +
-             cast<int64_t>(Variable::make(Int(32), block) + 1) *
-                 Expr(blockBytes);
+    // The matmul's panel no (within the epilogue's task: its first, plus
+    // no) in the weight: a glu epilogue's gate and up panels alternate.
+    // (An epilogue of one task has no task loop: Halide drops it.)
+    auto weightPanel = [&](Expr v) {
+      if (glu.taskLoop.empty())
+        return v;
+      if (inGluTask)
+        v += Variable::make(Int(32), glu.taskLoop) * glu.taskPanels;
+      return v / 2 + (v % 2) * int(glu.halfPanels);
+    };
+    Expr next = cast<int64_t>(weightPanel(no + 1)) * Expr(panelBytes);
+    if (!block.empty()) {
+      Expr after = Variable::make(Int(32), block) + 1;
+      next = cast<int64_t>(weightPanel(no)) * Expr(panelBytes) +
+             cast<int64_t>(after) * Expr(blockBytes);
+      // After a panel's last block, the next panel's first: the next in
+      // memory, but with a glu epilogue the next the task computes.
+      if (!glu.taskLoop.empty())
+        next = select(after < int(panelBytes / blockBytes), next,
+                      cast<int64_t>(weightPanel(no + 1)) * Expr(panelBytes));
+    }
     Expr line = cast<int64_t>((to - 1) * int(kLen) + k);
     Expr offset = next + line * Expr(int64_t(64));
     Stmt prefetch = Evaluate::make(
@@ -123,7 +142,8 @@ private:
   std::string weight, task, block, tile, kLoop;
   int64_t kLen, panelBytes, blockBytes, end;
   int tiles; ///< m
-  bool inTask = false, inBlock = false, inTile = false;
+  GluPanels glu;
+  bool inTask = false, inBlock = false, inTile = false, inGluTask = false;
 };
 
 /// The GEMV's rows ahead: in loop `kLoop`, before each store or let whose
@@ -227,8 +247,8 @@ private:
 bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
                        const std::string &taskLoop,
                        const std::string &blockLoop,
-                       const std::string &tileLoop,
-                       const std::string &kLoop) {
+                       const std::string &tileLoop, const std::string &kLoop,
+                       const GluPanels &glu) {
   int64_t panels = (d.N + d.panel - 1) / d.panel;
   int64_t panelBytes = d.K * d.panel * elementType(d.weight).bytes();
   int64_t kb = kBlockOf(d, k.l2Bytes);
@@ -240,15 +260,15 @@ bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
       (!kb && 4 * panelBytes > k.l2Bytes))
     return false;
   int64_t kLen = kb ? kb : d.K;
-  k.out.add_custom_lowering_pass(new NextPanel(
+  k.output().add_custom_lowering_pass(new NextPanel(
       k.in("weight").name(), taskLoop, blockLoop, tileLoop, kLoop, kLen,
-      panelBytes, panelBytes / d.K * kLen, panels));
+      panelBytes, panelBytes / d.K * kLen, panels, glu));
   k.ukernels = true;
   return true;
 }
 
 void prefetchGemvRows(KernelFuncs &k, const std::string &kLoop) {
-  k.out.add_custom_lowering_pass(
+  k.output().add_custom_lowering_pass(
       new GemvRows(k.in("weight").name(), kLoop, kGemvAheadBytes));
   k.ukernels = true;
 }

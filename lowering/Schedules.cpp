@@ -97,17 +97,40 @@ static Var rowTasks(Stage s, Var t) {
   return ti;
 }
 
-/// The column loops of a packed linear: a parallel task (`no`) per `task`
-/// columns — guarded, not shifted: a last panel past N reads the
-/// packing's zeros — in tiles (`nj`) of `tile`, vectorized by `lanes`.
+/// Whether a packed linear's column tasks are the kernel's parallel
+/// tasks: not where an epilogue computes them in its own (a glu's).
+static bool ownTasks(const KernelFuncs &k) { return !k.epilogue.defined(); }
+
+/// Output columns of a glu epilogue's task over matmul `mm`'s panels:
+/// a gate and an up panel, or as many pairs as the GEMV reads panels at
+/// once (gemvPanels), so that its task is one of the epilogue's.
+static int gluTaskColumns(const LinearKernel &mm, int lanes) {
+  return int(mm.panel) * std::max(1, gemvPanels(mm, lanes) / 2);
+}
+
+/// The weight's panels as a glu epilogue's tasks compute them (for the
+/// next panel's prefetch); none without one.
+static GluPanels gluPanels(const KernelFuncs &k, const LinearKernel &mm) {
+  if (ownTasks(k))
+    return {};
+  int columns = gluTaskColumns(mm, k.lanes);
+  return {loopName(k.epilogue, 0, "m", {"mo"}), int(2 * columns / mm.panel),
+          mm.N / mm.panel / 2};
+}
+
+/// The column loops of a packed linear: a task (`no`: parallel with
+/// `parallel`) per `task` columns — guarded, not shifted: a last panel
+/// past N reads the packing's zeros — in tiles (`nj`) of `tile`,
+/// vectorized by `lanes`.
 static std::function<void(Stage)> columnTasks(Var n, Var no, Var ni, Var nj,
                                               Var nk, int task, int tile,
-                                              int lanes) {
+                                              int lanes, bool parallel) {
   return [=](Stage s) {
     s.split(n, no, ni, task, TailStrategy::GuardWithIf)
         .split(ni, nj, nk, tile)
-        .vectorize(nk, lanes)
-        .parallel(no);
+        .vectorize(nk, lanes);
+    if (parallel)
+      s.parallel(no);
   };
 }
 
@@ -141,16 +164,18 @@ static void registerTile(Func acc, Var n, Var t, RVar r, int lanes) {
   acc.update().reorder(n, t, r).vectorize(n, lanes).unroll(n).unroll(t);
 }
 
-/// The output of a GEMM computed a panel per parallel task (`no`): its
-/// `panel` columns (guarded: N may end inside the last) inside its token
-/// rows, vectorized by `lanes`; the task's sums are computed at `no`.
-static void panelTasks(Stage out, Var n, Var t, Var no, int panel,
-                       int lanes) {
+/// The output of a GEMM computed a panel per task (`no`: parallel with
+/// `parallel`): its `panel` columns (guarded: N may end inside the last)
+/// inside its token rows, vectorized by `lanes`; the task's sums are
+/// computed at `no`.
+static void panelTasks(Stage out, Var n, Var t, Var no, int panel, int lanes,
+                       bool parallel) {
   Var ni("ni");
   out.split(n, no, ni, panel, TailStrategy::GuardWithIf)
       .reorder(ni, t, no)
-      .vectorize(ni, lanes)
-      .parallel(no);
+      .vectorize(ni, lanes);
+  if (parallel)
+    out.parallel(no);
 }
 
 /// The GEMM of a packed weight whose panel outgrows the L2 (kBlockOf): a
@@ -165,7 +190,7 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
   RDom r = k.rdoms["r"];
   Func gemm = k.funcs["acc_gemm"];
   int lanes = k.lanes, panel = int(d.panel);
-  panelTasks(out, n, t, no, panel, lanes);
+  panelTasks(out, n, t, no, panel, lanes, ownTasks(k));
   gemm.compute_at(k.out, no).bound_extent(n, panel).vectorize(n, lanes);
   RVar ro("ro"), ri("ri");
   Var u("u"), to("to"), ti("ti");
@@ -197,7 +222,8 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
     prefetchNextPanel(k, d, loopName(k.out, 0, n.name(), {no.name()}),
                       loopName(gemm, 1, r.x.name(), {ro.name()}),
                       loopName(gemm, 1, t.name(), {to.name()}),
-                      loopName(part, 1, r.x.name(), {ri.name()}));
+                      loopName(part, 1, r.x.name(), {ri.name()}),
+                      gluPanels(k, d));
 }
 
 /// Over a packed weight: a task per panel of output columns; in it, tiles
@@ -220,10 +246,12 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
     };
   int streams = gemvPanels(d, lanes), columns = streams * int(d.panel);
   if (streams > 1)
-    gemvColumns = columnTasks(n, no, ni, nj, nk, columns, columns, lanes);
+    gemvColumns =
+        columnTasks(n, no, ni, nj, nk, columns, columns, lanes, ownTasks(k));
   int wideRows = k.funcs.count("acc_wide") ? kWideRows : 0;
   tileLinear(k, d, nk, nj, no, tall, wideRows,
-             columnTasks(n, no, ni, nj, nk, int(d.panel), sub, lanes),
+             columnTasks(n, no, ni, nj, nk, int(d.panel), sub, lanes,
+                         ownTasks(k)),
              blocked, gemvColumns);
   if (streams > 1) {
     // The GEMV's tile: `streams` panels' columns x 1 token, each step of K
@@ -267,7 +295,7 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
   if (prefetch && !blocked)
     prefetchNextPanel(k, d, loopName(k.out, 0, n.name(), {no.name()}), "",
                       loopName(k.out, 0, t.name(), {"to"}),
-                      loopName(acc, 1, r.x.name()));
+                      loopName(acc, 1, r.x.name()), gluPanels(k, d));
 }
 
 /// The bf16 dot product over a weight in pairs: schedulePackedLinear's
@@ -298,7 +326,7 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
   if (amx != k.funcs.end()) {
     // The AMX ukernel's GEMM, a panel per task (it blocks K itself).
     blocked = [&](Stage s) {
-      panelTasks(s, n, t, no, panel, lanes);
+      panelTasks(s, n, t, no, panel, lanes, ownTasks(k));
       amx->second.compute_at(k.out, no);
     };
   } else if (kBlockOf(d, k.l2Bytes))
@@ -308,7 +336,7 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
       Func gemm = k.funcs["acc_gemm"], part = k.funcs["part"];
       RDom ob = k.rdoms["ob"];
       Var to("to"), ti("ti");
-      panelTasks(s, n, t, no, panel, lanes);
+      panelTasks(s, n, t, no, panel, lanes, ownTasks(k));
       gemm.compute_at(k.out, no)
           .bound_extent(j, panel)
           .bound_extent(p, 1)
@@ -329,10 +357,11 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
   int streams = gemvPanels(d, lanes), columns = streams * panel;
   std::function<void(Stage)> gemvColumns;
   if (streams > 1)
-    gemvColumns = columnTasks(n, no, ni, nj, nk, columns, columns, lanes);
+    gemvColumns =
+        columnTasks(n, no, ni, nj, nk, columns, columns, lanes, ownTasks(k));
   tileLinear(k, d, nk, nj, no, 0, 0,
-             columnTasks(n, no, ni, nj, nk, panel, panel, lanes), blocked,
-             gemvColumns);
+             columnTasks(n, no, ni, nj, nk, panel, panel, lanes, ownTasks(k)),
+             blocked, gemvColumns);
   if (streams > 1) {
     Func gemv = k.funcs["acc_gemv"];
     gemv.compute_at(k.out, nj).bound_extent(j, panel).bound_extent(p, streams);
@@ -350,6 +379,32 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
   Func xb = k.funcs["xb"];
   xb.compute_root().vectorize(kk, vectorWidthFor(d.K, 2 * lanes));
   rowTasks(xb, t);
+}
+
+/// A glu epilogue over packed panels: a parallel task per `width` output
+/// columns, which first computes the matmul's gate and up panels of them
+/// (the 2 `width` columns the GEMV reads at once, or 2 panels), then
+/// their gated product, vectorized. (The products of a task stay in the
+/// caches while 2 `width` T floats fit; at thousands of rows they are
+/// stored and read back, as unfused.) Unpacked: the matmul first, whole
+/// (its products stored), then the product row by row.
+static void scheduleGluEpilogue(KernelFuncs &k, const LinearKernel &d,
+                                const LinearKernel &mm, const Target &target) {
+  Func glu = k.epilogue;
+  Var m = k.vars["m"], t = k.vars["t"];
+  if (!d.panel) {
+    k.out.compute_root();
+    glu.vectorize(m, vectorWidthFor(d.N, target.natural_vector_size<float>()));
+    rowTasks(glu, t);
+    return;
+  }
+  int width = gluTaskColumns(mm, k.lanes);
+  Var mo("mo"), mi("mi");
+  glu.split(m, mo, mi, width, TailStrategy::GuardWithIf)
+      .reorder(mi, t, mo)
+      .vectorize(mi, k.lanes)
+      .parallel(mo);
+  k.out.compute_at(glu, mo);
 }
 
 static void schedulePack(KernelFuncs &k) {
@@ -677,9 +732,12 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
     // measured with AVX-512's tiles (a token tile of AVX2's runs K twice,
     // a column half at a time, and would prefetch each line twice).
     bool prefetch = tall && target.bits == 64 && target.os == Target::Linux;
-    d->pairs   ? schedulePairedLinear(k, *d)
-    : d->panel ? schedulePackedLinear(k, *d, tall, prefetch)
-               : scheduleLinear(k, *d);
+    LinearKernel mm = matmulOf(*d);
+    mm.pairs   ? schedulePairedLinear(k, mm)
+    : mm.panel ? schedulePackedLinear(k, mm, tall, prefetch)
+               : scheduleLinear(k, mm);
+    if (d->glu)
+      scheduleGluEpilogue(k, *d, mm, target);
   }
   else if (spec.get<PackKernel>())
     schedulePack(k);

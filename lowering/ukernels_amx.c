@@ -121,11 +121,19 @@ static void tokenTile(const uint16_t *x, int64_t xStride, const uint16_t *w,
   _tile_stored(3, sums + 48, sumStride * 4);
 }
 
+/* The weight's panel that column panel v reads: v, or with a glu
+ * epilogue's halves (halfPanels > 0: the gate's, then the up's panels)
+ * gate panel v / 2 (v even) or up panel v / 2 (odd). */
+static int32_t weightPanel(int32_t v, int32_t halfPanels) {
+  return halfPanels ? v / 2 + (v % 2) * halfPanels : v;
+}
+
 /* out (columns n, tokens t) = the panel of columns [n.min, n.min + 64) of
- * w (2 * 64, K / 2, panels) . x (K, tokens), x and w bf16, out f32. */
+ * w (2 * 64, K / 2, panels) . x (K, tokens), x and w bf16, out f32; the
+ * panel weightPanel(n.min / 64, halfPanels) of w. */
 __attribute__((weak, visibility("hidden"))) int
 archu_amx_bf16_panels(halide_buffer_t *x, halide_buffer_t *w, int32_t K,
-                      halide_buffer_t *out) {
+                      int32_t halfPanels, halide_buffer_t *out) {
   const halide_dimension_t *on = &out->dim[0], *ot = &out->dim[1];
   if (isQuery(x) || isQuery(w)) {
     if (isQuery(x)) {
@@ -133,8 +141,12 @@ archu_amx_bf16_panels(halide_buffer_t *x, halide_buffer_t *w, int32_t K,
       x->dim[1].min = ot->min, x->dim[1].extent = ot->extent;
     }
     if (isQuery(w)) {
-      int32_t first = on->min / kPanel;
-      int32_t last = (on->min + on->extent - 1) / kPanel;
+      int32_t first = weightPanel(on->min / kPanel, halfPanels), last = first;
+      for (int32_t v = on->min / kPanel;
+           v <= (on->min + on->extent - 1) / kPanel; ++v) {
+        int32_t p = weightPanel(v, halfPanels);
+        first = p < first ? p : first, last = p > last ? p : last;
+      }
       w->dim[0].min = 0, w->dim[0].extent = 2 * kPanel;
       w->dim[1].min = 0, w->dim[1].extent = K / 2;
       w->dim[2].min = first, w->dim[2].extent = last - first + 1;
@@ -143,9 +155,11 @@ archu_amx_bf16_panels(halide_buffer_t *x, halide_buffer_t *w, int32_t K,
   }
   if (isQuery(out))
     return 0;
-  int32_t cols = on->extent, rows = ot->extent, panel = on->min / kPanel;
+  int32_t cols = on->extent, rows = ot->extent,
+          panel = weightPanel(on->min / kPanel, halfPanels);
   const halide_dimension_t *wd = w->dim;
   if (K % kStepK || on->min % kPanel || cols < 1 || cols > kPanel ||
+      halfPanels < 0 ||
       x->dimensions != 2 || w->dimensions != 3 || out->dimensions != 2 ||
       x->type.bits != 16 || w->type.bits != 16 ||
       out->type.code != halide_type_float || out->type.bits != 32 ||

@@ -151,6 +151,16 @@ func.func @linear_weight_type(%x: memref<?x8xf32>, %w: memref<1x8x64xbf16>, %o: 
 
 // -----
 
+// A linear's glu epilogue takes no bias (arch.linear's rule, checked in
+// the kernel description too).
+func.func @linear_glu_bias(%x: memref<?x8xf32>, %w: memref<1x8x64xf32>, %b: memref<16xf32>, %o: memref<?x16xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' has a glu epilogue and a bias}}
+  archk.call "linear" {K = 8 : i64, N = 16 : i64, activation = "silu", bias = true, glu = true, one_row = false, panel = 64 : i64}(%x, %w, %b, %o) : memref<?x8xf32>, memref<1x8x64xf32>, memref<16xf32>, memref<?x16xf32>
+  return
+}
+
+// -----
+
 func.func @pack_store(%w: memref<16x8xf32>, %o: memref<1x8x64xf32>) {
   // expected-error @+1 {{'archk.call' op argument 1 ('out') is 'memref<1x8x64xf32>', but the kernel takes a memref of the declared element type and rank (bf16, 3)}}
   archk.call "pack" {K = 8 : i64, N = 16 : i64, groups = 1 : i64, panel = 64 : i64, store = "bf16"}(%w, %o) : memref<16x8xf32>, memref<1x8x64xf32>

@@ -348,6 +348,32 @@ func.func @linear_packed_panels(%x: tensor<?x8xf32>, %w: tensor<1x8x64xf32>) {
 }
 
 // -----
+
+// A glu epilogue's weight holds two halves: 2 x 96 rows, or 2 x 2 panels
+// (each half packed alone), and it takes no bias.
+func.func @linear_glu_rows(%x: tensor<?x8xf32>, %w: tensor<96x8xf32>) {
+  // expected-error @+1 {{result has 96 features (glu: two halves) but the weight has N = 96}}
+  %y = arch.linear %x, %w glu silu : (tensor<?x8xf32>, tensor<96x8xf32>) -> tensor<?x96xf32>
+  return
+}
+
+// -----
+
+func.func @linear_glu_panels(%x: tensor<?x8xf32>, %w: tensor<3x8x64xf32>) {
+  // expected-error @+1 {{a packed weight for 96 features (glu: two halves) has 4 panels of 64, got 'tensor<3x8x64xf32>'}}
+  %y = arch.linear %x, %w glu silu : (tensor<?x8xf32>, tensor<3x8x64xf32>) -> tensor<?x96xf32>
+  return
+}
+
+// -----
+
+func.func @linear_glu_bias(%x: tensor<?x8xf32>, %w: tensor<32x8xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{a glu epilogue takes no bias}}
+  %y = arch.linear %x, %w, %b glu silu : (tensor<?x8xf32>, tensor<32x8xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
 // cache_element
 // expected-error @+1 {{stores f32, f16 or bf16, not 'i32'}}
 arch.cache @c tokens 8 : tensor<4xi32>
@@ -622,6 +648,33 @@ func.func @pack_groups(%w: tensor<96x8xf32>) {
 func.func @pack_groups_shape(%w: tensor<96x8xf32>) {
   // expected-error @+1 {{result must be tensor<4x8x64x(f32|f16|bf16)>, got 'tensor<2x8x64xf32>'}}
   %p = arch.pack %w {panel = 64 : i64, groups = 4 : i64} : tensor<96x8xf32> -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+// Several weights: a group each, of one shape.
+func.func @pack_parts_groups(%a: tensor<96x8xf32>, %b: tensor<96x8xf32>) {
+  // expected-error @+1 {{2 weights must be 2 groups, got 1}}
+  %p = arch.pack %a, %b {panel = 64 : i64} : tensor<96x8xf32>, tensor<96x8xf32> -> tensor<4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @pack_parts_shape(%a: tensor<96x8xf32>, %b: tensor<64x8xf32>) {
+  // expected-error @+1 {{weights must share one type, got 'tensor<96x8xf32>' and 'tensor<64x8xf32>'}}
+  %p = arch.pack %a, %b {panel = 64 : i64, groups = 2 : i64} : tensor<96x8xf32>, tensor<64x8xf32> -> tensor<4x8x64xf32>
+  return
+}
+
+// -----
+
+// A glu linear's weight packed as one group straddles its halves.
+func.func @linear_glu_groups(%x: tensor<?x8xf32>, %w: tensor<128x8xf32>) {
+  %p = arch.pack %w {panel = 64 : i64} : tensor<128x8xf32> -> tensor<2x8x64xf32>
+  // expected-error @+1 {{a packed weight for 2 half(s) must be packed in 2 group(s), got 1}}
+  %y = arch.linear %x, %p glu silu : (tensor<?x8xf32>, tensor<2x8x64xf32>) -> tensor<?x64xf32>
   return
 }
 

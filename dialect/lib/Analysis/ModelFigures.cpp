@@ -152,7 +152,9 @@ FailureOr<ModelFigures> Figures::run() {
     else if (auto a = dyn_cast<FlashAttentionOp>(op))
       attention(a, embedding);
     else if (auto l = dyn_cast<LinearOp>(op)) {
-      int64_t kn = widthOf(l.getInput()) * widthOf(l.getResult());
+      // (A glu epilogue's weight has two halves of the result's width.)
+      int64_t kn = widthOf(l.getInput()) * widthOf(l.getResult()) *
+                   (l.getGlu() ? 2 : 1);
       auto w = cast<RankedTensorType>(l.getWeight().getType());
       f.matmulWeightBytes += kn * int64_t(w.getElementTypeBitWidth() / 8);
       // Over a cache's context (naive MLA's up-projection of every cached

@@ -290,14 +290,27 @@ static int64_t packedK(RankedTensorType t) {
 }
 
 LogicalResult PackOp::verify() {
-  auto w = cast<RankedTensorType>(getWeight().getType());
+  if (getWeights().empty())
+    return emitOpError() << "needs a weight";
+  auto w = cast<RankedTensorType>(getWeights().front().getType());
   auto r = cast<RankedTensorType>(getResult().getType());
   int64_t panel = getPanel(), groups = getGroups().value_or(1);
+  int64_t parts = int64_t(getWeights().size());
   if (w.getRank() != 2 || !w.hasStaticShape())
     return emitOpError() << "weight must be a static [N, K] tensor, got " << w;
   if (panel <= 0)
     return emitOpError() << "panel must be positive";
-  int64_t n = w.getDimSize(0), k = w.getDimSize(1);
+  // Several weights: one group each, of one shape.
+  if (parts > 1) {
+    if (groups != parts)
+      return emitOpError() << parts << " weights must be " << parts
+                           << " groups, got " << groups;
+    for (Value v : getWeights())
+      if (v.getType() != w)
+        return emitOpError() << "weights must share one type, got " << w
+                             << " and " << v.getType();
+  }
+  int64_t n = w.getDimSize(0) * parts, k = w.getDimSize(1);
   if (groups <= 0 || n % groups != 0)
     return emitOpError() << "groups (" << groups << ") must divide N = " << n;
   int64_t panels = groups * ((n / groups + panel - 1) / panel);
@@ -604,15 +617,28 @@ LogicalResult LinearOp::verify() {
     return failure();
   if (!packed && !w.getElementType().isF32())
     return emitOpError() << "a 16-bit weight must be packed, got " << w;
+  // A glu epilogue's weight: the gate's n rows, then the up's.
+  int64_t halves = getGlu() ? 2 : 1;
+  if (getGlu() && getBias())
+    return emitOpError() << "a glu epilogue takes no bias";
   if (packed) {
     int64_t panel = w.getDimSize(2), panels = w.getDimSize(0);
-    if (panel <= 0 || panels != (n + panel - 1) / panel)
-      return emitOpError() << "a packed weight for " << n << " features has "
-                           << (n + panel - 1) / std::max<int64_t>(panel, 1)
-                           << " panels of " << panel << ", got " << w;
-  } else if (n != w.getDimSize(0)) {
-    return emitOpError() << "result has " << n << " features but the weight "
-                         << "has N = " << w.getDimSize(0);
+    int64_t want = halves * ((n + panel - 1) / std::max<int64_t>(panel, 1));
+    if (panel <= 0 || panels != want)
+      return emitOpError() << "a packed weight for " << n << " features"
+                           << (getGlu() ? " (glu: two halves)" : "") << " has "
+                           << want << " panels of " << panel << ", got " << w;
+    // (Packed here: its halves alone, or the count may match a layout that
+    // straddles them.)
+    if (auto p = getWeight().getDefiningOp<PackOp>();
+        p && p.getGroups().value_or(1) != halves)
+      return emitOpError() << "a packed weight for " << halves
+                           << " half(s) must be packed in " << halves
+                           << " group(s), got " << p.getGroups().value_or(1);
+  } else if (halves * n != w.getDimSize(0)) {
+    return emitOpError() << "result has " << n << " features"
+                         << (getGlu() ? " (glu: two halves)" : "")
+                         << " but the weight has N = " << w.getDimSize(0);
   }
   if (getBias()) {
     auto b = cast<RankedTensorType>(getBias().getType());

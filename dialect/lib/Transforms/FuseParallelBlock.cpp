@@ -21,7 +21,10 @@ namespace arch {
 namespace {
 
 static bool readsFFN(LinearOp l) {
-  return isa_and_nonnull<GluOp, ActivationOp>(l.getInput().getDefiningOp());
+  Operation *def = l.getInput().getDefiningOp();
+  if (auto up = dyn_cast_or_null<LinearOp>(def)) // gated by arch-fuse-glu
+    return bool(up.getGlu());
+  return isa_and_nonnull<GluOp, ActivationOp>(def);
 }
 
 /// An FFN input projection: read only by the activation or the gating.

@@ -48,20 +48,28 @@ static std::string joinedName(ArrayRef<StringRef> names) {
 }
 
 /// A name for the prepared value computed by `slice` (in order): the
-/// weights it reads, joined, then each step after concatenation by its op
-/// (`….{q_proj,k_proj,v_proj}.weight.pack`); `prepared.N` when taken.
+/// weights it reads, joined in the order its ops read them (a
+/// concatenation's parts in place), then each step after concatenation by
+/// its op (`….{q_proj,k_proj,v_proj}.weight.pack`); `prepared.N` when
+/// taken.
 static std::string preparedName(ArrayRef<Operation *> slice, ModuleOp module,
                                 unsigned &counter) {
   SmallVector<StringRef> names;
   std::string steps;
+  auto add = [&](ParamOp p) {
+    if (p && !llvm::is_contained(names, p.getName()))
+      names.push_back(p.getName());
+  };
   for (Operation *op : slice) {
-    if (auto p = dyn_cast<ParamOp>(op)) {
-      if (!llvm::is_contained(names, p.getName()))
-        names.push_back(p.getName());
-    } else if (!isa<ConcatOp>(op)) {
+    if (isa<ParamOp>(op))
+      continue;
+    for (Value v : op->getOperands())
+      add(v.getDefiningOp<ParamOp>());
+    if (!isa<ConcatOp>(op))
       steps += "." + op->getName().stripDialect().str();
-    }
   }
+  for (Operation *op : slice)
+    add(dyn_cast<ParamOp>(op));
   std::string name;
   if (!names.empty())
     name = (names.size() == 1 ? names.front().str() : joinedName(names)) +

@@ -259,14 +259,20 @@ struct LowerPosEmbed : Lowering<PosEmbedOp> {
 
 /// The linear kernel of x [T, K] times `weight`, packed [panels, K,
 /// panel] (or in pairs, [panels, K / 2, panel, 2]) or [N, K], to N
-/// columns.
+/// columns; with `glu`, the gated product of the weight's two halves.
 static LinearKernel linearKernel(Value x, Value weight, int64_t n, bool bias,
-                                 bool oneRow) {
+                                 bool oneRow,
+                                 std::optional<Activation> glu = {}) {
   auto t = cast<MemRefType>(weight.getType());
-  return LinearKernel{widthOf(x),        n,
-                      bias,              t.getRank() > 2 ? t.getDimSize(2) : 0,
-                      oneRow,            storeOf(weight),
-                      t.getRank() == 4};
+  return LinearKernel{widthOf(x),
+                      n,
+                      bias,
+                      t.getRank() > 2 ? t.getDimSize(2) : 0,
+                      oneRow,
+                      storeOf(weight),
+                      t.getRank() == 4,
+                      glu.has_value(),
+                      glu.value_or(Activation::identity)};
 }
 
 struct LowerLinear : Lowering<LinearOp> {
@@ -282,7 +288,9 @@ struct LowerLinear : Lowering<LinearOp> {
     // The kernel picks its GEMM or GEMV code by the rows it is given; one
     // row known here (the classifier's) needs the GEMV code only.
     bool oneRow = getConstantIntValue(rows) == std::optional<int64_t>(1);
-    call(b, loc, linearKernel(x, weight, N, bool(a.getBias()), oneRow), args);
+    call(b, loc,
+         linearKernel(x, weight, N, bool(a.getBias()), oneRow, op.getGlu()),
+         args);
     return out;
   }
 };
@@ -538,15 +546,37 @@ struct LowerConcat : Lowering<ConcatOp> {
 struct LowerPack : Lowering<PackOp> {
   using Lowering::Lowering;
   Value lower(PackOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
-    Value weight = buf(a.getWeight());
-    auto w = cast<MemRefType>(weight.getType());
     auto type = cast<RankedTensorType>(op.getResult().getType());
     Value out = newFixed(b, loc, type.getShape(), type.getElementType());
-    call(b, loc,
-         PackKernel{w.getDimSize(1), w.getDimSize(0), int64_t(op.getPanel()),
-                    int64_t(op.getGroups().value_or(1)), storeOf(out),
-                    type.getRank() == 4},
-         {{"weight", weight}, {"out", pairsAsRows(b, loc, out)}});
+    ValueRange weights = a.getWeights();
+    if (weights.size() == 1) {
+      Value weight = buf(weights.front());
+      auto w = cast<MemRefType>(weight.getType());
+      call(b, loc,
+           PackKernel{w.getDimSize(1), w.getDimSize(0), int64_t(op.getPanel()),
+                      int64_t(op.getGroups().value_or(1)), storeOf(out),
+                      type.getRank() == 4},
+           {{"weight", weight}, {"out", pairsAsRows(b, loc, out)}});
+      return out;
+    }
+    // Several weights, a group each: each packed into its panels of the
+    // result (a window along its first dimension).
+    int64_t panels = type.getDimSize(0) / int64_t(weights.size());
+    for (auto [i, v] : llvm::enumerate(weights)) {
+      Value weight = buf(v);
+      auto w = cast<MemRefType>(weight.getType());
+      SmallVector<OpFoldResult> offsets{b.getIndexAttr(int64_t(i) * panels)},
+          sizes{b.getIndexAttr(panels)};
+      for (int64_t d = 1; d < type.getRank(); ++d) {
+        offsets.push_back(b.getIndexAttr(0));
+        sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+      }
+      call(b, loc,
+           PackKernel{w.getDimSize(1), w.getDimSize(0), int64_t(op.getPanel()),
+                      1, storeOf(out), type.getRank() == 4},
+           {{"weight", weight},
+            {"out", pairsAsRows(b, loc, view(b, loc, out, offsets, sizes))}});
+    }
     return out;
   }
 };

@@ -28,7 +28,9 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
   bool inPairs(int64_t k) const { return pairs && k % 2 == 0; }
 
   /// Weight operand `o` ([N, K], `groups` blocks of rows) read packed
-  /// instead, each block packed alone.
+  /// instead, each block packed alone. Where the blocks are the parts of
+  /// an arch.concat read only there (a glu linear's gate and up), the
+  /// pack reads the parts: no concatenation is made.
   void pack(OpOperand &o, int64_t groups) {
     auto w = cast<RankedTensorType>(o.get().getType());
     OpBuilder b(o.getOwner());
@@ -37,9 +39,19 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
     auto packed = inPairs(k)
                       ? RankedTensorType::get({panels, k / 2, panel, 2}, elem)
                       : RankedTensorType::get({panels, k, panel}, elem);
+    SmallVector<Value> weights{o.get()};
+    auto c = o.get().getDefiningOp<ConcatOp>();
+    if (groups > 1 && c && c.getDim() == 0 && c->hasOneUse() &&
+        int64_t(c.getInputs().size()) == groups &&
+        llvm::all_of(c.getInputs(), [&](Value v) {
+          return cast<RankedTensorType>(v.getType()).getDimSize(0) == n;
+        }))
+      weights.assign(c.getInputs().begin(), c.getInputs().end());
     o.set(b.create<PackOp>(
-        o.getOwner()->getLoc(), packed, o.get(), b.getI64IntegerAttr(panel),
+        o.getOwner()->getLoc(), packed, weights, b.getI64IntegerAttr(panel),
         groups == 1 ? IntegerAttr() : b.getI64IntegerAttr(groups)));
+    if (weights.size() > 1)
+      c.erase();
   }
 
   // linear(x, W) over many rows  =>  linear(x, pack(W))
@@ -99,10 +111,12 @@ struct PackWeightsPass : impl::PackWeightsPassBase<PackWeightsPass> {
       // worth a second copy of a weight something else reads as well (a
       // tied embedding table).
       if (packedOther(l, l.getWeight()) || w.getRank() != 2 ||
-          (!all && (w.getDimSize(0) < minColumns ||
+          (!all && (widthOf(l.getResult()) < minColumns ||
                     (!x.isDynamicDim(0) && !l.getWeight().hasOneUse()))))
         return;
-      pack(l.getWeightMutable(), 1);
+      // A glu epilogue's gate and up halves each packed alone, so that
+      // each gate panel has an up panel of the same columns.
+      pack(l.getWeightMutable(), l.getGlu() ? 2 : 1);
       changed = true;
     });
     // The experts of arch.moe: each expert's block of rows packed alone.

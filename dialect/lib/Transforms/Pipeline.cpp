@@ -35,6 +35,10 @@ static const Step steps[] = {
      [](OpPassManager &pm, const PipelineTarget &) {
        pm.addPass(createFuseParallelBlockPass());
      }},
+    {"arch-fuse-glu",
+     [](OpPassManager &pm, const PipelineTarget &) {
+       pm.addPass(createFuseGluPass());
+     }},
     {"arch-flash-tiling",
      [](OpPassManager &pm, const PipelineTarget &t) {
        FlashTilingPassOptions o;

@@ -225,16 +225,34 @@ def Arch_LinearOp : Arch_Op<"linear", [Pure]> {
     input is rounded to bf16 too (nearest even): the bf16 dot product,
     products of bf16 pairs summed in f32 (AVX512-BF16's `vdpbf16ps`).
 
+    With `glu` (arch-fuse-glu: a gated FFN's gate and up projections on
+    one input) the weight holds 2N rows, the gate's N then the up's N
+    (packed, each half on its own: `groups = 2`, 2 ceil(N / panel)
+    panels), and `result[t, n] = act(g[t, n]) * u[t, n]` of the halves'
+    products g and u: arch.glu as the GEMM's epilogue. No bias.
+
     ```mlir
     %q = arch.linear %h, %wq
         : (tensor<?x288xf32>, tensor<288x288xf32>) -> tensor<?x288xf32>
+    %m = arch.linear %h, %wgu glu silu
+        : (tensor<?x288xf32>, tensor<1536x288xf32>) -> tensor<?x768xf32>
     ```
   }];
   let arguments = (ins Arch_F32Tensor:$input, Arch_WeightTensor:$weight,
-                       Optional<Arch_F32Tensor>:$bias);
+                       Optional<Arch_F32Tensor>:$bias,
+                       OptionalAttr<Arch_Activation>:$glu);
   let results = (outs Arch_F32Tensor:$result);
-  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
-                       "functional-type(operands, results)";
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? (`glu` $glu^)? "
+                       "attr-dict `:` functional-type(operands, results)";
+  let builders = [
+    // A linear without an epilogue (the bias optional).
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
+                   "::mlir::Value":$weight,
+                   CArg<"::mlir::Value", "{}">:$bias), [{
+      build($_builder, $_state, result, input, weight, bias,
+            ::arch::ActivationAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
@@ -356,15 +374,21 @@ def Arch_PackOp : Arch_Op<"pack", [Pure]> {
     `result[p, i, j, e] = weight[p * panel + j, 2 * i + e]`, each pair of
     K-adjacent elements one 32-bit word, as the bf16 dot product reads them;
     the linear or experts over it round their input to bf16 too.
+    Several weights of one shape are packed as their concatenation along N
+    would be, each a group (`groups` = their count), without that
+    concatenation being made: a glu linear's gate and up halves.
 
     ```mlir
     %p = arch.pack %w {panel = 64 : i64} : tensor<96x288xf32> -> tensor<2x288x64xf32>
+    %gu = arch.pack %wg, %wu {groups = 2 : i64, panel = 64 : i64}
+        : tensor<96x288xf32>, tensor<96x288xf32> -> tensor<4x288x64xf32>
     ```
   }];
-  let arguments = (ins Arch_F32Tensor:$weight, I64Attr:$panel,
+  let arguments = (ins Variadic<Arch_F32Tensor>:$weights, I64Attr:$panel,
                        OptionalAttr<I64Attr>:$groups);
   let results = (outs Arch_WeightTensor:$result);
-  let assemblyFormat = "$weight attr-dict `:` type($weight) `->` type($result)";
+  let assemblyFormat =
+      "$weights attr-dict `:` type($weights) `->` type($result)";
   let hasVerifier = 1;
 }
 

@@ -105,7 +105,10 @@ struct NormKernel {
 /// weight may be 16-bit (`weight`), widened to f32 in registers. A bf16
 /// one packed in `pairs` ([ceil(N / panel), K / 2, panel, 2], passed as
 /// [.., K / 2, 2 * panel]) takes the bf16 dot product: x rounded to bf16,
-/// products of pairs summed in f32.
+/// products of pairs summed in f32. With `glu` the weight holds 2N
+/// columns, the gate's N then the up's N (packed: each half on its own,
+/// [2 ceil(N / panel), ..]), and the output is activation(gate) * up: the
+/// gated FFN's gating as the GEMM's epilogue (arch.linear's glu; no bias).
 struct LinearKernel {
   int64_t K, N;
   bool bias;
@@ -113,11 +116,17 @@ struct LinearKernel {
   bool oneRow;
   StoreType weight = StoreType::f32;
   bool pairs = false;
+  bool glu = false;
+  Activation activation = Activation::identity;
   template <class F> void fields(F &&f) {
     f("K", K), f("N", N), f("bias", bias), f("panel", panel),
         f("one_row", oneRow);
     optionalField(f, "weight", weight, StoreType::f32);
     optionalField(f, "pairs", pairs, false);
+    // (Tagged: a glu linear's name must not read as another weight type.)
+    optionalField(f, "glu", glu, false, 9);
+    if (glu)
+      f("activation", activation);
   }
 };
 

@@ -113,6 +113,32 @@ def FuseParallelBlockPass
   let dependentDialects = ["::arch::ArchDialect"];
 }
 
+def FuseGluPass : Pass<"arch-fuse-glu", "::mlir::ModuleOp"> {
+  let summary = "a gated FFN's gating as the epilogue of one GEMM";
+  let description = [{
+    `arch.glu act(g, u)` of two bias-free `arch.linear`s on the same
+    input, read by nothing else, becomes one linear over their weights
+    concatenated along N, gate first, with the gating as its epilogue
+    (`glu act`): its kernel computes each gate panel with its up panel in
+    one task and writes act(gate) * up, so the [T, 2 d_ff] products stay
+    in the caches (while a task's fit) and arch.glu's pass over them is
+    gone. A parallel
+    block's gate and up, already fused with its q/k/v by
+    arch-fuse-parallel-block, stay as they are.
+
+    ```mlir
+    %g = arch.linear %h, %wg : (tensor<?x64xf32>, tensor<192x64xf32>) -> tensor<?x192xf32>
+    %u = arch.linear %h, %wu : (tensor<?x64xf32>, tensor<192x64xf32>) -> tensor<?x192xf32>
+    %m = arch.glu silu %g, %u : tensor<?x192xf32>
+    // becomes
+    %w = arch.concat %wg, %wu {dim = 0 : i64}
+        : (tensor<192x64xf32>, tensor<192x64xf32>) -> tensor<384x64xf32>
+    %m = arch.linear %h, %w glu silu : (tensor<?x64xf32>, tensor<384x64xf32>) -> tensor<?x192xf32>
+    ```
+  }];
+  let dependentDialects = ["::arch::ArchDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
