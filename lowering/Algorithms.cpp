@@ -124,13 +124,14 @@ LinearKernel matmulOf(const LinearKernel &d) {
   return m;
 }
 
-/// The weight's panel that panel `v` of linear `d`'s matmul reads: `v`, or
-/// with a glu epilogue the gate's panel v / 2 (v even) or the up's (odd,
-/// after the gate's ceil(N / panel)).
-static Expr weightPanel(const LinearKernel &d, Expr v) {
-  if (!d.glu || !d.panel)
+int64_t gluHalfPanels(const LinearKernel &d) {
+  return d.glu && d.panel ? (d.N + d.panel - 1) / d.panel : 0;
+}
+
+Expr weightPanel(Expr v, int64_t halfPanels) {
+  if (!halfPanels)
     return v;
-  return v / 2 + (v % 2) * int((d.N + d.panel - 1) / d.panel);
+  return v / 2 + (v % 2) * int(halfPanels);
 }
 
 static Expr activate(Expr x, Activation act);
@@ -175,7 +176,7 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &linear) {
   Func xb("xb"), acc("acc"), out("linear");
   xb(kk, t) = cast(BFloat(16), x(kk, t));
   RDom r(0, 2, 0, int(K / 2), "r"); // r.x: in the pair, r.y: the pair
-  Expr wp = weightPanel(linear, p);
+  Expr wp = weightPanel(p, gluHalfPanels(linear));
   acc(j, p, t) = 0.0f;
   acc(j, p, t) += cast<float>(w(2 * j + r.x, r.y, wp)) *
                   cast<float>(xb(2 * r.y + r.x, t));
@@ -198,11 +199,10 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &linear) {
     // the AMX ukernel over xb and the packed weight, blocking K itself
     // (and reading a glu epilogue's halves as weightPanel does).
     Func amx("amx");
-    int32_t halfPanels =
-        linear.glu ? int32_t((linear.N + panel - 1) / panel) : 0;
-    amx.define_extern("archu_amx_bf16_panels",
-                      {xb, w, Expr(int32_t(K)), Expr(halfPanels)}, Float(32),
-                      {n, t}, NameMangling::C);
+    amx.define_extern(
+        "archu_amx_bf16_panels",
+        {xb, w, Expr(int32_t(K)), Expr(int32_t(gluHalfPanels(linear)))},
+        Float(32), {n, t}, NameMangling::C);
     gemmDot = amx(n, t);
     k.funcs["amx"] = amx;
   } else if (int kb = kBlockOf(d, k.l2Bytes)) {
@@ -281,7 +281,7 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
     // rows (see wide_gemm below).
     Func wide("wide");
     Var j("j"), p("p");
-    Expr wp = weightPanel(linear, p);
+    Expr wp = weightPanel(p, gluHalfPanels(linear));
     wide(j, kk, p) = widen(w(j, kk, wp), d.weight);
     if (d.weight == StoreType::f16)
       k.funcs["wide"] = wide;

@@ -74,13 +74,22 @@ bool amxGemm(const LinearKernel &d);
 /// matmul's.
 LinearKernel matmulOf(const LinearKernel &d);
 
+/// Panels of each half of glu linear `d`'s packed weight (ceil(N / panel));
+/// 0 without a glu epilogue over panels.
+int64_t gluHalfPanels(const LinearKernel &d);
+
+/// The weight's panel that matmul panel `v` reads: `v`, or over halves of
+/// `halfPanels` panels (gluHalfPanels) the gate's panel v / 2 (v even) or
+/// the up's, halfPanels + v / 2 (v odd). (lowering/ukernels_amx.c has its
+/// C twin.)
+Halide::Expr weightPanel(Halide::Expr v, int64_t halfPanels);
+
 /// Applies the CPU schedule for `k` on `target`.
 void scheduleKernel(KernelFuncs &k, const Halide::Target &target);
 
 /// Where a glu epilogue computes the matmul (its panels in its tasks: the
 /// epilogue's task loop `taskLoop`, `taskPanels` of the matmul's panels
-/// each), the weight's panel of matmul panel v: v / 2 (a gate panel, v
-/// even) or halfPanels + v / 2 (its up panel). Empty: no epilogue.
+/// each), and its halves' panels (weightPanel). Empty: no epilogue.
 struct GluPanels {
   std::string taskLoop;
   int taskPanels = 0;
@@ -94,10 +103,11 @@ struct GluPanels {
 /// panels, not K-blocked, two of whose panels fit in half the L2; in a
 /// K-blocked GEMM (`blockLoop`, its block loop, given), tiles 1..m of
 /// each block prefetch the next block. A lowering pass on the kernel's
-/// output (k.output()) finds the task loop `taskLoop` (a panel per task), the block loop, the token
-/// tile loop `tileLoop` and the register tile's K loop `kLoop` by their
-/// Halide names and calls the archu_prefetch_read ukernel (x86-64 Linux
-/// only; sets k.ukernels). Returns whether it applies.
+/// output (k.output()) finds the task loop `taskLoop` (a panel per task),
+/// the block loop, the token tile loop `tileLoop` and the register tile's
+/// K loop `kLoop` by their Halide names and calls the archu_prefetch_read
+/// ukernel (x86-64 Linux only; sets k.ukernels). Returns whether it
+/// applies.
 bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
                        const std::string &taskLoop,
                        const std::string &blockLoop,

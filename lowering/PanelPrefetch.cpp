@@ -109,23 +109,21 @@ private:
     // The matmul's panel no (within the epilogue's task: its first, plus
     // no) in the weight: a glu epilogue's gate and up panels alternate.
     // (An epilogue of one task has no task loop: Halide drops it.)
-    auto weightPanel = [&](Expr v) {
-      if (glu.taskLoop.empty())
-        return v;
+    auto panelOf = [&](Expr v) {
       if (inGluTask)
         v += Variable::make(Int(32), glu.taskLoop) * glu.taskPanels;
-      return v / 2 + (v % 2) * int(glu.halfPanels);
+      return weightPanel(v, glu.halfPanels);
     };
-    Expr next = cast<int64_t>(weightPanel(no + 1)) * Expr(panelBytes);
+    Expr next = cast<int64_t>(panelOf(no + 1)) * Expr(panelBytes);
     if (!block.empty()) {
       Expr after = Variable::make(Int(32), block) + 1;
-      next = cast<int64_t>(weightPanel(no)) * Expr(panelBytes) +
+      next = cast<int64_t>(panelOf(no)) * Expr(panelBytes) +
              cast<int64_t>(after) * Expr(blockBytes);
       // After a panel's last block, the next panel's first: the next in
       // memory, but with a glu epilogue the next the task computes.
       if (!glu.taskLoop.empty())
         next = select(after < int(panelBytes / blockBytes), next,
-                      cast<int64_t>(weightPanel(no + 1)) * Expr(panelBytes));
+                      cast<int64_t>(panelOf(no + 1)) * Expr(panelBytes));
     }
     Expr line = cast<int64_t>((to - 1) * int(kLen) + k);
     Expr offset = next + line * Expr(int64_t(64));

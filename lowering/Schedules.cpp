@@ -115,7 +115,7 @@ static GluPanels gluPanels(const KernelFuncs &k, const LinearKernel &mm) {
     return {};
   int columns = gluTaskColumns(mm, k.lanes);
   return {loopName(k.epilogue, 0, "m", {"mo"}), int(2 * columns / mm.panel),
-          mm.N / mm.panel / 2};
+          gluHalfPanels(*k.spec.get<LinearKernel>())};
 }
 
 /// The column loops of a packed linear: a task (`no`: parallel with
