@@ -32,9 +32,11 @@ for spec in specs/llama/bench-156m.toml "$out/llama3-8b-layer.toml"; do
       bf16) flags="--weight-type=bf16 --matmul-input=bf16" bits=16p suffix=x2x1 ;;
       bf16w) flags="--weight-type=bf16 --matmul-input=f32" bits=16 suffix=x2 ;;
     esac
-    # (Without arch-fuse-glu: the gate and up projections as the plain
-    # GEMMs they are there, their gating not part of the figure.)
-    "$archc" compile "$spec" $flags --disable-pass=arch-fuse-glu -o "$out/$name.$w.so" --quiet
+    # (Without arch-fuse-glu and arch-fuse-residual: the gate, up, output
+    # and down projections as the plain GEMMs they are there, their
+    # gating and residual add not part of the figure.)
+    "$archc" compile "$spec" $flags --disable-pass=arch-fuse-glu \
+      --disable-pass=arch-fuse-residual -o "$out/$name.$w.so" --quiet
     # Every linear but the one-row classifier (its one_row field is 1).
     nm -D "$out/$name.$w.so" | grep -oE "archk_linear_[0-9]+x[0-9]+x0x64x0$suffix\$" | sort -u |
     while read -r lin; do

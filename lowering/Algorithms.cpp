@@ -156,6 +156,21 @@ static void gluEpilogue(KernelFuncs &k, const LinearKernel &d) {
   k.outDims = {d.N};
 }
 
+/// A linear's sums `dot` of column n, token t plus its bias and its
+/// residual (arch-fuse-residual's epilogue), where it has them: added as
+/// the output tile is stored.
+static Expr plusInputs(KernelFuncs &k, const LinearKernel &d, Expr dot, Var n,
+                       Var t) {
+  if (d.bias) {
+    ImageParam bias = k.in("bias");
+    bias.dim(0).set_bounds(0, int(d.N));
+    dot = dot + bias(n);
+  }
+  if (d.residual)
+    dot = dot + rows(k, "residual", {d.N})(n, t);
+  return dot;
+}
+
 /// The bf16 dot product over a weight packed in pairs, w (2 * panel, K / 2,
 /// panels): element 2 * j + e of row i of panel p is column p * panel + j,
 /// K index 2 * i + e. x is rounded to bf16 once (xb); the sums over each
@@ -227,9 +242,7 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &linear) {
   Expr dot = d.oneRow || gemmDot.same_as(gemvDot)
                  ? gemvDot
                  : select(rows >= kTokenTile, gemmDot, gemvDot);
-  out(n, t) = d.bias ? dot + k.in("bias")(n) : dot;
-  if (d.bias)
-    k.in("bias").dim(0).set_bounds(0, int(N));
+  out(n, t) = plusInputs(k, d, dot, n, t);
   k.out = out;
   k.funcs["acc"] = acc;
   k.funcs["xb"] = xb;
@@ -261,13 +274,6 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
     w.dim(0).set_bounds(0, int(K)).set_stride(1);
     w.dim(1).set_bounds(0, int(N)).set_stride(int(K));
   }
-  bool hasBias = d.bias;
-  ImageParam bias;
-  if (hasBias) {
-    bias = k.in("bias");
-    bias.dim(0).set_bounds(0, int(N));
-  }
-
   Var kk("kk"), n("n"), t("t");
   Func acc("acc");
   Func out("linear");
@@ -349,7 +355,7 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
     k.rdoms["r"] = r;
     k.lanes = vl;
   }
-  out(n, t) = hasBias ? dot + bias(n) : dot;
+  out(n, t) = plusInputs(k, d, dot, n, t);
   k.out = out;
   k.funcs["acc"] = acc;
   k.vars = {{"kk", kk}, {"n", n}, {"t", t}};

@@ -92,6 +92,10 @@ std::string GlueEmitter::comment(Operation *op) {
   llvm::raw_string_ostream cs(s);
   cs << cast<archk::CallOp>(op).getKind();
   Location loc = op->getLoc();
+  // (A fusion's call: the first fused op's place, the linear's.)
+  auto fused = dyn_cast<FusedLoc>(loc);
+  if (fused && !fused.getLocations().empty())
+    loc = fused.getLocations().front();
   if (auto name = dyn_cast<NameLoc>(loc)) {
     cs << " " << name.getName().getValue();
     loc = name.getChildLoc();

@@ -154,8 +154,26 @@ func.func @linear_weight_type(%x: memref<?x8xf32>, %w: memref<1x8x64xbf16>, %o: 
 // A linear's glu epilogue takes no bias (arch.linear's rule, checked in
 // the kernel description too).
 func.func @linear_glu_bias(%x: memref<?x8xf32>, %w: memref<1x8x64xf32>, %b: memref<16xf32>, %o: memref<?x16xf32>) {
-  // expected-error @+1 {{'archk.call' op kernel description of 'linear' has a glu epilogue and a bias}}
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' has a glu epilogue and a bias or a residual}}
   archk.call "linear" {K = 8 : i64, N = 16 : i64, activation = "silu", bias = true, glu = true, one_row = false, panel = 64 : i64}(%x, %w, %b, %o) : memref<?x8xf32>, memref<1x8x64xf32>, memref<16xf32>, memref<?x16xf32>
+  return
+}
+
+// -----
+
+// Nor a residual (arch.linear's rule too).
+func.func @linear_glu_residual(%x: memref<?x8xf32>, %w: memref<1x8x64xf32>, %r: memref<?x16xf32>, %o: memref<?x16xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' has a glu epilogue and a bias or a residual}}
+  archk.call "linear" {K = 8 : i64, N = 16 : i64, activation = "silu", bias = false, glu = true, one_row = false, panel = 64 : i64, residual = true}(%x, %w, %r, %o) : memref<?x8xf32>, memref<1x8x64xf32>, memref<?x16xf32>, memref<?x16xf32>
+  return
+}
+
+// -----
+
+// A residual linear takes the residual before its output.
+func.func @linear_residual_args(%x: memref<?x8xf32>, %w: memref<1x8x64xf32>, %o: memref<?x16xf32>) {
+  // expected-error @+1 {{'archk.call' op passes 3 arguments to a 'linear' kernel, which takes 4}}
+  archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, one_row = false, panel = 64 : i64, residual = true}(%x, %w, %o) : memref<?x8xf32>, memref<1x8x64xf32>, memref<?x16xf32>
   return
 }
 

@@ -374,6 +374,22 @@ func.func @linear_glu_bias(%x: tensor<?x8xf32>, %w: tensor<32x8xf32>, %b: tensor
 }
 
 // -----
+
+func.func @linear_glu_residual(%x: tensor<?x8xf32>, %w: tensor<32x8xf32>, %r: tensor<?x16xf32>) {
+  // expected-error @+1 {{a glu epilogue takes no residual}}
+  %y = arch.linear %x, %w residual %r glu silu : (tensor<?x8xf32>, tensor<32x8xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_residual_type(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>, %r: tensor<1x16xf32>) {
+  // expected-error @+1 {{residual must have the result's type 'tensor<?x16xf32>', got 'tensor<1x16xf32>'}}
+  %y = arch.linear %x, %w residual %r : (tensor<?x8xf32>, tensor<16x8xf32>, tensor<1x16xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
 // cache_element
 // expected-error @+1 {{stores f32, f16 or bf16, not 'i32'}}
 arch.cache @c tokens 8 : tensor<4xi32>

@@ -55,3 +55,21 @@ func.func @unfused(%h: tensor<?x8xf32>, %h2: tensor<?x8xf32>) -> (tensor<?x16xf3
   %m4 = arch.glu silu %g4, %g4 : tensor<?x16xf32>
   return %m1, %m2, %u2, %m3, %m4 : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>
 }
+
+// -----
+
+arch.weight @wg : tensor<16x8xf32>
+arch.weight @wu : tensor<16x8xf32>
+// Nor a half that adds a residual (arch-fuse-residual's epilogue).
+// CHECK-LABEL: func.func @residual_half
+// CHECK: arch.linear %arg0, %{{.*}} residual %arg1
+// CHECK: arch.glu silu
+// CHECK-NOT: glu silu :
+func.func @residual_half(%h: tensor<?x8xf32>, %r: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  %wg = arch.param @wg : tensor<16x8xf32>
+  %wu = arch.param @wu : tensor<16x8xf32>
+  %g = arch.linear %h, %wg residual %r : (tensor<?x8xf32>, tensor<16x8xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
+  %u = arch.linear %h, %wu : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  %m = arch.glu silu %g, %u : tensor<?x16xf32>
+  return %m : tensor<?x16xf32>
+}

@@ -99,3 +99,27 @@ func.func @no_fuse_serial(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   %y = arch.add %x1, %d : tensor<?x8xf32>
   return %y : tensor<?x8xf32>
 }
+
+// -----
+
+arch.weight @wo : tensor<8x8xf32>
+arch.weight @wup : tensor<16x8xf32>
+arch.weight @wd : tensor<8x16xf32>
+// The output projections stay apart when one adds a residual already
+// (arch-fuse-residual's epilogue, here by hand).
+// CHECK-LABEL: func.func @residual_output
+// CHECK-NOT: {dim = 1 : i64}
+// CHECK: arch.linear %{{.*}}, %{{.*}} residual %arg0
+// CHECK: arch.add
+func.func @residual_output(%x: tensor<?x8xf32>, %h: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
+  %a = arch.attention %h, %h, %h, %pos {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %wo = arch.param @wo : tensor<8x8xf32>
+  %o = arch.linear %a, %wo residual %x : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %wup = arch.param @wup : tensor<16x8xf32>
+  %up = arch.linear %h, %wup : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  %m = arch.activation gelu %up : tensor<?x16xf32>
+  %wd = arch.param @wd : tensor<8x16xf32>
+  %d = arch.linear %m, %wd : (tensor<?x16xf32>, tensor<8x16xf32>) -> tensor<?x8xf32>
+  %s = arch.add %o, %d : tensor<?x8xf32>
+  return %s : tensor<?x8xf32>
+}

@@ -155,3 +155,29 @@ func.func @no_fuse_not_projections(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %po
   %a = arch.attention %q, %k, %k, %pos {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
+
+// -----
+
+arch.weight @wq : tensor<8x8xf32>
+arch.weight @wk : tensor<8x8xf32>
+arch.weight @wv : tensor<8x8xf32>
+arch.cache @kc tokens 16 : tensor<2x4xf32>
+arch.cache @vc tokens 16 : tensor<2x4xf32>
+// Not when a projection adds a residual (arch-fuse-residual's epilogue,
+// here by hand): the fused linear has no per-piece residual.
+// CHECK-LABEL: func.func @residual_projection
+// CHECK-NOT: arch.concat
+// CHECK: arch.linear %arg0, %{{.*}} residual %arg0
+// CHECK-NOT: arch.split
+func.func @residual_projection(%h: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
+  %wq = arch.param @wq : tensor<8x8xf32>
+  %q = arch.linear %h, %wq residual %h : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %wk = arch.param @wk : tensor<8x8xf32>
+  %k = arch.linear %h, %wk : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %wv = arch.param @wv : tensor<8x8xf32>
+  %v = arch.linear %h, %wv : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %kc = arch.cache_append @kc, %k at %pos : tensor<?x8xf32> -> tensor<?x8xf32>
+  %vc = arch.cache_append @vc, %v at %pos : tensor<?x8xf32> -> tensor<?x8xf32>
+  %a = arch.attention %q, %kc, %vc, %pos {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return %a : tensor<?x8xf32>
+}

@@ -681,6 +681,26 @@ module attributes {arch.max_seq_len = 16 : i64} {
 
 // -----
 
+// Nor by a linear with a residual: its output has the context's pos + T
+// rows, the residual the call's T.
+module attributes {arch.max_seq_len = 16 : i64} {
+  arch.weight @emb : tensor<4x8xf32>
+  arch.weight @w : tensor<8x8xf32>
+  arch.cache @lc tokens 16 : tensor<8xf32>
+  func.func @forward(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x8xf32> {
+    %e = arch.param @emb : tensor<4x8xf32>
+    %x = arch.embed %tokens, %e : (tensor<?xi32>, tensor<4x8xf32>) -> tensor<?x8xf32>
+    // expected-error @+1 {{'arch.cache_append' op has a context that arch.linear reads, which has no lowering}}
+    %c = arch.cache_append @lc, %x at %pos : tensor<?x8xf32> -> tensor<?x8xf32>
+    %w = arch.param @w : tensor<8x8xf32>
+    %y = arch.linear %c, %w residual %x : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+    %l = arch.last_token %y : tensor<?x8xf32> -> tensor<1x8xf32>
+    return %l : tensor<1x8xf32>
+  }
+}
+
+// -----
+
 // Two linear attentions would share one state: the second would read it
 // before the first's update.
 module attributes {arch.max_seq_len = 16 : i64} {

@@ -101,9 +101,14 @@ def main():
         return 1
     k, n = (int(x) for x in packs[0])
     linear = f"archk_linear_{k}x{n}x0x64x0x{code}"
-    if linear not in syms:
+    # (Or its residual epilogue's, arch-fuse-residual's: an output
+    # projection's; it adds a [t, n] input.)
+    found = re.findall(rf"\b{linear}(x10x1)?\b", syms)
+    if not found:
         print(f"FAILED: no {linear} beside archk_pack_{k}x{n}")
         return 1
+    residual = bool(found[0])
+    linear += found[0]
     lib = C.CDLL(os.path.abspath(args.lib))
     pack = getattr(lib, f"archk_pack_{k}x{n}x64x1x{code}")
     run = getattr(lib, linear)
@@ -142,11 +147,16 @@ def main():
             packed = packed.transpose(0, 2, 1)
         return packed.reshape(panels * 64, k)[:n]
 
-    def linear_of(x, bp):
-        """The library's linear kernel on rows x [t, k]: [t, n]."""
+    def linear_of(x, bp, r=None):
+        """The library's linear kernel on rows x [t, k]: [t, n]; a residual
+        kernel's input r [t, n] (zeros unless given) added."""
         y = np.zeros((len(x), n), dtype=np.float32)
-        if run(C.byref(buffer(x, 2, [k, len(x)])), C.byref(bp),
-               C.byref(buffer(y, 2, [n, len(x)]))):
+        bufs = [buffer(x, 2, [k, len(x)]), bp]
+        if residual:
+            r = np.zeros_like(y) if r is None else r
+            bufs.append(buffer(r, 2, [n, len(x)]))
+        bufs.append(buffer(y, 2, [n, len(x)]))
+        if run(*(C.byref(b) for b in bufs)):
             return None
         return y
 
@@ -179,7 +189,8 @@ def main():
     if len(bad) or (finite and wrong):
         print("FAILED")
         return 1
-    if args.pairs and not check_inputs(rng, pack_weight, linear_of, k, n):
+    if args.pairs and not check_inputs(rng, pack_weight, linear_of, k, n,
+                                       residual):
         print("FAILED")
         return 1
     print("PASSED")
@@ -191,9 +202,10 @@ def bf16(a):
     return torch.from_numpy(a).to(torch.bfloat16).float().numpy()
 
 
-def check_inputs(rng, pack_weight, linear_of, k, n):
+def check_inputs(rng, pack_weight, linear_of, k, n, residual):
     """The pairs' linear kernel rounds its input to bf16 and sums the
-    products of rounded operands."""
+    products of rounded operands (plus a random residual, where the kernel
+    adds one)."""
     w = (rng.standard_normal((n, k)) * 0.05).astype(np.float32)
     _, bp = pack_weight(w)
     wb = bf16(w)
@@ -210,14 +222,19 @@ def check_inputs(rng, pack_weight, linear_of, k, n):
     ok = wrong == 0
     for rows in (37, 5, 1):
         x = rng.standard_normal((rows, k)).astype(np.float32)
-        y = linear_of(x, bp)
+        r = (rng.standard_normal((rows, n)).astype(np.float32) if residual
+             else np.zeros((rows, n), dtype=np.float32))
+        y = linear_of(x, bp, r)
         ref = bf16(x).astype(np.float64) @ wb.T.astype(np.float64)
         # f32 round-off of a k-term sum: ~sqrt(k) units of 2^-24 of the
-        # sum of magnitudes (a random walk), with a margin of 4.
+        # sum of magnitudes (a random walk), with a margin of 4; the
+        # residual's add rounds once more.
         bound = 4 * np.sqrt(k) * 2.0 ** -24 * (np.abs(bf16(x)) @ np.abs(wb.T))
-        err = np.abs(y - ref)
+        bound += 2.0 ** -24 * (np.abs(ref) + np.abs(r))
+        err = np.abs(y - r - ref)
         unrounded = np.abs(x.astype(np.float64) @ wb.T.astype(np.float64) - ref)
-        print(f"bf16 dot product, {rows} random row(s): "
+        print(f"bf16 dot product, {rows} random row(s)"
+              f"{' plus a residual' if residual else ''}: "
               f"{np.count_nonzero(err > bound)} sums off by more than f32 "
               f"summation error (the unrounded input's are off by up to "
               f"{unrounded.max() / bound.max():.0f}x that bound)")

@@ -621,6 +621,12 @@ LogicalResult LinearOp::verify() {
   int64_t halves = getGlu() ? 2 : 1;
   if (getGlu() && getBias())
     return emitOpError() << "a glu epilogue takes no bias";
+  if (getGlu() && getResidual())
+    return emitOpError() << "a glu epilogue takes no residual";
+  if (getResidual() && getResidual().getType() != getResult().getType())
+    return emitOpError() << "residual must have the result's type "
+                         << getResult().getType() << ", got "
+                         << getResidual().getType();
   if (packed) {
     int64_t panel = w.getDimSize(2), panels = w.getDimSize(0);
     int64_t want = halves * ((n + panel - 1) / std::max<int64_t>(panel, 1));
@@ -631,7 +637,7 @@ LogicalResult LinearOp::verify() {
     // (Packed here: its halves alone, or the count may match a layout that
     // straddles them.)
     if (auto p = getWeight().getDefiningOp<PackOp>();
-        p && p.getGroups().value_or(1) != halves)
+        p && int64_t(p.getGroups().value_or(1)) != halves)
       return emitOpError() << "a packed weight for " << halves
                            << " half(s) must be packed in " << halves
                            << " group(s), got " << p.getGroups().value_or(1);

@@ -168,8 +168,8 @@ kernelSpec(StringRef kind, DictionaryAttr fields,
       r.error = "has a weight type other than f32 without panels, or i32";
     else if (badPairs(l->pairs, l->weight, l->panel, l->K))
       r.error = pairsError;
-    else if (l->glu && l->bias)
-      r.error = "has a glu epilogue and a bias";
+    else if (l->glu && (l->bias || l->residual))
+      r.error = "has a glu epilogue and a bias or a residual";
   }
   if (const PackKernel *p = spec->get<PackKernel>(); r.error.empty() && p) {
     if (p->store == StoreType::i32)

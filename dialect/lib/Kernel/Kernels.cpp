@@ -111,6 +111,8 @@ struct Args {
     in("x", 2), in("weight", k.panel ? 3 : 2, k.weight);
     if (k.bias)
       in("bias", 1);
+    if (k.residual)
+      in("residual", 2);
     out(2);
   }
   void operator()(const PackKernel &k) { in("weight", 2), out(3, k.store); }

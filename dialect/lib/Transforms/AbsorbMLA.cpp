@@ -153,14 +153,15 @@ static void absorb(NaiveMLA &m, SymbolTable &symbols, bool foldOutput) {
   auto wo = oproj ? cast<RankedTensorType>(oproj.getWeight().getType())
                   : RankedTensorType();
   if (foldOutput && oproj && oproj.getInput() == a.getResult() &&
-      wo.getRank() == 2) {
+      wo.getRank() == 2 && !oproj.getGlu()) {
     auto folded = RankedTensorType::get({wo.getDimSize(0), H * c},
                                         b.getF32Type());
     b.setInsertionPoint(oproj); // after o_proj's weight
     Value w = b.create<HeadLinearOp>(loc, folded, oproj.getWeight(),
                                      param(uv), H, true);
     Value y = b.create<LinearOp>(oproj.getLoc(), oproj.getType(), latentOut,
-                                 w, oproj.getBias());
+                                 w, oproj.getBias(), oproj.getResidual(),
+                                 ActivationAttr());
     oproj.getResult().replaceAllUsesWith(y);
     oproj.erase();
   } else {

@@ -19,10 +19,10 @@ namespace arch {
 namespace {
 
 /// A linear the fusion may take as a half: read only by `glu`, no bias, no
-/// epilogue, an f32 [N, K] weight.
+/// epilogue (glu or residual), an f32 [N, K] weight.
 static LinearOp half(Value v, GluOp glu) {
   auto l = v.getDefiningOp<LinearOp>();
-  if (!l || !l->hasOneUse() || l.getBias() || l.getGlu() ||
+  if (!l || !l->hasOneUse() || l.getBias() || l.getResidual() || l.getGlu() ||
       l->getBlock() != glu->getBlock())
     return {};
   auto w = cast<RankedTensorType>(l.getWeight().getType());
@@ -44,7 +44,7 @@ static bool fuse(GluOp glu) {
                             b.getF32Type()),
       ValueRange{gate.getWeight(), up.getWeight()}, 0);
   Value y = b.create<LinearOp>(loc, glu.getType(), gate.getInput(), w,
-                               Value(), glu.getActivationAttr());
+                               Value(), Value(), glu.getActivationAttr());
   glu.replaceAllUsesWith(y);
   glu.erase();
   gate.erase();

@@ -72,7 +72,7 @@ LogicalResult fuseSiblingLinears(ArrayRef<LinearOp> linears,
   for (LinearOp l : linears) {
     auto w = cast<RankedTensorType>(l.getWeight().getType());
     if (l.getInput() != x || bool(l.getBias()) != bias || w.getRank() != 2 ||
-        l.getGlu() ||
+        l.getGlu() || l.getResidual() ||
         l->getBlock() != first->getBlock() ||
         llvm::count(linears, l) != 1)
       return failure();

@@ -64,7 +64,8 @@ static bool fuseOutputs(AddOp add) {
   if (!o || !d ||
       !isa_and_nonnull<AttentionOp, FlashAttentionOp>(
           o.getInput().getDefiningOp()) ||
-      !readsFFN(d) || !o->hasOneUse() || !d->hasOneUse())
+      !readsFFN(d) || !o->hasOneUse() || !d->hasOneUse() || o.getGlu() ||
+      d.getGlu() || o.getResidual() || d.getResidual())
     return false;
   auto wo = cast<RankedTensorType>(o.getWeight().getType());
   auto wd = cast<RankedTensorType>(d.getWeight().getType());

@@ -262,7 +262,8 @@ struct LowerPosEmbed : Lowering<PosEmbedOp> {
 /// columns; with `glu`, the gated product of the weight's two halves.
 static LinearKernel linearKernel(Value x, Value weight, int64_t n, bool bias,
                                  bool oneRow,
-                                 std::optional<Activation> glu = {}) {
+                                 std::optional<Activation> glu = {},
+                                 bool residual = false) {
   auto t = cast<MemRefType>(weight.getType());
   return LinearKernel{widthOf(x),
                       n,
@@ -272,7 +273,8 @@ static LinearKernel linearKernel(Value x, Value weight, int64_t n, bool bias,
                       storeOf(weight),
                       t.getRank() == 4,
                       glu.has_value(),
-                      glu.value_or(Activation::identity)};
+                      glu.value_or(Activation::identity),
+                      residual};
 }
 
 struct LowerLinear : Lowering<LinearOp> {
@@ -285,11 +287,14 @@ struct LowerLinear : Lowering<LinearOp> {
     Args args{{"x", x}, {"weight", pairsAsRows(b, loc, weight)}, {"out", out}};
     if (a.getBias())
       args["bias"] = buf(a.getBias());
+    if (a.getResidual())
+      args["residual"] = buf(a.getResidual());
     // The kernel picks its GEMM or GEMV code by the rows it is given; one
     // row known here (the classifier's) needs the GEMV code only.
     bool oneRow = getConstantIntValue(rows) == std::optional<int64_t>(1);
     call(b, loc,
-         linearKernel(x, weight, N, bool(a.getBias()), oneRow, op.getGlu()),
+         linearKernel(x, weight, N, bool(a.getBias()), oneRow, op.getGlu(),
+                      bool(a.getResidual())),
          args);
     return out;
   }
@@ -1046,9 +1051,12 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
           if (isa<AttentionOp, FlashAttentionOp>(user) &&
               (use.getOperandNumber() == 1 || use.getOperandNumber() == 2))
             continue;
+          // (A linear with a residual adds T rows to its pos + T.)
+          auto linear = dyn_cast<LinearOp>(user);
           bool passes = isa<SplitOp, HeadsSplitOp, HeadsConcatOp>(user) ||
                         (isa<LinearOp, HeadLinearOp>(user) &&
-                         use.getOperandNumber() == 0);
+                         use.getOperandNumber() == 0 &&
+                         !(linear && linear.getResidual()));
           if (!passes || !latent)
             return ap.emitOpError()
                    << "has a context that " << user->getName()

@@ -39,6 +39,10 @@ static const Step steps[] = {
      [](OpPassManager &pm, const PipelineTarget &) {
        pm.addPass(createFuseGluPass());
      }},
+    {"arch-fuse-residual",
+     [](OpPassManager &pm, const PipelineTarget &) {
+       pm.addPass(createFuseResidualPass());
+     }},
     {"arch-flash-tiling",
      [](OpPassManager &pm, const PipelineTarget &t) {
        FlashTilingPassOptions o;

@@ -214,7 +214,7 @@ def Arch_NormOp : Arch_Op<"norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Arch_LinearOp : Arch_Op<"linear", [Pure]> {
+def Arch_LinearOp : Arch_Op<"linear", [Pure, AttrSizedOperandSegments]> {
   let summary = "x times W transposed, plus an optional bias";
   let description = [{
     The only matmul with a weight: `result[t, n] = sum_k input[t, k] *
@@ -231,18 +231,26 @@ def Arch_LinearOp : Arch_Op<"linear", [Pure]> {
     panels), and `result[t, n] = act(g[t, n]) * u[t, n]` of the halves'
     products g and u: arch.glu as the GEMM's epilogue. No bias.
 
+    With `residual` r (arch-fuse-residual: a residual connection's add of
+    the linear's output) `result[t, n] = r[t, n] + sum_k ...`: the add as
+    the GEMM's epilogue, r of the result's type. Not with `glu`.
+
     ```mlir
     %q = arch.linear %h, %wq
         : (tensor<?x288xf32>, tensor<288x288xf32>) -> tensor<?x288xf32>
     %m = arch.linear %h, %wgu glu silu
         : (tensor<?x288xf32>, tensor<1536x288xf32>) -> tensor<?x768xf32>
+    %y = arch.linear %a, %wo residual %x : (tensor<?x288xf32>,
+        tensor<288x288xf32>, tensor<?x288xf32>) -> tensor<?x288xf32>
     ```
   }];
   let arguments = (ins Arch_F32Tensor:$input, Arch_WeightTensor:$weight,
                        Optional<Arch_F32Tensor>:$bias,
+                       Optional<Arch_F32Tensor>:$residual,
                        OptionalAttr<Arch_Activation>:$glu);
   let results = (outs Arch_F32Tensor:$result);
-  let assemblyFormat = "$input `,` $weight (`,` $bias^)? (`glu` $glu^)? "
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? "
+                       "(`residual` $residual^)? (`glu` $glu^)? "
                        "attr-dict `:` functional-type(operands, results)";
   let builders = [
     // A linear without an epilogue (the bias optional).
@@ -250,7 +258,7 @@ def Arch_LinearOp : Arch_Op<"linear", [Pure]> {
                    "::mlir::Value":$weight,
                    CArg<"::mlir::Value", "{}">:$bias), [{
       build($_builder, $_state, result, input, weight, bias,
-            ::arch::ActivationAttr());
+            ::mlir::Value(), ::arch::ActivationAttr());
     }]>
   ];
   let hasVerifier = 1;

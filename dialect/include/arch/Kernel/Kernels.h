@@ -118,6 +118,7 @@ struct LinearKernel {
   bool pairs = false;
   bool glu = false;
   Activation activation = Activation::identity;
+  bool residual = false; ///< adds the `residual` input [T, N] (not with glu)
   template <class F> void fields(F &&f) {
     f("K", K), f("N", N), f("bias", bias), f("panel", panel),
         f("one_row", oneRow);
@@ -127,6 +128,7 @@ struct LinearKernel {
     optionalField(f, "glu", glu, false, 9);
     if (glu)
       f("activation", activation);
+    optionalField(f, "residual", residual, false, 10);
   }
 };
 

@@ -139,6 +139,27 @@ def FuseGluPass : Pass<"arch-fuse-glu", "::mlir::ModuleOp"> {
   let dependentDialects = ["::arch::ArchDialect"];
 }
 
+def FuseResidualPass : Pass<"arch-fuse-residual", "::mlir::ModuleOp"> {
+  let summary = "a residual connection's add as the epilogue of its linear";
+  let description = [{
+    `arch.add x, linear(h, W)`, the linear read by nothing else and with no
+    epilogue of its own, becomes `arch.linear h, W residual x`: its kernel
+    adds x where it stores each output tile, so the linear's [T, N] result
+    is never written and read back and the add's kernel call is gone (an
+    attention block's output projection, an FFN's down projection, a
+    parallel block's fused output).
+
+    ```mlir
+    %o = arch.linear %a, %wo : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+    %y = arch.add %x, %o : tensor<?x64xf32>
+    // becomes
+    %y = arch.linear %a, %wo residual %x : (tensor<?x64xf32>,
+        tensor<64x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::arch::ArchDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
