@@ -11,9 +11,15 @@
 # median), and the median of the rounds (decode's speed-up over f32: the
 # median of each round's ratio): on a VM whose speed drifts, a slow spell
 # then lands on every library alike, not on one row of the table; 1 and 2
-# threads. (So the default takes 3 times the calls of one round.) bf16 twice: with bf16 inputs (the default: the bf16 dot
-# product, its GEMM on AMX tiles where the CPU has them, vdpbf16ps where
-# it has AVX512-BF16) and with
+# threads. (So the default takes 3 times the calls of one round.) The
+# ceilings are measured again right before and right after each
+# library's calls (the higher of the two: a probe only reads low, when
+# the VM takes a core away), and the shares ("of peak", "of bw") are the
+# medians of each call's figure over the ceiling measured beside it: this
+# VM's speed flips within seconds, and a share over a probe taken minutes
+# earlier can read 100% or 60% for the same code. bf16 twice: with bf16
+# inputs (the default: the bf16 dot product, its GEMM on AMX tiles where
+# the CPU has them, vdpbf16ps where it has AVX512-BF16) and with
 # --matmul-input=f32 ("bf16w": the weights widened).
 #   bench/weight-type.sh [SPEC]
 set -euo pipefail
@@ -36,8 +42,10 @@ done
 for round in $(seq "$rounds"); do
   for t in 1 2; do
     for w in f32 bf16 bf16w f16; do
+      "$out/ceilings" "$t" > "$out/ceilings.$w.$t.$round.before"
       "$archc" bench "$out/$w.so" --random-weights --prompt-len "$prompt" \
         --gen "$gen" --threads "$t" --runs "$runs" --json > "$out/$w.$t.$round"
+      "$out/ceilings" "$t" > "$out/ceilings.$w.$t.$round.after"
     done
   done
 done
@@ -46,11 +54,27 @@ import json, statistics, sys
 sys.path.insert(0, "bench")
 import benchlib
 out, rounds = sys.argv[1], int(sys.argv[2])
-ceil = benchlib.ceilings(out)
+benchlib.ceilings(out)  # (the start's, printed; the shares use the probes)
 
 
 def runs(w, t):
     return [json.load(open(f"{out}/{w}.{t}.{r}")) for r in range(1, rounds + 1)]
+
+
+def peak(w, cl):
+    """The ceiling of library w's prefill in probe cl: the bf16 dot
+    product's own (AMX's where the CPU has it, vdpbf16ps's), FP32's for
+    the others or where neither."""
+    return (benchlib.bf16_peak(cl) if w == "bf16" else 0) or cl["peak_gflops"]
+
+
+def probes(w, t):
+    """The ceilings measured beside each round's calls of w: the higher
+    of the probes before and after them."""
+    def probe(r):
+        a, b = (benchlib.kv(f"{out}/ceilings.{w}.{t}.{r}.{s}") for s in ("before", "after"))
+        return {k: max(a[k], b[k]) for k in a}
+    return [probe(r) for r in range(1, rounds + 1)]
 
 
 def measured(w, t):
@@ -73,6 +97,7 @@ print("(of peak: FP32 FMA peak; bf16's: its unit's peak, AMX tiles' where the CP
       "has them, else vdpbf16ps')")
 print(f"{'weights':<7} {'thr':>3} {'prefill tok/s':>13} {'of peak':>7} "
       f"{'decode tok/s':>12} {'GB/s':>6} {'of bw':>6} {'vs f32':>6} {'load MiB':>8}")
+probed = {}
 for t in (1, 2):
     for w in ("f32", "bf16", "bf16w", "f16"):
         b = measured(w, t)
@@ -80,13 +105,30 @@ for t in (1, 2):
         c = chk[w]
         flops = (c["prefill_flops_per_token"]
                  - c["classifier_flops_per_token"] * (n - 1) / n)
-        gf = b["prefill_tokens_per_s"] * flops / 1e9
         gb = b["decode_tokens_per_s"] * c["decode_weight_bytes"] / 1e9
-        # (The bf16 dot product's prefill against its own ceiling: AMX's
-        # where the CPU has it, vdpbf16ps's, or FP32's where neither.)
-        peak = (benchlib.bf16_peak(ceil[t]) if w == "bf16" else 0) or ceil[t]["peak_gflops"]
+        pairs = list(zip(runs(w, t), probes(w, t)))
+        of_peak = statistics.median(x["prefill_tokens_per_s"] * flops / 1e9 / peak(w, p)
+                                    for x, p in pairs)
+        of_bw = statistics.median(x["decode_tokens_per_s"] * c["decode_weight_bytes"] / 1e9
+                                  / p["read_gbs"] for x, p in pairs)
+        probed[w, t] = (statistics.median(peak(w, p) for _, p in pairs),
+                        statistics.median(p["read_gbs"] for _, p in pairs))
         print(f"{w:<7} {t:>3} {b['prefill_tokens_per_s']:>13.1f} "
-              f"{gf / peak:>6.0%} {b['decode_tokens_per_s']:>12.1f} "
-              f"{gb:>6.1f} {gb / ceil[t]['read_gbs']:>5.0%} "
+              f"{of_peak:>6.0%} {b['decode_tokens_per_s']:>12.1f} "
+              f"{gb:>6.1f} {of_bw:>5.0%} "
               f"{b['vs_f32']:>5.2f}x {b['load_rss_mib']:>8.1f}")
+print("\nceilings probed beside each library's calls (medians; the peak is "
+      "the one its share is of):")
+for t in (1, 2):
+    print(f"  {t} thread(s): " + ", ".join(
+        f"{w} {probed[w, t][0]:.1f} GFLOP/s, {probed[w, t][1]:.1f} GB/s"
+        for w in ("f32", "bf16", "bf16w", "f16")))
+print("two threads over one, prefill (median of each round's ratio), beside "
+      "the probed peak's own:")
+for w in ("f32", "bf16", "bf16w", "f16"):
+    two = statistics.median(x["prefill_tokens_per_s"] / y["prefill_tokens_per_s"]
+                            for x, y in zip(runs(w, 2), runs(w, 1)))
+    own = statistics.median(peak(w, x) / peak(w, y)
+                            for x, y in zip(probes(w, 2), probes(w, 1)))
+    print(f"  {w:<6} {two:.2f}x (the peak probe's: {own:.2f}x)")
 PY
