@@ -6,6 +6,7 @@
 // hundred rows: docs/design.md), and arch.glu's own pass over them is gone.
 //
 //===----------------------------------------------------------------------===//
+#include "FuseLinears.h"
 #include "arch/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -54,12 +55,7 @@ static bool fuse(GluOp glu) {
 
 struct FuseGluPass : impl::FuseGluPassBase<FuseGluPass> {
   void runOnOperation() override {
-    SmallVector<GluOp> glus;
-    getOperation().walk([&](GluOp g) { glus.push_back(g); });
-    bool changed = false;
-    for (GluOp g : glus)
-      changed |= fuse(g);
-    if (!changed)
+    if (!fuseEach<GluOp>(getOperation(), fuse))
       markAllAnalysesPreserved();
   }
 };

@@ -1,6 +1,7 @@
 //===- FuseLinears.h - Linears on one input as one linear -------*- C++ -*-===//
 //
-// The rewrite behind arch-fuse-qkv and arch-fuse-parallel-block.
+// The rewrite behind arch-fuse-qkv and arch-fuse-parallel-block, and the
+// walk of the epilogue fusions.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCH_TRANSFORMS_FUSELINEARS_H
@@ -27,6 +28,19 @@ LinearOp projectionOf(mlir::Value v);
 /// split. Fails, changing nothing, where the linears do not qualify.
 mlir::LogicalResult fuseSiblingLinears(llvm::ArrayRef<LinearOp> linears,
                                        mlir::DominanceInfo &dom);
+
+/// `fuse` (true where it changed the IR) on every OpT under `root`, all
+/// collected first, so that a fusion may erase the op it is given; whether
+/// any changed the IR. (arch-fuse-glu's and arch-fuse-residual's walk.)
+template <class OpT>
+bool fuseEach(mlir::Operation *root, bool (*fuse)(OpT)) {
+  llvm::SmallVector<OpT> ops;
+  root->walk([&](OpT op) { ops.push_back(op); });
+  bool changed = false;
+  for (OpT op : ops)
+    changed |= fuse(op);
+  return changed;
+}
 
 } // namespace arch
 

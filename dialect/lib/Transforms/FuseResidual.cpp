@@ -5,6 +5,7 @@
 // kernel call (two a layer) is gone.
 //
 //===----------------------------------------------------------------------===//
+#include "FuseLinears.h"
 #include "arch/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -50,12 +51,7 @@ static bool fuse(AddOp add) {
 
 struct FuseResidualPass : impl::FuseResidualPassBase<FuseResidualPass> {
   void runOnOperation() override {
-    SmallVector<AddOp> adds;
-    getOperation().walk([&](AddOp a) { adds.push_back(a); });
-    bool changed = false;
-    for (AddOp a : adds)
-      changed |= fuse(a);
-    if (!changed)
+    if (!fuseEach<AddOp>(getOperation(), fuse))
       markAllAnalysesPreserved();
   }
 };

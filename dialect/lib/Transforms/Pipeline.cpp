@@ -15,6 +15,12 @@ struct Step {
   const char *name;
   void (*add)(OpPassManager &, const PipelineTarget &);
 };
+
+/// A step whose pass takes no options from the target.
+template <std::unique_ptr<Pass> (*make)()>
+void plain(OpPassManager &pm, const PipelineTarget &) {
+  pm.addPass(make());
+}
 } // namespace
 
 /// The attention's form first (MLA absorbed), fusion, then the kernels'
@@ -23,26 +29,11 @@ struct Step {
 /// whole module, so that --dump-ir and --mlir-print-ir-after-all show the
 /// model after each one (nested function pipelines would interleave).
 static const Step steps[] = {
-    {"arch-absorb-mla",
-     [](OpPassManager &pm, const PipelineTarget &) {
-       pm.addPass(createAbsorbMLAPass());
-     }},
-    {"arch-fuse-qkv",
-     [](OpPassManager &pm, const PipelineTarget &) {
-       pm.addPass(createFuseQKVPass());
-     }},
-    {"arch-fuse-parallel-block",
-     [](OpPassManager &pm, const PipelineTarget &) {
-       pm.addPass(createFuseParallelBlockPass());
-     }},
-    {"arch-fuse-glu",
-     [](OpPassManager &pm, const PipelineTarget &) {
-       pm.addPass(createFuseGluPass());
-     }},
-    {"arch-fuse-residual",
-     [](OpPassManager &pm, const PipelineTarget &) {
-       pm.addPass(createFuseResidualPass());
-     }},
+    {"arch-absorb-mla", plain<createAbsorbMLAPass>},
+    {"arch-fuse-qkv", plain<createFuseQKVPass>},
+    {"arch-fuse-parallel-block", plain<createFuseParallelBlockPass>},
+    {"arch-fuse-glu", plain<createFuseGluPass>},
+    {"arch-fuse-residual", plain<createFuseResidualPass>},
     {"arch-flash-tiling",
      [](OpPassManager &pm, const PipelineTarget &t) {
        FlashTilingPassOptions o;
@@ -56,14 +47,8 @@ static const Step steps[] = {
        o.inputType = t.inputType;
        pm.addPass(createPackWeightsPass(o));
      }},
-    {"arch-hoist-param-prep",
-     [](OpPassManager &pm, const PipelineTarget &) {
-       pm.addPass(createHoistParamPrepPass());
-     }},
-    {"canonicalize",
-     [](OpPassManager &pm, const PipelineTarget &) {
-       pm.addPass(createCanonicalizerPass());
-     }},
+    {"arch-hoist-param-prep", plain<createHoistParamPrepPass>},
+    {"canonicalize", plain<createCanonicalizerPass>},
 };
 
 const std::vector<std::string> &defaultPipelinePasses() {
