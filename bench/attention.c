@@ -84,7 +84,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   kernel_fn kernel = (kernel_fn)dlsym(lib, argv[2]);
-  int (*set_threads)(int) = (int (*)(int))dlsym(lib, "halide_set_num_threads");
+  /* The runtime's, which its parallel loops read (runtime/src/parallel.c). */
+  void (*set_threads)(int) =
+      (void (*)(int))dlsym(lib, "archrt_set_num_threads");
   if (!kernel || !set_threads) {
     fprintf(stderr, "attention: %s has no %s\n", argv[1], argv[2]);
     return 1;

@@ -11,7 +11,9 @@
  * openblas_gflops=0.
  * WEIGHT_BITS 16p: bf16 weights in pairs of K (the bf16 dot product's
  * layout, [panels, K / 2, 2 * 64]; the kernel rounds x to bf16).
- *   gemm LIB PACK_SYMBOL LINEAR_SYMBOL K N M THREADS RUNS WEIGHT_BITS
+ * COPIES (default 1): packed copies of the weight, called in turn (past
+ * the last-level cache: each call reads its weight from memory).
+ *   gemm LIB PACK_SYMBOL LINEAR_SYMBOL K N M THREADS RUNS WEIGHT_BITS [COPIES]
  *     -> archc_gflops=... openblas_gflops=... max_rel_diff=...
  *
  *===---------------------------------------------------------------------===*/
@@ -74,15 +76,16 @@ static void buffer(halide_buffer_t *b, halide_dimension_t *d, void *data,
 }
 
 int main(int argc, char **argv) {
-  if (argc != 10) {
+  if (argc != 10 && argc != 11) {
     fprintf(stderr, "usage: gemm LIB PACK_SYMBOL LINEAR_SYMBOL K N M THREADS "
-                    "RUNS WEIGHT_BITS\n");
+                    "RUNS WEIGHT_BITS [COPIES]\n");
     return 2;
   }
   int K = atoi(argv[4]), N = atoi(argv[5]), M = atoi(argv[6]);
   int threads = atoi(argv[7]), runs = atoi(argv[8]), wbits = atoi(argv[9]);
   int pairs = strcmp(argv[9], "16p") == 0;
-  if (K <= 0 || N <= 0 || M <= 0 || threads <= 0 || runs <= 0 ||
+  int copies = argc == 11 ? atoi(argv[10]) : 1;
+  if (K <= 0 || N <= 0 || M <= 0 || threads <= 0 || runs <= 0 || copies <= 0 ||
       (wbits != 32 && wbits != 16) || (pairs && K % 2)) {
     fprintf(stderr, "gemm: bad sizes\n");
     return 2;
@@ -94,7 +97,9 @@ int main(int argc, char **argv) {
   }
   pack_fn pack = (pack_fn)dlsym(lib, argv[2]);
   linear_fn linear = (linear_fn)dlsym(lib, argv[3]);
-  int (*set_threads)(int) = (int (*)(int))dlsym(lib, "halide_set_num_threads");
+  /* The runtime's, which its parallel loops read (runtime/src/parallel.c). */
+  void (*set_threads)(int) =
+      (void (*)(int))dlsym(lib, "archrt_set_num_threads");
   if (!pack || !linear || !set_threads) {
     fprintf(stderr, "gemm: %s lacks %s or %s\n", argv[1], argv[2], argv[3]);
     return 1;
@@ -105,31 +110,42 @@ int main(int argc, char **argv) {
   float *y = alloc((size_t)M * N * sizeof(float));
   float *ref = alloc((size_t)M * N * sizeof(float));
   int panels = (N + PANEL - 1) / PANEL;
-  void *packed = alloc((size_t)panels * K * PANEL * (size_t)(wbits / 8));
+  size_t packedBytes = (size_t)panels * K * PANEL * (size_t)(wbits / 8);
+  /* COPIES packed copies of the weight, called in turn: with their bytes
+   * past the last-level cache, each call reads its panels from memory, as
+   * a model's forward pass does. */
+  void **packed = alloc(sizeof(void *) * (size_t)copies);
+  for (int c = 0; c < copies; ++c)
+    packed[c] = alloc(packedBytes);
   /* The pack kernel's output type: f32, or the 16-bit type of the symbol
    * (…x1: f16, …x2: bf16, as StoreType numbers them; pairs are bf16). */
   size_t sl = strlen(argv[2]);
   int code = wbits == 32 ? halide_type_float
              : pairs || argv[2][sl - 1] == '2' ? halide_type_bfloat
                                                 : halide_type_float;
-  halide_buffer_t bw, bp, bx, by;
-  halide_dimension_t dw[2], dp[3], dx[2], dy[2];
+  halide_buffer_t bw, bx, by;
+  halide_buffer_t *bp = alloc(sizeof *bp * (size_t)copies);
+  halide_dimension_t dw[2], dx[2], dy[2];
+  halide_dimension_t(*dp)[3] = alloc(sizeof *dp * (size_t)copies);
   buffer(&bw, dw, w, 32, halide_type_float, 2, (int[]){K, N});
-  if (pairs)
-    buffer(&bp, dp, packed, wbits, code, 3,
-           (int[]){2 * PANEL, K / 2, panels});
-  else
-    buffer(&bp, dp, packed, wbits, code, 3, (int[]){PANEL, K, panels});
+  for (int c = 0; c < copies; ++c) {
+    if (pairs)
+      buffer(&bp[c], dp[c], packed[c], wbits, code, 3,
+             (int[]){2 * PANEL, K / 2, panels});
+    else
+      buffer(&bp[c], dp[c], packed[c], wbits, code, 3,
+             (int[]){PANEL, K, panels});
+    if (pack(&bw, &bp[c])) {
+      fprintf(stderr, "gemm: the pack kernel failed\n");
+      return 1;
+    }
+  }
   buffer(&bx, dx, x, 32, halide_type_float, 2, (int[]){K, M});
   buffer(&by, dy, y, 32, halide_type_float, 2, (int[]){N, M});
-  if (pack(&bw, &bp)) {
-    fprintf(stderr, "gemm: the pack kernel failed\n");
-    return 1;
-  }
   double *ms = alloc(sizeof(double) * (size_t)runs);
   for (int r = -1; r < runs; ++r) {
     double t0 = now();
-    if (linear(&bx, &bp, &by)) {
+    if (linear(&bx, &bp[(r + copies) % copies], &by)) {
       fprintf(stderr, "gemm: the linear kernel failed\n");
       return 1;
     }

@@ -8,13 +8,17 @@
 # bf16 dot product: AMX tiles where the CPU has them, else vdpbf16ps where
 # it has AVX512-BF16, against that unit's ceiling; and --matmul-input=f32:
 # widened), 1 and 2 threads;
-# medians of $RUNS calls (bench/gemm.c). OpenBLAS is Debian's
-# libopenblas0-pthread (scripts/install-deps.sh), run with this image's
-# OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they halve its speed).
-#   bench/gemm.sh
+# medians of $RUNS calls (bench/gemm.c). With COPIES=N, archc's calls go
+# through N packed copies of each weight in turn, so that with N times its
+# bytes past the last-level cache every call reads its panels from memory,
+# as a model's forward pass does (OpenBLAS's stay on one copy). OpenBLAS
+# is Debian's libopenblas0-pthread (scripts/install-deps.sh), run with
+# this image's OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they halve
+# its speed).
+#   bench/gemm.sh    COPIES=4 bench/gemm.sh
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-m="${M:-128}" runs="${RUNS:-5}"
+m="${M:-128}" runs="${RUNS:-5}" copies="${COPIES:-1}"
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 export OMP_WAIT_POLICY=PASSIVE
 bench_ceilings
@@ -43,7 +47,7 @@ for spec in specs/llama/bench-156m.toml "$out/llama3-8b-layer.toml"; do
       read -r k n < <(echo "$lin" | sed -E 's/archk_linear_([0-9]+)x([0-9]+)x.*/\1 \2/')
       for t in 1 2; do
         echo "$w $k $n $t $("$out/gemm" "$out/$name.$w.so" "archk_pack_${k}x${n}x64x1$suffix" \
-          "$lin" "$k" "$n" "$m" "$t" "$runs" "$bits")"
+          "$lin" "$k" "$n" "$m" "$t" "$runs" "$bits" "$copies")"
       done
     done
   done

@@ -96,14 +96,15 @@ struct GluPanels {
   int64_t halfPanels = 0;
 };
 
-/// Makes token tiles 1..m of each task of packed linear `d`'s GEMM
+/// Makes token tiles 1..m 2^s of each task of packed linear `d`'s GEMM
 /// (`d` the matmul: matmulOf; `glu` where an epilogue's tasks compute it)
 /// prefetch the next task's weight panel (m = the panel's lines / K), a
-/// line per step of K, where it pays: an f32 weight of at least two
-/// panels, not K-blocked, two of whose panels fit in half the L2; in a
-/// K-blocked GEMM (`blockLoop`, its block loop, given), tiles 1..m of
-/// each block prefetch the next block. A lowering pass on the kernel's
-/// output (k.output()) finds the task loop `taskLoop` (a panel per task),
+/// new line every 2^s steps of K (s from the call's token tiles: the
+/// lines spread over the tiles after the first), where it pays: an f32
+/// weight of at least two panels, not K-blocked, two of whose panels fit
+/// in the L2; in a K-blocked GEMM (`blockLoop`, its block loop, given),
+/// the tiles after the first of each block prefetch the next block. A
+/// lowering pass on the kernel's output (k.output()) finds the task loop `taskLoop` (a panel per task),
 /// the block loop, the token tile loop `tileLoop` and the register tile's
 /// K loop `kLoop` by their Halide names and calls the archu_prefetch_read
 /// ukernel (x86-64 Linux only; sets k.ukernels). Returns whether it

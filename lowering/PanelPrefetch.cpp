@@ -7,13 +7,19 @@
 //
 // A packed linear's GEMM task reads its weight panel from memory once, in
 // its first token tile, and from the L2 in every later one; nothing
-// overlaps that first read with compute. This lowering pass makes token
-// tiles 1..m of each task prefetch the next task's panel, a line per step
-// of K (m = the panel's lines / K), so that the next task finds it in the
-// L2; in a K-blocked GEMM, tiles 1..m of each block prefetch the next
-// block (after a panel's last block, the next panel's first, which
-// follows it in memory; a glu epilogue's gate and up panels alternate:
-// GluPanels maps them). Halide 14's prefetch directive cannot place it
+// overlaps that first read with compute. This lowering pass makes the
+// token tiles after the first of each task prefetch the next task's panel,
+// a new line every 2^s steps of K (a prefetch at every step: 2^s of each
+// line), so that the next task finds it in the L2;
+// in a K-blocked GEMM, the tiles after the first of each block prefetch
+// the next block (after a panel's last block, the next panel's first,
+// which follows it in memory; a glu epilogue's gate and up panels
+// alternate: GluPanels maps them). The lines are spread over as many
+// tiles as the call has (s chosen at run time from the tile loop's
+// extent): issued a line a step, over the 4 tiles that take, a 64-column
+// f32 panel's prefetches asked for about the core's whole read bandwidth
+// and slowed the tiles issuing them (docs/performance.md "The next
+// panel's prefetch, spread"). Halide 14's prefetch directive cannot place it
 // (its region is the whole panel, at every step) and emits prefetchnta;
 // the pass calls the archu_prefetch_read ukernel (lowering/ukernels.ll)
 // instead.
@@ -59,6 +65,9 @@ private:
 /// block loop `block` of a K-blocked GEMM (else none), the token tile loop
 /// `tile` and the K loop `kLoop` of the register tile inside them, whose
 /// `kLen` steps are rows of `blockBytes` (a whole panel's when unblocked).
+/// A block is m = blockBytes / 64 / kLen times kLen lines: tiles 1..m 2^s
+/// prefetch it, a new line every 2^s steps, 2^s the largest power of two
+/// up to 32 with m 2^s no more than the tiles after the first.
 /// A statement in which it finds no such K loop is an error, not a kernel
 /// silently without its prefetch (test/Lowering/panel-prefetch.test).
 class NextPanel : public MustFind {
@@ -91,9 +100,18 @@ private:
                                               : nullptr;
     if (within) {
       bool outer = *within;
+      Expr outerTiles = tileCount;
       *within = true;
+      if (within == &inTile) {
+        // (s is computed from this loop alone: all of the tiles.)
+        if (!is_const_zero(op->min))
+          throw CompileError("the next panel's prefetch found tile loop " +
+                             tile + " not starting at 0");
+        tileCount = op->extent;
+      }
       Stmt s = IRMutator::visit(op);
       *within = outer;
+      tileCount = outerTiles;
       return s;
     }
     if (!inTask || (!block.empty() && !inBlock) || !inTile ||
@@ -101,8 +119,8 @@ private:
       return IRMutator::visit(op);
     found = true;
     // The next block (panel) starts at `next`; tile `to` (from 1)
-    // prefetches its line (to - 1) * kLen + k at step k: tiles 1..m cover
-    // its lines.
+    // prefetches its line ((to - 1) * kLen + k) / 2^s at step k: tiles
+    // 1..m 2^s cover its lines.
     Expr to = Variable::make(Int(32), tile);
     Expr no = Variable::make(Int(32), task);
     Expr k = Variable::make(Int(32), op->name);
@@ -125,7 +143,12 @@ private:
         next = select(after < int(panelBytes / blockBytes), next,
                       cast<int64_t>(panelOf(no + 1)) * Expr(panelBytes));
     }
-    Expr line = cast<int64_t>((to - 1) * int(kLen) + k);
+    // s (bound before the loop): 2^s is the tiles after the first over
+    // m, rounded down to a power of two, at most 32.
+    Expr spare = (tileCount - 1) / tiles;
+    std::string shiftName = op->name + ".prefetch_shift";
+    Expr shift = Variable::make(Int(32), shiftName);
+    Expr line = cast<int64_t>(((to - 1) * int(kLen) + k) >> shift);
     Expr offset = next + line * Expr(int64_t(64));
     Stmt prefetch = Evaluate::make(
         Call::make(Int(32), "archu_prefetch_read",
@@ -133,13 +156,18 @@ private:
     Stmt with = For::make(op->name, op->min, op->extent, op->for_type,
                           op->device_api, Block::make(prefetch, op->body));
     // (The loop is taken apart on the tile, not tested at every step.)
-    Expr prefetches = to >= 1 && to <= tiles && next < Expr(end);
-    return IfThenElse::make(prefetches, with, op);
+    Expr prefetches =
+        to >= 1 && to <= (Expr(tiles) << shift) && next < Expr(end);
+    return LetStmt::make(shiftName,
+                         select(spare >= 32, 5, spare >= 16, 4, spare >= 8,
+                                3, spare >= 4, 2, spare >= 2, 1, 0),
+                         IfThenElse::make(prefetches, with, op));
   }
 
   std::string weight, task, block, tile, kLoop;
   int64_t kLen, panelBytes, blockBytes, end;
   int tiles; ///< m
+  Expr tileCount; ///< the extent of the tile loop the visit is in
   GluPanels glu;
   bool inTask = false, inBlock = false, inTile = false, inGluTask = false;
 };
@@ -252,10 +280,13 @@ bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
   int64_t kb = kBlockOf(d, k.l2Bytes);
   // f32 panels of whole lines (16 columns a line), at least two; blocks
   // of a K-blocked GEMM (an eighth of the L2 at most), or whole panels
-  // of which two fit in half the L2.
+  // of which two fit in the L2 (an unblocked one is at most half the L2
+  // but where K has no divisor to block it by). (Two in half the L2
+  // until the prefetch was spread: K = 2816 on the Xeon's 2 MiB then
+  // measured no faster, 4096 slower; spread, 2816 +10%, 4096 the same.)
   if (d.weight != StoreType::f32 || d.oneRow || d.panel % 16 ||
       panels < 2 || blockLoop.empty() == (kb != 0) ||
-      (!kb && 4 * panelBytes > k.l2Bytes))
+      (!kb && 2 * panelBytes > k.l2Bytes))
     return false;
   int64_t kLen = kb ? kb : d.K;
   k.output().add_custom_lowering_pass(new NextPanel(

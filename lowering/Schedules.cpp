@@ -289,9 +289,9 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
     wide->second.compute_at(acc, r).vectorize(Var("j"), lanes);
   // The next task's panel prefetched by the token tiles, where it pays
   // (prefetchNextPanel; on the Xeon a GEMM streaming its weight from
-  // memory gained 13% at K = 1024, nothing at 2816, lost at 4096, and a
-  // 16-bit weight's widened panels lost; docs/performance.md). (tileLinear
-  // splits t by "to".)
+  // memory gained 13% at K = 1024; spread over the tiles, also 10% at
+  // 2816 and nothing at 4096; a 16-bit weight's widened panels lost;
+  // docs/performance.md). (tileLinear splits t by "to".)
   if (prefetch && !blocked)
     prefetchNextPanel(k, d, loopName(k.out, 0, n.name(), {no.name()}), "",
                       loopName(k.out, 0, t.name(), {"to"}),

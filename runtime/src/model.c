@@ -16,12 +16,6 @@
 
 int archrt_abi_version(void) { return ARCHRT_ABI_VERSION; }
 
-/* Halide aborts on a negative count: clamp instead (the call has no
- * status to return). */
-void archrt_set_num_threads(int n) {
-  halide_set_num_threads(n < 0 ? 0 : n > 256 ? 256 : n);
-}
-
 int64_t archrt_param_numel(const archrt_gen_param *p) {
   int64_t n = 1;
   for (int i = 0; i < p->ndim; ++i)
