@@ -12,7 +12,8 @@
  * WEIGHT_BITS 16p: bf16 weights in pairs of K (the bf16 dot product's
  * layout, [panels, K / 2, 2 * 64]; the kernel rounds x to bf16).
  * COPIES (default 1): packed copies of the weight, called in turn (past
- * the last-level cache: each call reads its weight from memory).
+ * the last-level cache: each call reads its weight from memory); 0: as
+ * many as make 512 MiB (at most 256).
  *   gemm LIB PACK_SYMBOL LINEAR_SYMBOL K N M THREADS RUNS WEIGHT_BITS [COPIES]
  *     -> archc_gflops=... openblas_gflops=... max_rel_diff=...
  *
@@ -85,7 +86,7 @@ int main(int argc, char **argv) {
   int threads = atoi(argv[7]), runs = atoi(argv[8]), wbits = atoi(argv[9]);
   int pairs = strcmp(argv[9], "16p") == 0;
   int copies = argc == 11 ? atoi(argv[10]) : 1;
-  if (K <= 0 || N <= 0 || M <= 0 || threads <= 0 || runs <= 0 || copies <= 0 ||
+  if (K <= 0 || N <= 0 || M <= 0 || threads <= 0 || runs <= 0 || copies < 0 ||
       (wbits != 32 && wbits != 16) || (pairs && K % 2)) {
     fprintf(stderr, "gemm: bad sizes\n");
     return 2;
@@ -111,6 +112,11 @@ int main(int argc, char **argv) {
   float *ref = alloc((size_t)M * N * sizeof(float));
   int panels = (N + PANEL - 1) / PANEL;
   size_t packedBytes = (size_t)panels * K * PANEL * (size_t)(wbits / 8);
+  if (copies == 0) {
+    size_t cold = (size_t)512 << 20;
+    copies = (int)((cold + packedBytes - 1) / packedBytes);
+    copies = copies > 256 ? 256 : copies;
+  }
   /* COPIES packed copies of the weight, called in turn: with their bytes
    * past the last-level cache, each call reads its panels from memory, as
    * a model's forward pass does. */

@@ -8,17 +8,18 @@
 # bf16 dot product: AMX tiles where the CPU has them, else vdpbf16ps where
 # it has AVX512-BF16, against that unit's ceiling; and --matmul-input=f32:
 # widened), 1 and 2 threads;
-# medians of $RUNS calls (bench/gemm.c). With COPIES=N, archc's calls go
-# through N packed copies of each weight in turn, so that with N times its
-# bytes past the last-level cache every call reads its panels from memory,
-# as a model's forward pass does (OpenBLAS's stay on one copy). OpenBLAS
+# medians of $RUNS calls (bench/gemm.c). With COLD=1, archc's calls go
+# through packed copies of each weight in turn, 512 MiB of them, so that
+# every call reads its panels from memory, as a model's forward pass does
+# (OpenBLAS's stay on one copy, as without COLD). OpenBLAS
 # is Debian's libopenblas0-pthread (scripts/install-deps.sh), run with
 # this image's OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they halve
 # its speed).
-#   bench/gemm.sh    COPIES=4 bench/gemm.sh
+#   bench/gemm.sh    COLD=1 bench/gemm.sh
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-m="${M:-128}" runs="${RUNS:-5}" copies="${COPIES:-1}"
+m="${M:-128}" runs="${RUNS:-5}" copies=1
+[ "${COLD:-0}" = 1 ] && copies=0
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 export OMP_WAIT_POLICY=PASSIVE
 bench_ceilings
@@ -52,17 +53,18 @@ for spec in specs/llama/bench-156m.toml "$out/llama3-8b-layer.toml"; do
     done
   done
 done > "$out/results"
-/usr/bin/python3 - "$out" "$m" <<'PY'
+/usr/bin/python3 - "$out" "$m" "$copies" <<'PY'
 import sys
 sys.path.insert(0, "bench")
 import benchlib
-out, m = sys.argv[1], int(sys.argv[2])
+out, m, copies = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 ceil = benchlib.ceilings(out)
 rows = {}
 for line in open(f"{out}/results"):
     w, k, n, t, *kv = line.split()
     rows[w, int(k), int(n), int(t)] = {a: float(b) for a, b in (x.split("=") for x in kv)}
-print(f"\nGEMM of {m} rows, GFLOP/s (share of the FP32 FMA peak)")
+print(f"\nGEMM of {m} rows, GFLOP/s (share of the FP32 FMA peak)"
+      + ("; archc's weights from memory (COLD=1)" if copies == 0 else ""))
 print("(bf16: the bf16 dot product, share of its unit's peak: AMX tiles' where "
       "the CPU has them, else vdpbf16ps'; "
       "bf16 widened: f32 inputs, share of the FP32 peak)")
