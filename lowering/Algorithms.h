@@ -104,11 +104,11 @@ struct GluPanels {
 /// weight of at least two panels, not K-blocked, two of whose panels fit
 /// in the L2; in a K-blocked GEMM (`blockLoop`, its block loop, given),
 /// the tiles after the first of each block prefetch the next block. A
-/// lowering pass on the kernel's output (k.output()) finds the task loop `taskLoop` (a panel per task),
-/// the block loop, the token tile loop `tileLoop` and the register tile's
-/// K loop `kLoop` by their Halide names and calls the archu_prefetch_read
-/// ukernel (x86-64 Linux only; sets k.ukernels). Returns whether it
-/// applies.
+/// lowering pass on the kernel's output (k.output()) finds the task loop
+/// `taskLoop` (a panel per task), the block loop, the token tile loop
+/// `tileLoop` and the register tile's K loop `kLoop` by their Halide
+/// names and calls the archu_prefetch_read ukernel (x86-64 Linux only;
+/// sets k.ukernels). Returns whether it applies.
 bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
                        const std::string &taskLoop,
                        const std::string &blockLoop,

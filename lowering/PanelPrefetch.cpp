@@ -8,21 +8,20 @@
 // A packed linear's GEMM task reads its weight panel from memory once, in
 // its first token tile, and from the L2 in every later one; nothing
 // overlaps that first read with compute. This lowering pass makes the
-// token tiles after the first of each task prefetch the next task's panel,
-// a new line every 2^s steps of K (a prefetch at every step: 2^s of each
-// line), so that the next task finds it in the L2;
-// in a K-blocked GEMM, the tiles after the first of each block prefetch
-// the next block (after a panel's last block, the next panel's first,
-// which follows it in memory; a glu epilogue's gate and up panels
-// alternate: GluPanels maps them). The lines are spread over as many
-// tiles as the call has (s chosen at run time from the tile loop's
-// extent): issued a line a step, over the 4 tiles that take, a 64-column
-// f32 panel's prefetches asked for about the core's whole read bandwidth
-// and slowed the tiles issuing them (docs/performance.md "The next
-// panel's prefetch, spread"). Halide 14's prefetch directive cannot place it
-// (its region is the whole panel, at every step) and emits prefetchnta;
-// the pass calls the archu_prefetch_read ukernel (lowering/ukernels.ll)
-// instead.
+// token tiles after the first of each task prefetch the next task's
+// panel, a new line every 2^s steps of K (a prefetch at every step: 2^s
+// of each line), so that the next task finds it in the L2; in a K-blocked
+// GEMM, the tiles after the first of each block prefetch the next block
+// (after a panel's last block, the next panel's first, which follows it
+// in memory; a glu epilogue's gate and up panels alternate: GluPanels
+// maps them). The lines are spread over as many tiles as the call has (s
+// chosen at run time from the tile loop's extent): issued a line a step,
+// over the 4 tiles that take, a 64-column f32 panel's prefetches asked
+// for about the core's whole read bandwidth and slowed the tiles issuing
+// them (docs/performance.md "The next panel's prefetch, spread").
+// Halide 14's prefetch directive cannot place it (its region is the
+// whole panel, at every step) and emits prefetchnta; the pass calls the
+// archu_prefetch_read ukernel (lowering/ukernels.ll) instead.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Algorithms.h"

@@ -3,12 +3,11 @@
  * Every parallel loop of the kernels calls halide_do_par_for (the Halide
  * runtime's weak definition is replaced by this one; a loop nested in
  * another's task would call halide_do_parallel_tasks, which no schedule
- * makes). Halide's thread pool
- * hands a loop's iterations out one at a time, so on two threads each
- * thread runs every other one: a GEMM task's weight panel is then never the
- * one after the panel its thread has just read, and the next-panel
- * prefetch (lowering/PanelPrefetch.cpp: task + 1) fetches the other
- * thread's. Here the iterations are split into one contiguous range per
+ * makes). Halide's thread pool hands a loop's iterations out one at a
+ * time, so on two threads each thread runs every other one: a GEMM task's
+ * weight panel is then never the one after the panel its thread has just
+ * read, and the next-panel prefetch (lowering/PanelPrefetch.cpp: task +
+ * 1) fetches the other thread's. Here the iterations are split into one contiguous range per
  * thread of the pool; a thread runs its range in order, then takes what is
  * left of the others' from their backs, so that a thread the VM delays
  * does not hold the loop up and what each owner runs stays one stream.
