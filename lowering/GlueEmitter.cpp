@@ -64,7 +64,9 @@ private:
   std::string indent = "  ";
   std::string bufferArg(Value v, int index);
   std::vector<std::string> stridesOf(Value v);
-  std::string comment(Operation *op);
+  /// What kernel call `op` computes and where the spec declares it
+  /// ("linear layers.0 (spec.toml:15:1)"): its comment and profile label.
+  std::string label(Operation *op);
   std::string emitDesc();
 
   ModuleOp module;
@@ -79,6 +81,8 @@ private:
   std::vector<CacheOp> caches;           ///< the runtime's cache table
   std::map<std::string, int> cacheIndex; ///< into C
   llvm::StringSet<> forwardReads;        ///< weights @forward reads
+  /// The forward function's kernel calls in text order: symbol, label.
+  std::vector<std::pair<std::string, std::string>> sites;
   std::vector<int64_t> slotWidth;
   std::vector<uint8_t> slotContext; ///< 1: sized for the sequence's positions
   int64_t scratchFloats = 0, prepareTemp = 0;
@@ -87,7 +91,7 @@ private:
           headDim = 0, dFF = 0, maxSeq = 0;
 };
 
-std::string GlueEmitter::comment(Operation *op) {
+std::string GlueEmitter::label(Operation *op) {
   std::string s;
   llvm::raw_string_ostream cs(s);
   cs << cast<archk::CallOp>(op).getKind();
@@ -103,7 +107,7 @@ std::string GlueEmitter::comment(Operation *op) {
   if (auto file = dyn_cast<FileLineColLoc>(loc))
     cs << " (" << file.getFilename().getValue() << ":" << file.getLine()
        << ":" << file.getColumn() << ")";
-  return "  " + cComment(cs.str()) + "\n";
+  return cs.str();
 }
 
 /// The strides of buffer `v` in C, outermost first: its type's, the
@@ -409,8 +413,16 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
       args += args.empty() ? "" : ", ";
       args += isa<MemRefType>(v.getType()) ? bufferArg(v, index++) : ints[v];
     }
-    os << indent.substr(2) << comment(op) << indent << "ARCHRT_CHECK("
-       << spec.name() << "(" << args << "));\n";
+    std::string what = label(op);
+    os << indent.substr(2) << "  " << cComment(what) << "\n" << indent;
+    // A forward call is a profile site (ARCHRT_CALL), in text order.
+    if (forward) {
+      os << "ARCHRT_CALL(" << sites.size() << ", ";
+      sites.push_back({spec.name(), what});
+    } else {
+      os << "ARCHRT_CHECK(";
+    }
+    os << spec.name() << "(" << args << "));\n";
     return success();
   }
   if (isa<func::ReturnOp>(op))
@@ -524,6 +536,11 @@ std::string GlueEmitter::emitDesc() {
      << "] = {";
   for (size_t i = 0; i < slotContext.size(); ++i)
     ds << (i ? ", " : "") << int(slotContext[i]);
+  ds << "};\n\nstatic const archrt_gen_site sites[" << sites.size()
+     << "] = {\n";
+  for (const auto &[kernel, what] : sites)
+    ds << "    {" << cStringLiteral(kernel) << ", " << cStringLiteral(what)
+       << "},\n";
   ds << "};\n\nconst archrt_gen_model archrt_gen_model_desc = {\n"
      << "    .name = " << cStringLiteral(out.name) << ",\n"
      << "    .spec_toml = " << cStringLiteral(opts.specText) << ",\n"
@@ -541,7 +558,8 @@ std::string GlueEmitter::emitDesc() {
      << "    .n_slots = " << slotWidth.size()
      << ", .slot_width = slot_width, .slot_context = slot_context,\n"
      << "    .scratch_floats = " << scratchFloats << ",\n"
-     << "    .n_caches = " << caches.size() << ", .caches = caches,\n};\n";
+     << "    .n_caches = " << caches.size() << ", .caches = caches,\n"
+     << "    .n_sites = " << sites.size() << ", .sites = sites,\n};\n";
   return ds.str();
 }
 

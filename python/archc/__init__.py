@@ -159,6 +159,25 @@ class Sequence:
             raise Error("logits", 6, "no logits yet: prefill first")
         return np.ctypeslib.as_array(p, (self.model.vocab_size,)).copy()
 
+    def set_profiling(self, on=True):
+        """Profile this sequence's kernel calls from now on (zeroing what
+        was gathered), or stop (keeping it to read)."""
+        self._lib.check(self._lib.c.archrt_seq_set_profiling(
+            self._s, int(bool(on))), "seq_set_profiling")
+
+    def profile(self):
+        """Per kernel call site of the forward function, in its text order:
+        dicts of kernel, op, calls and seconds gathered while profiling."""
+        n = C.c_int32()
+        c = self._lib.c
+        self._lib.check(c.archrt_seq_profile(self._s, None, 0, C.byref(n)),
+                        "seq_profile")
+        sites = (_abi.ProfileSite * n.value)()
+        self._lib.check(c.archrt_seq_profile(self._s, sites, n.value,
+                                             C.byref(n)), "seq_profile")
+        return [{"kernel": s.kernel.decode(), "op": s.op.decode(),
+                 "calls": s.calls, "seconds": s.seconds} for s in sites]
+
     def reset(self):
         """Back to an empty sequence (linear attention's states zeroed)."""
         self._lib.check(self._lib.c.archrt_seq_reset(self._s), "seq_reset")

@@ -3,7 +3,7 @@ ctypes declarations: one table, used by the package and by the tests that
 drive a library exactly as a C host would (test/e2e/archrt.py)."""
 import ctypes as C
 
-ABI_VERSION = 4  # ARCHRT_ABI_VERSION
+ABI_VERSION = 5  # ARCHRT_ABI_VERSION
 
 
 class ModelInfo(C.Structure):
@@ -25,6 +25,12 @@ class ParamInfo(C.Structure):
                 ("source", C.c_char_p)]
 
 
+class ProfileSite(C.Structure):
+    """archrt_profile_site."""
+    _fields_ = [("kernel", C.c_char_p), ("op", C.c_char_p),
+                ("calls", C.c_int64), ("seconds", C.c_double)]
+
+
 _vp, _i32, _st = C.c_void_p, C.c_int32, C.c_int
 SIGNATURES = {
     "archrt_last_error": (C.c_char_p, []),
@@ -44,6 +50,9 @@ SIGNATURES = {
     "archrt_prefill": (_st, [_vp, C.POINTER(_i32), _i32]),
     "archrt_decode": (_st, [_vp, _i32]),
     "archrt_logits": (C.POINTER(C.c_float), [_vp]),
+    "archrt_seq_set_profiling": (_st, [_vp, C.c_int]),
+    "archrt_seq_profile": (_st, [_vp, C.POINTER(ProfileSite), _i32,
+                                 C.POINTER(_i32)]),
     "archrt_sampler_create": (_st, [_i32, C.c_float, C.c_float, C.c_uint64,
                                     C.POINTER(_vp)]),
     "archrt_sampler_free": (None, [_vp]),

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define ARCHRT_ABI_VERSION 4
+#define ARCHRT_ABI_VERSION 5
 
 typedef enum archrt_status {
   ARCHRT_OK = 0,
@@ -118,6 +118,27 @@ archrt_status archrt_prefill(archrt_seq *seq, const int32_t *tokens,
                              int32_t n_tokens);
 archrt_status archrt_decode(archrt_seq *seq, int32_t token);
 const float *archrt_logits(const archrt_seq *seq); /* vocab_size floats */
+
+/* ---- Profile ------------------------------------------------------------
+ * Where a sequence's prefill and decode calls spend their time, per kernel
+ * call site of the model's forward function (in the order of its text; a
+ * site in a loop, a mixture's experts, counts each call). While profiling
+ * is on, every call of a site adds its wall time (the join of its
+ * parallel loop included) and 1 to that site's figures. Turning it on
+ * zeroes them; turning it off keeps them to read. Off by default: then a
+ * kernel call costs two branches more. */
+typedef struct archrt_profile_site {
+  const char *kernel; /* the kernel's symbol, e.g. archk_linear_... */
+  const char *op;     /* what it computes and where the spec declares it */
+  int64_t calls;
+  double seconds;
+} archrt_profile_site;
+archrt_status archrt_seq_set_profiling(archrt_seq *seq, int on);
+/* Sets *n_sites to the model's number of sites and fills the first
+ * min(n, *n_sites) of `sites` (which may be NULL when n is 0). */
+archrt_status archrt_seq_profile(const archrt_seq *seq,
+                                 archrt_profile_site *sites, int32_t n,
+                                 int32_t *n_sites);
 
 /* ---- Sampling -----------------------------------------------------------
  * temperature 0 is greedy (argmax); otherwise softmax(logits / T), then

@@ -54,6 +54,14 @@ typedef struct archrt_gen_cache {
   int32_t elem_bytes;
 } archrt_gen_cache;
 
+/* A kernel call of archrt_gen_forward (its site, in call order): the
+ * kernel's symbol and what it computes, as the glue's comment names it
+ * ("linear layers.0 (spec.toml:15:1)"). */
+typedef struct archrt_gen_site {
+  const char *kernel;
+  const char *op;
+} archrt_gen_site;
+
 typedef struct archrt_gen_model {
   const char *name;
   const char *spec_toml;
@@ -79,6 +87,8 @@ typedef struct archrt_gen_model {
   int64_t scratch_floats;
   int32_t n_caches;
   const archrt_gen_cache *caches;
+  int32_t n_sites; /* kernel calls in archrt_gen_forward's text */
+  const archrt_gen_site *sites;
 } archrt_gen_model;
 
 /* State of one forward call over tokens[0, n_tokens) at positions
@@ -94,6 +104,9 @@ typedef struct archrt_gen_call {
   /* Positions each tokens cache holds: a head-major cache's head stride
    * is capacity x head_dim elements. */
   int32_t capacity;
+  /* NULL, or 2 per site: the nanoseconds its calls took and their count,
+   * which ARCHRT_CALL adds to (archrt_seq_set_profiling). */
+  int64_t *profile;
 } archrt_gen_call;
 
 extern const archrt_gen_model archrt_gen_model_desc;
@@ -154,6 +167,24 @@ static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
  * halide_type_bfloat; strides 0 where dense. */
 #define ARCHRT_F16(i, p, code, e0, s0, e1, s1, e2, s2)                         \
   archrt_buf(&B[i], D[i], (p), code, 16, e0, s0, e1, s1, e2, s2)
+/* CLOCK_MONOTONIC in nanoseconds (ARCHRT_CALL's clock). */
+int64_t archrt_gen_now_ns(void);
+/* archrt_gen_forward's kernel call at site `site` (a constant): returns
+ * the kernel's error; with call `c`'s profile on, adds the call's wall
+ * time (its parallel loop's join included) and one call to the site's.
+ * (The call written once: the glue is compiled at -O0.) */
+#define ARCHRT_CALL(site, call)                                                \
+  do {                                                                         \
+    int64_t t_ = c->profile ? archrt_gen_now_ns() : 0;                         \
+    int rc_ = (call);                                                          \
+    if (c->profile) {                                                          \
+      c->profile[2 * (site)] += archrt_gen_now_ns() - t_;                      \
+      c->profile[2 * (site) + 1] += 1;                                         \
+    }                                                                          \
+    if (rc_ != 0)                                                              \
+      return rc_;                                                              \
+  } while (0)
+/* archrt_gen_prepare's kernel call: returns the kernel's error. */
 #define ARCHRT_CHECK(call)                                                     \
   do {                                                                         \
     int rc_ = (call);                                                          \

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 int archrt_abi_version(void) { return ARCHRT_ABI_VERSION; }
@@ -292,6 +293,10 @@ struct archrt_seq {
   int broken;
   float *logits, *scratch;
   float **slots, **caches;
+  /* 2 per kernel call site (nanoseconds, calls): allocated when profiling
+   * is first turned on; ARCHRT_CALL adds to it while `profiling`. */
+  int64_t *profile;
+  int profiling;
 };
 
 /* n floats (archrt_alloc_floats: huge pages from 2 MiB up); zeroed
@@ -366,6 +371,7 @@ void archrt_seq_free(archrt_seq *s) {
   free(s->caches);
   free(s->logits);
   free(s->scratch);
+  free(s->profile);
   archrt_model *m = s->model;
   free(s);
   model_unref(m);
@@ -510,6 +516,7 @@ archrt_status archrt_prefill(archrt_seq *s, const int32_t *tokens,
         .pos = s->length,
         .logits = s->logits,
         .capacity = s->capacity,
+        .profile = s->profiling ? s->profile : NULL,
     };
     s->has_logits = 0;
     int rc = archrt_gen_forward(&call);
@@ -528,4 +535,50 @@ archrt_status archrt_prefill(archrt_seq *s, const int32_t *tokens,
 
 archrt_status archrt_decode(archrt_seq *s, int32_t token) {
   return archrt_prefill(s, &token, 1);
+}
+
+int64_t archrt_gen_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+archrt_status archrt_seq_set_profiling(archrt_seq *s, int on) {
+  if (!s)
+    return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                       "archrt_seq_set_profiling: seq is NULL");
+  int32_t n = s->model->desc->n_sites;
+  if (on) {
+    if (!s->profile && n > 0 &&
+        !(s->profile = calloc(2 * (size_t)n, sizeof *s->profile)))
+      return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
+                         "archrt_seq_set_profiling: out of memory");
+    if (s->profile)
+      memset(s->profile, 0, 2 * (size_t)n * sizeof *s->profile);
+  }
+  s->profiling = on != 0;
+  return ARCHRT_OK;
+}
+
+archrt_status archrt_seq_profile(const archrt_seq *s,
+                                 archrt_profile_site *sites, int32_t n,
+                                 int32_t *n_sites) {
+  if (!s || !n_sites || (n > 0 && !sites))
+    return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                       "archrt_seq_profile: NULL argument");
+  if (n < 0)
+    return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                       "archrt_seq_profile: n must be >= 0, got %d", n);
+  const archrt_gen_model *d = s->model->desc;
+  *n_sites = d->n_sites;
+  for (int32_t i = 0; i < n && i < d->n_sites; ++i) {
+    const int64_t *p = s->profile ? s->profile + 2 * (size_t)i : NULL;
+    sites[i] = (archrt_profile_site){
+        .kernel = d->sites[i].kernel,
+        .op = d->sites[i].op,
+        .calls = p ? p[1] : 0,
+        .seconds = p ? (double)p[0] * 1e-9 : 0.0,
+    };
+  }
+  return ARCHRT_OK;
 }

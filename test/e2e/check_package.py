@@ -91,6 +91,17 @@ def main():
     case("sequence length", len(seq) == len(ids) + 1, str(len(seq)))
     seq.reset()
     case("reset", len(seq) == 0 and np.array_equal(seq.prefill(ids), first))
+    # The kernel profile: nothing counted until on, then each site once a
+    # decode, with its kernel and label.
+    off = seq.profile()
+    seq.set_profiling()
+    seq.decode(1)
+    seq.set_profiling(False)
+    on = seq.profile()
+    case("profile", off and all(p["calls"] == 0 for p in off) and
+         all(p["calls"] == 1 and p["seconds"] >= 0 and
+             p["kernel"].startswith("archk_") and p["op"] for p in on),
+         str(on[:2]))
     greedy_ids = list(model.generate_ids(ids, 3))
     case("generate_ids greedy", greedy_ids[0] == int(np.argmax(first)),
          str(greedy_ids))

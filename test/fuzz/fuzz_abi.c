@@ -95,8 +95,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 13:
       (void)archrt_seq_length(seqs[q]);
       break;
-    default:
+    case 14:
+      st = archrt_seq_set_profiling(seqs[q], NEXT() & 1);
       break;
+    case 15: {
+      archrt_profile_site sites[4];
+      int32_t n = (int8_t)NEXT() % 6 - 1, count = 0; /* -6 ..< 5 */
+      archrt_profile_site *out = NEXT() & 1 ? sites : NULL;
+      st = archrt_seq_profile(seqs[q], out, n, &count);
+      /* What was filled points at the library's labels. */
+      for (int32_t i = 0; st == ARCHRT_OK && i < n && i < count; ++i)
+        if (!out[i].kernel[0] || !out[i].op[0] || out[i].calls < 0)
+          __builtin_trap();
+      break;
+    }
     }
     fuzz_expect_message(st);
   }

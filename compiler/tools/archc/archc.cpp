@@ -7,7 +7,7 @@
 //   archc check   SPEC|IR [--json] [--context=N]
 //   archc run     SPEC|IR|LIB --weights FILE [--tokenizer FILE] --prompt TEXT -n N
 //   archc bench   SPEC|IR|LIB [--random-weights|--weights FILE] --prompt-len N
-//                 --gen M --threads K [--runs R] [--json]
+//                 --gen M --threads K [--runs R] [--json] [--profile]
 //   archc import-hf CONFIG.json|DIR [-o SPEC.toml] [--name NAME]
 //
 // SPEC is a .toml spec, or a Hugging Face model directory (its
@@ -1008,6 +1008,114 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[k] : (v[k - 1] + v[k]) / 2;
 }
 
+/// archc bench --profile: one kernel's figures, summed over its call sites
+/// and over the timed runs.
+struct KernelTime {
+  std::string kernel, op; ///< the symbol; the op kind ("linear")
+  int64_t prefillCalls = 0, decodeCalls = 0;
+  double prefillSeconds = 0, decodeSeconds = 0;
+};
+
+/// Adds sequence `seq`'s profile to `kernels` (in first-call order) as
+/// prefill's or decode's figures.
+static bool addProfile(ModelLib &lib, archrt_seq *seq, bool decode,
+                       std::vector<KernelTime> &kernels) {
+  int32_t n = 0;
+  if (lib.archrt_seq_profile(seq, nullptr, 0, &n) != ARCHRT_OK)
+    return false;
+  std::vector<archrt_profile_site> sites(size_t(std::max(n, 0)));
+  if (lib.archrt_seq_profile(seq, sites.data(), n, &n) != ARCHRT_OK)
+    return false;
+  for (const archrt_profile_site &site : sites) {
+    auto it = std::find_if(kernels.begin(), kernels.end(),
+                           [&](const KernelTime &k) {
+                             return k.kernel == site.kernel;
+                           });
+    if (it == kernels.end()) {
+      llvm::StringRef op(site.op);
+      kernels.push_back({site.kernel, op.take_until([](char c) {
+                                          return c == ' ';
+                                        }).str()});
+      it = std::prev(kernels.end());
+    }
+    (decode ? it->decodeCalls : it->prefillCalls) += site.calls;
+    (decode ? it->decodeSeconds : it->prefillSeconds) += site.seconds;
+  }
+  return true;
+}
+
+/// The --profile table: each kernel's time per prefill and per decoded
+/// token and its share of the calls' wall time, longest in prefill first,
+/// then what the calls spent outside the kernels.
+static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
+                         double decodeSeconds, int runs, int prompt, int gen,
+                         bool json) {
+  std::stable_sort(kernels.begin(), kernels.end(),
+                   [](const KernelTime &a, const KernelTime &b) {
+                     return a.prefillSeconds > b.prefillSeconds;
+                   });
+  double tokens = double(runs) * gen, inPrefill = 0, inDecode = 0;
+  for (const KernelTime &k : kernels)
+    inPrefill += k.prefillSeconds, inDecode += k.decodeSeconds;
+  auto per = [](double v, double n) { return n > 0 ? v / n : 0.0; };
+  auto ms = [&](double seconds, double n) { return per(seconds, n) * 1e3; };
+  auto share = [](double seconds, double of) {
+    return of > 0 ? seconds / of : 0.0;
+  };
+  if (json) {
+    // (Calls and times per prefill and per decoded token, as the table's.)
+    llvm::outs() << ", \"profile\": [";
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const KernelTime &k = kernels[i];
+      llvm::outs() << (i ? ", " : "") << "{\"kernel\": " << jsonString(k.kernel)
+                   << ", \"op\": " << jsonString(k.op)
+                   << ", \"prefill_calls\": "
+                   << llvm::format("%.2f", per(double(k.prefillCalls), runs))
+                   << ", \"prefill_ms\": "
+                   << llvm::format("%.6f", ms(k.prefillSeconds, runs))
+                   << ", \"decode_calls_per_token\": "
+                   << llvm::format("%.2f", per(double(k.decodeCalls), tokens))
+                   << ", \"decode_ms_per_token\": "
+                   << llvm::format("%.6f", ms(k.decodeSeconds, tokens)) << "}";
+    }
+    llvm::outs() << "], \"prefill_outside_kernels_ms\": "
+                 << llvm::format("%.6f", ms(prefillSeconds - inPrefill, runs))
+                 << ", \"decode_outside_kernels_ms_per_token\": "
+                 << llvm::format("%.6f", ms(decodeSeconds - inDecode, tokens));
+    return;
+  }
+  llvm::outs() << "profile:        per prefill of " << prompt
+               << " tokens and per decoded token, summed over each kernel's "
+                  "call sites (shares of the calls' wall time)\n"
+               << "  prefill ms   share calls decode ms/tok   share calls  "
+                  "op         kernel\n";
+  auto row = [&](double p, double d, int64_t pc, int64_t dc,
+                 const std::string &op, const std::string &kernel) {
+    // (Calls per prefill and per decoded token, a tenth where a site runs
+    // for some tokens only (a mixture's experts); none outside the kernels.)
+    auto calls = [&](int64_t c, double n) {
+      if (c < 0)
+        return std::string("-");
+      double v = per(double(c), n);
+      char text[32];
+      std::snprintf(text, sizeof text, v == std::floor(v) ? "%.0f" : "%.1f", v);
+      return std::string(text);
+    };
+    llvm::outs() << llvm::format("  %10.3f %6.1f%% ", ms(p, runs),
+                                 100 * share(p, prefillSeconds))
+                 << llvm::right_justify(calls(pc, runs), 5)
+                 << llvm::format(" %13.4f %6.1f%% ", ms(d, tokens),
+                                 100 * share(d, decodeSeconds))
+                 << llvm::right_justify(calls(dc, tokens), 5) << "  "
+                 << llvm::left_justify(op, 10) << " " << kernel << "\n";
+  };
+  for (const KernelTime &k : kernels)
+    row(k.prefillSeconds, k.decodeSeconds, k.prefillCalls, k.decodeCalls, k.op,
+        k.kernel);
+  row(prefillSeconds - inPrefill, decodeSeconds - inDecode, -1, -1, "-",
+      "(outside the kernels: runtime and glue)");
+}
+
 int cmdBench(int argc, char **argv) {
   // A subcommand of its own: libLLVM registers a global -threads.
   cl::SubCommand sub("bench", "throughput");
@@ -1032,6 +1140,11 @@ int cmdBench(int argc, char **argv) {
                      cl::cat(archcCat), cl::sub(sub));
   cl::opt<bool> quiet("quiet", cl::desc("no progress output"),
                       cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> profile("profile",
+                        cl::desc("time every kernel call: each kernel's "
+                                 "share of prefill and decode (its two clock "
+                                 "reads a call are in every figure)"),
+                        cl::cat(archcCat), cl::sub(sub));
   cl::HideUnrelatedOptions(archcCat, sub);
   cl::ParseCommandLineOptions(argc, argv, "archc bench: throughput\n");
 
@@ -1072,24 +1185,34 @@ int cmdBench(int argc, char **argv) {
   for (size_t i = 0; i < prompt.size(); ++i)
     prompt[i] = int32_t((i * 7919 + 13) % size_t(info.vocab_size));
   std::vector<double> prefill, decode;
-  double firstPrefill = 0, peakPss = 0;
+  double firstPrefill = 0, peakPss = 0, prefillSeconds = 0, decodeSeconds = 0;
+  std::vector<KernelTime> kernels; // --profile's, over the timed runs
   archrt_seq *seq = nullptr;
   CHECK_RT(lib, lib.archrt_seq_create(m.model, promptLen + gen, &seq));
   for (int run = 0; run <= runs; ++run) { // run 0 warms up
+    bool timed = run > 0, ok = true;
+    if (profile)
+      ok = lib.archrt_seq_set_profiling(seq, 1) == ARCHRT_OK;
     auto t0 = Clock::now();
-    if (lib.archrt_prefill(seq, prompt.data(), promptLen) != ARCHRT_OK)
+    if (!ok || lib.archrt_prefill(seq, prompt.data(), promptLen) != ARCHRT_OK)
       break;
     double p = since(t0);
     if (run == 0)
       firstPrefill = promptLen / p;
+    // (Profiling restarted: decode's figures apart from prefill's.)
+    if (profile && timed && !addProfile(lib, seq, false, kernels))
+      break;
+    if (profile && lib.archrt_seq_set_profiling(seq, 1) != ARCHRT_OK)
+      break;
     t0 = Clock::now();
-    bool ok = true;
     for (int i = 0; ok && i < gen; ++i)
       ok = lib.archrt_decode(seq, int32_t((i * 31 + 7) % info.vocab_size)) ==
            ARCHRT_OK;
     double d = since(t0);
-    if (!ok)
+    if (!ok || (profile && timed && !addProfile(lib, seq, true, kernels)))
       break;
+    if (timed)
+      prefillSeconds += p, decodeSeconds += d;
     // With the caches as full as they get.
     peakPss = std::max(peakPss, proportionalBytes());
     if (run > 0) {
@@ -1132,8 +1255,11 @@ int cmdBench(int argc, char **argv) {
                  << llvm::format("%.1f", peakPss / 1048576.0)
                  << ", \"cache_bytes_per_token\": " << info.cache_bytes_per_token
                  << ", \"fixed_cache_bytes\": " << info.fixed_cache_bytes
-                 << ", \"cache_mib\": " << llvm::format("%.1f", cacheMiB)
-                 << "}\n";
+                 << ", \"cache_mib\": " << llvm::format("%.1f", cacheMiB);
+    if (profile)
+      printProfile(kernels, prefillSeconds, decodeSeconds, runs, promptLen, gen,
+                   true);
+    llvm::outs() << "}\n";
     return 0;
   }
   llvm::outs() << "model:          " << info.name << " ("
@@ -1160,6 +1286,9 @@ int cmdBench(int argc, char **argv) {
                << " bytes per position + " << info.fixed_cache_bytes
                << " fixed (rings); " << llvm::format("%.1f MiB", cacheMiB)
                << " for " << needed << " positions\n";
+  if (profile)
+    printProfile(kernels, prefillSeconds, decodeSeconds, runs, promptLen, gen,
+                 false);
   return 0;
 }
 

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""A sequence's kernel profile (archrt_seq_set_profiling, archrt_seq_profile):
+one site per kernel call of the forward function, in the glue's order and
+with its comment's label; off by default; while on, each call adds 1 and its
+time to its site (a site in a mixture's expert loop once per expert that
+got tokens); turning it on zeroes, off keeps; bad arguments fail with a
+message naming the call.
+
+--c is the library's glue (archc compile --emit=c). Each case prints "ok
+NAME" or "FAIL NAME: why"; exit status 1 on failure.
+"""
+import ctypes as C
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reference"))
+import archref  # noqa: E402
+import archrt  # noqa: E402
+from archc import _abi  # noqa: E402
+
+case = archrt.Cases()
+
+CALL = re.compile(r"^( *)ARCHRT_CALL\((\d+), (archk_\w+)\(")
+LABEL = re.compile(r"^ */\* (.*) \*/$")
+
+
+def glue_sites(path):
+    """The glue's sites in text order: (index, kernel, label, in a loop)."""
+    sites, label = [], None
+    for line in open(path):
+        m = LABEL.match(line.rstrip("\n"))
+        if m:
+            label = m.group(1)
+            continue
+        m = CALL.match(line)
+        if m:
+            # (The forward body's statements are indented by 2; a loop's or
+            # an if's by more.)
+            sites.append((int(m.group(2)), m.group(3), label,
+                          len(m.group(1)) > 2))
+    return sites
+
+
+def read(L, seq):
+    """archrt_seq_profile's sites, as (kernel, op, calls, seconds)."""
+    n = C.c_int32()
+    st = L.archrt_seq_profile(seq, None, 0, C.byref(n))
+    assert st == 0, st
+    sites = (_abi.ProfileSite * n.value)()
+    st = L.archrt_seq_profile(seq, sites, n.value, C.byref(n))
+    assert st == 0, st
+    return [(s.kernel.decode(), s.op.decode(), s.calls, s.seconds)
+            for s in sites]
+
+
+def main():
+    args = archrt.script_args(__doc__, "c")
+    spec = archref.Spec(args.spec)
+    lib = archrt.Lib(args.lib)
+    L = lib.lib
+    glue = glue_sites(args.c)
+    case("the glue's sites are numbered 0, 1, ... in text order",
+         [i for i, *_ in glue] == list(range(len(glue))) and glue,
+         f"{[i for i, *_ in glue][:20]}")
+    loops = any(inner for *_, inner in glue)
+
+    model = lib.model()
+    lib.check(L.archrt_init_random(model, 5), "init_random")
+    seq = lib.seq(model)
+    prompt = [(7 * i + 3) % spec.vocab for i in range(9)]
+
+    # Off by default: a prefill leaves every site at zero.
+    lib.prefill(seq, prompt)
+    sites = read(L, seq)
+    case("one site a kernel call of the glue, in its order, with its label",
+         [(k, op) for k, op, *_ in sites] ==
+         [(k, label) for _, k, label, _ in glue],
+         f"{len(sites)} sites against the glue's {len(glue)}: "
+         f"{sites[:3]} / {glue[:3]}")
+    case("off by default: nothing counted",
+         all(c == 0 and s == 0 for *_, c, s in sites), f"{sites[:5]}")
+
+    # On: a prefill counts every call once (a loop's sites at most once an
+    # expert), and the sites' time is within the call's.
+    lib.check(L.archrt_seq_set_profiling(seq, 1), "set_profiling")
+    t0 = time.perf_counter()
+    lib.decode(seq, 1)
+    wall = time.perf_counter() - t0
+    sites = read(L, seq)
+    straight = [c for (_, _, _, inner), (*_, c, _) in zip(glue, sites)
+                if not inner]
+    case("on: every call outside a loop counted once",
+         straight and all(c == 1 for c in straight), f"{straight[:20]}")
+    total = sum(s for *_, s in sites)
+    case("on: the sites' time within the call's (one clock)",
+         all(s >= 0 for *_, s in sites) and 0 < total <= wall,
+         f"sum {total:.6f} s, call {wall:.6f} s")
+    if loops:
+        looped = [c for (_, _, _, inner), (*_, c, _) in zip(glue, sites)
+                  if inner]
+        experts = getattr(spec, "n_experts", 0)
+        case("on: a loop's site once an expert that got tokens at most",
+             looped and all(0 <= c <= experts for c in looped) and
+             sum(looped) > 0, f"{looped[:20]} of {experts} experts")
+
+    # More calls add up; turning it on again zeroes; off keeps the figures
+    # and stops counting.
+    lib.decode(seq, 2)
+    lib.decode(seq, 3)
+    again = read(L, seq)
+    pairs = [(c1, c2, s1, s2, inner) for (*_, inner), (*_, c1, s1),
+             (*_, c2, s2) in zip(glue, sites, again)]
+    case("calls add up over decode calls",
+         all((c2 == 3 * c1 or inner and c2 >= c1) and s2 >= s1
+             for c1, c2, s1, s2, inner in pairs),
+         f"{[(c1, c2) for c1, c2, *_ in pairs][:8]}")
+    lib.check(L.archrt_seq_set_profiling(seq, 0), "set_profiling")
+    lib.decode(seq, 4)
+    kept = read(L, seq)
+    case("off keeps what was counted and counts no more",
+         [c for *_, c, _ in kept] == [c for *_, c, _ in again],
+         f"{[c for *_, c, _ in kept][:8]}")
+    lib.check(L.archrt_seq_set_profiling(seq, 1), "set_profiling")
+    zeroed = read(L, seq)
+    case("on again zeroes",
+         all(c == 0 and s == 0 for *_, c, s in zeroed), f"{zeroed[:3]}")
+    # (A shorter array: the first n filled, the count still the model's.)
+    one, n = (_abi.ProfileSite * 1)(), C.c_int32()
+    st = L.archrt_seq_profile(seq, one, 1, C.byref(n))
+    case("n below the site count: the first n, and the count",
+         st == 0 and n.value == len(glue) and
+         one[0].kernel.decode() == glue[0][1],
+         f"status {st}, n {n.value}")
+
+    # Bad arguments.
+    case.error(lib, "set_profiling(NULL)",
+               L.archrt_seq_set_profiling(None, 1),
+               "archrt_seq_set_profiling", "NULL")
+    case.error(lib, "profile(NULL seq)",
+               L.archrt_seq_profile(None, None, 0, C.byref(n)),
+               "archrt_seq_profile", "NULL")
+    case.error(lib, "profile(NULL n_sites)",
+               L.archrt_seq_profile(seq, None, 0, None),
+               "archrt_seq_profile", "NULL")
+    case.error(lib, "profile(n > 0, NULL sites)",
+               L.archrt_seq_profile(seq, None, 2, C.byref(n)),
+               "archrt_seq_profile", "NULL")
+    case.error(lib, "profile(n < 0)",
+               L.archrt_seq_profile(seq, one, -1, C.byref(n)),
+               "archrt_seq_profile", "n must be >= 0", "-1")
+    L.archrt_seq_free(seq)
+    L.archrt_model_free(model)
+    return case.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
