@@ -1398,7 +1398,24 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   cscore(j, g, t, kvh, c) = in.masked(
       in.visible(cqpos, ckey) && inChunk,
       in.score(cdot(j, g, t, kvh, c), kvh * group + g, cqpos, ckey));
-  RDom cj(0, ck, "cj");
+  // A chunk's keys stop at the context's end: while the context is
+  // shorter than a chunk (most of a decode) its one chunk scores and sums
+  // the keys up to the end, not a whole chunk's, the rest masked (at
+  // 1024-key chunks, 80 us a layer of a short decode on the Xeon: docs/
+  // performance.md "Decode attention over the keys there are"); with
+  // more, the last chunk's loops stop at the end. (A chunk still starts
+  // at a multiple of split_kv. With a global chunk, every chunk keeps
+  // split_kv keys, those past the end masked as before.)
+  // (In whole vectors of the sums' lanes, so that the sums add what they
+  // did, masked zeros dropped: the same bits.)
+  int sumLanes = vectorWidthFor(ck, k.lanes);
+  auto wholeVectors = [&](Expr keys) {
+    return (keys + sumLanes - 1) / sumLanes * sumLanes;
+  };
+  RDom cj(0, globalChunk ? Expr(ck) : min(ck, wholeVectors(end - c0 * ck)),
+          "cj");
+  if (!globalChunk)
+    cj.where(cj < wholeVectors(end - (c0 + c) * ck));
   SoftmaxPart chk = softmaxPart("chunk", cscore, j, cj, {g, t, kvh, c}, 0);
   Func cmax = chk.max, cprob = chk.prob, csum = chk.sum;
   Expr cvkey = chunkKey(c, cj);
