@@ -69,6 +69,10 @@ int vectorWidthFor(int64_t extent, int lanes) {
   return v;
 }
 
+int chunkKeyLanes(const KernelFuncs &k, const AttentionKernel &a) {
+  return vectorWidthFor(a.splitKV, k.lanes);
+}
+
 /// Fixes the static feature extents of a token-major buffer so that the
 /// kernel indexes it with constants; the last dimension (tokens or
 /// positions) stays dynamic but starts at 0. Its stride is fixed too when
@@ -1408,7 +1412,7 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   // split_kv keys, those past the end masked as before.)
   // (In whole vectors of the sums' lanes, so that the sums add what they
   // did, masked zeros dropped: the same bits.)
-  int sumLanes = vectorWidthFor(ck, k.lanes);
+  int sumLanes = chunkKeyLanes(k, a);
   auto wholeVectors = [&](Expr keys) {
     return (keys + sumLanes - 1) / sumLanes * sumLanes;
   };

@@ -129,6 +129,13 @@ void prefetchGemvRows(KernelFuncs &k, const std::string &kLoop);
 /// chunks): at least block_q query rows, and more than one.
 Halide::Expr takesTiles(const KernelFuncs &k, const AttentionKernel &a);
 
+/// Lanes of tiled attention's key sums over a chunk: the schedule
+/// vectorizes a chunk's keys by this many, and the algorithm rounds a
+/// chunk's keys up to whole vectors of it, so that the sums add what they
+/// did before the trim (masked zeros dropped: the same bits). One helper
+/// for both, so they cannot drift apart.
+int chunkKeyLanes(const KernelFuncs &k, const AttentionKernel &a);
+
 /// The Halide type of a buffer's elements.
 Halide::Type elementType(StoreType t);
 

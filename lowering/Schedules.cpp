@@ -560,7 +560,7 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   int dl = vectorWidthFor(a.vHeadDim, k.lanes);
   int dvecs = divisorUpTo(a.vHeadDim / dl, 4);
   int gt = divisorUpTo(group, accumulators / dvecs);
-  int jl = vectorWidthFor(a.splitKV, k.lanes);
+  int jl = chunkKeyLanes(k, a);
   Var c = V("c"), kvh = V("kvh"), go("go"), gi("gi");
   k.out.vectorize(dd, dl);
   Func part = F("chunk_partial");
