@@ -81,8 +81,14 @@ private:
   std::vector<CacheOp> caches;           ///< the runtime's cache table
   std::map<std::string, int> cacheIndex; ///< into C
   llvm::StringSet<> forwardReads;        ///< weights @forward reads
-  /// The forward function's kernel calls in text order: symbol, label.
-  std::vector<std::pair<std::string, std::string>> sites;
+  /// A forward kernel call (a profile site): its symbol, its label and,
+  /// for a linear, the weight bytes a call reads and its FLOPs a row.
+  struct Site {
+    std::string kernel, label;
+    int64_t weightBytes = 0, flopsPerRow = 0;
+  };
+  /// The forward function's kernel calls in text order.
+  std::vector<Site> sites;
   std::vector<int64_t> slotWidth;
   std::vector<uint8_t> slotContext; ///< 1: sized for the sequence's positions
   int64_t scratchFloats = 0, prepareTemp = 0;
@@ -415,10 +421,34 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
     }
     std::string what = label(op);
     os << indent.substr(2) << "  " << cComment(what) << "\n" << indent;
-    // A forward call is a profile site (ARCHRT_CALL), in text order.
+    // A forward call is a profile site (ARCHRT_CALL), in text order; a
+    // matmul's (a linear, a head linear: absorbed MLA's) counts its rows
+    // (x's outermost extent: tokens, an expert's rows, a context), the
+    // bytes of its `weight` and `bias` arguments (not a residual: an
+    // activation) and its FLOPs a row: 2 K N (per head; a glu epilogue's
+    // weight has two halves of N).
     if (forward) {
-      os << "ARCHRT_CALL(" << sites.size() << ", ";
-      sites.push_back({spec.name(), what});
+      Site site{spec.name(), what};
+      std::string rows = "0";
+      if (auto *l = spec.get<LinearKernel>())
+        site.flopsPerRow = 2 * l->K * (l->glu ? 2 * l->N : l->N);
+      if (auto *h = spec.get<HeadLinearKernel>())
+        site.flopsPerRow = 2 * h->heads * h->K * h->N;
+      if (site.flopsPerRow) {
+        std::vector<KernelArg> kargs = spec.args();
+        ValueRange a = call.getArgs();
+        rows = bufs[a[0]].extents.front();
+        for (size_t i = 0; i < kargs.size() && i < a.size(); ++i) {
+          auto t = dyn_cast<MemRefType>(a[i].getType());
+          llvm::StringRef name(kargs[i].name);
+          // (A weight's shape is static: a view of one expert's is too.)
+          if ((name == "weight" || name == "bias") && t && t.hasStaticShape())
+            site.weightBytes +=
+                t.getNumElements() * t.getElementTypeBitWidth() / 8;
+        }
+      }
+      os << "ARCHRT_CALL(" << sites.size() << ", " << rows << ", ";
+      sites.push_back(site);
     } else {
       os << "ARCHRT_CHECK(";
     }
@@ -538,9 +568,10 @@ std::string GlueEmitter::emitDesc() {
     ds << (i ? ", " : "") << int(slotContext[i]);
   ds << "};\n\nstatic const archrt_gen_site sites[" << sites.size()
      << "] = {\n";
-  for (const auto &[kernel, what] : sites)
-    ds << "    {" << cStringLiteral(kernel) << ", " << cStringLiteral(what)
-       << "},\n";
+  for (const Site &site : sites)
+    ds << "    {" << cStringLiteral(site.kernel) << ", "
+       << cStringLiteral(site.label) << ", " << site.weightBytes << ", "
+       << site.flopsPerRow << "},\n";
   ds << "};\n\nconst archrt_gen_model archrt_gen_model_desc = {\n"
      << "    .name = " << cStringLiteral(out.name) << ",\n"
      << "    .spec_toml = " << cStringLiteral(opts.specText) << ",\n"

@@ -3,7 +3,7 @@ ctypes declarations: one table, used by the package and by the tests that
 drive a library exactly as a C host would (test/e2e/archrt.py)."""
 import ctypes as C
 
-ABI_VERSION = 5  # ARCHRT_ABI_VERSION
+ABI_VERSION = 6  # ARCHRT_ABI_VERSION
 
 
 class ModelInfo(C.Structure):
@@ -28,7 +28,9 @@ class ParamInfo(C.Structure):
 class ProfileSite(C.Structure):
     """archrt_profile_site."""
     _fields_ = [("kernel", C.c_char_p), ("op", C.c_char_p),
-                ("calls", C.c_int64), ("seconds", C.c_double)]
+                ("calls", C.c_int64), ("seconds", C.c_double),
+                ("rows", C.c_int64), ("flops", C.c_int64),
+                ("weight_bytes", C.c_int64)]
 
 
 _vp, _i32, _st = C.c_void_p, C.c_int32, C.c_int

@@ -56,10 +56,15 @@ typedef struct archrt_gen_cache {
 
 /* A kernel call of archrt_gen_forward (its site, in call order): the
  * kernel's symbol and what it computes, as the glue's comment names it
- * ("linear layers.0 (spec.toml:15:1)"). */
+ * ("linear layers.0 (spec.toml:15:1)"); for a matmul (a linear, a head
+ * linear), the bytes of the weights (and bias) one call reads and the
+ * FLOPs it does a row (2 K N; the rows are ARCHRT_CALL's); 0 for other
+ * kernels (not counted). */
 typedef struct archrt_gen_site {
   const char *kernel;
   const char *op;
+  int64_t weight_bytes;
+  int64_t flops_per_row;
 } archrt_gen_site;
 
 typedef struct archrt_gen_model {
@@ -104,8 +109,9 @@ typedef struct archrt_gen_call {
   /* Positions each tokens cache holds: a head-major cache's head stride
    * is capacity x head_dim elements. */
   int32_t capacity;
-  /* NULL, or 2 per site: the nanoseconds its calls took and their count,
-   * which ARCHRT_CALL adds to (archrt_seq_set_profiling). */
+  /* NULL, or ARCHRT_GEN_PROFILE_FIELDS per site: the nanoseconds its
+   * calls took, their count and their rows, which ARCHRT_CALL adds to
+   * (archrt_seq_set_profiling). */
   int64_t *profile;
 } archrt_gen_call;
 
@@ -169,17 +175,22 @@ static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
   archrt_buf(&B[i], D[i], (p), code, 16, e0, s0, e1, s1, e2, s2)
 /* CLOCK_MONOTONIC in nanoseconds (ARCHRT_CALL's clock). */
 int64_t archrt_gen_now_ns(void);
-/* archrt_gen_forward's kernel call at site `site` (a constant): returns
+/* Profile counters a site: nanoseconds, calls, rows. */
+#define ARCHRT_GEN_PROFILE_FIELDS 3
+/* archrt_gen_forward's kernel call at site `site` (a constant) over
+ * `rows` token rows (0 where the site's FLOPs are not counted): returns
  * the kernel's error; with call `c`'s profile on, adds the call's wall
- * time (its parallel loop's join included) and one call to the site's.
- * (The call written once: the glue is compiled at -O0.) */
-#define ARCHRT_CALL(site, call)                                                \
+ * time (its parallel loop's join included), one call and its rows to the
+ * site's. (The call written once: the glue is compiled at -O0.) */
+#define ARCHRT_CALL(site, rows, call)                                          \
   do {                                                                         \
     int64_t t_ = c->profile ? archrt_gen_now_ns() : 0;                         \
     int rc_ = (call);                                                          \
     if (c->profile) {                                                          \
-      c->profile[2 * (site)] += archrt_gen_now_ns() - t_;                      \
-      c->profile[2 * (site) + 1] += 1;                                         \
+      int64_t *p_ = c->profile + ARCHRT_GEN_PROFILE_FIELDS * (site);           \
+      p_[0] += archrt_gen_now_ns() - t_;                                       \
+      p_[1] += 1;                                                              \
+      p_[2] += (rows);                                                         \
     }                                                                          \
     if (rc_ != 0)                                                              \
       return rc_;                                                              \

@@ -293,8 +293,9 @@ struct archrt_seq {
   int broken;
   float *logits, *scratch;
   float **slots, **caches;
-  /* 2 per kernel call site (nanoseconds, calls): allocated when profiling
-   * is first turned on; ARCHRT_CALL adds to it while `profiling`. */
+  /* ARCHRT_GEN_PROFILE_FIELDS per kernel call site (nanoseconds, calls,
+   * rows): allocated when profiling is first turned on; ARCHRT_CALL adds
+   * to it while `profiling`. */
   int64_t *profile;
   int profiling;
 };
@@ -549,12 +550,13 @@ archrt_status archrt_seq_set_profiling(archrt_seq *s, int on) {
                        "archrt_seq_set_profiling: seq is NULL");
   int32_t n = s->model->desc->n_sites;
   if (on) {
+    size_t fields = ARCHRT_GEN_PROFILE_FIELDS * (size_t)n;
     if (!s->profile && n > 0 &&
-        !(s->profile = calloc(2 * (size_t)n, sizeof *s->profile)))
+        !(s->profile = calloc(fields, sizeof *s->profile)))
       return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
                          "archrt_seq_set_profiling: out of memory");
     if (s->profile)
-      memset(s->profile, 0, 2 * (size_t)n * sizeof *s->profile);
+      memset(s->profile, 0, fields * sizeof *s->profile);
   }
   s->profiling = on != 0;
   return ARCHRT_OK;
@@ -572,12 +574,23 @@ archrt_status archrt_seq_profile(const archrt_seq *s,
   const archrt_gen_model *d = s->model->desc;
   *n_sites = d->n_sites;
   for (int32_t i = 0; i < n && i < d->n_sites; ++i) {
-    const int64_t *p = s->profile ? s->profile + 2 * (size_t)i : NULL;
+    const int64_t *p =
+        s->profile ? s->profile + ARCHRT_GEN_PROFILE_FIELDS * (size_t)i : NULL;
+    int64_t calls = p ? p[1] : 0, rows = p ? p[2] : 0, flops, bytes;
+    /* (Saturated: a 70B classifier's 2e9 FLOPs a row reach 2^63 after
+     * 4e9 rows.) */
+    if (__builtin_mul_overflow(rows, d->sites[i].flops_per_row, &flops))
+      flops = INT64_MAX;
+    if (__builtin_mul_overflow(calls, d->sites[i].weight_bytes, &bytes))
+      bytes = INT64_MAX;
     sites[i] = (archrt_profile_site){
         .kernel = d->sites[i].kernel,
         .op = d->sites[i].op,
-        .calls = p ? p[1] : 0,
+        .calls = calls,
         .seconds = p ? (double)p[0] * 1e-9 : 0.0,
+        .rows = rows,
+        .flops = flops,
+        .weight_bytes = bytes,
     };
   }
   return ARCHRT_OK;

@@ -92,7 +92,7 @@ def main():
     seq.reset()
     case("reset", len(seq) == 0 and np.array_equal(seq.prefill(ids), first))
     # The kernel profile: nothing counted until on, then each site once a
-    # decode, with its kernel and label.
+    # decode, with its kernel and label; a linear's a row and its work.
     off = seq.profile()
     seq.set_profiling()
     seq.decode(1)
@@ -102,6 +102,18 @@ def main():
          all(p["calls"] == 1 and p["seconds"] >= 0 and
              p["kernel"].startswith("archk_") and p["op"] for p in on),
          str(on[:2]))
+    # (stories15M's matmuls: 6 layers of q, k, v, o 288 x 288 and gate,
+    # up, down 288 x 768, and the tied classifier 288 x 32000: 15,187,968
+    # weights, two FLOPs each a token; each read as 4 bytes or more.)
+    linear = [p for p in on if p["op"].startswith("linear")]
+    case("profile: a linear's row, FLOPs and weight bytes",
+         linear and all(p["rows"] == 1 and
+                        p["weight_bytes"] >= 2 * p["flops"] > 0
+                        for p in linear) and
+         sum(p["flops"] for p in linear) == 2 * 15187968 and
+         all(p["rows"] == p["flops"] == p["weight_bytes"] == 0
+             for p in on if not p["op"].startswith("linear")),
+         f"{sum(p['flops'] for p in linear)} FLOPs; {linear[:2]}")
     greedy_ids = list(model.generate_ids(ids, 3))
     case("generate_ids greedy", greedy_ids[0] == int(np.argmax(first)),
          str(greedy_ids))

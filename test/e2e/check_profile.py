@@ -6,10 +6,19 @@ time to its site (a site in a mixture's expert loop once per expert that
 got tokens); turning it on zeroes, off keeps; bad arguments fail with a
 message naming the call.
 
+A linear's site also counts its work: rows, 2 K N FLOPs a row and the
+bytes of its weights a call; over one decoded token the linears' FLOPs are
+twice the matmul weights `archc check --json` counts from the IR (--check,
+its output), their bytes those weights' (up to the panels' padding and the
+biases); in a prefill each call counts the prompt's rows (the classifier
+one, a mixture's expert calls the prompt's times top_k over the experts),
+and the other kernels count none.
+
 --c is the library's glue (archc compile --emit=c). Each case prints "ok
 NAME" or "FAIL NAME: why"; exit status 1 on failure.
 """
 import ctypes as C
+import json
 import os
 import re
 import sys
@@ -22,7 +31,7 @@ from archc import _abi  # noqa: E402
 
 case = archrt.Cases()
 
-CALL = re.compile(r"^( *)ARCHRT_CALL\((\d+), (archk_\w+)\(")
+CALL = re.compile(r"^( *)ARCHRT_CALL\((\d+), [^,]*, (archk_\w+)\(")
 LABEL = re.compile(r"^ */\* (.*) \*/$")
 
 
@@ -55,8 +64,64 @@ def read(L, seq):
             for s in sites]
 
 
+def work(L, seq):
+    """archrt_seq_profile's work counts, as (rows, flops, weight_bytes)."""
+    n = C.c_int32()
+    assert L.archrt_seq_profile(seq, None, 0, C.byref(n)) == 0
+    sites = (_abi.ProfileSite * n.value)()
+    assert L.archrt_seq_profile(seq, sites, n.value, C.byref(n)) == 0
+    return [(s.rows, s.flops, s.weight_bytes) for s in sites]
+
+
+def check_work(L, seq, lib, model, glue, spec, figures, prompt):
+    """The linears' counted work in one decoded token (after what `seq`
+    holds) and in a prefill of `prompt` (from position 0)."""
+    # (Matmuls: linears, and absorbed MLA's head linears.)
+    linear = [k.startswith(("archk_linear_", "archk_head_linear_"))
+              for _, k, _, _ in glue]
+    lib.check(L.archrt_seq_set_profiling(seq, 1), "set_profiling")
+    lib.decode(seq, 5)
+    calls = [c for *_, c, _ in read(L, seq)]
+    done = work(L, seq)
+    lin = [w for w, is_lin in zip(done, linear) if is_lin]
+    case("other kernels count no work",
+         all(w == (0, 0, 0) for w, is_lin in zip(done, linear) if not is_lin),
+         f"{[w for w, l in zip(done, linear) if not l][:5]}")
+    # (Naive MLA's up-projection over the cache, not tested here, counts
+    # the context's rows.)
+    case("decode: a row a linear call",
+         all(w[0] == c for w, c, is_lin in zip(done, calls, linear) if is_lin),
+         f"{[(w[0], c) for w, c, l in zip(done, calls, linear) if l][:8]}")
+    kn = figures["decode_weight_bytes"] // 4  # f32 weights
+    flops, nbytes = sum(f for _, f, _ in lin), sum(b for *_, b in lin)
+    case("decode: the linears' FLOPs twice the matmul weights archc check "
+         "counts", kn > 0 and flops == 2 * kn, f"{flops} against 2 x {kn}")
+    # (Padding: a dense model's panels are full but for the classifier's
+    # last; the tiny mixture's experts are 32 columns in 64-column panels.)
+    loops = any(inner for *_, inner in glue)
+    case("decode: the linears' bytes those weights' (the panels' padding and "
+         "the biases: < 5% more, < 2x in a mixture)",
+         4 * kn <= nbytes <= (2 if loops else 1.05) * 4 * kn,
+         f"{nbytes} against {4 * kn}")
+    lib.check(L.archrt_seq_reset(seq), "seq_reset")
+    lib.check(L.archrt_seq_set_profiling(seq, 1), "set_profiling")
+    lib.prefill(seq, prompt)
+    rows = [(w[0], inner) for w, (*_, inner), is_lin
+            in zip(work(L, seq), glue, linear) if is_lin]
+    top_k = getattr(spec, "top_k", 0)
+    # (The classifier, a one-row GEMV, is the last matmul.)
+    case("prefill: a linear call's rows the prompt's (the classifier's "
+         "one)", rows and rows[-1] == (1, False) and
+         all(r == len(prompt) for r, inner in rows[:-1] if not inner),
+         f"{rows}")
+    if any(inner for _, inner in rows):
+        case("prefill: an expert's calls' rows the prompt's times top_k",
+             all(r == len(prompt) * top_k for r, inner in rows if inner),
+             f"{[r for r, inner in rows if inner]} (top_k {top_k})")
+
+
 def main():
-    args = archrt.script_args(__doc__, "c")
+    args = archrt.script_args(__doc__, "c", "check")
     spec = archref.Spec(args.spec)
     lib = archrt.Lib(args.lib)
     L = lib.lib
@@ -150,6 +215,9 @@ def main():
     case.error(lib, "profile(n < 0)",
                L.archrt_seq_profile(seq, one, -1, C.byref(n)),
                "archrt_seq_profile", "n must be >= 0", "-1")
+    if args.check:
+        check_work(L, seq, lib, model, glue, spec,
+                   json.load(open(args.check)), prompt)
     L.archrt_seq_free(seq)
     L.archrt_model_free(model)
     return case.summary()

@@ -2,7 +2,7 @@
 """archc bench --profile --json: a row per kernel of the glue with its
 calls per prefill and per decoded token (its sites' count: a straight-line
 model), times that are not negative, longest prefill first, and the time
-outside the kernels not negative.
+outside the kernels not negative; GFLOP/s and GB/s for the linears only.
 
 Usage: check_profile_json.py BENCH.json GLUE.c. Prints "ok NAME" or "FAIL
 NAME: why" per case; exit status 1 on failure.
@@ -21,7 +21,7 @@ case = archrt.Cases()
 
 def main():
     bench = json.load(open(sys.argv[1]))
-    sites = collections.Counter(re.findall(r"ARCHRT_CALL\(\d+, (archk_\w+)\(",
+    sites = collections.Counter(re.findall(r"ARCHRT_CALL\(\d+, [^,]*, (archk_\w+)\(",
                                            open(sys.argv[2]).read()))
     rows = bench.get("profile", [])
     case("a row per kernel of the glue",
@@ -39,6 +39,15 @@ def main():
          f"{times}")
     case("op kinds", {"linear", "attention", "norm"} <= {r["op"] for r in rows},
          f"{sorted({r['op'] for r in rows})}")
+    rates = [(r["op"], "prefill_gflop_s" in r and "decode_gb_s" in r)
+             for r in rows]
+    matmul = ("linear", "head_linear")
+    case("rates for the linears (GFLOP/s, GB/s), none for the others",
+         all(has == (op in matmul) for op, has in rates) and
+         all(r["prefill_gflop_s"] > 0 and r["decode_gb_s"] > 0
+             for r in rows if r["op"] in matmul) and
+         bench["linears_prefill_gflop_s"] > 0 and
+         bench["linears_decode_gb_s"] > 0, f"{rates}")
     case("the time outside the kernels is not negative",
          bench["prefill_outside_kernels_ms"] >= 0 and
          bench["decode_outside_kernels_ms_per_token"] >= 0,

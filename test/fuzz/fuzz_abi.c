@@ -105,7 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       st = archrt_seq_profile(seqs[q], out, n, &count);
       /* What was filled points at the library's labels. */
       for (int32_t i = 0; st == ARCHRT_OK && i < n && i < count; ++i)
-        if (!out[i].kernel[0] || !out[i].op[0] || out[i].calls < 0)
+        if (!out[i].kernel[0] || !out[i].op[0] || out[i].calls < 0 ||
+            out[i].rows < 0 || out[i].flops < 0 || out[i].weight_bytes < 0)
           __builtin_trap();
       break;
     }

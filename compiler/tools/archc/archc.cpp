@@ -1014,6 +1014,10 @@ struct KernelTime {
   std::string kernel, op; ///< the symbol; the op kind ("linear")
   int64_t prefillCalls = 0, decodeCalls = 0;
   double prefillSeconds = 0, decodeSeconds = 0;
+  /// The work counted (matmuls only: linears, head linears; 0
+  /// elsewhere): FLOPs in prefill, weight bytes read in decode.
+  double prefillFlops = 0, decodeBytes = 0;
+  bool counted = false;
 };
 
 /// Adds sequence `seq`'s profile to `kernels` (in first-call order) as
@@ -1040,6 +1044,9 @@ static bool addProfile(ModelLib &lib, archrt_seq *seq, bool decode,
     }
     (decode ? it->decodeCalls : it->prefillCalls) += site.calls;
     (decode ? it->decodeSeconds : it->prefillSeconds) += site.seconds;
+    (decode ? it->decodeBytes : it->prefillFlops) +=
+        double(decode ? site.weight_bytes : site.flops);
+    it->counted |= site.flops > 0 || site.weight_bytes > 0;
   }
   return true;
 }
@@ -1055,9 +1062,33 @@ static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
                      return a.prefillSeconds > b.prefillSeconds;
                    });
   double tokens = double(runs) * gen, inPrefill = 0, inDecode = 0;
-  for (const KernelTime &k : kernels)
+  KernelTime linears; // the counted kernels together
+  for (const KernelTime &k : kernels) {
     inPrefill += k.prefillSeconds, inDecode += k.decodeSeconds;
+    if (k.counted) {
+      linears.prefillSeconds += k.prefillSeconds;
+      linears.decodeSeconds += k.decodeSeconds;
+      linears.prefillFlops += k.prefillFlops;
+      linears.decodeBytes += k.decodeBytes;
+    }
+  }
   auto per = [](double v, double n) { return n > 0 ? v / n : 0.0; };
+  // A kernel's rates: GFLOP/s over its prefill calls, GB/s of weights
+  // over its decode calls; negative where it has none (a mixture's expert
+  // no token chose, --gen 0), printed "-" (JSON: null).
+  auto gflops = [&](const KernelTime &k) {
+    return k.prefillSeconds > 0 ? k.prefillFlops / k.prefillSeconds * 1e-9
+                                : -1.0;
+  };
+  auto gbs = [&](const KernelTime &k) {
+    return k.decodeSeconds > 0 ? k.decodeBytes / k.decodeSeconds * 1e-9
+                               : -1.0;
+  };
+  auto jsonRate = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f", v);
+    return v < 0 ? std::string("null") : std::string(text);
+  };
   auto ms = [&](double seconds, double n) { return per(seconds, n) * 1e3; };
   auto share = [](double seconds, double of) {
     return of > 0 ? seconds / of : 0.0;
@@ -1076,21 +1107,43 @@ static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
                    << ", \"decode_calls_per_token\": "
                    << llvm::format("%.2f", per(double(k.decodeCalls), tokens))
                    << ", \"decode_ms_per_token\": "
-                   << llvm::format("%.6f", ms(k.decodeSeconds, tokens)) << "}";
+                   << llvm::format("%.6f", ms(k.decodeSeconds, tokens));
+      // (Rates where the work is counted: the linears.)
+      if (k.counted)
+        llvm::outs() << ", \"prefill_gflop_s\": " << jsonRate(gflops(k))
+                     << ", \"decode_gb_s\": " << jsonRate(gbs(k));
+      llvm::outs() << "}";
     }
     llvm::outs() << "], \"prefill_outside_kernels_ms\": "
                  << llvm::format("%.6f", ms(prefillSeconds - inPrefill, runs))
                  << ", \"decode_outside_kernels_ms_per_token\": "
-                 << llvm::format("%.6f", ms(decodeSeconds - inDecode, tokens));
+                 << llvm::format("%.6f", ms(decodeSeconds - inDecode, tokens))
+                 << ", \"linears_prefill_gflop_s\": "
+                 << jsonRate(gflops(linears))
+                 << ", \"linears_decode_gb_s\": " << jsonRate(gbs(linears))
+                 << ", \"linears_prefill_gflop\": "
+                 << llvm::format("%.6f", per(linears.prefillFlops, runs) * 1e-9)
+                 << ", \"linears_decode_mb_per_token\": "
+                 << llvm::format("%.6f",
+                                 per(linears.decodeBytes, tokens) * 1e-6);
     return;
   }
   llvm::outs() << "profile:        per prefill of " << prompt
                << " tokens and per decoded token, summed over each kernel's "
-                  "call sites (shares of the calls' wall time)\n"
-               << "  prefill ms   share calls decode ms/tok   share calls  "
-                  "op         kernel\n";
+                  "call sites (shares of the calls' wall time; a linear's "
+                  "GFLOP/s in prefill, 2 K N a row, and GB/s of weights read "
+                  "in decode)\n"
+               << "  prefill ms   share calls GFLOP/s decode ms/tok   share "
+                  "calls   GB/s  op         kernel\n";
+  auto rate = [](bool counted, double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", v);
+    return counted && v >= 0 ? std::string(text) : std::string("-");
+  };
   auto row = [&](double p, double d, int64_t pc, int64_t dc,
-                 const std::string &op, const std::string &kernel) {
+                 const KernelTime *k, const std::string &op,
+                 const std::string &kernel) {
+    bool counted = k && k->counted;
     // (Calls per prefill and per decoded token, a tenth where a site runs
     // for some tokens only (a mixture's experts); none outside the kernels.)
     auto calls = [&](int64_t c, double n) {
@@ -1103,17 +1156,31 @@ static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
     };
     llvm::outs() << llvm::format("  %10.3f %6.1f%% ", ms(p, runs),
                                  100 * share(p, prefillSeconds))
-                 << llvm::right_justify(calls(pc, runs), 5)
+                 << llvm::right_justify(calls(pc, runs), 5) << " "
+                 << llvm::right_justify(rate(counted, counted ? gflops(*k) : 0), 7)
                  << llvm::format(" %13.4f %6.1f%% ", ms(d, tokens),
                                  100 * share(d, decodeSeconds))
-                 << llvm::right_justify(calls(dc, tokens), 5) << "  "
+                 << llvm::right_justify(calls(dc, tokens), 5) << " "
+                 << llvm::right_justify(rate(counted, counted ? gbs(*k) : 0), 6)
+                 << "  "
                  << llvm::left_justify(op, 10) << " " << kernel << "\n";
   };
   for (const KernelTime &k : kernels)
-    row(k.prefillSeconds, k.decodeSeconds, k.prefillCalls, k.decodeCalls, k.op,
-        k.kernel);
-  row(prefillSeconds - inPrefill, decodeSeconds - inDecode, -1, -1, "-",
-      "(outside the kernels: runtime and glue)");
+    row(k.prefillSeconds, k.decodeSeconds, k.prefillCalls, k.decodeCalls, &k,
+        k.op, k.kernel);
+  row(prefillSeconds - inPrefill, decodeSeconds - inDecode, -1, -1, nullptr,
+      "-", "(outside the kernels: runtime and glue)");
+  linears.counted = linears.prefillSeconds > 0 || linears.decodeSeconds > 0;
+  if (linears.counted) {
+    char what[128];
+    std::snprintf(what, sizeof what,
+                  "(the linears together: %.3f GFLOP a prefill, %.2f MB of "
+                  "weights a decoded token)",
+                  per(linears.prefillFlops, runs) * 1e-9,
+                  per(linears.decodeBytes, tokens) * 1e-6);
+    row(linears.prefillSeconds, linears.decodeSeconds, -1, -1, &linears,
+        "linear", what);
+  }
 }
 
 int cmdBench(int argc, char **argv) {

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Each kernel against this machine's ceilings (bench/ceilings.c), from
+# `archc bench --profile --json`: per kernel of one spec (default
+# specs/llama/bench-156m.toml), its time a prefill of $PROMPT_LEN tokens
+# (default 128) and a decoded token ($GEN after the prompt, default 64),
+# and for the linears their GFLOP/s in prefill as a share of the FP32 FMA
+# peak (a bf16 library's: of its bf16 unit's peak, AMX tiles' where the
+# CPU has them) and their GB/s of weights in decode as a share of the read
+# bandwidth; then two threads over one, kernel by kernel. Libraries of
+# $WEIGHTS (default "f32 bf16"; archc compile --weight-type). $ROUNDS
+# rounds (default 3) of every library at 1 then 2 threads ($RUNS calls
+# each after a warm-up, default 5), alternated, each between two probes of
+# the ceilings (the higher of the two is the round's: a probe only reads
+# low); every figure is the median over the rounds of its per-round value
+# (a share: of the ceiling probed beside it; a speed-up: of the round's
+# ratio), so that a slow spell of the VM lands on every row alike.
+#   bench/profile.sh [SPEC]
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+spec="${1:-specs/llama/bench-156m.toml}"
+prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}" rounds="${ROUNDS:-3}"
+weights="${WEIGHTS:-f32 bf16}"
+for v in ROUNDS:$rounds RUNS:$runs GEN:$gen PROMPT_LEN:$prompt; do
+  [[ ${v#*:} =~ ^[1-9][0-9]*$ ]] || { echo "profile.sh: ${v%%:*} must be a whole number >= 1, not '${v#*:}'" >&2; exit 2; }
+done
+for w in $weights; do
+  case $w in f32|bf16|f16) ;; *) echo "profile.sh: WEIGHTS takes f32, bf16 and f16, not '$w'" >&2; exit 2 ;; esac
+done
+bench_ceilings
+for w in $weights; do
+  "$archc" compile "$spec" --weight-type="$w" -o "$out/$w.so" --quiet
+done
+for round in $(seq "$rounds"); do
+  for t in 1 2; do
+    for w in $weights; do
+      "$out/ceilings" "$t" > "$out/ceilings.$w.$t.$round.before"
+      "$archc" bench "$out/$w.so" --random-weights --prompt-len "$prompt" \
+        --gen "$gen" --threads "$t" --runs "$runs" --profile --json \
+        > "$out/$w.$t.$round"
+      "$out/ceilings" "$t" > "$out/ceilings.$w.$t.$round.after"
+    done
+  done
+done
+/usr/bin/python3 - "$out" "$rounds" $weights <<'PY'
+import json, statistics, sys
+sys.path.insert(0, "bench")
+import benchlib
+out, rounds, weights = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+benchlib.ceilings(out)  # (the start's, printed; the shares use the probes)
+med = statistics.median
+
+
+def runs(w, t):
+    return [json.load(open(f"{out}/{w}.{t}.{r}")) for r in range(1, rounds + 1)]
+
+
+def probes(w, t):
+    """The ceilings probed beside each round's calls: the higher of the
+    probes before and after them."""
+    def probe(r):
+        a, b = (benchlib.kv(f"{out}/ceilings.{w}.{t}.{r}.{s}")
+                for s in ("before", "after"))
+        return {k: max(a[k], b[k]) for k in a}
+    return [probe(r) for r in range(1, rounds + 1)]
+
+
+def peak(w, probe):
+    """Library w's prefill ceiling: the bf16 unit's for bf16 weights where
+    the CPU has one (bench/weight-type.sh's), else FP32 FMA."""
+    return (benchlib.bf16_peak(probe) if w == "bf16" else 0) or probe["peak_gflops"]
+
+
+def rows(bench):
+    return {r["kernel"]: r for r in bench["profile"]}
+
+
+def cell(v, fmt, width):
+    return format(v, fmt).rjust(width) if v is not None else "-".rjust(width)
+
+
+def line(ms_p, gf, of_peak, ms_d, gb, of_bw, name):
+    print(f"  {ms_p:>10.3f} {cell(gf, '.1f', 7)} {cell(of_peak, '.0%', 7)} "
+          f"{ms_d:>13.4f} {cell(gb, '.1f', 6)} {cell(of_bw, '.0%', 6)}  {name}")
+
+
+for w in weights:
+    for t in (1, 2):
+        rs, ps = runs(w, t), probes(w, t)
+        print(f"\n{rs[0]['model']}, {w} weights, {t} thread(s): prefill "
+              f"{med(r['prefill_tokens_per_s'] for r in rs):.1f} tok/s, decode "
+              f"{med(r['decode_tokens_per_s'] for r in rs):.1f} tok/s; probed "
+              f"peak {med(peak(w, p) for p in ps):.1f} GFLOP/s, read "
+              f"{med(p['read_gbs'] for p in ps):.1f} GB/s (medians of {rounds} "
+              "rounds)")
+        print(f"  {'prefill ms':>10} {'GFLOP/s':>7} {'of peak':>7} "
+              f"{'decode ms/tok':>13} {'GB/s':>6} {'of bw':>6}  kernel")
+        for k in (r["kernel"] for r in rs[0]["profile"]):
+            per = [rows(r)[k] for r in rs]
+            ms_p = med(x["prefill_ms"] for x in per)
+            ms_d = med(x["decode_ms_per_token"] for x in per)
+            if "prefill_gflop_s" not in per[0]:
+                line(ms_p, None, None, ms_d, None, None, k)
+                continue
+            line(ms_p, med(x["prefill_gflop_s"] for x in per),
+                 med(x["prefill_gflop_s"] / peak(w, p) for x, p in zip(per, ps)),
+                 ms_d, med(x["decode_gb_s"] for x in per),
+                 med(x["decode_gb_s"] / p["read_gbs"] for x, p in zip(per, ps)), k)
+        def linears(r, key):
+            return sum(x[key] for x in r["profile"] if "prefill_gflop_s" in x)
+        line(med(linears(r, "prefill_ms") for r in rs),
+             med(r["linears_prefill_gflop_s"] for r in rs),
+             med(r["linears_prefill_gflop_s"] / peak(w, p) for r, p in zip(rs, ps)),
+             med(linears(r, "decode_ms_per_token") for r in rs),
+             med(r["linears_decode_gb_s"] for r in rs),
+             med(r["linears_decode_gb_s"] / p["read_gbs"] for r, p in zip(rs, ps)),
+             "(the linears together)")
+        line(med(r["prefill_outside_kernels_ms"] for r in rs), None, None,
+             med(r["decode_outside_kernels_ms_per_token"] for r in rs), None, None,
+             "(outside the kernels)")
+
+for w in weights:
+    one, two = runs(w, 1), runs(w, 2)
+    print(f"\n{w}: two threads over one (medians of each round's ratio; the "
+          "probes' own in brackets)")
+    print(f"  prefill {med(b['prefill_tokens_per_s'] / a['prefill_tokens_per_s'] for a, b in zip(one, two)):.2f}x "
+          f"[peak {med(peak(w, b) / peak(w, a) for a, b in zip(probes(w, 1), probes(w, 2))):.2f}x], "
+          f"decode {med(b['decode_tokens_per_s'] / a['decode_tokens_per_s'] for a, b in zip(one, two)):.2f}x "
+          f"[read {med(b['read_gbs'] / a['read_gbs'] for a, b in zip(probes(w, 1), probes(w, 2))):.2f}x]")
+    print(f"  {'prefill':>8} {'decode':>8}  kernel")
+    for k in (r["kernel"] for r in one[0]["profile"]):
+        def ratio(key):
+            v = [rows(a)[k][key] / rows(b)[k][key] for a, b in zip(one, two)
+                 if rows(b)[k][key] > 0]
+            return f"{med(v):>7.2f}x" if v else f"{'-':>8}"
+        print(f"  {ratio('prefill_ms')} {ratio('decode_ms_per_token')}  {k}")
+PY
