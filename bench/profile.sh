@@ -3,10 +3,11 @@
 # `archc bench --profile --json`: per kernel of one spec (default
 # specs/llama/bench-156m.toml), its time a prefill of $PROMPT_LEN tokens
 # (default 128) and a decoded token ($GEN after the prompt, default 64),
-# and for the linears their GFLOP/s in prefill as a share of the FP32 FMA
-# peak (a bf16 library's: of its bf16 unit's peak, AMX tiles' where the
-# CPU has them) and their GB/s of weights in decode as a share of the read
-# bandwidth; then two threads over one, kernel by kernel. Libraries of
+# and for the matmuls and attention their GFLOP/s in prefill as a share of
+# the FP32 FMA peak (a bf16 library's: of its bf16 unit's peak, AMX tiles'
+# where the CPU has them) and their GB/s read in decode (weights; the cache
+# rows attention sees) as a share of the read bandwidth; then two threads
+# over one, kernel by kernel. Libraries of
 # $WEIGHTS (default "f32 bf16"; archc compile --weight-type). $ROUNDS
 # rounds (default 3) of every library at 1 then 2 threads ($RUNS calls
 # each after a warm-up, default 5), alternated, each between two probes of
@@ -106,7 +107,8 @@ for w in weights:
                  ms_d, med(x["decode_gb_s"] for x in per),
                  med(x["decode_gb_s"] / p["read_gbs"] for x, p in zip(per, ps)), k)
         def linears(r, key):
-            return sum(x[key] for x in r["profile"] if "prefill_gflop_s" in x)
+            return sum(x[key] for x in r["profile"]
+                       if x["op"] in ("linear", "head_linear"))
         line(med(linears(r, "prefill_ms") for r in rs),
              med(r["linears_prefill_gflop_s"] for r in rs),
              med(r["linears_prefill_gflop_s"] / peak(w, p) for r, p in zip(rs, ps)),

@@ -81,12 +81,17 @@ private:
   std::vector<CacheOp> caches;           ///< the runtime's cache table
   std::map<std::string, int> cacheIndex; ///< into C
   llvm::StringSet<> forwardReads;        ///< weights @forward reads
-  /// A forward kernel call (a profile site): its symbol, its label and,
-  /// for a linear, the weight bytes a call reads and its FLOPs a row.
+  /// A forward kernel call (a profile site): its symbol, its label and
+  /// the FLOPs of each row of its work ARCHRT_CALL counts (0: none).
   struct Site {
     std::string kernel, label;
-    int64_t weightBytes = 0, flopsPerRow = 0;
+    int64_t flopsPerRow = 0;
   };
+  /// Site `site`'s work in one call, as C expressions: its rows (token
+  /// rows of a matmul, query-key pairs of an attention) and the bytes it
+  /// reads (weights; cache rows); "0" where not counted.
+  void work(archk::CallOp call, const KernelSpec &spec, Site &site,
+            std::string &rows, std::string &bytes);
   /// The forward function's kernel calls in text order.
   std::vector<Site> sites;
   std::vector<int64_t> slotWidth;
@@ -421,33 +426,14 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
     }
     std::string what = label(op);
     os << indent.substr(2) << "  " << cComment(what) << "\n" << indent;
-    // A forward call is a profile site (ARCHRT_CALL), in text order; a
-    // matmul's (a linear, a head linear: absorbed MLA's) counts its rows
-    // (x's outermost extent: tokens, an expert's rows, a context), the
-    // bytes of its `weight` and `bias` arguments (not a residual: an
-    // activation) and its FLOPs a row: 2 K N (per head; a glu epilogue's
-    // weight has two halves of N).
+    // A forward call is a profile site (ARCHRT_CALL), in text order, with
+    // its work.
     if (forward) {
       Site site{spec.name(), what};
-      std::string rows = "0";
-      if (auto *l = spec.get<LinearKernel>())
-        site.flopsPerRow = 2 * l->K * (l->glu ? 2 * l->N : l->N);
-      if (auto *h = spec.get<HeadLinearKernel>())
-        site.flopsPerRow = 2 * h->heads * h->K * h->N;
-      if (site.flopsPerRow) {
-        std::vector<KernelArg> kargs = spec.args();
-        ValueRange a = call.getArgs();
-        rows = bufs[a[0]].extents.front();
-        for (size_t i = 0; i < kargs.size() && i < a.size(); ++i) {
-          auto t = dyn_cast<MemRefType>(a[i].getType());
-          llvm::StringRef name(kargs[i].name);
-          // (A weight's shape is static: a view of one expert's is too.)
-          if ((name == "weight" || name == "bias") && t && t.hasStaticShape())
-            site.weightBytes +=
-                t.getNumElements() * t.getElementTypeBitWidth() / 8;
-        }
-      }
-      os << "ARCHRT_CALL(" << sites.size() << ", " << rows << ", ";
+      std::string rows = "0", bytes = "0";
+      work(call, spec, site, rows, bytes);
+      os << "ARCHRT_CALL(" << sites.size() << ", " << rows << ", " << bytes
+         << ", ";
       sites.push_back(site);
     } else {
       os << "ARCHRT_CHECK(";
@@ -459,6 +445,62 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
     return success();
   return op->emitOpError() << "has no C form (not an op of the planned "
                               "kernel-call level)";
+}
+
+void GlueEmitter::work(archk::CallOp call, const KernelSpec &spec,
+                       Site &site, std::string &rows, std::string &bytes) {
+  std::vector<KernelArg> kargs = spec.args();
+  ValueRange a = call.getArgs();
+  auto arg = [&](llvm::StringRef name) -> Value {
+    for (size_t i = 0; i < kargs.size() && i < a.size(); ++i)
+      if (name == kargs[i].name)
+        return a[i];
+    return {};
+  };
+  // A matmul (a linear; a head linear: absorbed MLA's): x's outermost
+  // extent (tokens, an expert's rows, a context), 2 K N FLOPs a row (per
+  // head; a glu epilogue's weight has two halves of N), the bytes of its
+  // `weight` and `bias` (not a residual: an activation; a weight's shape
+  // is static, a view of one expert's too).
+  int64_t flops = 0;
+  if (auto *l = spec.get<LinearKernel>())
+    flops = 2 * l->K * (l->glu ? 2 * l->N : l->N);
+  if (auto *h = spec.get<HeadLinearKernel>())
+    flops = 2 * h->heads * h->K * h->N;
+  if (flops) {
+    int64_t weightBytes = 0;
+    for (llvm::StringRef name : {"weight", "bias"}) {
+      Value v = arg(name);
+      auto t = v ? dyn_cast<MemRefType>(v.getType()) : MemRefType();
+      if (t && t.hasStaticShape())
+        weightBytes += t.getNumElements() * t.getElementTypeBitWidth() / 8;
+    }
+    site.flopsPerRow = flops;
+    rows = bufs[a[0]].extents.front();
+    bytes = std::to_string(weightBytes);
+    return;
+  }
+  // Causal attention, full or in a window (a sparse pattern's keys are
+  // not counted): the query-key pairs its rows score, 2 (head_dim +
+  // v_head_dim) FLOPs each per query head, and the cache rows they see,
+  // each once (keys and values: one row where the values are a view of
+  // the keys' cache, absorbed MLA's latents).
+  auto *at = spec.get<AttentionKernel>();
+  if (!at || at->dilation != 1 || !at->globals.empty() || at->randomBlocks)
+    return;
+  Value q = arg("q"), k = arg("k"), v = arg("v"), pos = arg("pos");
+  if (!q || !k || !v || !pos || !ints.count(pos))
+    return;
+  int64_t vhd = at->vHeadDim ? at->vHeadDim : at->headDim;
+  int64_t elem = at->kv == StoreType::f32 ? 4 : 2;
+  int64_t rowBytes = at->kvHeads * at->headDim * elem;
+  if (bufs[v].ptr != bufs[k].ptr)
+    rowBytes += at->kvHeads * vhd * elem;
+  std::string call3 = "(" + ints[pos] + ", " + bufs[q].extents.front() +
+                      ", " + std::to_string(at->window) + ")";
+  site.flopsPerRow = 2 * at->heads * (at->headDim + vhd);
+  rows = "archrt_gen_pairs" + call3;
+  bytes = "archrt_gen_keys" + call3 + " * " + std::to_string(rowBytes);
 }
 
 LogicalResult GlueEmitter::emitBlock(Block &block, bool forward,
@@ -570,8 +612,7 @@ std::string GlueEmitter::emitDesc() {
      << "] = {\n";
   for (const Site &site : sites)
     ds << "    {" << cStringLiteral(site.kernel) << ", "
-       << cStringLiteral(site.label) << ", " << site.weightBytes << ", "
-       << site.flopsPerRow << "},\n";
+       << cStringLiteral(site.label) << ", " << site.flopsPerRow << "},\n";
   ds << "};\n\nconst archrt_gen_model archrt_gen_model_desc = {\n"
      << "    .name = " << cStringLiteral(out.name) << ",\n"
      << "    .spec_toml = " << cStringLiteral(opts.specText) << ",\n"

@@ -168,8 +168,9 @@ class Sequence:
     def profile(self):
         """Per kernel call site of the forward function, in its text order:
         dicts of kernel, op, calls and seconds gathered while profiling,
-        and for a linear the rows, FLOPs and weight bytes its calls did
-        and read (0 for other kernels)."""
+        and the rows, FLOPs and bytes its calls did and read: a matmul's
+        token rows and weights, an attention's query-key pairs and cache
+        rows (0 for other kernels)."""
         n = C.c_int32()
         c = self._lib.c
         self._lib.check(c.archrt_seq_profile(self._s, None, 0, C.byref(n)),
@@ -179,7 +180,7 @@ class Sequence:
                                              C.byref(n)), "seq_profile")
         return [{"kernel": s.kernel.decode(), "op": s.op.decode(),
                  "calls": s.calls, "seconds": s.seconds, "rows": s.rows,
-                 "flops": s.flops, "weight_bytes": s.weight_bytes}
+                 "flops": s.flops, "bytes": s.bytes}
                 for s in sites]
 
     def reset(self):

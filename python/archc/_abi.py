@@ -30,7 +30,7 @@ class ProfileSite(C.Structure):
     _fields_ = [("kernel", C.c_char_p), ("op", C.c_char_p),
                 ("calls", C.c_int64), ("seconds", C.c_double),
                 ("rows", C.c_int64), ("flops", C.c_int64),
-                ("weight_bytes", C.c_int64)]
+                ("bytes", C.c_int64)]
 
 
 _vp, _i32, _st = C.c_void_p, C.c_int32, C.c_int

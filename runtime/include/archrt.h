@@ -127,18 +127,21 @@ const float *archrt_logits(const archrt_seq *seq); /* vocab_size floats */
  * parallel loop included) and 1 to that site's figures. Turning it on
  * zeroes them; turning it off keeps them to read. Off by default: then a
  * kernel call costs two branches more. A matmul's site (a linear, a head
- * linear) also counts the work its calls did: rows, FLOPs (2 K N a row)
- * and the bytes of weights read (each call reads its weights once: a
- * decode's GEMV streams them), so that its GFLOP/s and GB/s follow; other
- * kernels' are 0 (not counted); both saturate at INT64_MAX. */
+ * linear) also counts the work its calls did: token rows, FLOPs (2 K N a
+ * row) and the bytes of weights read (once a call: a decode's GEMV
+ * streams them); an attention's (causal, full or sliding-window; not a
+ * sparse pattern's) its query-key pairs as rows, their FLOPs (2 heads
+ * (head_dim + v_head_dim) a pair) and the cache rows its queries see,
+ * each once; so that GFLOP/s and GB/s follow. Other kernels' are 0 (not
+ * counted); FLOPs saturate at INT64_MAX. */
 typedef struct archrt_profile_site {
   const char *kernel; /* the kernel's symbol, e.g. archk_linear_... */
   const char *op;     /* what it computes and where the spec declares it */
   int64_t calls;
   double seconds;
-  int64_t rows;         /* token rows over the calls (matmuls) */
-  int64_t flops;        /* floating-point operations (matmuls) */
-  int64_t weight_bytes; /* bytes of weights and biases read (matmuls) */
+  int64_t rows;  /* token rows (matmuls), query-key pairs (attention) */
+  int64_t flops; /* floating-point operations */
+  int64_t bytes; /* weights and biases (matmuls), cache rows (attention) */
 } archrt_profile_site;
 archrt_status archrt_seq_set_profiling(archrt_seq *seq, int on);
 /* Sets *n_sites to the model's number of sites and fills the first

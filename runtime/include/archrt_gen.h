@@ -56,14 +56,13 @@ typedef struct archrt_gen_cache {
 
 /* A kernel call of archrt_gen_forward (its site, in call order): the
  * kernel's symbol and what it computes, as the glue's comment names it
- * ("linear layers.0 (spec.toml:15:1)"); for a matmul (a linear, a head
- * linear), the bytes of the weights (and bias) one call reads and the
- * FLOPs it does a row (2 K N; the rows are ARCHRT_CALL's); 0 for other
- * kernels (not counted). */
+ * ("linear layers.0 (spec.toml:15:1)"), and the FLOPs of each of the rows
+ * ARCHRT_CALL counts: a matmul's (a linear, a head linear) 2 K N a token
+ * row, an attention's 2 heads (head_dim + v_head_dim) a query-key pair; 0
+ * for other kernels (their work not counted). */
 typedef struct archrt_gen_site {
   const char *kernel;
   const char *op;
-  int64_t weight_bytes;
   int64_t flops_per_row;
 } archrt_gen_site;
 
@@ -110,8 +109,8 @@ typedef struct archrt_gen_call {
    * is capacity x head_dim elements. */
   int32_t capacity;
   /* NULL, or ARCHRT_GEN_PROFILE_FIELDS per site: the nanoseconds its
-   * calls took, their count and their rows, which ARCHRT_CALL adds to
-   * (archrt_seq_set_profiling). */
+   * calls took, their count, their rows and their bytes, which
+   * ARCHRT_CALL adds to (archrt_seq_set_profiling). */
   int64_t *profile;
 } archrt_gen_call;
 
@@ -175,14 +174,34 @@ static inline halide_buffer_t *archrt_buf(halide_buffer_t *b,
   archrt_buf(&B[i], D[i], (p), code, 16, e0, s0, e1, s1, e2, s2)
 /* CLOCK_MONOTONIC in nanoseconds (ARCHRT_CALL's clock). */
 int64_t archrt_gen_now_ns(void);
-/* Profile counters a site: nanoseconds, calls, rows. */
-#define ARCHRT_GEN_PROFILE_FIELDS 3
+/* Query-key pairs a causal attention call scores: query rows at
+ * positions pos .. pos + n - 1, each over its last `window` positions
+ * (0: all of them), i.e. the sum of min(window, p + 1) over those p. */
+static inline int64_t archrt_gen_pairs(int64_t pos, int64_t n,
+                                       int64_t window) {
+  int64_t a = pos + 1, b = pos + n; /* the rows' p + 1 */
+  if (window <= 0 || b <= window)
+    return (a + b) * n / 2;
+  if (a >= window)
+    return n * window;
+  return (a + window) * (window - a + 1) / 2 + (b - window) * window;
+}
+/* Positions such a call's rows see, each counted once. */
+static inline int64_t archrt_gen_keys(int64_t pos, int64_t n,
+                                      int64_t window) {
+  return window > 0 && window - 1 < pos ? window + n - 1 : pos + n;
+}
+/* Profile counters a site: nanoseconds, calls, rows, bytes. */
+#define ARCHRT_GEN_PROFILE_FIELDS 4
 /* archrt_gen_forward's kernel call at site `site` (a constant) over
- * `rows` token rows (0 where the site's FLOPs are not counted): returns
- * the kernel's error; with call `c`'s profile on, adds the call's wall
- * time (its parallel loop's join included), one call and its rows to the
- * site's. (The call written once: the glue is compiled at -O0.) */
-#define ARCHRT_CALL(site, rows, call)                                          \
+ * `rows` rows of its work (a matmul's token rows, an attention's
+ * query-key pairs; 0 where its work is not counted) reading `bytes` (a
+ * matmul's weights, an attention's cache rows, each once): returns the
+ * kernel's error; with call `c`'s profile on, adds the call's wall time
+ * (its parallel loop's join included), one call, its rows and its bytes
+ * to the site's (rows and bytes evaluated only then). (The call written
+ * once: the glue is compiled at -O0.) */
+#define ARCHRT_CALL(site, rows, bytes, call)                                   \
   do {                                                                         \
     int64_t t_ = c->profile ? archrt_gen_now_ns() : 0;                         \
     int rc_ = (call);                                                          \
@@ -191,6 +210,7 @@ int64_t archrt_gen_now_ns(void);
       p_[0] += archrt_gen_now_ns() - t_;                                       \
       p_[1] += 1;                                                              \
       p_[2] += (rows);                                                         \
+      p_[3] += (bytes);                                                        \
     }                                                                          \
     if (rc_ != 0)                                                              \
       return rc_;                                                              \

@@ -294,8 +294,8 @@ struct archrt_seq {
   float *logits, *scratch;
   float **slots, **caches;
   /* ARCHRT_GEN_PROFILE_FIELDS per kernel call site (nanoseconds, calls,
-   * rows): allocated when profiling is first turned on; ARCHRT_CALL adds
-   * to it while `profiling`. */
+   * rows, bytes): allocated when profiling is first turned on;
+   * ARCHRT_CALL adds to it while `profiling`. */
   int64_t *profile;
   int profiling;
 };
@@ -576,21 +576,19 @@ archrt_status archrt_seq_profile(const archrt_seq *s,
   for (int32_t i = 0; i < n && i < d->n_sites; ++i) {
     const int64_t *p =
         s->profile ? s->profile + ARCHRT_GEN_PROFILE_FIELDS * (size_t)i : NULL;
-    int64_t calls = p ? p[1] : 0, rows = p ? p[2] : 0, flops, bytes;
+    int64_t rows = p ? p[2] : 0, flops;
     /* (Saturated: a 70B classifier's 2e9 FLOPs a row reach 2^63 after
      * 4e9 rows.) */
     if (__builtin_mul_overflow(rows, d->sites[i].flops_per_row, &flops))
       flops = INT64_MAX;
-    if (__builtin_mul_overflow(calls, d->sites[i].weight_bytes, &bytes))
-      bytes = INT64_MAX;
     sites[i] = (archrt_profile_site){
         .kernel = d->sites[i].kernel,
         .op = d->sites[i].op,
-        .calls = calls,
+        .calls = p ? p[1] : 0,
         .seconds = p ? (double)p[0] * 1e-9 : 0.0,
         .rows = rows,
         .flops = flops,
-        .weight_bytes = bytes,
+        .bytes = p ? p[3] : 0,
     };
   }
   return ARCHRT_OK;

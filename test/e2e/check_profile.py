@@ -11,8 +11,10 @@ bytes of its weights a call; over one decoded token the linears' FLOPs are
 twice the matmul weights `archc check --json` counts from the IR (--check,
 its output), their bytes those weights' (up to the panels' padding and the
 biases); in a prefill each call counts the prompt's rows (the classifier
-one, a mixture's expert calls the prompt's times top_k over the experts),
-and the other kernels count none.
+one, a mixture's expert calls the prompt's times top_k over the experts);
+an attention's query-key pairs, their FLOPs and the cache rows its queries
+see are those counted here by brute force (full or windowed); the other
+kernels count none.
 
 --c is the library's glue (archc compile --emit=c). Each case prints "ok
 NAME" or "FAIL NAME: why"; exit status 1 on failure.
@@ -31,7 +33,7 @@ from archc import _abi  # noqa: E402
 
 case = archrt.Cases()
 
-CALL = re.compile(r"^( *)ARCHRT_CALL\((\d+), [^,]*, (archk_\w+)\(")
+CALL = re.compile(r"^( *)ARCHRT_CALL\((\d+), .*?(archk_\w+)\(")
 LABEL = re.compile(r"^ */\* (.*) \*/$")
 
 
@@ -65,12 +67,30 @@ def read(L, seq):
 
 
 def work(L, seq):
-    """archrt_seq_profile's work counts, as (rows, flops, weight_bytes)."""
+    """archrt_seq_profile's work counts, as (rows, flops, bytes)."""
     n = C.c_int32()
     assert L.archrt_seq_profile(seq, None, 0, C.byref(n)) == 0
     sites = (_abi.ProfileSite * n.value)()
     assert L.archrt_seq_profile(seq, sites, n.value, C.byref(n)) == 0
-    return [(s.rows, s.flops, s.weight_bytes) for s in sites]
+    return [(s.rows, s.flops, s.bytes) for s in sites]
+
+
+def attention_work(spec, pos, n, window):
+    """What an attention call over query rows at pos .. pos + n - 1
+    counts, by brute force: (query-key pairs, FLOPs, cache bytes of the
+    positions they see, each once); `window` 0: every earlier position."""
+    seen = [set(range(max(0, p + 1 - window) if window else 0, p + 1))
+            for p in range(pos, pos + n)]
+    pairs = sum(len(s) for s in seen)
+    keys = len(set().union(*seen))
+    if spec.mla:  # absorbed: queries and keys of the latent and RoPE
+        # parts, values of the latent; one cache row holds both
+        qk, v, row = spec.kv_lora + spec.d_rope, spec.kv_lora, \
+            spec.kv_lora + spec.d_rope
+    else:
+        qk, v = spec.head_dim, spec.head_dim
+        row = spec.kv_heads * 2 * spec.head_dim
+    return pairs, pairs * 2 * spec.heads * (qk + v), keys * row * 4
 
 
 def check_work(L, seq, lib, model, glue, spec, figures, prompt):
@@ -79,14 +99,25 @@ def check_work(L, seq, lib, model, glue, spec, figures, prompt):
     # (Matmuls: linears, and absorbed MLA's head linears.)
     linear = [k.startswith(("archk_linear_", "archk_head_linear_"))
               for _, k, _, _ in glue]
+    attn = [k.startswith("archk_attention_") for _, k, _, _ in glue]
     lib.check(L.archrt_seq_set_profiling(seq, 1), "set_profiling")
+    pos = L.archrt_seq_length(seq)
     lib.decode(seq, 5)
     calls = [c for *_, c, _ in read(L, seq)]
     done = work(L, seq)
     lin = [w for w, is_lin in zip(done, linear) if is_lin]
     case("other kernels count no work",
-         all(w == (0, 0, 0) for w, is_lin in zip(done, linear) if not is_lin),
+         all(w == (0, 0, 0) for w, is_lin, is_attn in zip(done, linear, attn)
+             if not is_lin and not is_attn),
          f"{[w for w, l in zip(done, linear) if not l][:5]}")
+    # Attention: the pairs, FLOPs and cache bytes of a full or a windowed
+    # layer (which of the two a hybrid's layer is, the site does not say).
+    def attention_ok(works, pos, n):
+        want = {attention_work(spec, pos, n, w) for w in {0, spec.window}}
+        return all(w in want for w, a in zip(works, attn) if a) and \
+            any(attn), (sorted(want), [w for w, a in zip(works, attn) if a])
+    ok, why = attention_ok(done, pos, 1)
+    case("decode: attention's pairs, FLOPs and cache bytes", ok, f"{why}")
     # (Naive MLA's up-projection over the cache, not tested here, counts
     # the context's rows.)
     case("decode: a row a linear call",
@@ -106,8 +137,11 @@ def check_work(L, seq, lib, model, glue, spec, figures, prompt):
     lib.check(L.archrt_seq_reset(seq), "seq_reset")
     lib.check(L.archrt_seq_set_profiling(seq, 1), "set_profiling")
     lib.prefill(seq, prompt)
+    done = work(L, seq)
+    ok, why = attention_ok(done, 0, len(prompt))
+    case("prefill: attention's pairs, FLOPs and cache bytes", ok, f"{why}")
     rows = [(w[0], inner) for w, (*_, inner), is_lin
-            in zip(work(L, seq), glue, linear) if is_lin]
+            in zip(done, glue, linear) if is_lin]
     top_k = getattr(spec, "top_k", 0)
     # (The classifier, a one-row GEMV, is the last matmul.)
     case("prefill: a linear call's rows the prompt's (the classifier's "

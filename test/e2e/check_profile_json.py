@@ -2,7 +2,8 @@
 """archc bench --profile --json: a row per kernel of the glue with its
 calls per prefill and per decoded token (its sites' count: a straight-line
 model), times that are not negative, longest prefill first, and the time
-outside the kernels not negative; GFLOP/s and GB/s for the linears only.
+outside the kernels not negative; GFLOP/s and GB/s for the matmuls and
+attention only.
 
 Usage: check_profile_json.py BENCH.json GLUE.c. Prints "ok NAME" or "FAIL
 NAME: why" per case; exit status 1 on failure.
@@ -21,7 +22,7 @@ case = archrt.Cases()
 
 def main():
     bench = json.load(open(sys.argv[1]))
-    sites = collections.Counter(re.findall(r"ARCHRT_CALL\(\d+, [^,]*, (archk_\w+)\(",
+    sites = collections.Counter(re.findall(r"ARCHRT_CALL\(\d+, .*?(archk_\w+)\(",
                                            open(sys.argv[2]).read()))
     rows = bench.get("profile", [])
     case("a row per kernel of the glue",
@@ -41,8 +42,9 @@ def main():
          f"{sorted({r['op'] for r in rows})}")
     rates = [(r["op"], "prefill_gflop_s" in r and "decode_gb_s" in r)
              for r in rows]
-    matmul = ("linear", "head_linear")
-    case("rates for the linears (GFLOP/s, GB/s), none for the others",
+    matmul = ("linear", "head_linear", "attention")
+    case("rates for the matmuls and attention (GFLOP/s, GB/s), none for the "
+         "others",
          all(has == (op in matmul) for op, has in rates) and
          all(r["prefill_gflop_s"] > 0 and r["decode_gb_s"] > 0
              for r in rows if r["op"] in matmul) and

@@ -106,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       /* What was filled points at the library's labels. */
       for (int32_t i = 0; st == ARCHRT_OK && i < n && i < count; ++i)
         if (!out[i].kernel[0] || !out[i].op[0] || out[i].calls < 0 ||
-            out[i].rows < 0 || out[i].flops < 0 || out[i].weight_bytes < 0)
+            out[i].rows < 0 || out[i].flops < 0 || out[i].bytes < 0)
           __builtin_trap();
       break;
     }

@@ -1014,8 +1014,8 @@ struct KernelTime {
   std::string kernel, op; ///< the symbol; the op kind ("linear")
   int64_t prefillCalls = 0, decodeCalls = 0;
   double prefillSeconds = 0, decodeSeconds = 0;
-  /// The work counted (matmuls only: linears, head linears; 0
-  /// elsewhere): FLOPs in prefill, weight bytes read in decode.
+  /// The work counted (matmuls and attention; 0 elsewhere): FLOPs in
+  /// prefill, bytes read in decode (weights; an attention's cache rows).
   double prefillFlops = 0, decodeBytes = 0;
   bool counted = false;
 };
@@ -1045,8 +1045,8 @@ static bool addProfile(ModelLib &lib, archrt_seq *seq, bool decode,
     (decode ? it->decodeCalls : it->prefillCalls) += site.calls;
     (decode ? it->decodeSeconds : it->prefillSeconds) += site.seconds;
     (decode ? it->decodeBytes : it->prefillFlops) +=
-        double(decode ? site.weight_bytes : site.flops);
-    it->counted |= site.flops > 0 || site.weight_bytes > 0;
+        double(decode ? site.bytes : site.flops);
+    it->counted |= site.flops > 0 || site.bytes > 0;
   }
   return true;
 }
@@ -1062,10 +1062,10 @@ static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
                      return a.prefillSeconds > b.prefillSeconds;
                    });
   double tokens = double(runs) * gen, inPrefill = 0, inDecode = 0;
-  KernelTime linears; // the counted kernels together
+  KernelTime linears; // the matmuls together
   for (const KernelTime &k : kernels) {
     inPrefill += k.prefillSeconds, inDecode += k.decodeSeconds;
-    if (k.counted) {
+    if (k.counted && (k.op == "linear" || k.op == "head_linear")) {
       linears.prefillSeconds += k.prefillSeconds;
       linears.decodeSeconds += k.decodeSeconds;
       linears.prefillFlops += k.prefillFlops;
@@ -1073,8 +1073,8 @@ static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
     }
   }
   auto per = [](double v, double n) { return n > 0 ? v / n : 0.0; };
-  // A kernel's rates: GFLOP/s over its prefill calls, GB/s of weights
-  // over its decode calls; negative where it has none (a mixture's expert
+  // A kernel's rates: GFLOP/s over its prefill calls, GB/s read over its
+  // decode calls; negative where it has none (a mixture's expert
   // no token chose, --gen 0), printed "-" (JSON: null).
   auto gflops = [&](const KernelTime &k) {
     return k.prefillSeconds > 0 ? k.prefillFlops / k.prefillSeconds * 1e-9
@@ -1108,7 +1108,7 @@ static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
                    << llvm::format("%.2f", per(double(k.decodeCalls), tokens))
                    << ", \"decode_ms_per_token\": "
                    << llvm::format("%.6f", ms(k.decodeSeconds, tokens));
-      // (Rates where the work is counted: the linears.)
+      // (Rates where the work is counted: matmuls, attention.)
       if (k.counted)
         llvm::outs() << ", \"prefill_gflop_s\": " << jsonRate(gflops(k))
                      << ", \"decode_gb_s\": " << jsonRate(gbs(k));
@@ -1130,9 +1130,10 @@ static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
   }
   llvm::outs() << "profile:        per prefill of " << prompt
                << " tokens and per decoded token, summed over each kernel's "
-                  "call sites (shares of the calls' wall time; a linear's "
-                  "GFLOP/s in prefill, 2 K N a row, and GB/s of weights read "
-                  "in decode)\n"
+                  "call sites (shares of the calls' wall time; GFLOP/s in "
+                  "prefill and GB/s read in decode: a matmul's 2 K N a row "
+                  "and its weights, an attention's query-key pairs and the "
+                  "cache rows they see)\n"
                << "  prefill ms   share calls GFLOP/s decode ms/tok   share "
                   "calls   GB/s  op         kernel\n";
   auto rate = [](bool counted, double v) {
