@@ -10,9 +10,10 @@
 # over one, kernel by kernel. Libraries of
 # $WEIGHTS (default "f32 bf16"; archc compile --weight-type). $ROUNDS
 # rounds (default 3) of every library at 1 then 2 threads ($RUNS calls
-# each after a warm-up, default 5), alternated, each between two probes of
-# the ceilings (the higher of the two is the round's: a probe only reads
-# low); every figure is the median over the rounds of its per-round value
+# each after a warm-up, default 5; archc's figures are their medians),
+# alternated, each between two probes of the ceilings (the higher of the
+# two is the round's: a probe only reads low); every figure is the median
+# over the rounds of its per-round value
 # (a share: of the ceiling probed beside it; a speed-up: of the round's
 # ratio), so that a slow spell of the VM lands on every row alike.
 #   bench/profile.sh [SPEC]
@@ -99,13 +100,16 @@ for w in weights:
             per = [rows(r)[k] for r in rs]
             ms_p = med(x["prefill_ms"] for x in per)
             ms_d = med(x["decode_ms_per_token"] for x in per)
-            if "prefill_gflop_s" not in per[0]:
-                line(ms_p, None, None, ms_d, None, None, k)
-                continue
-            line(ms_p, med(x["prefill_gflop_s"] for x in per),
-                 med(x["prefill_gflop_s"] / peak(w, p) for x, p in zip(per, ps)),
-                 ms_d, med(x["decode_gb_s"] for x in per),
-                 med(x["decode_gb_s"] / p["read_gbs"] for x, p in zip(per, ps)), k)
+            def rate(key, ceiling):
+                # (null where a round had no call of it: a mixture's
+                # expert no token chose)
+                v = [(x[key], ceiling(p)) for x, p in zip(per, ps)
+                     if x.get(key) is not None]
+                return (med(a for a, _ in v), med(a / c for a, c in v)) \
+                    if v else (None, None)
+            gf, of_peak = rate("prefill_gflop_s", lambda p: peak(w, p))
+            gb, of_bw = rate("decode_gb_s", lambda p: p["read_gbs"])
+            line(ms_p, gf, of_peak, ms_d, gb, of_bw, k)
         def linears(r, key):
             return sum(x[key] for x in r["profile"]
                        if x["op"] in ("linear", "head_linear"))
@@ -115,7 +119,7 @@ for w in weights:
              med(linears(r, "decode_ms_per_token") for r in rs),
              med(r["linears_decode_gb_s"] for r in rs),
              med(r["linears_decode_gb_s"] / p["read_gbs"] for r, p in zip(rs, ps)),
-             "(the linears together)")
+             "(the matmuls together)")
         line(med(r["prefill_outside_kernels_ms"] for r in rs), None, None,
              med(r["decode_outside_kernels_ms_per_token"] for r in rs), None, None,
              "(outside the kernels)")

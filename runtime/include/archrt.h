@@ -130,10 +130,10 @@ const float *archrt_logits(const archrt_seq *seq); /* vocab_size floats */
  * linear) also counts the work its calls did: token rows, FLOPs (2 K N a
  * row) and the bytes of weights read (once a call: a decode's GEMV
  * streams them); an attention's (causal, full or sliding-window; not a
- * sparse pattern's) its query-key pairs as rows, their FLOPs (2 heads
- * (head_dim + v_head_dim) a pair) and the cache rows its queries see,
- * each once; so that GFLOP/s and GB/s follow. Other kernels' are 0 (not
- * counted); FLOPs saturate at INT64_MAX. */
+ * sparse pattern's) its query-key pairs as rows, their dot products'
+ * FLOPs (2 (head_dim + v_head_dim) a pair per query head) and the cache
+ * rows its queries see, each once; so that GFLOP/s and GB/s follow.
+ * Other kernels' are 0 (not counted); FLOPs saturate at INT64_MAX. */
 typedef struct archrt_profile_site {
   const char *kernel; /* the kernel's symbol, e.g. archk_linear_... */
   const char *op;     /* what it computes and where the spec declares it */

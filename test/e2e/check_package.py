@@ -105,14 +105,14 @@ def main():
     # (stories15M's matmuls: 6 layers of q, k, v, o 288 x 288 and gate,
     # up, down 288 x 768, and the tied classifier 288 x 32000: 15,187,968
     # weights, two FLOPs each a token; each read as 4 bytes or more.)
-    linear = [p for p in on if p["op"].startswith("linear")]
+    linear = [p for p in on if p["op"].split()[0] == "linear"]
     counted = ("linear", "attention")
     case("profile: a linear's row, FLOPs and weight bytes",
          linear and all(p["rows"] == 1 and p["bytes"] >= 2 * p["flops"] > 0
                         for p in linear) and
          sum(p["flops"] for p in linear) == 2 * 15187968 and
          all(p["rows"] == p["flops"] == p["bytes"] == 0
-             for p in on if not p["op"].startswith(counted)),
+             for p in on if p["op"].split()[0] not in counted),
          f"{sum(p['flops'] for p in linear)} FLOPs; {linear[:2]}")
     greedy_ids = list(model.generate_ids(ids, 3))
     case("generate_ids greedy", greedy_ids[0] == int(np.argmax(first)),

@@ -75,10 +75,14 @@ def work(L, seq):
     return [(s.rows, s.flops, s.bytes) for s in sites]
 
 
-def attention_work(spec, pos, n, window):
-    """What an attention call over query rows at pos .. pos + n - 1
+def attention_work(spec, pos, n, label):
+    """What an attention call of the layer its site's `label` names
+    ("attention layers.N (...)"), over query rows at pos .. pos + n - 1,
     counts, by brute force: (query-key pairs, FLOPs, cache bytes of the
-    positions they see, each once); `window` 0: every earlier position."""
+    positions they see, each once); a window of 0: every earlier
+    position."""
+    spec = spec.layer(int(re.match(r"attention layers\.(\d+) ", label)[1]))
+    window = spec.window
     seen = [set(range(max(0, p + 1 - window) if window else 0, p + 1))
             for p in range(pos, pos + n)]
     pairs = sum(len(s) for s in seen)
@@ -96,10 +100,12 @@ def attention_work(spec, pos, n, window):
 def check_work(L, seq, lib, model, glue, spec, figures, prompt):
     """The linears' counted work in one decoded token (after what `seq`
     holds) and in a prefill of `prompt` (from position 0)."""
-    # (Matmuls: linears, and absorbed MLA's head linears.)
-    linear = [k.startswith(("archk_linear_", "archk_head_linear_"))
+    # (Matmuls: linears, and absorbed MLA's head linears; not linear
+    # attention's kernels.)
+    linear = [bool(re.match(r"archk_(head_)?linear_\d", k))
               for _, k, _, _ in glue]
     attn = [k.startswith("archk_attention_") for _, k, _, _ in glue]
+    labels = [label for _, _, label, _ in glue]
     lib.check(L.archrt_seq_set_profiling(seq, 1), "set_profiling")
     pos = L.archrt_seq_length(seq)
     lib.decode(seq, 5)
@@ -110,12 +116,16 @@ def check_work(L, seq, lib, model, glue, spec, figures, prompt):
          all(w == (0, 0, 0) for w, is_lin, is_attn in zip(done, linear, attn)
              if not is_lin and not is_attn),
          f"{[w for w, l in zip(done, linear) if not l][:5]}")
-    # Attention: the pairs, FLOPs and cache bytes of a full or a windowed
-    # layer (which of the two a hybrid's layer is, the site does not say).
+    # Attention: the pairs, FLOPs and cache bytes of its layer, full or
+    # windowed. (The prompt and this position longer than any window: the
+    # windows cut.)
     def attention_ok(works, pos, n):
-        want = {attention_work(spec, pos, n, w) for w in {0, spec.window}}
-        return all(w in want for w, a in zip(works, attn) if a) and \
-            any(attn), (sorted(want), [w for w, a in zip(works, attn) if a])
+        got = [(w, attention_work(spec, pos, n, label))
+               for w, a, label in zip(works, attn, labels) if a]
+        return got and all(w == want for w, want in got), got[:4]
+    windows = {spec.layer(i).window for i in range(spec.layers)}
+    case("the prompt and the decoded position past every window",
+         len(prompt) > max(windows) and pos > max(windows), f"{windows}")
     ok, why = attention_ok(done, pos, 1)
     case("decode: attention's pairs, FLOPs and cache bytes", ok, f"{why}")
     # (Naive MLA's up-projection over the cache, not tested here, counts

@@ -1008,12 +1008,13 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[k] : (v[k - 1] + v[k]) / 2;
 }
 
-/// archc bench --profile: one kernel's figures, summed over its call sites
-/// and over the timed runs.
+/// archc bench --profile: one kernel's figures, summed over its call sites:
+/// its calls and work over the timed runs, its time in each run.
 struct KernelTime {
   std::string kernel, op; ///< the symbol; the op kind ("linear")
   int64_t prefillCalls = 0, decodeCalls = 0;
-  double prefillSeconds = 0, decodeSeconds = 0;
+  /// Seconds in each timed run's prefill, and in its decoded tokens.
+  std::vector<double> prefillRuns, decodeRuns;
   /// The work counted (matmuls and attention; 0 elsewhere): FLOPs in
   /// prefill, bytes read in decode (weights; an attention's cache rows).
   double prefillFlops = 0, decodeBytes = 0;
@@ -1021,9 +1022,9 @@ struct KernelTime {
 };
 
 /// Adds sequence `seq`'s profile to `kernels` (in first-call order) as
-/// prefill's or decode's figures.
+/// timed run `run`'s prefill or decode figures.
 static bool addProfile(ModelLib &lib, archrt_seq *seq, bool decode,
-                       std::vector<KernelTime> &kernels) {
+                       size_t run, std::vector<KernelTime> &kernels) {
   int32_t n = 0;
   if (lib.archrt_seq_profile(seq, nullptr, 0, &n) != ARCHRT_OK)
     return false;
@@ -1042,57 +1043,87 @@ static bool addProfile(ModelLib &lib, archrt_seq *seq, bool decode,
                                         }).str()});
       it = std::prev(kernels.end());
     }
+    std::vector<double> &runs = decode ? it->decodeRuns : it->prefillRuns;
+    runs.resize(run + 1, 0.0);
+    runs[run] += site.seconds;
     (decode ? it->decodeCalls : it->prefillCalls) += site.calls;
-    (decode ? it->decodeSeconds : it->prefillSeconds) += site.seconds;
     (decode ? it->decodeBytes : it->prefillFlops) +=
         double(decode ? site.bytes : site.flops);
-    it->counted |= site.flops > 0 || site.bytes > 0;
+    // (A matmul is counted even if no call of it ran: rates "-", null.)
+    it->counted |= site.flops > 0 || site.bytes > 0 || it->op == "linear" ||
+                   it->op == "head_linear";
   }
   return true;
 }
 
 /// The --profile table: each kernel's time per prefill and per decoded
-/// token and its share of the calls' wall time, longest in prefill first,
-/// then what the calls spent outside the kernels.
-static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
-                         double decodeSeconds, int runs, int prompt, int gen,
-                         bool json) {
-  std::stable_sort(kernels.begin(), kernels.end(),
-                   [](const KernelTime &a, const KernelTime &b) {
-                     return a.prefillSeconds > b.prefillSeconds;
-                   });
-  double tokens = double(runs) * gen, inPrefill = 0, inDecode = 0;
-  KernelTime linears; // the matmuls together
-  for (const KernelTime &k : kernels) {
-    inPrefill += k.prefillSeconds, inDecode += k.decodeSeconds;
-    if (k.counted && (k.op == "linear" || k.op == "head_linear")) {
-      linears.prefillSeconds += k.prefillSeconds;
-      linears.decodeSeconds += k.decodeSeconds;
+/// token (the median over the timed runs, as the tok/s figures are) and
+/// its share of the calls' (median) wall time, longest in prefill first,
+/// then what the calls spent outside the kernels and the matmuls
+/// together. `prefillRuns` and `decodeRuns` are each run's seconds.
+static void printProfile(std::vector<KernelTime> kernels,
+                         const std::vector<double> &prefillRuns,
+                         const std::vector<double> &decodeRuns, int prompt,
+                         int gen, bool json) {
+  size_t runs = prefillRuns.size();
+  auto med = [](const std::vector<double> &v) {
+    return v.empty() ? 0.0 : median(v);
+  };
+  // Each run's seconds outside the kernels, and in the matmuls.
+  KernelTime linears{"", "linear"}, outside;
+  for (KernelTime *k : {&linears, &outside}) {
+    k->prefillRuns.assign(runs, 0.0);
+    k->decodeRuns.assign(runs, 0.0);
+  }
+  outside.prefillRuns = prefillRuns, outside.decodeRuns = decodeRuns;
+  for (KernelTime &k : kernels) {
+    k.prefillRuns.resize(runs, 0.0), k.decodeRuns.resize(runs, 0.0);
+    bool matmul = k.counted && (k.op == "linear" || k.op == "head_linear");
+    for (size_t r = 0; r < runs; ++r) {
+      outside.prefillRuns[r] -= k.prefillRuns[r];
+      outside.decodeRuns[r] -= k.decodeRuns[r];
+      if (matmul) {
+        linears.prefillRuns[r] += k.prefillRuns[r];
+        linears.decodeRuns[r] += k.decodeRuns[r];
+      }
+    }
+    if (matmul) {
       linears.prefillFlops += k.prefillFlops;
       linears.decodeBytes += k.decodeBytes;
+      linears.counted = true;
     }
   }
+  std::stable_sort(kernels.begin(), kernels.end(),
+                   [&](const KernelTime &a, const KernelTime &b) {
+                     return med(a.prefillRuns) > med(b.prefillRuns);
+                   });
+  double prefillSeconds = med(prefillRuns), decodeSeconds = med(decodeRuns);
   auto per = [](double v, double n) { return n > 0 ? v / n : 0.0; };
-  // A kernel's rates: GFLOP/s over its prefill calls, GB/s read over its
-  // decode calls; negative where it has none (a mixture's expert
-  // no token chose, --gen 0), printed "-" (JSON: null).
+  // Milliseconds a prefill and a decoded token (medians over the runs).
+  auto msPrefill = [&](const KernelTime &k) { return med(k.prefillRuns) * 1e3; };
+  auto msToken = [&](const KernelTime &k) {
+    return per(med(k.decodeRuns), gen) * 1e3;
+  };
+  auto share = [](double seconds, double of) {
+    return of > 0 ? seconds / of : 0.0;
+  };
+  // A kernel's rates: a run's FLOPs over its median prefill time, its
+  // bytes over its median decode time; negative where it has none (a
+  // mixture's expert no token chose, --gen 0), printed "-" (JSON: null).
   auto gflops = [&](const KernelTime &k) {
-    return k.prefillSeconds > 0 ? k.prefillFlops / k.prefillSeconds * 1e-9
-                                : -1.0;
+    double t = med(k.prefillRuns);
+    return t > 0 ? per(k.prefillFlops, double(runs)) / t * 1e-9 : -1.0;
   };
   auto gbs = [&](const KernelTime &k) {
-    return k.decodeSeconds > 0 ? k.decodeBytes / k.decodeSeconds * 1e-9
-                               : -1.0;
+    double t = med(k.decodeRuns);
+    return t > 0 ? per(k.decodeBytes, double(runs)) / t * 1e-9 : -1.0;
   };
   auto jsonRate = [](double v) {
     char text[32];
     std::snprintf(text, sizeof text, "%.3f", v);
     return v < 0 ? std::string("null") : std::string(text);
   };
-  auto ms = [&](double seconds, double n) { return per(seconds, n) * 1e3; };
-  auto share = [](double seconds, double of) {
-    return of > 0 ? seconds / of : 0.0;
-  };
+  double tokens = double(runs) * gen;
   if (json) {
     // (Calls and times per prefill and per decoded token, as the table's.)
     llvm::outs() << ", \"profile\": [";
@@ -1102,12 +1133,11 @@ static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
                    << ", \"op\": " << jsonString(k.op)
                    << ", \"prefill_calls\": "
                    << llvm::format("%.2f", per(double(k.prefillCalls), runs))
-                   << ", \"prefill_ms\": "
-                   << llvm::format("%.6f", ms(k.prefillSeconds, runs))
+                   << ", \"prefill_ms\": " << llvm::format("%.6f", msPrefill(k))
                    << ", \"decode_calls_per_token\": "
                    << llvm::format("%.2f", per(double(k.decodeCalls), tokens))
                    << ", \"decode_ms_per_token\": "
-                   << llvm::format("%.6f", ms(k.decodeSeconds, tokens));
+                   << llvm::format("%.6f", msToken(k));
       // (Rates where the work is counted: matmuls, attention.)
       if (k.counted)
         llvm::outs() << ", \"prefill_gflop_s\": " << jsonRate(gflops(k))
@@ -1115,9 +1145,9 @@ static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
       llvm::outs() << "}";
     }
     llvm::outs() << "], \"prefill_outside_kernels_ms\": "
-                 << llvm::format("%.6f", ms(prefillSeconds - inPrefill, runs))
+                 << llvm::format("%.6f", msPrefill(outside))
                  << ", \"decode_outside_kernels_ms_per_token\": "
-                 << llvm::format("%.6f", ms(decodeSeconds - inDecode, tokens))
+                 << llvm::format("%.6f", msToken(outside))
                  << ", \"linears_prefill_gflop_s\": "
                  << jsonRate(gflops(linears))
                  << ", \"linears_decode_gb_s\": " << jsonRate(gbs(linears))
@@ -1129,11 +1159,12 @@ static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
     return;
   }
   llvm::outs() << "profile:        per prefill of " << prompt
-               << " tokens and per decoded token, summed over each kernel's "
-                  "call sites (shares of the calls' wall time; GFLOP/s in "
-                  "prefill and GB/s read in decode: a matmul's 2 K N a row "
-                  "and its weights, an attention's query-key pairs and the "
-                  "cache rows they see)\n"
+               << " tokens and per decoded token (medians over the runs), "
+                  "summed over each kernel's call sites (shares of the "
+                  "calls' wall time; GFLOP/s in prefill and GB/s read in "
+                  "decode: a matmul's 2 K N a row and its weights, an "
+                  "attention's query-key pairs and the cache rows they "
+                  "see)\n"
                << "  prefill ms   share calls GFLOP/s decode ms/tok   share "
                   "calls   GB/s  op         kernel\n";
   auto rate = [](bool counted, double v) {
@@ -1141,37 +1172,32 @@ static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
     std::snprintf(text, sizeof text, "%.1f", v);
     return counted && v >= 0 ? std::string(text) : std::string("-");
   };
-  auto row = [&](double p, double d, int64_t pc, int64_t dc,
-                 const KernelTime *k, const std::string &op,
+  auto row = [&](const KernelTime &k, bool calls, const std::string &op,
                  const std::string &kernel) {
-    bool counted = k && k->counted;
     // (Calls per prefill and per decoded token, a tenth where a site runs
-    // for some tokens only (a mixture's experts); none outside the kernels.)
-    auto calls = [&](int64_t c, double n) {
-      if (c < 0)
+    // for some tokens only (a mixture's experts); none for the rows that
+    // are not one kernel's.)
+    auto count = [&](int64_t c, double n) {
+      if (!calls)
         return std::string("-");
       double v = per(double(c), n);
       char text[32];
       std::snprintf(text, sizeof text, v == std::floor(v) ? "%.0f" : "%.1f", v);
       return std::string(text);
     };
-    llvm::outs() << llvm::format("  %10.3f %6.1f%% ", ms(p, runs),
-                                 100 * share(p, prefillSeconds))
-                 << llvm::right_justify(calls(pc, runs), 5) << " "
-                 << llvm::right_justify(rate(counted, counted ? gflops(*k) : 0), 7)
-                 << llvm::format(" %13.4f %6.1f%% ", ms(d, tokens),
-                                 100 * share(d, decodeSeconds))
-                 << llvm::right_justify(calls(dc, tokens), 5) << " "
-                 << llvm::right_justify(rate(counted, counted ? gbs(*k) : 0), 6)
-                 << "  "
+    llvm::outs() << llvm::format("  %10.3f %6.1f%% ", msPrefill(k),
+                                 100 * share(med(k.prefillRuns), prefillSeconds))
+                 << llvm::right_justify(count(k.prefillCalls, runs), 5) << " "
+                 << llvm::right_justify(rate(k.counted, gflops(k)), 7)
+                 << llvm::format(" %13.4f %6.1f%% ", msToken(k),
+                                 100 * share(med(k.decodeRuns), decodeSeconds))
+                 << llvm::right_justify(count(k.decodeCalls, tokens), 5) << " "
+                 << llvm::right_justify(rate(k.counted, gbs(k)), 6) << "  "
                  << llvm::left_justify(op, 10) << " " << kernel << "\n";
   };
   for (const KernelTime &k : kernels)
-    row(k.prefillSeconds, k.decodeSeconds, k.prefillCalls, k.decodeCalls, &k,
-        k.op, k.kernel);
-  row(prefillSeconds - inPrefill, decodeSeconds - inDecode, -1, -1, nullptr,
-      "-", "(outside the kernels: runtime and glue)");
-  linears.counted = linears.prefillSeconds > 0 || linears.decodeSeconds > 0;
+    row(k, true, k.op, k.kernel);
+  row(outside, false, "-", "(outside the kernels: runtime and glue)");
   if (linears.counted) {
     char what[128];
     std::snprintf(what, sizeof what,
@@ -1179,8 +1205,7 @@ static void printProfile(std::vector<KernelTime> kernels, double prefillSeconds,
                   "weights a decoded token)",
                   per(linears.prefillFlops, runs) * 1e-9,
                   per(linears.decodeBytes, tokens) * 1e-6);
-    row(linears.prefillSeconds, linears.decodeSeconds, -1, -1, &linears,
-        "linear", what);
+    row(linears, false, "linear", what);
   }
 }
 
@@ -1211,7 +1236,8 @@ int cmdBench(int argc, char **argv) {
   cl::opt<bool> profile("profile",
                         cl::desc("time every kernel call: each kernel's "
                                  "share of prefill and decode (its two clock "
-                                 "reads a call are in every figure)"),
+                                 "reads a call are in every figure), and the "
+                                 "matmuls' and attention's GFLOP/s and GB/s"),
                         cl::cat(archcCat), cl::sub(sub));
   cl::HideUnrelatedOptions(archcCat, sub);
   cl::ParseCommandLineOptions(argc, argv, "archc bench: throughput\n");
@@ -1253,7 +1279,8 @@ int cmdBench(int argc, char **argv) {
   for (size_t i = 0; i < prompt.size(); ++i)
     prompt[i] = int32_t((i * 7919 + 13) % size_t(info.vocab_size));
   std::vector<double> prefill, decode;
-  double firstPrefill = 0, peakPss = 0, prefillSeconds = 0, decodeSeconds = 0;
+  double firstPrefill = 0, peakPss = 0;
+  std::vector<double> prefillRuns, decodeRuns; // each timed run's seconds
   std::vector<KernelTime> kernels; // --profile's, over the timed runs
   archrt_seq *seq = nullptr;
   CHECK_RT(lib, lib.archrt_seq_create(m.model, promptLen + gen, &seq));
@@ -1268,7 +1295,7 @@ int cmdBench(int argc, char **argv) {
     if (run == 0)
       firstPrefill = promptLen / p;
     // (Profiling restarted: decode's figures apart from prefill's.)
-    if (profile && timed && !addProfile(lib, seq, false, kernels))
+    if (profile && timed && !addProfile(lib, seq, false, run - 1, kernels))
       break;
     if (profile && lib.archrt_seq_set_profiling(seq, 1) != ARCHRT_OK)
       break;
@@ -1277,10 +1304,11 @@ int cmdBench(int argc, char **argv) {
       ok = lib.archrt_decode(seq, int32_t((i * 31 + 7) % info.vocab_size)) ==
            ARCHRT_OK;
     double d = since(t0);
-    if (!ok || (profile && timed && !addProfile(lib, seq, true, kernels)))
+    if (!ok ||
+        (profile && timed && !addProfile(lib, seq, true, run - 1, kernels)))
       break;
     if (timed)
-      prefillSeconds += p, decodeSeconds += d;
+      prefillRuns.push_back(p), decodeRuns.push_back(d);
     // With the caches as full as they get.
     peakPss = std::max(peakPss, proportionalBytes());
     if (run > 0) {
@@ -1325,8 +1353,7 @@ int cmdBench(int argc, char **argv) {
                  << ", \"fixed_cache_bytes\": " << info.fixed_cache_bytes
                  << ", \"cache_mib\": " << llvm::format("%.1f", cacheMiB);
     if (profile)
-      printProfile(kernels, prefillSeconds, decodeSeconds, runs, promptLen, gen,
-                   true);
+      printProfile(kernels, prefillRuns, decodeRuns, promptLen, gen, true);
     llvm::outs() << "}\n";
     return 0;
   }
@@ -1355,8 +1382,7 @@ int cmdBench(int argc, char **argv) {
                << " fixed (rings); " << llvm::format("%.1f MiB", cacheMiB)
                << " for " << needed << " positions\n";
   if (profile)
-    printProfile(kernels, prefillSeconds, decodeSeconds, runs, promptLen, gen,
-                 false);
+    printProfile(kernels, prefillRuns, decodeRuns, promptLen, gen, false);
   return 0;
 }
 
