@@ -58,8 +58,9 @@ typedef struct archrt_gen_cache {
  * kernel's symbol and what it computes, as the glue's comment names it
  * ("linear layers.0 (spec.toml:15:1)"), and the FLOPs of each of the rows
  * ARCHRT_CALL counts: a matmul's (a linear, a head linear) 2 K N a token
- * row, an attention's 2 heads (head_dim + v_head_dim) a query-key pair; 0
- * for other kernels (their work not counted). */
+ * row, an attention's 2 (head_dim + v_head_dim) per query head a
+ * query-key pair (its dot products); 0 for other kernels (their work not
+ * counted). */
 typedef struct archrt_gen_site {
   const char *kernel;
   const char *op;
