@@ -125,6 +125,15 @@ bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
 /// loop is an error.
 void prefetchGemvRows(KernelFuncs &k, const std::string &kLoop);
 
+/// The same for input `input`'s dense loads in loop `loop`, `aheadBytes`
+/// further on (prefetchGemvRows's weights; the key and value rows of
+/// tiled attention's chunks). Without `mustFind`, a statement with no such
+/// loads is left as it is (a chunk that reads a sparse pattern's global
+/// keys by select has none dense).
+void prefetchRows(KernelFuncs &k, const std::string &input,
+                  const std::string &loop, int64_t aheadBytes,
+                  bool mustFind);
+
 /// Whether a call of tiled attention `a` takes its tiles (else its
 /// chunks): at least block_q query rows, and more than one.
 Halide::Expr takesTiles(const KernelFuncs &k, const AttentionKernel &a);
@@ -161,6 +170,15 @@ constexpr int kTallTokenTile = 6;
 /// on every line gave the most; 512 bytes ahead, or every other line,
 /// less.
 constexpr int64_t kGemvAheadBytes = 1024;
+
+/// How far ahead tiled attention's chunks (a decode's path) prefetch the
+/// key rows their scores read and the value rows their sums read
+/// (prefetchRows): 8 rows of one head's 64 floats. On the Xeon at 1900
+/// positions (bench-156m, f32 cache, one thread), decode attention took
+/// 5.1-6.4 ms a token without, 3.8-4.1 with 2 KiB, 3.7-4.0 with 4 KiB,
+/// 4.2-4.7 with 1 KiB (docs/performance.md, "Decode attention's rows
+/// prefetched").
+constexpr int64_t kChunkAheadBytes = 2048;
 
 /// Rows from which the GEMM over a 16-bit weight (f32 inputs) widens its
 /// task's panel once into an f32 buffer that every token tile reads;

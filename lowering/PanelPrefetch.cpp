@@ -45,7 +45,7 @@ public:
     ++depth;
     Stmt out = IRMutator::mutate(s);
     --depth;
-    if (!found)
+    if (!found && required)
       throw CompileError(missing());
     return out;
   }
@@ -54,6 +54,8 @@ public:
 protected:
   virtual std::string missing() const = 0;
   bool found = false;
+  /// Whether a statement without what the pass looks for is an error.
+  bool required = true;
 
 private:
   int depth = 0;
@@ -178,9 +180,12 @@ private:
 /// reads nothing (it cannot fault).
 class GemvRows : public MustFind {
 public:
-  GemvRows(std::string weight, std::string kLoop, int64_t aheadBytes)
+  GemvRows(std::string weight, std::string kLoop, int64_t aheadBytes,
+           bool mustFind)
       : weight(std::move(weight)), kLoop(std::move(kLoop)),
-        aheadBytes(aheadBytes) {}
+        aheadBytes(aheadBytes) {
+    required = mustFind;
+  }
 
 private:
   std::string missing() const override {
@@ -296,8 +301,14 @@ bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
 }
 
 void prefetchGemvRows(KernelFuncs &k, const std::string &kLoop) {
+  prefetchRows(k, "weight", kLoop, kGemvAheadBytes, true);
+}
+
+void prefetchRows(KernelFuncs &k, const std::string &input,
+                  const std::string &loop, int64_t aheadBytes,
+                  bool mustFind) {
   k.output().add_custom_lowering_pass(
-      new GemvRows(k.in("weight").name(), kLoop, kGemvAheadBytes));
+      new GemvRows(k.in(input).name(), loop, aheadBytes, mustFind));
   k.ukernels = true;
 }
 
