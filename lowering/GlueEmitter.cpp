@@ -476,7 +476,7 @@ void GlueEmitter::work(archk::CallOp call, const KernelSpec &spec,
         weightBytes += t.getNumElements() * t.getElementTypeBitWidth() / 8;
     }
     site.flopsPerRow = flops;
-    rows = bufs[a[0]].extents.front();
+    rows = bufs[arg("x")].extents.front();
     bytes = std::to_string(weightBytes);
     return;
   }

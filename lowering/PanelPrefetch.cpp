@@ -38,6 +38,9 @@ using namespace Halide::Internal;
 /// kernel silently without its prefetch.
 class MustFind : public IRMutator {
 public:
+  /// `required`: whether a statement without what the pass looks for is
+  /// an error.
+  explicit MustFind(bool required = true) : required(required) {}
   /// The whole statement (depth 0), then each part of it.
   Stmt mutate(const Stmt &s) override {
     if (depth)
@@ -54,8 +57,7 @@ public:
 protected:
   virtual std::string missing() const = 0;
   bool found = false;
-  /// Whether a statement without what the pass looks for is an error.
-  bool required = true;
+  const bool required;
 
 private:
   int depth = 0;
@@ -182,10 +184,8 @@ class GemvRows : public MustFind {
 public:
   GemvRows(std::string weight, std::string kLoop, int64_t aheadBytes,
            bool mustFind)
-      : weight(std::move(weight)), kLoop(std::move(kLoop)),
-        aheadBytes(aheadBytes) {
-    required = mustFind;
-  }
+      : MustFind(mustFind), weight(std::move(weight)),
+        kLoop(std::move(kLoop)), aheadBytes(aheadBytes) {}
 
 private:
   std::string missing() const override {

@@ -1021,6 +1021,12 @@ struct KernelTime {
   bool counted = false;
 };
 
+/// Whether op kind `op` is a matmul's (a linear, absorbed MLA's head
+/// linear): counted, and summed into the matmuls' row.
+static bool isMatmul(const std::string &op) {
+  return op == "linear" || op == "head_linear";
+}
+
 /// Adds sequence `seq`'s profile to `kernels` (in first-call order) as
 /// timed run `run`'s prefill or decode figures.
 static bool addProfile(ModelLib &lib, archrt_seq *seq, bool decode,
@@ -1050,8 +1056,7 @@ static bool addProfile(ModelLib &lib, archrt_seq *seq, bool decode,
     (decode ? it->decodeBytes : it->prefillFlops) +=
         double(decode ? site.bytes : site.flops);
     // (A matmul is counted even if no call of it ran: rates "-", null.)
-    it->counted |= site.flops > 0 || site.bytes > 0 || it->op == "linear" ||
-                   it->op == "head_linear";
+    it->counted |= site.flops > 0 || site.bytes > 0 || isMatmul(it->op);
   }
   return true;
 }
@@ -1078,7 +1083,7 @@ static void printProfile(std::vector<KernelTime> kernels,
   outside.prefillRuns = prefillRuns, outside.decodeRuns = decodeRuns;
   for (KernelTime &k : kernels) {
     k.prefillRuns.resize(runs, 0.0), k.decodeRuns.resize(runs, 0.0);
-    bool matmul = k.counted && (k.op == "linear" || k.op == "head_linear");
+    bool matmul = isMatmul(k.op);
     for (size_t r = 0; r < runs; ++r) {
       outside.prefillRuns[r] -= k.prefillRuns[r];
       outside.decodeRuns[r] -= k.decodeRuns[r];
