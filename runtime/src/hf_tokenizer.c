@@ -1159,7 +1159,8 @@ static void normalize(work *w, const uint32_t *s, size_t n) {
         w->oom = 1;
         break;
       }
-      memcpy(out->v, in->v + a, (b - a) * sizeof *in->v);
+      if (b > a) /* (an empty text's vector may be NULL: no memcpy) */
+        memcpy(out->v, in->v + a, (b - a) * sizeof *in->v);
       out->n = b - a;
       break;
     }
