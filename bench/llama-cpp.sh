@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# archc against llama.cpp on the same machine, in one run: one Llama-shaped
+# spec (default specs/llama/bench-156m.toml) with random weights, as
+# `archc bench --random-weights` and as llama.cpp's llama-bench over a GGUF
+# of the same shapes (bench/llama_gguf.py), for each weight type of
+# $WEIGHTS (default "f32 bf16 f16"), 1 and 2 threads: the prefill of
+# $PROMPT_LEN tokens (default 128; llama-bench's pp128) and $GEN tokens
+# decoded after it (default 64; llama-bench's tg64 at depth 128, -d).
+# $ROUNDS rounds (default 3) alternate the two engines, each call between
+# two probes of the ceilings (bench/ceilings.c); every figure is the median
+# over the rounds, and each ratio the median of the rounds' ratios, so
+# that a slow spell of the VM lands on both engines alike. Besides tok/s,
+# each engine's prefill as a share of the FP32 FMA peak probed beside it
+# (a bf16 or f16 library's too: the issue's yardstick), counting the
+# matmuls' 2 K N a row (the classifier's for the last row only, as both
+# engines compute it). Each engine as it runs by default: llama.cpp's KV
+# cache is f16 and its attention flash (-fa auto), archc's cache f32.
+#
+# llama.cpp: $LLAMA_BENCH (a llama-bench binary) and $GGUF_PY (its
+# gguf-py directory) where set; else the source that node-llama-cpp
+# $NLC_VERSION (default 3.22.1) ships as a git bundle, from the npm
+# registry, built once (-DGGML_NATIVE=ON, Release, llama-bench only:
+# 3 minutes on 2 cores) under ~/.cache/archc/llama.cpp-nlc$NLC_VERSION.
+#   bench/llama-cpp.sh [SPEC]
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+spec="${1:-specs/llama/bench-156m.toml}"
+prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}" rounds="${ROUNDS:-3}"
+weights="${WEIGHTS:-f32 bf16 f16}"
+for v in ROUNDS:$rounds RUNS:$runs GEN:$gen PROMPT_LEN:$prompt; do
+  [[ ${v#*:} =~ ^[1-9][0-9]*$ ]] || { echo "llama-cpp.sh: ${v%%:*} must be a whole number >= 1, not '${v#*:}'" >&2; exit 2; }
+done
+for w in $weights; do
+  case $w in f32|bf16|f16) ;; *) echo "llama-cpp.sh: WEIGHTS takes f32, bf16 and f16, not '$w'" >&2; exit 2 ;; esac
+done
+
+if [ -z "${LLAMA_BENCH:-}" ]; then
+  nlc="${NLC_VERSION:-3.22.1}"
+  src="${XDG_CACHE_HOME:-$HOME/.cache}/archc/llama.cpp-nlc$nlc"
+  if [ ! -x "$src/build/bin/llama-bench" ]; then
+    echo "llama-cpp.sh: building llama.cpp (node-llama-cpp $nlc's source) in $src" >&2
+    (cd "$out" && npm pack --silent "node-llama-cpp@$nlc" > /dev/null && tar xzf node-llama-cpp-*.tgz)
+    rm -rf "$src"
+    mkdir -p "$(dirname "$src")"
+    git -c advice.detachedHead=false clone -q "$out/package/llama/gitRelease.bundle" "$src"
+    cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF > "$out/cmake.log"
+    ninja -C "$src/build" llama-bench > "$out/ninja.log"
+  fi
+  LLAMA_BENCH="$src/build/bin/llama-bench" GGUF_PY="$src/gguf-py"
+fi
+[ -d "${GGUF_PY:-}" ] || { echo "llama-cpp.sh: GGUF_PY (llama.cpp's gguf-py directory) is not set" >&2; exit 2; }
+
+bench_ceilings
+for w in $weights; do
+  "$archc" compile "$spec" --weight-type="$w" -o "$out/$w.so" --quiet
+  /usr/bin/python3 bench/llama_gguf.py "$spec" "$out/$w.gguf" "$w" "$GGUF_PY"
+done
+run_archc() {  # weights, threads, tag
+  "$out/ceilings" "$2" > "$out/ceilings.archc.$3.before"
+  "$archc" bench "$out/$1.so" --random-weights --prompt-len "$prompt" \
+    --gen "$gen" --threads "$2" --runs "$runs" --json > "$out/archc.$3"
+  "$out/ceilings" "$2" > "$out/ceilings.archc.$3.after"
+}
+run_llama() {  # weights, threads, tag
+  "$out/ceilings" "$2" > "$out/ceilings.llama.$3.before"
+  { "$LLAMA_BENCH" -m "$out/$1.gguf" -t "$2" -r "$runs" -o json -p "$prompt" -n 0 \
+      > "$out/llama.pp.$3" &&
+    "$LLAMA_BENCH" -m "$out/$1.gguf" -t "$2" -r "$runs" -o json -p 0 -n "$gen" \
+      -d "$prompt" > "$out/llama.tg.$3"; } 2> "$out/llama.log" ||
+    { cat "$out/llama.log" >&2; echo "llama-cpp.sh: llama-bench failed" >&2; exit 1; }
+  "$out/ceilings" "$2" > "$out/ceilings.llama.$3.after"
+}
+for round in $(seq "$rounds"); do
+  for t in 1 2; do
+    for w in $weights; do
+      # (Which engine goes first alternates by round.)
+      if (( round % 2 )); then
+        run_archc "$w" "$t" "$w.$t.$round"; run_llama "$w" "$t" "$w.$t.$round"
+      else
+        run_llama "$w" "$t" "$w.$t.$round"; run_archc "$w" "$t" "$w.$t.$round"
+      fi
+    done
+  done
+done
+/usr/bin/python3 - "$out" "$rounds" "$spec" "$prompt" "$gen" $weights <<'PY'
+import json, statistics, sys, tomllib
+sys.path.insert(0, "bench")
+import benchlib
+out, rounds, spec_path, prompt, gen = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+weights = sys.argv[6:]
+benchlib.ceilings(out)
+med = statistics.median
+spec = tomllib.load(open(spec_path, "rb"))
+m, a, f = spec["model"], spec["attention"], spec["ffn"]
+d, heads = m["d_model"], a["n_heads"]
+kv, hd = a.get("n_kv_heads", heads), a.get("head_dim", d // heads)
+layer = d * (heads + 2 * kv) * hd + heads * hd * d + 3 * d * f["d_ff"]
+# The matmuls' FLOPs of a prefill: every layer's for each token, the
+# classifier's for the last.
+prefill_flop = 2 * (prompt * m["n_layers"] * layer + m["vocab_size"] * d)
+
+
+def probe(engine, tag):
+    a, b = (benchlib.kv(f"{out}/ceilings.{engine}.{tag}.{s}") for s in ("before", "after"))
+    return {k: max(a[k], b[k]) for k in a}
+
+
+def llama(kind, tag):
+    rows = json.load(open(f"{out}/llama.{kind}.{tag}"))
+    return rows[0]["avg_ts"]
+
+
+print(f"\n{m['name']}: prefill of {prompt} tokens (llama-bench pp{prompt}) and "
+      f"{gen} tokens decoded after it (tg{gen} at depth {prompt}); tok/s, "
+      f"medians of {rounds} rounds; 'of peak': the prefill's matmul FLOPs "
+      f"({prefill_flop / 1e9:.3f} GFLOP) a second over the FP32 FMA peak probed "
+      "beside each call")
+print(f"{'weights':>7} {'thr':>3} {'archc pp':>9} {'of peak':>7} {'llama pp':>9} "
+      f"{'of peak':>7} {'ratio':>6} {'archc tg':>9} {'llama tg':>9} {'ratio':>6}")
+for w in weights:
+    for t in (1, 2):
+        tags = [f"{w}.{t}.{r}" for r in range(1, rounds + 1)]
+        ap = [json.load(open(f"{out}/archc.{x}"))["prefill_tokens_per_s"] for x in tags]
+        ad = [json.load(open(f"{out}/archc.{x}"))["decode_tokens_per_s"] for x in tags]
+        lp = [llama("pp", x) for x in tags]
+        ld = [llama("tg", x) for x in tags]
+        apk = [v * prefill_flop / prompt / 1e9 / probe("archc", x)["peak_gflops"] for v, x in zip(ap, tags)]
+        lpk = [v * prefill_flop / prompt / 1e9 / probe("llama", x)["peak_gflops"] for v, x in zip(lp, tags)]
+        print(f"{w:>7} {t:>3} {med(ap):>9.1f} {med(apk):>7.0%} {med(lp):>9.1f} "
+              f"{med(lpk):>7.0%} {med(x / y for x, y in zip(ap, lp)):>5.2f}x "
+              f"{med(ad):>9.1f} {med(ld):>9.1f} {med(x / y for x, y in zip(ad, ld)):>5.2f}x")
+PY
