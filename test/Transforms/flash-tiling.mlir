@@ -16,9 +16,9 @@
 // Causal GQA (4 query heads per kv head): 16 x 4 = 64 rows at 16 lanes,
 // 8 x 4 = 32 at 8, 4 x 4 = 16 at 4.
 // CHECK-LABEL: func.func @causal_gqa
-// L16: arch.flash_attention %arg0, %arg1, %arg1, %arg2 {block_kv = 128 : i64, block_q = 16 : i64, head_dim = 4 : i64, n_heads = 8 : i64, n_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, split_kv = 1024 : i64}
-// L8: arch.flash_attention {{.*}} {block_kv = 128 : i64, block_q = 8 : i64, {{.*}}split_kv = 1024 : i64}
-// L4: arch.flash_attention {{.*}} {block_kv = 128 : i64, block_q = 4 : i64, {{.*}}split_kv = 1024 : i64}
+// L16: arch.flash_attention %arg0, %arg1, %arg1, %arg2 {block_kv = 64 : i64, block_q = 16 : i64, head_dim = 4 : i64, n_heads = 8 : i64, n_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, split_kv = 1024 : i64}
+// L8: arch.flash_attention {{.*}} {block_kv = 64 : i64, block_q = 8 : i64, {{.*}}split_kv = 1024 : i64}
+// L4: arch.flash_attention {{.*}} {block_kv = 64 : i64, block_q = 4 : i64, {{.*}}split_kv = 1024 : i64}
 // FIXED: arch.flash_attention {{.*}} {block_kv = 8 : i64, block_q = 4 : i64, {{.*}}split_kv = 16 : i64}
 // L64: arch.flash_attention {{.*}} {block_kv = 256 : i64, block_q = 64 : i64, {{.*}}split_kv = 4096 : i64}
 func.func @causal_gqa(%q: tensor<?x32xf32>, %k: tensor<?x8xf32>, %p: index) -> tensor<?x32xf32> {
@@ -29,9 +29,9 @@ func.func @causal_gqa(%q: tensor<?x32xf32>, %k: tensor<?x8xf32>, %p: index) -> t
 // A sliding window, MHA (one query head per kv head): 64 positions at 16
 // lanes.
 // CHECK-LABEL: func.func @window_mha
-// L16: arch.flash_attention {{.*}} {block_kv = 128 : i64, block_q = 64 : i64, head_dim = 4 : i64, n_heads = 2 : i64, n_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, split_kv = 1024 : i64, window = 6 : i64}
-// L8: {block_kv = 128 : i64, block_q = 32 : i64,
-// L4: {block_kv = 128 : i64, block_q = 16 : i64,
+// L16: arch.flash_attention {{.*}} {block_kv = 64 : i64, block_q = 64 : i64, head_dim = 4 : i64, n_heads = 2 : i64, n_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, split_kv = 1024 : i64, window = 6 : i64}
+// L8: {block_kv = 64 : i64, block_q = 32 : i64,
+// L4: {block_kv = 64 : i64, block_q = 16 : i64,
 func.func @window_mha(%q: tensor<?x8xf32>, %p: index) -> tensor<?x8xf32> {
   %a = arch.attention %q, %q, %q, %p {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5, window = 6} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
@@ -40,9 +40,9 @@ func.func @window_mha(%q: tensor<?x8xf32>, %p: index) -> tensor<?x8xf32> {
 // ALiBi and soft-capping, 3 query heads per kv head: 16 x 3 = 48 rows (3
 // vectors) at 16 lanes; 8 x 3 = 24 at 8; 4 x 3 = 12 at 4.
 // CHECK-LABEL: func.func @alibi_softcap
-// L16: arch.flash_attention {{.*}} {alibi, block_kv = 128 : i64, block_q = 16 : i64, head_dim = 4 : i64, n_heads = 6 : i64, n_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, softcap = 5.000000e+01 : f64, split_kv = 1024 : i64}
-// L8: {alibi, block_kv = 128 : i64, block_q = 8 : i64,
-// L4: {alibi, block_kv = 128 : i64, block_q = 4 : i64,
+// L16: arch.flash_attention {{.*}} {alibi, block_kv = 64 : i64, block_q = 16 : i64, head_dim = 4 : i64, n_heads = 6 : i64, n_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, softcap = 5.000000e+01 : f64, split_kv = 1024 : i64}
+// L8: {alibi, block_kv = 64 : i64, block_q = 8 : i64,
+// L4: {alibi, block_kv = 64 : i64, block_q = 4 : i64,
 func.func @alibi_softcap(%q: tensor<?x24xf32>, %k: tensor<?x8xf32>, %p: index) -> tensor<?x24xf32> {
   %a = arch.attention %q, %k, %k, %p {n_heads = 6, n_kv_heads = 2, head_dim = 4, scale = 0.5, softcap = 50.0, alibi} : (tensor<?x24xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x24xf32>
   return %a : tensor<?x24xf32>
@@ -52,9 +52,9 @@ func.func @alibi_softcap(%q: tensor<?x24xf32>, %k: tensor<?x8xf32>, %p: index) -
 // 2 positions fill 4 vectors at 16 lanes.
 arch.weight @rel : tensor<32x32xf32>
 // CHECK-LABEL: func.func @t5_mqa
-// L16: arch.flash_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias %{{.*}} {block_kv = 128 : i64, block_q = 2 : i64, head_dim = 4 : i64, n_heads = 32 : i64, n_kv_heads = 1 : i64, scale = 1.000000e+00 : f64, split_kv = 1024 : i64}
-// L8: bias {{.*}} {block_kv = 128 : i64, block_q = 1 : i64,
-// L4: bias {{.*}} {block_kv = 128 : i64, block_q = 1 : i64,
+// L16: arch.flash_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias %{{.*}} {block_kv = 64 : i64, block_q = 2 : i64, head_dim = 4 : i64, n_heads = 32 : i64, n_kv_heads = 1 : i64, scale = 1.000000e+00 : f64, split_kv = 1024 : i64}
+// L8: bias {{.*}} {block_kv = 64 : i64, block_q = 1 : i64,
+// L4: bias {{.*}} {block_kv = 64 : i64, block_q = 1 : i64,
 func.func @t5_mqa(%q: tensor<?x128xf32>, %k: tensor<?x4xf32>, %p: index) -> tensor<?x128xf32> {
   %t = arch.param @rel : tensor<32x32xf32>
   %a = arch.attention %q, %k, %k, %p bias %t {n_heads = 32, n_kv_heads = 1, head_dim = 4, scale = 1.0} : (tensor<?x128xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index, tensor<32x32xf32>) -> tensor<?x128xf32>
@@ -64,7 +64,7 @@ func.func @t5_mqa(%q: tensor<?x128xf32>, %k: tensor<?x4xf32>, %p: index) -> tens
 arch.weight @rk : tensor<5x4xf32>
 arch.weight @rv : tensor<5x4xf32>
 // CHECK-LABEL: func.func @shaw
-// L16: arch.flash_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} shaw %{{.*}}, %{{.*}} {block_kv = 128 : i64, block_q = 64 : i64, head_dim = 4 : i64, n_heads = 2 : i64, n_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, shaw_clip = 2 : i64, split_kv = 1024 : i64}
+// L16: arch.flash_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} shaw %{{.*}}, %{{.*}} {block_kv = 64 : i64, block_q = 64 : i64, head_dim = 4 : i64, n_heads = 2 : i64, n_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, shaw_clip = 2 : i64, split_kv = 1024 : i64}
 func.func @shaw(%q: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
   %rk = arch.param @rk : tensor<5x4xf32>
   %rv = arch.param @rv : tensor<5x4xf32>

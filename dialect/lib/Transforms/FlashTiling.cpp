@@ -90,7 +90,7 @@ struct FlashTilingPass : impl::FlashTilingPassBase<FlashTilingPass> {
       auto flash = cast<FlashAttentionOp>(builder.create(state));
       flash.setBlockQ(
           std::min(blockQ ? blockQ : blockQFor(group, lanes), kMaxFlashBlock));
-      flash.setBlockKv(blockKv ? blockKv : std::max<int64_t>(128, 4 * lanes));
+      flash.setBlockKv(blockKv ? blockKv : std::max<int64_t>(64, 4 * lanes));
       int64_t chunk = readsRing(a) ? std::max<int64_t>(256, 16 * lanes)
                                    : std::max<int64_t>(1024, 64 * lanes);
       flash.setSplitKv(std::min(splitKv ? splitKv : chunk, kMaxFlashBlock));

@@ -181,9 +181,10 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
     tile's rows (block_q query positions times the query heads that share
     one key/value head) fill four vectors where the group size allows and
     are always a whole number of vectors, so the score and value products
-    are register tiles of vectors of rows; block_kv is 128 keys (four
-    vectors where that is more); a decode call (fewer than block_q rows)
-    splits the context into chunks of split_kv keys done in parallel: 1024
+    are register tiles of vectors of rows; block_kv is 64 keys (four
+    vectors where that is more; a tile computes its last block of keys
+    whole and masks it, which in a short prompt is most of the block:
+    docs/design.md); a decode call (fewer than block_q rows) splits the context into chunks of split_kv keys done in parallel: 1024
     (or 64 vectors where that is more) where the keys come from a tokens
     cache, which is head-major, so that a chunk streams one head's keys
     and values from contiguous memory; 256 (or sixteen vectors) from a
@@ -193,7 +194,7 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
     %a = arch.attention %q, %kc, %vc, %pos {n_heads = 8, n_kv_heads = 2,
         head_dim = 16, scale = 0.25} : ...
     // becomes, with lanes = 16 (4 query heads per key/value head)
-    %a = arch.flash_attention %q, %kc, %vc, %pos {block_kv = 128,
+    %a = arch.flash_attention %q, %kc, %vc, %pos {block_kv = 64,
         block_q = 16, head_dim = 16, n_heads = 8, n_kv_heads = 2,
         scale = 0.25, split_kv = 1024} : ...
     ```
@@ -204,7 +205,7 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
     Option<"blockQ", "block-q", "int64_t", /*default=*/"0",
            "query positions per tile (0: chosen from lanes)">,
     Option<"blockKv", "block-kv", "int64_t", /*default=*/"0",
-           "keys per block (0: max(128, 4 x lanes))">,
+           "keys per block (0: max(64, 4 x lanes))">,
     Option<"splitKv", "split-kv", "int64_t", /*default=*/"0",
            "keys per parallel chunk when decoding (0: max(1024, 64 x lanes), "
            "max(256, 16 x lanes) from a ring cache)">,
