@@ -6,37 +6,48 @@
 # $WEIGHTS (default "f32 bf16 f16"), 1 and 2 threads: the prefill of
 # $PROMPT_LEN tokens (default 128; llama-bench's pp128) and $GEN tokens
 # decoded after it (default 64; llama-bench's tg64 at depth 128, -d).
-# $ROUNDS rounds (default 3) alternate the two engines, each call between
-# two probes of the ceilings (bench/ceilings.c); every figure is the median
-# over the rounds, and each ratio the median of the rounds' ratios, so
-# that a slow spell of the VM lands on both engines alike. Besides tok/s,
-# each engine's prefill as a share of the FP32 FMA peak probed beside it
-# (a bf16 or f16 library's too: the issue's yardstick), counting the
-# matmuls' 2 K N a row (the classifier's for the last row only, as both
-# engines compute it). Each engine as it runs by default: llama.cpp's KV
-# cache is f16 and its attention flash (-fa auto), archc's cache f32.
+# $ROUNDS rounds (default 3) alternate the two engines (which goes first
+# swaps each round), $RUNS timed repetitions each (default 5), each call
+# between two probes of the ceilings (bench/ceilings.c); each engine's
+# figure is the median of its repetitions (llama-bench's samples_ts), then
+# the median over the rounds, and each ratio the median of the rounds'
+# ratios, so that a slow spell of the VM lands on both engines alike.
+# Besides tok/s, each engine's prefill as a share of the FP32 FMA peak
+# probed beside it (a bf16 or f16 library's too: the issue's yardstick),
+# counting the matmuls' 2 K N a row (the classifier's for the last row
+# only, as both engines compute it). Each engine runs as it does by
+# default (the script prints llama-bench's settings: flash attention,
+# KV-cache types, mmap); archc's cache is f32, its weights on huge pages.
 #
-# llama.cpp: $LLAMA_BENCH (a llama-bench binary) and $GGUF_PY (its
+# llama.cpp: $LLAMA_BENCH (a llama-bench binary, with $GGUF_PY its
 # gguf-py directory) where set; else the source that node-llama-cpp
 # $NLC_VERSION (default 3.22.1) ships as a git bundle, from the npm
-# registry, built once (-DGGML_NATIVE=ON, Release, llama-bench only:
-# 3 minutes on 2 cores) under ~/.cache/archc/llama.cpp-nlc$NLC_VERSION.
+# registry, built once for this CPU (-DGGML_NATIVE=ON, Release, static,
+# llama-bench only: 3 minutes on 2 cores) under
+# ~/.cache/archc/llama.cpp-nlc$NLC_VERSION-<CPU>, its build logs there.
+# llama_gguf.py needs numpy and PyYAML (Debian's python3-numpy,
+# python3-yaml).
 #   bench/llama-cpp.sh [SPEC]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 spec="${1:-specs/llama/bench-156m.toml}"
 prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}" rounds="${ROUNDS:-3}"
 weights="${WEIGHTS:-f32 bf16 f16}"
-for v in ROUNDS:$rounds RUNS:$runs GEN:$gen PROMPT_LEN:$prompt; do
+for v in "ROUNDS:$rounds" "RUNS:$runs" "GEN:$gen" "PROMPT_LEN:$prompt"; do
   [[ ${v#*:} =~ ^[1-9][0-9]*$ ]] || { echo "llama-cpp.sh: ${v%%:*} must be a whole number >= 1, not '${v#*:}'" >&2; exit 2; }
 done
 for w in $weights; do
   case $w in f32|bf16|f16) ;; *) echo "llama-cpp.sh: WEIGHTS takes f32, bf16 and f16, not '$w'" >&2; exit 2 ;; esac
 done
+# (The spec first: a spec llama.cpp would compute differently is refused
+# before anything is built.)
+/usr/bin/python3 bench/llama_gguf.py "$spec" --check
 
 if [ -z "${LLAMA_BENCH:-}" ]; then
   nlc="${NLC_VERSION:-3.22.1}"
-  src="${XDG_CACHE_HOME:-$HOME/.cache}/archc/llama.cpp-nlc$nlc"
+  # (Built with -march=native: one build per CPU model and feature set.)
+  cpu=$( (grep -m1 'model name' /proc/cpuinfo; grep -m1 '^flags' /proc/cpuinfo) | md5sum | cut -c1-8)
+  src="${XDG_CACHE_HOME:-$HOME/.cache}/archc/llama.cpp-nlc$nlc-$cpu"
   if [ ! -x "$src/build/bin/llama-bench" ]; then
     echo "llama-cpp.sh: building llama.cpp (node-llama-cpp $nlc's source) in $src" >&2
     (cd "$out" && npm pack --silent "node-llama-cpp@$nlc" > /dev/null && tar xzf node-llama-cpp-*.tgz)
@@ -44,11 +55,14 @@ if [ -z "${LLAMA_BENCH:-}" ]; then
     mkdir -p "$(dirname "$src")"
     git -c advice.detachedHead=false clone -q "$out/package/llama/gitRelease.bundle" "$src"
     cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
-      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF > "$out/cmake.log"
-    ninja -C "$src/build" llama-bench > "$out/ninja.log"
+      -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF > "$src/cmake.log" 2>&1 ||
+      { tail -20 "$src/cmake.log" >&2; echo "llama-cpp.sh: cmake failed ($src/cmake.log)" >&2; exit 1; }
+    ninja -C "$src/build" llama-bench > "$src/ninja.log" 2>&1 ||
+      { tail -20 "$src/ninja.log" >&2; echo "llama-cpp.sh: the build failed ($src/ninja.log)" >&2; exit 1; }
   fi
-  LLAMA_BENCH="$src/build/bin/llama-bench" GGUF_PY="$src/gguf-py"
+  LLAMA_BENCH="$src/build/bin/llama-bench"
+  GGUF_PY="${GGUF_PY:-$src/gguf-py}"
 fi
 [ -d "${GGUF_PY:-}" ] || { echo "llama-cpp.sh: GGUF_PY (llama.cpp's gguf-py directory) is not set" >&2; exit 2; }
 
@@ -108,8 +122,17 @@ def probe(engine, tag):
 
 
 def llama(kind, tag):
+    """llama-bench's tok/s: the median of its repetitions (archc's figure
+    is a median too; llama-bench's avg_ts is a mean)."""
     rows = json.load(open(f"{out}/llama.{kind}.{tag}"))
-    return rows[0]["avg_ts"]
+    return med(rows[0]["samples_ts"])
+
+
+first = json.load(open(f"{out}/llama.pp.{weights[0]}.1.1"))[0]
+print(f"llama.cpp {first['build_commit']}: flash_attn {first['flash_attn']} "
+      f"(-1: auto), KV cache {first['type_k']} / {first['type_v']}, "
+      f"load mode {first.get('load_mode', first.get('use_mmap'))}, "
+      f"n_batch {first['n_batch']}, n_ubatch {first['n_ubatch']}")
 
 
 print(f"\n{m['name']}: prefill of {prompt} tokens (llama-bench pp{prompt}) and "

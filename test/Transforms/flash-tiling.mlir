@@ -7,7 +7,7 @@
 // Every arch.attention becomes arch.flash_attention: operands and
 // attributes kept, the block sizes added. For a target of `lanes` f32
 // lanes, a tile's rows (block_q positions x the query heads of one kv
-// head) make whole vectors, four where the group allows; block_kv is 128
+// head) make whole vectors, four where the group allows; block_kv is 64
 // keys (or four vectors) and split_kv 1024 (or 64 vectors), 256 (or 16
 // vectors) for keys from a ring cache. (A call with fewer than block_q
 // rows, or one row, takes the decode chunks; block_q 1, as for 32 query

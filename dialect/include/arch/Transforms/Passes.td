@@ -183,9 +183,10 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
     are always a whole number of vectors, so the score and value products
     are register tiles of vectors of rows; block_kv is 64 keys (four
     vectors where that is more; a tile computes its last block of keys
-    whole and masks it, which in a short prompt is most of the block:
-    docs/design.md); a decode call (fewer than block_q rows) splits the context into chunks of split_kv keys done in parallel: 1024
-    (or 64 vectors where that is more) where the keys come from a tokens
+    whole and masks the keys past its last query, half the block or more
+    in a short prompt: docs/design.md); a decode call (fewer than
+    block_q rows) splits the context into chunks of split_kv keys done
+    in parallel: 1024 (or 64 vectors where that is more) where the keys come from a tokens
     cache, which is head-major, so that a chunk streams one head's keys
     and values from contiguous memory; 256 (or sixteen vectors) from a
     ring, whose chunks take every head's scores at once.
