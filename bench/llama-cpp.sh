@@ -50,7 +50,8 @@ if [ -z "${LLAMA_BENCH:-}" ]; then
   src="${XDG_CACHE_HOME:-$HOME/.cache}/archc/llama.cpp-nlc$nlc-$cpu"
   if [ ! -x "$src/build/bin/llama-bench" ]; then
     echo "llama-cpp.sh: building llama.cpp (node-llama-cpp $nlc's source) in $src" >&2
-    (cd "$out" && npm pack --silent "node-llama-cpp@$nlc" > /dev/null && tar xzf node-llama-cpp-*.tgz)
+    (cd "$out" && npm pack --silent "node-llama-cpp@$nlc" > /dev/null && tar xzf node-llama-cpp-*.tgz) ||
+      { echo "llama-cpp.sh: could not fetch node-llama-cpp@$nlc from the npm registry; set LLAMA_BENCH and GGUF_PY to a llama.cpp build instead" >&2; exit 1; }
     rm -rf "$src"
     mkdir -p "$(dirname "$src")"
     git -c advice.detachedHead=false clone -q "$out/package/llama/gitRelease.bundle" "$src"
