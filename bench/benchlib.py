@@ -6,6 +6,14 @@ def kv(path):
     return {k: float(v) for k, v in (x.split("=") for x in open(path).read().split())}
 
 
+def probed(prefix):
+    """The ceilings probed beside a call (bench/ceilings.c's output in
+    PREFIX.before and PREFIX.after): the higher of the two, as a probe
+    only reads low."""
+    a, b = (kv(f"{prefix}.{s}") for s in ("before", "after"))
+    return {k: max(a[k], b[k]) for k in a}
+
+
 def ceilings(out):
     """Prints the CPU and its ceilings measured by bench_ceilings (bench/lib.sh);
     returns them by thread count."""

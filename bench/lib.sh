@@ -15,3 +15,19 @@ bench_ceilings() {
   grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /' > "$out/cpu"
 }
 export PYTHONDONTWRITEBYTECODE=1
+# bench_whole_numbers NAME:VALUE...: exits (status 2, naming the
+# variable) unless every VALUE is a whole number >= 1.
+bench_whole_numbers() {
+  local v
+  for v in "$@"; do
+    [[ ${v#*:} =~ ^[1-9][0-9]*$ ]] || { echo "$(basename "$0"): ${v%%:*} must be a whole number >= 1, not '${v#*:}'" >&2; exit 2; }
+  done
+}
+# bench_weight_types LIST: exits (status 2) unless every word of LIST (a
+# $WEIGHTS) is a weight type archc compile takes.
+bench_weight_types() {
+  local w
+  for w in $1; do
+    case $w in f32|bf16|f16) ;; *) echo "$(basename "$0"): WEIGHTS takes f32, bf16 and f16, not '$w'" >&2; exit 2 ;; esac
+  done
+}

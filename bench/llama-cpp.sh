@@ -33,12 +33,8 @@ source "$(dirname "$0")/lib.sh"
 spec="${1:-specs/llama/bench-156m.toml}"
 prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}" rounds="${ROUNDS:-3}"
 weights="${WEIGHTS:-f32 bf16 f16}"
-for v in "ROUNDS:$rounds" "RUNS:$runs" "GEN:$gen" "PROMPT_LEN:$prompt"; do
-  [[ ${v#*:} =~ ^[1-9][0-9]*$ ]] || { echo "llama-cpp.sh: ${v%%:*} must be a whole number >= 1, not '${v#*:}'" >&2; exit 2; }
-done
-for w in $weights; do
-  case $w in f32|bf16|f16) ;; *) echo "llama-cpp.sh: WEIGHTS takes f32, bf16 and f16, not '$w'" >&2; exit 2 ;; esac
-done
+bench_whole_numbers "ROUNDS:$rounds" "RUNS:$runs" "GEN:$gen" "PROMPT_LEN:$prompt"
+bench_weight_types "$weights"
 # (The spec first: a spec llama.cpp would compute differently is refused
 # before anything is built.)
 /usr/bin/python3 bench/llama_gguf.py "$spec" --check
@@ -118,8 +114,7 @@ prefill_flop = 2 * (prompt * m["n_layers"] * layer + m["vocab_size"] * d)
 
 
 def probe(engine, tag):
-    a, b = (benchlib.kv(f"{out}/ceilings.{engine}.{tag}.{s}") for s in ("before", "after"))
-    return {k: max(a[k], b[k]) for k in a}
+    return benchlib.probed(f"{out}/ceilings.{engine}.{tag}")
 
 
 def llama(kind, tag):

@@ -22,12 +22,8 @@ source "$(dirname "$0")/lib.sh"
 spec="${1:-specs/llama/bench-156m.toml}"
 prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}" rounds="${ROUNDS:-3}"
 weights="${WEIGHTS:-f32 bf16}"
-for v in ROUNDS:$rounds RUNS:$runs GEN:$gen PROMPT_LEN:$prompt; do
-  [[ ${v#*:} =~ ^[1-9][0-9]*$ ]] || { echo "profile.sh: ${v%%:*} must be a whole number >= 1, not '${v#*:}'" >&2; exit 2; }
-done
-for w in $weights; do
-  case $w in f32|bf16|f16) ;; *) echo "profile.sh: WEIGHTS takes f32, bf16 and f16, not '$w'" >&2; exit 2 ;; esac
-done
+bench_whole_numbers "ROUNDS:$rounds" "RUNS:$runs" "GEN:$gen" "PROMPT_LEN:$prompt"
+bench_weight_types "$weights"
 bench_ceilings
 for w in $weights; do
   "$archc" compile "$spec" --weight-type="$w" -o "$out/$w.so" --quiet
@@ -59,11 +55,7 @@ def runs(w, t):
 def probes(w, t):
     """The ceilings probed beside each round's calls: the higher of the
     probes before and after them."""
-    def probe(r):
-        a, b = (benchlib.kv(f"{out}/ceilings.{w}.{t}.{r}.{s}")
-                for s in ("before", "after"))
-        return {k: max(a[k], b[k]) for k in a}
-    return [probe(r) for r in range(1, rounds + 1)]
+    return [benchlib.probed(f"{out}/ceilings.{w}.{t}.{r}") for r in range(1, rounds + 1)]
 
 
 def peak(w, probe):

@@ -26,7 +26,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 spec="${1:-specs/llama/bench-156m.toml}"
 prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}" rounds="${ROUNDS:-3}"
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "weight-type.sh: ROUNDS must be a whole number >= 1, not '$rounds'" >&2; exit 2; }
+bench_whole_numbers "ROUNDS:$rounds"
 bench_ceilings
 for w in f32 bf16 f16; do
   "$archc" check "$spec" --weight-type="$w" --json > "$out/check.$w.json"
@@ -71,10 +71,7 @@ def peak(w, cl):
 def probes(w, t):
     """The ceilings measured beside each round's calls of w: the higher
     of the probes before and after them."""
-    def probe(r):
-        a, b = (benchlib.kv(f"{out}/ceilings.{w}.{t}.{r}.{s}") for s in ("before", "after"))
-        return {k: max(a[k], b[k]) for k in a}
-    return [probe(r) for r in range(1, rounds + 1)]
+    return [benchlib.probed(f"{out}/ceilings.{w}.{t}.{r}") for r in range(1, rounds + 1)]
 
 
 def measured(w, t):

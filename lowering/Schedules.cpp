@@ -617,9 +617,10 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   // one stream each, prefetched ahead: from memory at a long context (a
   // decode's cache is read once a token), the hardware's prefetch alone
   // left these loops waiting on their loads (perf: the samples on the
-  // row loads). Where measured, as the 16-bit GEMV's: AMX targets (the
-  // Xeon; on the Zen 5 software prefetch of position-major chunks changed
-  // nothing).
+  // row loads). Where measured to pay, as the 16-bit GEMV's: AMX targets
+  // (the Xeon, 1.2-1.4x at 1900 positions; on the Zen 5 -6-10% of
+  // attention on one thread, nothing on two, 0.1 ms of a 14 ms token:
+  // docs/performance.md "The Zen 5 again").
   if (k.amx) {
     prefetchRows(k, "k", loopName(cdot, 1, "j"), kChunkAheadBytes, false);
     prefetchRows(k, "v", loopName(cpv, 1, k.rdoms.at("cj").x.name()),
