@@ -1342,12 +1342,14 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
     next.push_back(was[2 + i] * keep +
                    bpv(r, dc * cols + i, qb, kvh, kb) * add);
   run(r, dc, qb, kvh) = Tuple(next);
-  Expr row = (h % group) * bq + t % bq;
-  Tuple done = run(row, dd / cols, t / bq, h / group);
+  Tuple done = run(r, dd / cols, qb, kvh);
   Expr column = done[2 + cols - 1];
   for (int i = cols - 2; i >= 0; --i)
     column = select(dd % cols == i, done[2 + i], column);
-  Expr tiled = column / done[1];
+  Func tileOut("tile_out");
+  tileOut(r, dd, qb, kvh) = column / done[1];
+  Expr tiled =
+      tileOut((h % group) * bq + t % bq, dd, t / bq, h / group);
 
   // Chunks.
   Var g("g"), c("c"), l("l");
@@ -1458,6 +1460,7 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
              {"block_sum", bsum},
              {"block_pv", bpv},
              {"running", run},
+             {"tile_out", tileOut},
              {"chunk_dot_lanes", cdotLanes},
              {"chunk_dot", cdot},
              {"chunk_score", cscore},
