@@ -41,10 +41,14 @@ int divisorUpTo(int64_t n, int cap) {
 int kBlockOf(const LinearKernel &d, int64_t l2Bytes) {
   if (!d.panel || d.oneRow)
     return 0;
-  // (Pairs: an even block, K / 2 split by a divisor up to 256.)
+  // Pairs: a K row of a 64-column panel of bf16 pairs is 128 bytes; an
+  // even block, K / 2 split by a divisor up to 256. (Blocked from
+  // K > 2048 as f32 was, the Zen 5's K = 2816 and 4096 GEMMs ran at
+  // 91-95% of the vdpbf16ps peak; unblocked, 100%: docs/performance.md
+  // "The bf16 GEMM's blocks by its own panel's bytes".)
   if (d.pairs) {
     int kb = 2 * divisorUpTo(d.K / 2, 256);
-    return d.K > 2048 && kb >= 128 ? kb : 0;
+    return d.K * 128 > l2Bytes / 2 && kb >= 128 ? kb : 0;
   }
   // A K row of a 64-column f32 panel is 256 bytes.
   int64_t most = std::clamp<int64_t>(l2Bytes / 8 / 256, 128, 4096);
