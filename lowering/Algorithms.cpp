@@ -1237,9 +1237,10 @@ static SoftmaxPart softmaxPart(const std::string &what, Func score, Var j,
 ///   block b of block_kv keys: the tile's scores, their row maximum, the
 ///   exponentials, their sum and their product with the values; `running`
 ///   merges each block into (max, sum, accumulators) per row and group
-///   of value columns, rescaling by exp(old max - new max). Blocks past a
-///   tile's last visible key, or before its first row's window, are not
-///   visited.
+///   of value columns, rescaling by exp(old max - new max); `tile_out`
+///   divides each row's accumulators by its sum, for the output to read.
+///   Blocks past a tile's last visible key, or before its first row's
+///   window, are not visited.
 /// - chunks, for fewer rows (decode): the context is cut into chunks of
 ///   split_kv keys; each (key/value head, chunk) computes the partial max,
 ///   sum and accumulator of all its query heads and rows, in parallel; the

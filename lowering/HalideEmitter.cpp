@@ -189,9 +189,10 @@ std::string kernelTargetString(const KernelSpec &spec,
   guarded(error, [&] {
     Target t = parseTarget(target);
     s = kernelTarget(spec, t).to_string();
-    // (A packed linear's GEMM blocks by the L2: part of its identity.)
+    // (A packed linear's GEMM blocks by the L2, the bf16 pairs' too:
+    // part of its identity.)
     const LinearKernel *l = spec.get<LinearKernel>();
-    if (l && l->panel && !l->pairs)
+    if (l && l->panel)
       s += " l2=" + std::to_string(l2BytesFor(t));
     // (So is AMX: the GEMM of amxGemm on the tiles, and a 16-bit GEMV's
     // prefetch, prefetchGemvRows.)

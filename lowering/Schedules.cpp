@@ -557,8 +557,9 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   dot.compute_at(F("block_score"), ro).vectorize(r, rowLanes).unroll(r).unroll(j);
   dot.update().reorder(r, j, rd).vectorize(r, rowLanes).unroll(r).unroll(j);
   // A tile's values and a key block's are made for one query tile at a
-  // time: a constant size, on the stack (a size from qb's extent was
-  // halide_malloc'd and freed per task: 7% of the attention above).
+  // time: a constant size, on the stack where at most Halide's 16 KiB
+  // (a size from qb's extent was halide_malloc'd and freed per task: 7%
+  // of the attention above).
   Var qb = V("qb");
   for (const char *n : {"q_tile", "running", "tile_out", "block_score",
                         "block_max", "block_prob", "block_sum"})
