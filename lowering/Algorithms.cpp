@@ -1269,27 +1269,49 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   dot(r, j, qb, kvh, b) = 0.0f;
   dot(r, j, qb, kvh, b) +=
       qt(r, rd, qb, kvh) * kc(rd, kvh, b * bk + j);
-  Expr key = b * bk + j, qpos = pos + tokenOf(r, qb);
-  Expr raw = dot(r, j, qb, kvh, b);
+  Expr qpos = pos + tokenOf(r, qb);
+  // A block's keys in groups of kq (rj.x a key of group rj.y): groups
+  // wholly past the tile's last query are not computed (a tile's last
+  // block reaches past its queries: at 128 tokens a quarter of the
+  // pairs), masked scores whose probabilities, 0, the sums would only
+  // add. So the scores and probabilities are updates over the groups
+  // computed, of an undefined pure definition: nothing reads the rest.
+  // (The count of a block's keys up to the tile's last query is a Func,
+  // so that Halide's loop trimming solves the predicate for rj.y alone:
+  // written out, it would also bound the tile and block coordinates by
+  // it, and the tile's buffers, one tile each, by those bounds.)
+  int kq = divisorUpTo(bk, kAttentionTileColumns);
+  Func blockKeys("block_keys");
+  blockKeys(qb, b) = pos + qb * bq + bq - b * bk;
+  RDom rj(0, kq, 0, bk / kq, "rj");
+  rj.where(rj.y * kq < blockKeys(qb, b));
+  Expr rkey = rj.y * kq + rj.x, bkey = b * bk + rkey;
+  Func score("block_score");
+  score(r, j, qb, kvh, b) = undef<float>();
+  Expr raw = dot(r, rkey, qb, kvh, b);
   Func qrel("q_rel"); // Shaw: each row's dot with each key-table row
   if (a.shawClip) {
     Var i("i");
     qrel(r, i, qb, kvh) = 0.0f;
     qrel(r, i, qb, kvh) += qt(r, rd, qb, kvh) * in.relKey(rd, i);
-    raw += qrel(r, in.shawRow(qpos, key), qb, kvh);
+    raw += qrel(r, in.shawRow(qpos, bkey), qb, kvh);
   }
-  Func score("block_score");
-  score(r, j, qb, kvh, b) = in.masked(
-      in.visible(qpos, key), in.score(raw, headOf(r, kvh), qpos, key));
-  RDom rj(0, bk, "rj");
-  SoftmaxPart blk = softmaxPart("block", score, j, rj, {r, qb, kvh, b}, 1);
-  Func bmax = blk.max, prob = blk.prob, bsum = blk.sum;
+  score(r, rkey, qb, kvh, b) = in.masked(
+      in.visible(qpos, bkey), in.score(raw, headOf(r, kvh), qpos, bkey));
+  Func bmax("block_max"), prob("block_prob"), bsum("block_sum");
+  bmax(r, qb, kvh, b) = kMasked;
+  bmax(r, qb, kvh, b) = max(bmax(r, qb, kvh, b), score(r, rkey, qb, kvh, b));
+  prob(r, j, qb, kvh, b) = undef<float>();
+  prob(r, rkey, qb, kvh, b) =
+      exp(score(r, rkey, qb, kvh, b) - bmax(r, qb, kvh, b));
+  bsum(r, qb, kvh, b) = 0.0f;
+  bsum(r, qb, kvh, b) += prob(r, rkey, qb, kvh, b);
   Func bpv("block_pv");
-  Expr value = vc(dd, kvh, b * bk + rj);
+  Expr value = vc(dd, kvh, bkey);
   if (a.shawClip)
-    value += in.relValue(dd, in.shawRow(qpos, b * bk + rj));
+    value += in.relValue(dd, in.shawRow(qpos, bkey));
   bpv(r, dd, qb, kvh, b) = 0.0f;
-  bpv(r, dd, qb, kvh, b) += prob(r, rj, qb, kvh, b) * value;
+  bpv(r, dd, qb, kvh, b) += prob(r, rkey, qb, kvh, b) * value;
 
   RDom kb(first / bk, (end + bk - 1) / bk - first / bk, "kb");
   Expr firstQuery = pos + qb * bq; // the tile's first query position
@@ -1466,6 +1488,7 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
              {"block_pv", bpv},
              {"running", run},
              {"tile_out", tileOut},
+             {"block_keys", blockKeys},
              {"chunk_dot_lanes", cdotLanes},
              {"chunk_dot", cdot},
              {"chunk_score", cscore},

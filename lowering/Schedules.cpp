@@ -501,11 +501,10 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   // Accumulators per register tile: row vectors x keys or value columns.
   int accumulators = vectorRegisters(target) / 2;
   int rvecs = divisorUpTo(rows / rowLanes, accumulators / kAttentionTileColumns);
-  int jt = divisorUpTo(a.blockKV, kAttentionTileColumns);
 
   // Tiles.
   Var ho("ho"), hi("hi"), to("to"), ti("ti"), task("task"), ro("ro"), ri("ri"),
-      jo("jo"), ji("ji"), ddo("ddo"), ddi("ddi");
+      ddo("ddo"), ddi("ddi");
   k.out.specialize(takesTiles(k, a))
       .split(h, ho, hi, int(group))
       .split(t, to, ti, int(a.blockQ), TailStrategy::GuardWithIf)
@@ -545,33 +544,44 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
     F("q_rel").compute_at(k.out, task).vectorize(r, rowLanes);
     F("q_rel").update().vectorize(r, rowLanes);
   }
-  F("block_score")
-      .compute_at(run, kb)
+  // The scores of the key groups computed (rj.y; the rest stay masked):
+  // a register tile of row vectors x a group's keys (rj.x).
+  Func score = F("block_score");
+  score.compute_at(run, kb).vectorize(r, rowLanes);
+  score.update()
       .split(r, ro, ri, rowLanes * rvecs)
-      .split(j, jo, ji, jt)
-      .reorder(ri, ji, ro, jo)
+      .reorder(ri, rj.x, ro, rj.y)
       .vectorize(ri, rowLanes)
       .unroll(ri)
-      .unroll(ji);
+      .unroll(rj.x);
   Func dot = F("block_dot");
-  dot.compute_at(F("block_score"), ro).vectorize(r, rowLanes).unroll(r).unroll(j);
+  dot.compute_at(score, ro).vectorize(r, rowLanes).unroll(r).unroll(j);
   dot.update().reorder(r, j, rd).vectorize(r, rowLanes).unroll(r).unroll(j);
   // A tile's values and a key block's are made for one query tile at a
   // time: a constant size, on the stack where at most Halide's 16 KiB
   // (a size from qb's extent was halide_malloc'd and freed per task: 7%
   // of the attention above).
   Var qb = V("qb");
-  for (const char *n : {"q_tile", "running", "tile_out", "block_score",
-                        "block_max", "block_prob", "block_sum"})
+  for (const char *n : {"q_tile", "running", "tile_out", "block_dot",
+                        "block_score", "block_max", "block_prob", "block_sum",
+                        "block_pv"})
     F(n).bound_extent(qb, 1);
+  for (const char *n : {"block_score", "block_prob"})
+    F(n).bound(j, 0, int(a.blockKV));
+  F("block_keys").compute_at(run, kb);
   for (const char *n : {"block_max", "block_sum"}) {
     F(n).compute_at(run, kb).vectorize(r, rowLanes);
-    F(n).update().reorder(r, rj).vectorize(r, rowLanes);
+    F(n).update().reorder(r, rj.x, rj.y).vectorize(r, rowLanes);
   }
   F("block_prob").compute_at(run, kb).vectorize(r, rowLanes);
+  F("block_prob").update().reorder(r, rj.x, rj.y).vectorize(r, rowLanes);
   Func pv = F("block_pv");
   pv.compute_at(run, dc).vectorize(r, rowLanes).unroll(r).unroll(dd);
-  pv.update().reorder(r, dd, rj).vectorize(r, rowLanes).unroll(r).unroll(dd);
+  pv.update()
+      .reorder(r, dd, rj.x, rj.y)
+      .vectorize(r, rowLanes)
+      .unroll(r)
+      .unroll(dd);
 
   // Chunks. Key dot products in kl lanes, value columns in dl.
   int kl = vectorWidthFor(hd, k.lanes);
