@@ -544,7 +544,8 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
     F("q_rel").compute_at(k.out, task).vectorize(r, rowLanes);
     F("q_rel").update().vectorize(r, rowLanes);
   }
-  // The scores of the key groups computed (rj.y; the rest stay masked):
+  // The scores of the key groups computed (rj.y; the rest are neither
+  // written nor read):
   // a register tile of row vectors x a group's keys (rj.x).
   Func score = F("block_score");
   score.compute_at(run, kb).vectorize(r, rowLanes);

@@ -183,13 +183,13 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
     are always a whole number of vectors, so the score and value products
     are register tiles of vectors of rows; block_kv is 64 keys (four
     vectors where that is more; a tile's last block stops at the group
-    of 4 keys holding its last query: docs/design.md); a decode call
-    (fewer than block_q rows) splits the context into chunks of split_kv
-    keys done in parallel: 1024 (or 64 vectors where that is more) where
-    the keys come from a tokens cache, which is head-major, so that a
-    chunk streams one head's keys and values from contiguous memory; 256
-    (or sixteen vectors) from a ring, whose chunks take every head's
-    scores at once.
+    of keys, 4 where block_kv allows, holding its last query:
+    docs/design.md); a decode call (fewer than block_q rows) splits the
+    context into chunks of split_kv keys done in parallel: 1024 (or 64
+    vectors where that is more) where the keys come from a tokens cache,
+    which is head-major, so that a chunk streams one head's keys and
+    values from contiguous memory; 256 (or sixteen vectors) from a ring,
+    whose chunks take every head's scores at once.
 
     ```mlir
     %a = arch.attention %q, %kc, %vc, %pos {n_heads = 8, n_kv_heads = 2,
