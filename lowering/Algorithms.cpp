@@ -1201,7 +1201,7 @@ static void lowerRowAttention(KernelFuncs &k, const AttentionTerms &in) {
   k.outDims = {in.vd, heads};
 }
 
-/// A softmax over a block or chunk of keys: per row, the maximum of the
+/// A softmax over a chunk of keys (decode's): per row, the maximum of the
 /// scores, their exponentials less it, and their sum (named WHAT_max,
 /// WHAT_prob, WHAT_sum). `score` takes the key index `j` (reduced over
 /// `keys`) at argument `keyAt` among the row coordinates `rows`.

@@ -545,8 +545,8 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
     F("q_rel").update().vectorize(r, rowLanes);
   }
   // The scores of the key groups computed (rj.y; the rest are neither
-  // written nor read):
-  // a register tile of row vectors x a group's keys (rj.x).
+  // written nor read): a register tile of row vectors x a group's keys
+  // (rj.x).
   Func score = F("block_score");
   score.compute_at(run, kb).vectorize(r, rowLanes);
   score.update()
@@ -567,6 +567,8 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
                         "block_score", "block_max", "block_prob", "block_sum",
                         "block_pv"})
     F(n).bound_extent(qb, 1);
+  // (A block's scores and probabilities take its bk keys' room whatever
+  // the trimmed groups: a constant size.)
   for (const char *n : {"block_score", "block_prob"})
     F(n).bound(j, 0, int(a.blockKV));
   F("block_keys").compute_at(run, kb);
