@@ -23,6 +23,16 @@ bench_whole_numbers() {
     [[ ${v#*:} =~ ^[1-9][0-9]*$ ]] || { echo "$(basename "$0"): ${v%%:*} must be a whole number >= 1, not '${v#*:}'" >&2; exit 2; }
   done
 }
+# bench_round_options [SPEC]: the options of the benchmarks that alternate
+# their libraries over rounds (profile.sh, weight-type.sh, llama-cpp.sh):
+# $spec (SPEC, default bench-156m), $prompt, $gen, $runs and $rounds from
+# $PROMPT_LEN (128), $GEN (64), $RUNS (5) and $ROUNDS (3), each checked
+# by bench_whole_numbers.
+bench_round_options() {
+  spec="${1:-specs/llama/bench-156m.toml}"
+  prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}" rounds="${ROUNDS:-3}"
+  bench_whole_numbers "ROUNDS:$rounds" "RUNS:$runs" "GEN:$gen" "PROMPT_LEN:$prompt"
+}
 # bench_weight_types LIST: exits (status 2) unless every word of LIST (a
 # $WEIGHTS) is a weight type archc compile takes.
 bench_weight_types() {

@@ -30,10 +30,8 @@
 #   bench/llama-cpp.sh [SPEC]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-spec="${1:-specs/llama/bench-156m.toml}"
-prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}" rounds="${ROUNDS:-3}"
+bench_round_options "$@"
 weights="${WEIGHTS:-f32 bf16 f16}"
-bench_whole_numbers "ROUNDS:$rounds" "RUNS:$runs" "GEN:$gen" "PROMPT_LEN:$prompt"
 bench_weight_types "$weights"
 # (The spec first: a spec llama.cpp would compute differently is refused
 # before anything is built.)

@@ -19,10 +19,8 @@
 #   bench/profile.sh [SPEC]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-spec="${1:-specs/llama/bench-156m.toml}"
-prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}" rounds="${ROUNDS:-3}"
+bench_round_options "$@"
 weights="${WEIGHTS:-f32 bf16}"
-bench_whole_numbers "ROUNDS:$rounds" "RUNS:$runs" "GEN:$gen" "PROMPT_LEN:$prompt"
 bench_weight_types "$weights"
 bench_ceilings
 for w in $weights; do

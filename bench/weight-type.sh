@@ -24,9 +24,7 @@
 #   bench/weight-type.sh [SPEC]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-spec="${1:-specs/llama/bench-156m.toml}"
-prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}" rounds="${ROUNDS:-3}"
-bench_whole_numbers "ROUNDS:$rounds"
+bench_round_options "$@"
 bench_ceilings
 for w in f32 bf16 f16; do
   "$archc" check "$spec" --weight-type="$w" --json > "$out/check.$w.json"
