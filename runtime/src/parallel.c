@@ -7,23 +7,35 @@
  * time, so on two threads each thread runs every other one: a GEMM task's
  * weight panel is then never the one after the panel its thread has just
  * read, and the next-panel prefetch (lowering/PanelPrefetch.cpp: task +
- * 1) fetches the other thread's. Here the iterations are split into one contiguous range per
- * thread of the pool; a thread runs its range in order, then takes what is
- * left of the others' from their backs, so that a thread the VM delays
- * does not hold the loop up and what each owner runs stays one stream.
- * The ranges are Halide's tasks: the pool still wakes and joins its
- * threads, and no more of them take part than the count set. That count
- * is archrt_set_num_threads's (a host that calls halide_set_num_threads
+ * 1) fetches the other thread's. Here the iterations are split into one
+ * contiguous range per thread; a thread runs its range in order, then
+ * takes what is left of the others' from their backs, so that a thread the
+ * VM delays does not hold the loop up and what each owner runs stays one
+ * stream. No more threads take part than the count set:
+ * archrt_set_num_threads's (a host that calls halide_set_num_threads
  * itself gets ranges for the default count: every iteration still runs
- * once), and halide_set_custom_do_par_for no longer has an effect.
+ * once); halide_set_custom_do_par_for no longer has an effect.
+ *
+ * The threads are the runtime's own: the caller and count - 1 workers,
+ * which spin for the next loop a while before they sleep. Halide's pool
+ * (which yields 40 times, then sleeps on a condition variable, and whose
+ * caller sleeps until the last task ends) woke a sleeping thread at many
+ * of a forward pass's loops; its ranges still run a loop nested in a task
+ * or one that a second host thread starts while the workers are busy.
  * (docs/design.md "Parallel loops: a contiguous range a thread".)
  *
  *===---------------------------------------------------------------------===*/
 #include "internal.h"
 
 #include <HalideRuntime.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Halide's runtime defines it (weak) without declaring it. */
 extern int halide_host_cpu_count(void);
@@ -87,14 +99,17 @@ static int take(range *r, int front) {
 
 typedef struct {
   halide_task_t task;
+  void *user_context;
   uint8_t *closure;
   int min, n;
   range *ranges;
   atomic_int failed; /* set by a failed task: the others take no more */
+  atomic_int status; /* the first failed task's status, on a worker */
 } loop;
 
-/* Halide task `first`: range `first` from its front, then what is left of
- * the others from their backs, until a task fails. */
+/* Participant `first`: range `first` from its front, then what is left of
+ * the others from their backs, until a task fails. (Also Halide's task,
+ * where its pool runs the loop.) */
 static int run_ranges(void *user_context, int first, uint8_t *closure) {
   loop *l = (loop *)closure;
   for (int k = 0; k < l->n; ++k) {
@@ -109,6 +124,156 @@ static int run_ranges(void *user_context, int first, uint8_t *closure) {
     }
   }
   return 0;
+}
+
+/* The workers: participants 1 .. n-1 of a loop, its caller (the owner)
+ * being participant 0. The owner publishes a loop by bumping `gen`; a
+ * worker spins on gen for up to SPIN_NS after its last loop, then sleeps
+ * on it (a futex). `entry` counts the workers inside the published loop;
+ * the owner closes it (CLOSED, with no worker inside) before it returns,
+ * so that no worker reads a loop that is gone and one that comes late
+ * takes no part. (A late worker may enter the next loop instead: its
+ * ranges are taken atomically, so any participant may run them.) */
+enum { CLOSED = 1u << 31 };
+/* How long a worker spins for the next loop: more than the gaps between a
+ * forward pass's kernels (a few microseconds), so that it does not sleep
+ * inside one. No spinning where the threads outnumber the CPUs. */
+static const long SPIN_NS = 200000;
+
+static struct {
+  pthread_mutex_t owner; /* held by the loop that uses the workers */
+  int n_workers;         /* started (under owner) */
+  pthread_t workers[ARCHRT_MAX_THREADS];
+  unsigned created_at[ARCHRT_MAX_THREADS]; /* gen when started */
+  loop *_Atomic job;
+  atomic_int participants; /* threads() as of the last loop; 0: no spin */
+  atomic_int sleepers, shutdown;
+  _Alignas(64) atomic_uint gen;
+  _Alignas(64) atomic_uint entry;
+} pool = {.owner = PTHREAD_MUTEX_INITIALIZER};
+
+static void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+/* Waits until gen is no longer `seen`, and returns it: spinning first
+ * where worker `index` takes part in the loops run now. */
+static unsigned next_gen(unsigned seen, int index) {
+  unsigned g;
+  if (index < atomic_load_explicit(&pool.participants, memory_order_relaxed))
+    for (long k = 0, start = now_ns();; ++k) {
+      g = atomic_load_explicit(&pool.gen, memory_order_acquire);
+      if (g != seen)
+        return g;
+      relax();
+      if ((k & 255) == 255 && now_ns() - start > SPIN_NS)
+        break;
+    }
+  for (;;) {
+    /* (sleepers before gen's check, gen before sleepers' in the owner:
+     * one of the two sees the other) */
+    atomic_fetch_add(&pool.sleepers, 1);
+    if (atomic_load(&pool.gen) == seen)
+      syscall(SYS_futex, &pool.gen, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+    atomic_fetch_sub(&pool.sleepers, 1);
+    g = atomic_load_explicit(&pool.gen, memory_order_acquire);
+    if (g != seen)
+      return g;
+  }
+}
+
+static void *worker(void *arg) {
+  int index = (int)(intptr_t)arg;
+  for (unsigned seen = pool.created_at[index];;) {
+    seen = next_gen(seen, index);
+    if (atomic_load(&pool.shutdown))
+      return NULL;
+    unsigned e = atomic_load(&pool.entry);
+    while (!(e & CLOSED) &&
+           !atomic_compare_exchange_weak(&pool.entry, &e, e + 1))
+      ;
+    if (e & CLOSED)
+      continue; /* that loop is over */
+    /* (the loop published before entry was opened for it) */
+    loop *l = atomic_load_explicit(&pool.job, memory_order_acquire);
+    if (index < l->n) {
+      int status = run_ranges(l->user_context, index, (uint8_t *)l), none = 0;
+      if (status)
+        atomic_compare_exchange_strong(&l->status, &none, status);
+    }
+    atomic_fetch_sub_explicit(&pool.entry, 1, memory_order_release);
+  }
+}
+
+static void wake_workers(void) {
+  syscall(SYS_futex, &pool.gen, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* At exit or dlclose: the workers run this library's code. (Not while a
+ * loop runs: exit called from a task.) */
+__attribute__((destructor)) static void stop_workers(void) {
+  if (pthread_mutex_trylock(&pool.owner))
+    return;
+  atomic_store(&pool.shutdown, 1);
+  atomic_fetch_add(&pool.gen, 1);
+  wake_workers();
+  for (int i = 1; i <= pool.n_workers; ++i)
+    pthread_join(pool.workers[i], NULL);
+  pool.n_workers = 0;
+  atomic_store(&pool.shutdown, 0);
+  pthread_mutex_unlock(&pool.owner);
+}
+
+/* A forked child has none of the parent's workers. */
+static void forget_workers(void) {
+  pthread_mutex_init(&pool.owner, NULL);
+  pool.n_workers = 0;
+  atomic_store(&pool.sleepers, 0);
+}
+
+__attribute__((constructor)) static void on_fork(void) {
+  pthread_atfork(NULL, NULL, forget_workers);
+}
+
+/* Runs `l` on the workers and the calling thread, whose lock on the pool
+ * it releases. */
+static int run_on_workers(loop *l) {
+  static int cpus;
+  if (!cpus)
+    cpus = halide_host_cpu_count(); /* (under the owner's lock) */
+  int n = l->n, count = threads();
+  atomic_store_explicit(&pool.participants, count <= cpus ? count : 0,
+                        memory_order_relaxed);
+  for (int index; (index = pool.n_workers + 1) < n; ++pool.n_workers) {
+    pool.created_at[index] = atomic_load(&pool.gen);
+    if (pthread_create(&pool.workers[index], NULL, worker,
+                       (void *)(intptr_t)index))
+      break; /* the threads there are take what is left */
+  }
+  atomic_store_explicit(&pool.job, l, memory_order_relaxed);
+  atomic_store_explicit(&pool.entry, 0, memory_order_release);
+  atomic_fetch_add(&pool.gen, 1);
+  if (atomic_load(&pool.sleepers))
+    wake_workers();
+  int status = run_ranges(l->user_context, 0, (uint8_t *)l);
+  /* Every iteration is taken: wait for the workers still running one
+   * (yielding, after a while, to a thread that shares a CPU). */
+  for (unsigned k = 0, none = 0;
+       !atomic_compare_exchange_weak(&pool.entry, &none, CLOSED); none = 0)
+    if (++k < 1u << 16)
+      relax();
+    else
+      sched_yield();
+  pthread_mutex_unlock(&pool.owner);
+  return status ? status : atomic_load(&l->status);
 }
 
 int halide_do_par_for(void *user_context, halide_task_t task, int min,
@@ -130,7 +295,11 @@ int halide_do_par_for(void *user_context, halide_task_t task, int min,
     uint64_t end = (uint64_t)((int64_t)extent * (c + 1) / n);
     atomic_init(&ranges[c].span, next | end << 32);
   }
-  loop l = {task, closure, min, n, ranges, 0};
-  return halide_default_do_par_for(user_context, run_ranges, 0, n,
-                                   (uint8_t *)&l);
+  loop l = {task, user_context, closure, min, n, ranges, 0, 0};
+  /* A loop inside a task, or one that another host thread starts while
+   * the workers run a loop: Halide's pool runs it. */
+  if (pthread_mutex_trylock(&pool.owner))
+    return halide_default_do_par_for(user_context, run_ranges, 0, n,
+                                     (uint8_t *)&l);
+  return run_on_workers(&l);
 }
