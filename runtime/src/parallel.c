@@ -20,8 +20,10 @@
  * which spin for the next loop a while before they sleep. Halide's pool
  * (which yields 40 times, then sleeps on a condition variable, and whose
  * caller sleeps until the last task ends) woke a sleeping thread at many
- * of a forward pass's loops; its ranges still run a loop nested in a task
- * or one that a second host thread starts while the workers are busy.
+ * of a forward pass's loops. Halide's pool still runs the ranges of a
+ * loop that a second host thread starts while the workers are busy, and
+ * of one nested in a task (no kernel's: a host's own task that calls
+ * halide_do_par_for).
  * (docs/design.md "Parallel loops: a contiguous range a thread".)
  *
  *===---------------------------------------------------------------------===*/
@@ -133,7 +135,9 @@ static int run_ranges(void *user_context, int first, uint8_t *closure) {
  * the owner closes it (CLOSED, with no worker inside) before it returns,
  * so that no worker reads a loop that is gone and one that comes late
  * takes no part. (A late worker may enter the next loop instead: its
- * ranges are taken atomically, so any participant may run them.) */
+ * ranges are taken atomically, so any participant may run them.) Workers
+ * numbered above `keep` end at their next wake: the surplus when the
+ * count drops, all of them when the library is unloaded. */
 enum { CLOSED = 1u << 31 };
 /* How long a worker spins for the next loop: more than the gaps between a
  * forward pass's kernels (a few microseconds), so that it does not sleep
@@ -142,15 +146,18 @@ static const long SPIN_NS = 200000;
 
 static struct {
   pthread_mutex_t owner; /* held by the loop that uses the workers */
-  int n_workers;         /* started (under owner) */
+  int n_workers;         /* started: numbers 1 .. n_workers (under owner) */
+  int stopped;           /* unloaded: no more workers (under owner) */
   pthread_t workers[ARCHRT_MAX_THREADS];
   unsigned created_at[ARCHRT_MAX_THREADS]; /* gen when started */
   loop *_Atomic job;
-  atomic_int participants; /* threads() as of the last loop; 0: no spin */
-  atomic_int sleepers, shutdown;
+  atomic_int spinners; /* workers numbered below it spin; 0: none */
+  atomic_int keep, sleepers;
   _Alignas(64) atomic_uint gen;
   _Alignas(64) atomic_uint entry;
-} pool = {.owner = PTHREAD_MUTEX_INITIALIZER};
+} pool = {.owner = PTHREAD_MUTEX_INITIALIZER,
+          .keep = ARCHRT_MAX_THREADS,
+          .entry = CLOSED};
 
 static void relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -168,7 +175,7 @@ static long now_ns(void) {
  * where worker `index` takes part in the loops run now. */
 static unsigned next_gen(unsigned seen, int index) {
   unsigned g;
-  if (index < atomic_load_explicit(&pool.participants, memory_order_relaxed))
+  if (index < atomic_load_explicit(&pool.spinners, memory_order_relaxed))
     for (long k = 0, start = now_ns();; ++k) {
       g = atomic_load_explicit(&pool.gen, memory_order_acquire);
       if (g != seen)
@@ -194,7 +201,7 @@ static void *worker(void *arg) {
   int index = (int)(intptr_t)arg;
   for (unsigned seen = pool.created_at[index];;) {
     seen = next_gen(seen, index);
-    if (atomic_load(&pool.shutdown))
+    if (index > atomic_load(&pool.keep))
       return NULL;
     unsigned e = atomic_load(&pool.entry);
     while (!(e & CLOSED) &&
@@ -217,58 +224,76 @@ static void wake_workers(void) {
   syscall(SYS_futex, &pool.gen, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
-/* At exit or dlclose: the workers run this library's code. (Not while a
- * loop runs: exit called from a task.) */
+/* Ends the workers numbered above `keep` (under the owner's lock, no loop
+ * published: entry is closed, so the others only wake and wait again). */
+static void retire_workers(int keep) {
+  atomic_store(&pool.entry, CLOSED);
+  atomic_store(&pool.keep, keep);
+  atomic_fetch_add(&pool.gen, 1);
+  wake_workers();
+  for (int i = keep + 1; i <= pool.n_workers; ++i)
+    pthread_join(pool.workers[i], NULL);
+  pool.n_workers = keep;
+  atomic_store(&pool.keep, ARCHRT_MAX_THREADS);
+}
+
+/* At exit or dlclose: the workers run this library's code. (Unloading the
+ * library while a host thread is inside one of its calls is the host's
+ * error; a loop that runs then, or after, runs on its caller alone.) */
 __attribute__((destructor)) static void stop_workers(void) {
   if (pthread_mutex_trylock(&pool.owner))
     return;
-  atomic_store(&pool.shutdown, 1);
-  atomic_fetch_add(&pool.gen, 1);
-  wake_workers();
-  for (int i = 1; i <= pool.n_workers; ++i)
-    pthread_join(pool.workers[i], NULL);
-  pool.n_workers = 0;
-  atomic_store(&pool.shutdown, 0);
+  retire_workers(0);
+  pool.stopped = 1;
   pthread_mutex_unlock(&pool.owner);
 }
 
-/* A forked child has none of the parent's workers. */
+/* A forked child has none of the parent's workers (nor any inside a loop:
+ * a fork from a task returns to a loop the child's caller can close). */
 static void forget_workers(void) {
   pthread_mutex_init(&pool.owner, NULL);
   pool.n_workers = 0;
   atomic_store(&pool.sleepers, 0);
+  atomic_store(&pool.entry, 0);
 }
 
 __attribute__((constructor)) static void on_fork(void) {
   pthread_atfork(NULL, NULL, forget_workers);
 }
 
-/* Runs `l` on the workers and the calling thread, whose lock on the pool
- * it releases. */
-static int run_on_workers(loop *l) {
+/* Starts worker `index`; nonzero where it could not. */
+static int start_worker(int index) {
+  pool.created_at[index] = atomic_load(&pool.gen);
+  return pthread_create(&pool.workers[index], NULL, worker,
+                        (void *)(intptr_t)index);
+}
+
+/* Runs `l` on `count` threads (the workers and the calling thread, whose
+ * lock on the pool it releases). */
+static int run_on_workers(loop *l, int count) {
   static int cpus;
   if (!cpus)
     cpus = halide_host_cpu_count(); /* (under the owner's lock) */
-  int n = l->n, count = threads();
-  atomic_store_explicit(&pool.participants, count <= cpus ? count : 0,
+  int spin = count <= cpus;
+  atomic_store_explicit(&pool.spinners, spin ? count : 0,
                         memory_order_relaxed);
-  for (int index; (index = pool.n_workers + 1) < n; ++pool.n_workers) {
-    pool.created_at[index] = atomic_load(&pool.gen);
-    if (pthread_create(&pool.workers[index], NULL, worker,
-                       (void *)(intptr_t)index))
-      break; /* the threads there are take what is left */
-  }
+  if (pool.n_workers > count - 1)
+    retire_workers(count - 1);
+  while (!pool.stopped && pool.n_workers + 1 < l->n &&
+         !start_worker(pool.n_workers + 1))
+    ++pool.n_workers; /* (where one fails, the threads there take its range) */
   atomic_store_explicit(&pool.job, l, memory_order_relaxed);
   atomic_store_explicit(&pool.entry, 0, memory_order_release);
   atomic_fetch_add(&pool.gen, 1);
   if (atomic_load(&pool.sleepers))
     wake_workers();
   int status = run_ranges(l->user_context, 0, (uint8_t *)l);
-  /* Every iteration is taken: wait for the workers still running one
-   * (yielding, after a while, to a thread that shares a CPU). */
+  /* Every iteration is taken (or a task failed): wait for the workers
+   * still running one, yielding (at once where the threads outnumber the
+   * CPUs) to a thread that shares a CPU. */
   for (unsigned k = 0, none = 0;
        !atomic_compare_exchange_weak(&pool.entry, &none, CLOSED); none = 0)
-    if (++k < 1u << 16)
+    if (spin && ++k < 1u << 16)
       relax();
     else
       sched_yield();
@@ -278,9 +303,7 @@ static int run_on_workers(loop *l) {
 
 int halide_do_par_for(void *user_context, halide_task_t task, int min,
                       int extent, uint8_t *closure) {
-  int n = threads();
-  if (n > extent)
-    n = extent;
+  int count = threads(), n = count < extent ? count : extent;
   if (n <= 1) {
     for (int i = 0; i < extent; ++i) {
       int status = task(user_context, min + i, closure);
@@ -301,5 +324,5 @@ int halide_do_par_for(void *user_context, halide_task_t task, int min,
   if (pthread_mutex_trylock(&pool.owner))
     return halide_default_do_par_for(user_context, run_ranges, 0, n,
                                      (uint8_t *)&l);
-  return run_on_workers(&l);
+  return run_on_workers(&l, count);
 }

@@ -173,11 +173,29 @@ def main():
     case("1 thread: no task after the error",
          [i for i, _ in runs[1]] == list(range(14)),
          str([i for i, _ in runs[1]]))
-    # ... from the worker's range too (its second half).
+    # ... from the worker's range too (its second half: each task waits
+    # for both threads to take part, so the worker reaches 33 before the
+    # caller can steal it).
     L.archrt_set_num_threads(2)
-    status, _ = par_for(L, 0, 40, lambda i: -9 if i == 33 else 0)
-    case("2 threads: the worker's task's error is the call's", status == -9,
-         f"status {status}")
+    seen.clear()
+    two.clear()
+    status, ran = par_for(L, 0, 40,
+                          lambda i: body(i) or (-9 if i == 33 else 0))
+    by = dict(ran)
+    case("2 threads: the worker's task's error is the call's",
+         status == -9 and by.get(33) not in (None, threading.get_ident()),
+         f"status {status}, "
+         f"33 ran on {'the caller' if by.get(33) == threading.get_ident() else 'a worker'}")
+
+    # 8 threads, then 2: the 6 surplus workers end.
+    L.archrt_set_num_threads(8)
+    par_for(L, 0, 64, lambda i: 0)
+    with_8 = len(os.listdir("/proc/self/task"))
+    L.archrt_set_num_threads(2)
+    par_for(L, 0, 64, lambda i: 0)
+    with_2 = len(os.listdir("/proc/self/task"))
+    case("8 threads then 2: the surplus workers end", with_8 - with_2 == 6,
+         f"{with_8} threads with 8, {with_2} with 2")
 
     # A copy of the library, its workers started, then unloaded: its
     # workers end before its code is unmapped (a worker left spinning or
