@@ -15,7 +15,10 @@
 # two is the round's: a probe only reads low); every figure is the median
 # over the rounds of its per-round value
 # (a share: of the ceiling probed beside it; a speed-up: of the round's
-# ratio), so that a slow spell of the VM lands on every row alike.
+# ratio), so that a slow spell of the VM lands on every row alike. Each
+# round also runs two one-thread processes of a library at once: their
+# prefills summed over one alone is the machine's own two-core scaling of
+# that work, the ceiling the two-thread figure is read against.
 #   bench/profile.sh [SPEC]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -34,6 +37,20 @@ for round in $(seq "$rounds"); do
         --gen "$gen" --threads "$t" --runs "$runs" --profile --json \
         > "$out/$w.$t.$round"
       "$out/ceilings" "$t" > "$out/ceilings.$w.$t.$round.after"
+    done
+  done
+  # Two one-thread processes side by side: what this machine's two cores
+  # give the same work with nothing shared between them but the hardware.
+  for w in $weights; do
+    pids=()
+    for half in a b; do
+      "$archc" bench "$out/$w.so" --random-weights --prompt-len "$prompt" \
+        --gen "$gen" --threads 1 --runs "$runs" --profile --json \
+        > "$out/$w.pair.$round.$half" &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+      wait "$pid" # (its failure stops the script)
     done
   done
 done
@@ -114,12 +131,21 @@ for w in weights:
              med(r["decode_outside_kernels_ms_per_token"] for r in rs), None, None,
              "(outside the kernels)")
 
+def pairs(w):
+    """Each round's two one-thread processes run at once: their prefill
+    rates summed."""
+    return [sum(json.load(open(f"{out}/{w}.pair.{r}.{h}"))["prefill_tokens_per_s"]
+                for h in "ab") for r in range(1, rounds + 1)]
+
+
 for w in weights:
     one, two = runs(w, 1), runs(w, 2)
     print(f"\n{w}: two threads over one (medians of each round's ratio; the "
           "probes' own in brackets)")
     print(f"  prefill {med(b['prefill_tokens_per_s'] / a['prefill_tokens_per_s'] for a, b in zip(one, two)):.2f}x "
-          f"[peak {med(peak(w, b) / peak(w, a) for a, b in zip(probes(w, 1), probes(w, 2))):.2f}x], "
+          f"[peak {med(peak(w, b) / peak(w, a) for a, b in zip(probes(w, 1), probes(w, 2))):.2f}x; "
+          f"two one-thread processes at once "
+          f"{med(p / a['prefill_tokens_per_s'] for a, p in zip(one, pairs(w))):.2f}x], "
           f"decode {med(b['decode_tokens_per_s'] / a['decode_tokens_per_s'] for a, b in zip(one, two)):.2f}x "
           f"[read {med(b['read_gbs'] / a['read_gbs'] for a, b in zip(probes(w, 1), probes(w, 2))):.2f}x]")
     print(f"  {'prefill':>8} {'decode':>8}  kernel")
