@@ -280,15 +280,18 @@ bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
                        const std::string &tileLoop, const std::string &kLoop,
                        const GluPanels &glu) {
   int64_t panels = (d.N + d.panel - 1) / d.panel;
-  int64_t panelBytes = d.K * d.panel * elementType(d.weight).bytes();
+  int bytes = elementType(d.weight).bytes();
+  int64_t panelBytes = d.K * d.panel * bytes;
   int64_t kb = kBlockOf(d, k.l2Bytes);
-  // f32 panels of whole lines (16 columns a line), at least two; blocks
+  // Panels of whole lines (16 f32 or 32 16-bit columns a line: a 16-bit
+  // weight's GEMM widens the task's panel, or block, from the prefetched
+  // lines), at least two; blocks
   // of a K-blocked GEMM (an eighth of the L2 at most), or whole panels
   // of which two fit in the L2 (an unblocked one is at most half the L2
   // but where K has no divisor to block it by). (Two in half the L2
   // until the prefetch was spread: K = 2816 on the Xeon's 2 MiB then
   // measured no faster, 4096 slower; spread, 2816 +10%, 4096 the same.)
-  if (d.weight != StoreType::f32 || d.oneRow || d.panel % 16 ||
+  if (d.oneRow || d.panel % (64 / bytes) ||
       panels < 2 || blockLoop.empty() == (kb != 0) ||
       (!kb && 2 * panelBytes > k.l2Bytes))
     return false;

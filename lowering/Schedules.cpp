@@ -290,12 +290,16 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
   // The next task's panel prefetched by the token tiles, where it pays
   // (prefetchNextPanel; on the Xeon a GEMM streaming its weight from
   // memory gained 13% at K = 1024; spread over the tiles, also 10% at
-  // 2816 and nothing at 4096; a 16-bit weight's widened panels lost;
-  // docs/performance.md). (tileLinear splits t by "to".)
+  // 2816 and nothing at 4096; a 16-bit weight's, over the widened panel's
+  // tiles, +6-8% on the Zen 5; docs/performance.md). (tileLinear splits t
+  // by "to".)
   if (prefetch && !blocked)
     prefetchNextPanel(k, d, loopName(k.out, 0, n.name(), {no.name()}), "",
                       loopName(k.out, 0, t.name(), {"to"}),
-                      loopName(acc, 1, r.x.name()), gluPanels(k, d));
+                      loopName(accWide != k.funcs.end() ? accWide->second
+                                                        : acc,
+                               1, r.x.name()),
+                      gluPanels(k, d));
 }
 
 /// The bf16 dot product over a weight in pairs: schedulePackedLinear's
