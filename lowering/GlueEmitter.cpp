@@ -386,6 +386,11 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
     bufs[c] = src;
     return success();
   }
+  if (auto a = dyn_cast<archk::AcquireOp>(op)) {
+    os << "  archrt_gen_acquire(" << bufs[a.getBuffer()].ptr << ", "
+       << a.getBuffer().getType().getNumElements() << ");\n";
+    return success();
+  }
   if (auto r = dyn_cast<archk::ReleaseOp>(op)) {
     os << "  archrt_gen_release(" << bufs[r.getBuffer()].ptr << ", "
        << r.getBuffer().getType().getNumElements() << ");\n";

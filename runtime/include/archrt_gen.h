@@ -121,6 +121,10 @@ int archrt_gen_forward(const archrt_gen_call *call);
  * error code, or ARCHRT_GEN_NO_MEMORY for its temporaries. */
 int archrt_gen_prepare(float *const *params);
 #define ARCHRT_GEN_NO_MEMORY (-1000)
+/* Called by archrt_gen_prepare before it first reads a weight marked
+ * prepare_only: a tensor whose conversion the loader deferred is
+ * converted now (see archrt_model_set_weights). */
+void archrt_gen_acquire(const float *p, int64_t n);
 /* Called by archrt_gen_prepare once it has read the last of a weight
  * marked prepare_only: its memory may go (the runtime's, not the glue's). */
 void archrt_gen_release(const float *p, int64_t n);

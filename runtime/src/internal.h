@@ -51,6 +51,32 @@ archrt_status archrt_model_set_weights(archrt_model *m, float **params,
                                        archrt_mapping *maps, int n_maps,
                                        void *owned);
 
+/* Gives back the pages wholly inside [p, p + bytes) (madvise DONTNEED: a
+ * private file mapping's read back from the file, anonymous ones as
+ * zeros). */
+void archrt_drop_pages(const void *p, size_t bytes);
+
+/* A loaded tensor whose conversion to f32 waits for preparation's first
+ * read of it (archrt_gen_acquire): `fill` writes parameter `param`'s
+ * floats to `dst` from what `ctx` holds, which stays valid through
+ * archrt_model_set_weights_deferred. */
+typedef struct archrt_deferred {
+  float *dst;
+  void (*fill)(const void *ctx, float *dst);
+  const void *ctx;
+  int done;
+} archrt_deferred;
+
+/* archrt_model_set_weights, where the `n_deferred` params[i] that are
+ * `deferred` destinations (prepare_only parameters, in `owned`) are
+ * filled only when preparation first reads them, each released after its
+ * last read: so the converted f32 of one tensor at a time, not of the
+ * whole checkpoint, is resident beside the prepared weights. `deferred`
+ * stays the caller's. */
+archrt_status archrt_model_set_weights_deferred(
+    archrt_model *m, float **params, archrt_mapping *maps, int n_maps,
+    void *owned, archrt_deferred *deferred, int n_deferred);
+
 /* Tokenizers made by other loaders (they own their arguments from the
  * call on, on failure too): the text of a tokenizer.json, or llama2.c-style
  * pieces (space for U+2581) and scores, with `control` (NULL, or a flag

@@ -76,9 +76,13 @@ void archrt_model_free(archrt_model *m) {
  * converted or generated ones freed (they would read back as zeros: the
  * runtime forgets the pointer). Pages shared with another tensor stay. */
 void archrt_gen_release(const float *p, int64_t n) {
+  archrt_drop_pages(p, (size_t)n * sizeof *p);
+}
+
+void archrt_drop_pages(const void *p, size_t bytes) {
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   uintptr_t begin = ((uintptr_t)p + page - 1) & ~(page - 1);
-  uintptr_t end = (uintptr_t)(p + n) & ~(page - 1);
+  uintptr_t end = ((uintptr_t)p + bytes) & ~(page - 1);
   if (end > begin)
     madvise((void *)begin, end - begin, MADV_DONTNEED);
 }
@@ -137,11 +141,46 @@ static int64_t prepared_floats(const archrt_gen_param *p) {
   return (bytes + 63) / 64 * 16;
 }
 
+/* The deferred conversions of the preparation this thread runs. */
+static _Thread_local struct {
+  archrt_deferred *at;
+  int n;
+} pending;
+
+static int by_dst(const void *a, const void *b) {
+  const float *x = ((const archrt_deferred *)a)->dst,
+              *y = ((const archrt_deferred *)b)->dst;
+  return x < y ? -1 : x > y;
+}
+
+void archrt_gen_acquire(const float *p, int64_t n) {
+  (void)n;
+  archrt_deferred key = {(float *)(uintptr_t)p, NULL, NULL, 0};
+  archrt_deferred *e =
+      pending.n ? bsearch(&key, pending.at, (size_t)pending.n, sizeof key,
+                          by_dst)
+                : NULL;
+  if (e && !e->done) {
+    e->fill(e->ctx, e->dst);
+    e->done = 1;
+  }
+}
+
 archrt_status archrt_model_set_weights(archrt_model *m, float **params,
                                        archrt_mapping *maps, int n_maps,
                                        void *owned) {
+  return archrt_model_set_weights_deferred(m, params, maps, n_maps, owned,
+                                           NULL, 0);
+}
+
+archrt_status archrt_model_set_weights_deferred(
+    archrt_model *m, float **params, archrt_mapping *maps, int n_maps,
+    void *owned, archrt_deferred *deferred, int n_deferred) {
   const archrt_gen_model *d = m->desc;
   float *prepared = NULL;
+  if (d->n_prepared == 0) /* (no preparation to defer them to) */
+    for (int i = 0; i < n_deferred; ++i)
+      deferred[i].fill(deferred[i].ctx, deferred[i].dst);
   if (d->n_prepared > 0) {
     /* Each prepared weight starts on a cache line: 16 floats. */
     int64_t total = 0;
@@ -165,7 +204,13 @@ archrt_status archrt_model_set_weights(archrt_model *m, float **params,
       params[d->n_params + i] = next;
       next += prepared_floats(&d->prepared[i]);
     }
+    if (n_deferred)
+      qsort(deferred, (size_t)n_deferred, sizeof *deferred, by_dst);
+    pending.at = deferred;
+    pending.n = n_deferred;
     int rc = archrt_gen_prepare(params);
+    pending.at = NULL;
+    pending.n = 0;
     if (rc != 0) {
       release(params, prepared, maps, n_maps, owned);
       if (rc == ARCHRT_GEN_NO_MEMORY)

@@ -679,8 +679,29 @@ static void assemble(const st_set *s, const st_tensor *t,
   }
 }
 
+/* What a deferred parameter is assembled from (archrt_deferred's ctx). */
+typedef struct {
+  const st_set *s;
+  const st_tensor *t;
+  const archrt_gen_param *p;
+} assembly;
+
+/* assemble, then the source's pages dropped where nothing reads them in
+ * place. */
+static void assemble_deferred(const void *ctx, float *out) {
+  const assembly *a = ctx;
+  assemble(a->s, a->t, a->p, out);
+  /* A 16-bit tensor's mapped pages, read: dropped (clean: a parameter
+   * that gathers other rows of it reads them back from the file). No F32
+   * one: another parameter may use it in place. */
+  if (strcmp(a->t->dtype, "F32"))
+    archrt_drop_pages(st_data(a->s, a->t), (size_t)(a->t->end - a->t->begin));
+}
+
 /* Binds every parameter of `m` to the tensors of `s` and installs them; on
- * success the mappings move into the model. */
+ * success the mappings move into the model. A parameter only preparation
+ * reads that is not used in place (converted from F16 or BF16, or
+ * gathered) is assembled when preparation first reads it. */
 static archrt_status bind_params(archrt_model *m, st_set *s, const char *path) {
   const archrt_gen_model *d = m->desc;
   archrt_problems probs = {{0}, 0, 0};
@@ -732,15 +753,20 @@ static archrt_status bind_params(archrt_model *m, st_set *s, const char *path) {
   }
   float **params = calloc((size_t)d->n_params + 1, sizeof *params);
   float *owned = convert_floats ? archrt_alloc_floats(convert_floats) : NULL;
-  if (!params || (convert_floats && !owned)) {
+  archrt_deferred *deferred = calloc((size_t)d->n_params + 1, sizeof *deferred);
+  assembly *from = calloc((size_t)d->n_params + 1, sizeof *from);
+  if (!params || (convert_floats && !owned) || !deferred || !from) {
     free(which);
     free(params);
     free(owned);
+    free(deferred);
+    free(from);
     return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY,
                        "%s: cannot allocate %zu floats for converted tensors",
                        path, convert_floats);
   }
   float *next = owned;
+  int n_deferred = 0;
   for (int i = 0; i < d->n_params; ++i) {
     const archrt_gen_param *p = &d->params[i];
     const st_tensor *t = which[i];
@@ -752,15 +778,25 @@ static archrt_status bind_params(archrt_model *m, st_set *s, const char *path) {
       continue;
     }
     params[i] = next;
-    assemble(s, t, p, next);
+    if (p->prepare_only) {
+      from[n_deferred] = (assembly){s, t, p};
+      deferred[n_deferred] =
+          (archrt_deferred){next, assemble_deferred, &from[n_deferred], 0};
+      ++n_deferred;
+    } else {
+      assemble_deferred(&(assembly){s, t, p}, next);
+    }
     next += archrt_param_numel(p);
   }
   free(which);
-  /* The files are the model's now, or released if preparation failed. */
-  archrt_status st =
-      archrt_model_set_weights(m, params, s->files, s->n_files, owned);
+  /* The files are the model's now, or released if preparation failed
+   * (the deferred tensors read them during it). */
+  archrt_status st = archrt_model_set_weights_deferred(
+      m, params, s->files, s->n_files, owned, deferred, n_deferred);
   s->files = NULL;
   s->n_files = 0;
+  free(deferred);
+  free(from);
   return st;
 }
 

@@ -1,11 +1,12 @@
 // RUN: arch-opt %s | arch-opt | FileCheck %s
 
 // The kernel-call level round-trips: weight and cache buffers, calls with
-// their description, releases.
+// their description, acquires and releases.
 // CHECK: %[[W:.*]] = archk.weight @w : memref<16x8xf32>
 // CHECK: %[[C:.*]] = archk.cache @c : memref<32x8xf32>
 // CHECK: %[[KC:.*]] = archk.cache @kc : memref<2x32x4xf32, strided<[?, 4, 1]>>
 // CHECK: memref.transpose %{{.*}} (d0, d1, d2) -> (d1, d0, d2) : memref<2x?x4xf32, strided<[?, 4, 1]>> to memref<?x2x4xf32, strided<[4, ?, 1]>>
+// CHECK: archk.acquire %[[W]] : memref<16x8xf32>
 // CHECK: archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, one_row = false, panel = 0 : i64}(%{{.*}}, %[[W]], %{{.*}}) : memref<?x8xf32, strided<[8, 1], offset: ?>>, memref<16x8xf32>, memref<?x16xf32>
 // CHECK: archk.call "rope" {{.*}}style = "interleaved", theta = 1.000000e+04 : f64}(%{{.*}}, %arg1, %{{.*}}) : memref<?x2x8xf32>, index, memref<?x2x8xf32>
 // CHECK: archk.release %[[W]] : memref<16x8xf32>
@@ -22,6 +23,7 @@ module attributes {arch.max_seq_len = 32 : i64} {
     %ctx = memref.transpose %kv (d0, d1, d2) -> (d1, d0, d2) : memref<2x?x4xf32, strided<[?, 4, 1]>> to memref<?x2x4xf32, strided<[4, ?, 1]>>
     %rows = memref.subview %c[%pos, 0] [%n, 8] [1, 1] : memref<32x8xf32> to memref<?x8xf32, strided<[8, 1], offset: ?>>
     %out = memref.alloc(%n) : memref<?x16xf32>
+    archk.acquire %w : memref<16x8xf32>
     archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, one_row = false, panel = 0 : i64}(%rows, %w, %out) : memref<?x8xf32, strided<[8, 1], offset: ?>>, memref<16x8xf32>, memref<?x16xf32>
     %h = memref.expand_shape %out [[0], [1, 2]] output_shape [%n, 2, 8] : memref<?x16xf32> into memref<?x2x8xf32>
     %r = memref.alloc(%n) : memref<?x2x8xf32>

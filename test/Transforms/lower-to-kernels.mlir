@@ -1,8 +1,9 @@
 // RUN: arch-opt %s -split-input-file -verify-diagnostics -arch-lower-to-kernels | FileCheck %s
 
 // A fused q/k/v projection: the prepared weight is concatenated straight
-// into its buffer (no temporary, no copy), each source released after its
-// last read. In @forward the logits become an argument, the token rows a
+// into its buffer (no temporary, no copy), each source acquired before its
+// first read (a loader may convert it only then) and released after its
+// last. In @forward the logits become an argument, the token rows a
 // value (memref.dim of the tokens), q/k/v column views of the projection,
 // each cache append a copy into rows pos .. of the cache with the context
 // its rows 0 ..< pos + T, and the last token a one-row view whose count
@@ -13,12 +14,15 @@
 // CHECK-NEXT: %[[V:.*]] = archk.weight @v : memref<4x8xf32>
 // CHECK-NEXT: %[[W:.*]] = archk.weight @qkv : memref<16x8xf32>
 // CHECK-NEXT: %[[WQ:.*]] = memref.subview %[[W]][0, 0] [8, 8] [1, 1]
+// CHECK-NEXT: archk.acquire %[[Q]] : memref<8x8xf32>
 // CHECK-NEXT: archk.call "copy" {store = "f32", width = 8 : i64}(%[[Q]], %[[WQ]])
 // CHECK-NEXT: archk.release %[[Q]] : memref<8x8xf32>
 // CHECK-NEXT: %[[WK:.*]] = memref.subview %[[W]][8, 0] [4, 8] [1, 1] : memref<16x8xf32> to memref<4x8xf32, strided<[8, 1], offset: 64>>
+// CHECK-NEXT: archk.acquire %[[K]]
 // CHECK-NEXT: archk.call "copy" {store = "f32", width = 8 : i64}(%[[K]], %[[WK]])
 // CHECK-NEXT: archk.release %[[K]]
-// CHECK: archk.call "copy" {store = "f32", width = 8 : i64}(%[[V]],
+// CHECK: archk.acquire %[[V]]
+// CHECK-NEXT: archk.call "copy" {store = "f32", width = 8 : i64}(%[[V]],
 // CHECK-NEXT: archk.release %[[V]]
 // CHECK-NEXT: return
 // CHECK-NOT: memref.alloc

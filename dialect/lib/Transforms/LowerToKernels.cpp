@@ -1234,33 +1234,48 @@ void elideCopies(func::FuncOp fn) {
   }
 }
 
-/// archk.release after the last read of each loaded weight only
-/// @prepare_params reads.
+/// archk.acquire before the first read and archk.release after the last
+/// read of each loaded weight only @prepare_params reads.
 void insertReleases(func::FuncOp prepare, const llvm::StringSet<> &forwardReads) {
   Block &body = prepare.getBody().front();
   // One table for the lookups (a nearest-symbol lookup per weight scans the
   // module: quadratic at DeepSeek-V3's 44k weights).
   SymbolTable symbols(prepare->getParentOfType<ModuleOp>());
-  llvm::StringMap<std::pair<archk::WeightOp, Operation *>> last;
+  struct Reads {
+    archk::WeightOp first;
+    Operation *begin = nullptr, *end = nullptr; ///< first and last read
+  };
+  llvm::StringMap<Reads> reads;
   for (auto w : body.getOps<archk::WeightOp>()) {
     auto decl = symbols.lookup<WeightOp>(w.getName());
     if (decl.getPrepared() || forwardReads.contains(w.getName()))
       continue;
-    auto &[first, end] = last[w.getName()];
-    if (!first)
-      first = w;
+    Reads &r = reads[w.getName()];
+    if (!r.first)
+      r.first = w;
     for (Value v : archk::viewsOf(w.getResult()))
       for (Operation *u : v.getUsers()) {
         Operation *top = body.findAncestorOpInBlock(*u);
-        if (!end || end->isBeforeInBlock(top))
-          end = top;
+        if (!r.end || r.end->isBeforeInBlock(top))
+          r.end = top;
+        // (a view, not a read: the read is a call on it)
+        if (isa<memref::SubViewOp, memref::CollapseShapeOp,
+                memref::ExpandShapeOp, memref::CastOp,
+                memref::TransposeOp>(top))
+          continue;
+        if (!r.begin || top->isBeforeInBlock(r.begin))
+          r.begin = top;
       }
   }
-  for (auto &e : last) {
-    auto [first, end] = e.second;
+  for (auto &e : reads) {
+    Reads &r = e.second;
     OpBuilder b(prepare.getContext());
-    b.setInsertionPointAfter(end ? end : first.getOperation());
-    b.create<archk::ReleaseOp>(first.getLoc(), first.getResult());
+    if (r.begin) {
+      b.setInsertionPoint(r.begin);
+      b.create<archk::AcquireOp>(r.first.getLoc(), r.first.getResult());
+    }
+    b.setInsertionPointAfter(r.end ? r.end : r.first.getOperation());
+    b.create<archk::ReleaseOp>(r.first.getLoc(), r.first.getResult());
   }
 }
 

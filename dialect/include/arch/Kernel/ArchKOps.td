@@ -102,6 +102,23 @@ def ArchK_CallOp : ArchK_Op<"call",
   }];
 }
 
+def ArchK_AcquireOp : ArchK_Op<"acquire"> {
+  let summary = "a loaded weight about to be read for the first time";
+  let description = [{
+    In `@prepare_params`, before the first read of a loaded weight that
+    `@forward` never reads (the weights `archk.release` marks): a runtime
+    that defers converting a checkpoint's tensor (a 16-bit one, or one
+    gathered from a fused tensor) converts it here, so that only the
+    tensors preparation is reading are held as f32 at once.
+
+    ```mlir
+    archk.acquire %w : memref<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<ArchK_F32MemRef, "", [MemWrite]>:$buffer);
+  let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+}
+
 def ArchK_ReleaseOp : ArchK_Op<"release"> {
   let summary = "a loaded weight not read again: the runtime may drop it";
   let description = [{
