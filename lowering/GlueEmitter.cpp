@@ -81,6 +81,7 @@ private:
   std::vector<CacheOp> caches;           ///< the runtime's cache table
   std::map<std::string, int> cacheIndex; ///< into C
   llvm::StringSet<> forwardReads;        ///< weights @forward reads
+  llvm::StringSet<> acquired; ///< weights @prepare_params acquires
   /// A forward kernel call (a profile site): its symbol, its label and
   /// the FLOPs of each row of its work ARCHRT_CALL counts (0: none).
   struct Site {
@@ -583,9 +584,13 @@ std::string GlueEmitter::emitDesc() {
            << "}";
       }
     }
-    // Read only to prepare other weights: the runtime drops its pages then.
-    if (!forwardReads.contains(p.getSymName()))
+    // Read only to prepare other weights: the runtime drops its pages then
+    // (and converts it only when acquired, where it is).
+    if (!forwardReads.contains(p.getSymName())) {
       ds << ", .prepare_only = 1";
+      if (acquired.contains(p.getSymName()))
+        ds << ", .deferrable = 1";
+    }
     ds << "},\n";
   }
   ds << "};\n\nstatic const archrt_gen_param prepared[" << prepared.size()
@@ -670,6 +675,11 @@ LogicalResult GlueEmitter::run() {
     caches.push_back(c);
   }
   fn.walk([&](archk::WeightOp w) { forwardReads.insert(w.getName()); });
+  if (auto prep = module.lookupSymbol<func::FuncOp>("prepare_params"))
+    prep.walk([&](archk::AcquireOp a) {
+      if (auto w = a.getBuffer().getDefiningOp<archk::WeightOp>())
+        acquired.insert(w.getName());
+    });
 
   Block &entry = fn.getBody().front();
   bufs[entry.getArgument(0)] = {"c->tokens", {"T"}};

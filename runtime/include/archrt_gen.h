@@ -34,6 +34,9 @@ typedef struct archrt_gen_param {
   int64_t rows[4];
   /* Read only by archrt_gen_prepare, which releases it once read. */
   int32_t prepare_only;
+  /* prepare_only, and acquired before archrt_gen_prepare first reads it
+   * (archrt_gen_acquire): a loader may convert it only then. */
+  int32_t deferrable;
   /* Bytes per element of a prepared weight: 2 (f16, bf16: a 16-bit
    * weight type) or 4 (0 reads as 4). Loaded weights are f32. */
   int32_t elem_bytes;
@@ -122,8 +125,8 @@ int archrt_gen_forward(const archrt_gen_call *call);
 int archrt_gen_prepare(float *const *params);
 #define ARCHRT_GEN_NO_MEMORY (-1000)
 /* Called by archrt_gen_prepare before it first reads a weight marked
- * prepare_only: a tensor whose conversion the loader deferred is
- * converted now (see archrt_model_set_weights). */
+ * deferrable: a tensor whose conversion the loader deferred is converted
+ * now (runtime/src/internal.h, archrt_model_set_weights_deferred). */
 void archrt_gen_acquire(const float *p, int64_t n);
 /* Called by archrt_gen_prepare once it has read the last of a weight
  * marked prepare_only: its memory may go (the runtime's, not the glue's). */

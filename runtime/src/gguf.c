@@ -285,6 +285,68 @@ static int gguf_name(const char *name, const char *arch, char *out, size_t cap,
   return 0;
 }
 
+/* How one parameter's floats are made from the file (archrt_deferred's
+ * ctx): the tensor's bytes dequantized (a gathered parameter's rows of a
+ * fused tensor; a stacked tensor's slice), a Gemma norm's 1 taken off,
+ * permuted q/k rows put back. */
+typedef struct {
+  int64_t floats;       /* the parameter's */
+  gguf_tensor src;      /* what is read: the tensor, a slice or a row */
+  const uint8_t *bytes; /* its first byte in the mapping */
+  const archrt_gen_param *p;
+  int gathered;         /* rows of a fused tensor: src is one row */
+  int gemma_norm;
+  int64_t heads;        /* permuted rows: the heads; else 0 */
+  float *tmp;           /* one head's rows (shared: fills run one by one) */
+} gguf_fill;
+
+/* Row r of gathered parameter `p` is its fused tensor's row g * rows[1] +
+ * rows[2] + r' (r = g * rows[3] + r'), each row whole blocks. */
+static int64_t fused_row(const archrt_gen_param *p, int64_t r) {
+  return r / p->rows[3] * p->rows[1] + p->rows[2] + r % p->rows[3];
+}
+
+static void fill_param(const void *ctx, float *dst) {
+  const gguf_fill *g = ctx;
+  const archrt_gen_param *p = g->p;
+  if (g->gathered) {
+    int64_t cols = p->shape[1];
+    for (int64_t r = 0; r < p->shape[0]; ++r)
+      dequantize(&g->src,
+                 g->bytes + (uint64_t)fused_row(p, r) * g->src.bytes,
+                 dst + r * cols);
+    return;
+  }
+  dequantize(&g->src, g->bytes, dst);
+  if (g->gemma_norm)
+    for (int64_t k = 0; k < g->src.numel; ++k)
+      dst[k] -= 1.0f;
+  if (g->heads) {
+    /* llama.cpp stored rows h*hd + 2i + j of head h for Hugging Face's
+     * rows h*hd + j*hd/2 + i: put them back. */
+    int64_t rows = p->shape[0], cols = p->ndim > 1 ? p->shape[1] : 1,
+            hd = rows / g->heads;
+    for (int64_t h = 0; h < g->heads; ++h) {
+      float *head = dst + h * hd * cols;
+      memcpy(g->tmp, head, (size_t)(hd * cols) * sizeof *g->tmp);
+      for (int64_t r = 0; r < hd / 2; ++r)
+        for (int64_t j = 0; j < 2; ++j)
+          memcpy(head + (j * hd / 2 + r) * cols, g->tmp + (2 * r + j) * cols,
+                 (size_t)cols * sizeof *g->tmp);
+    }
+  }
+}
+
+/* fill_param, then the pages it read given back (the file stays mapped
+ * until preparation ends; nothing reads it in place). */
+static void fill_and_drop(const void *ctx, float *dst) {
+  const gguf_fill *g = ctx;
+  fill_param(ctx, dst);
+  if (g->gathered)
+    return; /* (rows scattered over a tensor other parameters read) */
+  archrt_drop_pages(g->bytes, g->src.bytes);
+}
+
 archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
   if (!m || !path)
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
@@ -296,7 +358,10 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
   const archrt_gen_model *d = m->desc;
   gguf_header h;
   float **params = NULL;
-  float *block = NULL;
+  float *block = NULL, *tmp = NULL;
+  gguf_fill *fills = NULL;
+  archrt_deferred *deferred = NULL;
+  int64_t tmp_floats = 0;
   archrt_problems probs = {{0}, 0, 0};
   char why[256] = "";
   archrt_status rc =
@@ -330,16 +395,17 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
                      archrt_gguf_meta_suffix[k], h.meta[k], (long long)want[k]);
   /* Every parameter under its GGUF name, with the shape it should have. */
   params = calloc((size_t)d->n_params, sizeof *params);
+  fills = calloc((size_t)d->n_params + 1, sizeof *fills);
+  deferred = calloc((size_t)d->n_params + 1, sizeof *deferred);
   size_t total = 0;
   for (int i = 0; i < d->n_params; ++i)
     total += (size_t)archrt_param_numel(&d->params[i]);
   block = params ? archrt_alloc_floats(total ? total : 1) : NULL;
-  if (!params || !block) {
+  if (!params || !block || !fills || !deferred) {
     rc = ARCHRT_ERR_OUT_OF_MEMORY;
     snprintf(why, sizeof why, "out of memory for %zu floats", total);
     goto fail;
   }
-  size_t at = 0;
   for (int i = 0; i < d->n_params; ++i) {
     const archrt_gen_param *p = &d->params[i];
     char gname[GGUF_MAX_NAME];
@@ -414,67 +480,42 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
                      gname, got, p->name, need);
       continue;
     }
-    float *dst = block + at;
+    gguf_fill *g = &fills[i];
+    *g = (gguf_fill){archrt_param_numel(p), *src,
+                     (const uint8_t *)f.data + data + t->offset + skip, p, 0,
+                     0, 0, NULL};
     if (gathered) {
-      /* Row r is the fused tensor's row g * rows[1] + rows[2] + r' (r =
-       * g * rows[3] + r'), each row whole blocks. */
-      int64_t cols = p->shape[1], n = p->shape[0] * cols;
-      size_t row_bytes = t->bytes / t->dims[1];
-      slice = *t;
-      slice.numel = cols;
-      slice.bytes = row_bytes;
-      int64_t r = 0;
-      for (; r < p->shape[0]; ++r) {
-        int64_t g = r / p->rows[3], sr = g * p->rows[1] + p->rows[2] +
-                                           r % p->rows[3];
-        if (sr < 0 || (uint64_t)sr >= t->dims[1])
-          break;
-        dequantize(&slice, (const uint8_t *)f.data + data + t->offset +
-                               (uint64_t)sr * row_bytes,
-                   dst + r * cols);
-      }
-      if (r < p->shape[0]) {
+      /* (each row whole blocks: src is one row of the fused tensor) */
+      int64_t cols = p->shape[1], r = 0;
+      g->src.numel = cols;
+      g->src.bytes = t->bytes / t->dims[1];
+      g->gathered = 1;
+      while (r < p->shape[0] && fused_row(p, r) >= 0 &&
+             (uint64_t)fused_row(p, r) < t->dims[1])
+        ++r;
+      if (r < p->shape[0])
         archrt_problem(&probs, "parameter '%s' gathers rows past tensor "
                                "'%s'", p->name, gname);
-        continue;
-      }
-      at += (size_t)n;
-      params[i] = dst;
       continue;
     }
-    at += (size_t)src->numel;
-    dequantize(src, (const uint8_t *)f.data + data + t->offset + skip, dst);
     /* llama.cpp's Gemma converters store a norm's 1 + w (its RMSNorm
      * scales by the weight alone); archc's Gemma specs scale by 1 + w. */
     size_t nl = strlen(gname);
-    if (gemma && nl >= 11 && !strcmp(gname + nl - 11, "norm.weight"))
-      for (int64_t k = 0; k < src->numel; ++k)
-        dst[k] -= 1.0f;
+    g->gemma_norm = gemma && nl >= 11 && !strcmp(gname + nl - 11, "norm.weight");
     if (permute && !interleaved) {
-      /* llama.cpp stored rows h*hd + 2i + j of head h for Hugging Face's
-       * rows h*hd + j*hd/2 + i: put them back. */
       int64_t heads = permute == 1 ? d->n_heads : d->n_kv_heads;
       int64_t rows = p->shape[0], cols = p->ndim > 1 ? p->shape[1] : 1,
               hd = rows / heads;
-      float *tmp = malloc((size_t)(hd * cols) * sizeof *tmp);
-      if (!tmp || hd % 2 || hd * heads != rows) {
-        free(tmp);
+      if (hd % 2 || hd * heads != rows) {
         archrt_problem(&probs, "tensor '%s': %lld rows do not split into "
                                "%lld heads of an even width",
                        gname, (long long)rows, (long long)heads);
         continue;
       }
-      for (int64_t h = 0; h < heads; ++h) {
-        float *head = dst + h * hd * cols;
-        memcpy(tmp, head, (size_t)(hd * cols) * sizeof *tmp);
-        for (int64_t r = 0; r < hd / 2; ++r)
-          for (int64_t j = 0; j < 2; ++j)
-            memcpy(head + (j * hd / 2 + r) * cols, tmp + (2 * r + j) * cols,
-                   (size_t)cols * sizeof *tmp);
-      }
-      free(tmp);
+      g->heads = heads;
+      if (hd * cols > tmp_floats)
+        tmp_floats = hd * cols;
     }
-    params[i] = dst;
   }
   /* Tensors no parameter reads (llama.cpp's rope_freqs is a table archc
    * computes itself). */
@@ -493,14 +534,50 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
              probs.count > 1 ? "s" : "");
     goto fail;
   }
+  /* The parameters only preparation reads are made when it first reads
+   * them (archrt_model_set_weights_deferred), the others now. */
+  tmp = malloc((size_t)(tmp_floats ? tmp_floats : 1) * sizeof *tmp);
+  if (!tmp) {
+    rc = ARCHRT_ERR_OUT_OF_MEMORY;
+    snprintf(why, sizeof why, "out of memory for %lld floats",
+             (long long)tmp_floats);
+    goto fail;
+  }
+  /* The block: the parameters made now, then the deferred ones (so that
+   * making the first touches only their pages: the block may be in huge
+   * pages). */
+  size_t at = 0;
+  for (int later = 0; later < 2; ++later)
+    for (int i = 0; i < d->n_params; ++i)
+      if (!deferred_param(&d->params[i]) == !later) {
+        params[i] = block + at;
+        at += (size_t)fills[i].floats;
+      }
+  int n_deferred = 0;
+  for (int i = 0; i < d->n_params; ++i) {
+    fills[i].tmp = tmp;
+    if (deferred_param(&d->params[i]))
+      deferred[n_deferred++] =
+          (archrt_deferred){params[i], fill_and_drop, &fills[i], 0};
+    else
+      fill_and_drop(&fills[i], params[i]);
+  }
+  st = archrt_model_set_weights_deferred(m, params, NULL, 0, block, deferred,
+                                         n_deferred);
   free(tensors);
+  free(fills);
+  free(deferred);
+  free(tmp);
   munmap(f.data, f.size);
-  return archrt_model_set_weights(m, params, NULL, 0, block);
+  return st;
 
 fail:
   free(tensors);
   free(params);
   free(block);
+  free(fills);
+  free(deferred);
+  free(tmp);
   munmap(f.data, f.size);
   if (probs.count)
     return archrt_fail(rc, "%s: %s: %s", path, why, probs.buf);

@@ -57,8 +57,8 @@ archrt_status archrt_model_set_weights(archrt_model *m, float **params,
 void archrt_drop_pages(const void *p, size_t bytes);
 
 /* A loaded tensor whose conversion to f32 waits for preparation's first
- * read of it (archrt_gen_acquire): `fill` writes parameter `param`'s
- * floats to `dst` from what `ctx` holds, which stays valid through
+ * read of it (archrt_gen_acquire): `fill` writes the parameter's floats to
+ * `dst` from what `ctx` holds, which stays valid through
  * archrt_model_set_weights_deferred. */
 typedef struct archrt_deferred {
   float *dst;
@@ -68,11 +68,13 @@ typedef struct archrt_deferred {
 } archrt_deferred;
 
 /* archrt_model_set_weights, where the `n_deferred` params[i] that are
- * `deferred` destinations (prepare_only parameters, in `owned`) are
+ * `deferred` destinations (deferrable parameters, in `owned`; none empty)
+ * are
  * filled only when preparation first reads them, each released after its
  * last read: so the converted f32 of one tensor at a time, not of the
  * whole checkpoint, is resident beside the prepared weights. `deferred`
  * stays the caller's. */
+
 archrt_status archrt_model_set_weights_deferred(
     archrt_model *m, float **params, archrt_mapping *maps, int n_maps,
     void *owned, archrt_deferred *deferred, int n_deferred);
@@ -94,6 +96,12 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
 
 /* Product of a parameter's dims. */
 int64_t archrt_param_numel(const archrt_gen_param *p);
+
+/* Whether a loader defers converting parameter `p` (deferrable, and not
+ * empty: deferred destinations are told apart by address). */
+static inline int deferred_param(const archrt_gen_param *p) {
+  return p->deferrable && archrt_param_numel(p) > 0;
+}
 
 /* n floats (free() them), 64-byte aligned; from 2 MiB up, 2 MiB aligned
  * and advised onto transparent huge pages (MADV_HUGEPAGE): streamed

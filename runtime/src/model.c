@@ -178,9 +178,6 @@ archrt_status archrt_model_set_weights_deferred(
     void *owned, archrt_deferred *deferred, int n_deferred) {
   const archrt_gen_model *d = m->desc;
   float *prepared = NULL;
-  if (d->n_prepared == 0) /* (no preparation to defer them to) */
-    for (int i = 0; i < n_deferred; ++i)
-      deferred[i].fill(deferred[i].ctx, deferred[i].dst);
   if (d->n_prepared > 0) {
     /* Each prepared weight starts on a cache line: 16 floats. */
     int64_t total = 0;

@@ -686,8 +686,8 @@ typedef struct {
   const archrt_gen_param *p;
 } assembly;
 
-/* assemble, then the source's pages dropped where nothing reads them in
- * place. */
+/* assemble, then a 16-bit source's pages dropped (for any parameter: the
+ * converted copy is what is read). */
 static void assemble_deferred(const void *ctx, float *out) {
   const assembly *a = ctx;
   assemble(a->s, a->t, a->p, out);
@@ -700,8 +700,9 @@ static void assemble_deferred(const void *ctx, float *out) {
 
 /* Binds every parameter of `m` to the tensors of `s` and installs them; on
  * success the mappings move into the model. A parameter only preparation
- * reads that is not used in place (converted from F16 or BF16, or
- * gathered) is assembled when preparation first reads it. */
+ * reads (deferrable) that is not used in place (converted from F16 or
+ * BF16, transposed or gathered) is assembled when preparation first reads
+ * it. */
 static archrt_status bind_params(archrt_model *m, st_set *s, const char *path) {
   const archrt_gen_model *d = m->desc;
   archrt_problems probs = {{0}, 0, 0};
@@ -765,8 +766,18 @@ static archrt_status bind_params(archrt_model *m, st_set *s, const char *path) {
                        "%s: cannot allocate %zu floats for converted tensors",
                        path, convert_floats);
   }
+  /* `owned`: the parameters assembled now, then the deferred ones (so
+   * that assembling the first touches only their pages: it may be in huge
+   * pages). */
   float *next = owned;
   int n_deferred = 0;
+  for (int i = 0, later = 0; later < 2; i = 0, ++later)
+    for (; i < d->n_params; ++i)
+      if (!in_place(s, which[i], &d->params[i]) &&
+          !deferred_param(&d->params[i]) == !later) {
+        params[i] = next;
+        next += archrt_param_numel(&d->params[i]);
+      }
   for (int i = 0; i < d->n_params; ++i) {
     const archrt_gen_param *p = &d->params[i];
     const st_tensor *t = which[i];
@@ -777,16 +788,14 @@ static archrt_status bind_params(archrt_model *m, st_set *s, const char *path) {
       params[i] = (float *)(uintptr_t)st_data(s, t) + skip;
       continue;
     }
-    params[i] = next;
-    if (p->prepare_only) {
+    if (deferred_param(p)) {
       from[n_deferred] = (assembly){s, t, p};
-      deferred[n_deferred] =
-          (archrt_deferred){next, assemble_deferred, &from[n_deferred], 0};
+      deferred[n_deferred] = (archrt_deferred){params[i], assemble_deferred,
+                                               &from[n_deferred], 0};
       ++n_deferred;
     } else {
-      assemble_deferred(&(assembly){s, t, p}, next);
+      assemble_deferred(&(assembly){s, t, p}, params[i]);
     }
-    next += archrt_param_numel(p);
   }
   free(which);
   /* The files are the model's now, or released if preparation failed

@@ -1258,10 +1258,8 @@ void insertReleases(func::FuncOp prepare, const llvm::StringSet<> &forwardReads)
         Operation *top = body.findAncestorOpInBlock(*u);
         if (!r.end || r.end->isBeforeInBlock(top))
           r.end = top;
-        // (a view, not a read: the read is a call on it)
-        if (isa<memref::SubViewOp, memref::CollapseShapeOp,
-                memref::ExpandShapeOp, memref::CastOp,
-                memref::TransposeOp>(top))
+        // (a view, not a read: viewsOf follows it to the reads)
+        if (archk::isBufferView(top))
           continue;
         if (!r.begin || top->isBeforeInBlock(r.begin))
           r.begin = top;

@@ -108,7 +108,8 @@ def ArchK_AcquireOp : ArchK_Op<"acquire"> {
     In `@prepare_params`, before the first read of a loaded weight that
     `@forward` never reads (the weights `archk.release` marks): a runtime
     that defers converting a checkpoint's tensor (a 16-bit one, or one
-    gathered from a fused tensor) converts it here, so that only the
+    transposed or gathered from a fused tensor) converts it here, so that
+    only the
     tensors preparation is reading are held as f32 at once.
 
     ```mlir
