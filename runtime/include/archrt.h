@@ -92,8 +92,12 @@ archrt_status archrt_load_weights(archrt_model *model, const char *path);
 /* Fills every parameter with seeded uniform noise (benchmarks). */
 archrt_status archrt_init_random(archrt_model *model, uint64_t seed);
 
-/* Halide's thread pool; 0 = one per core (negative counts are taken as 0,
- * counts above 256 as 256). */
+/* The threads the kernels' parallel loops run on: the caller and n - 1
+ * workers of the runtime's, started at the first loop that needs them,
+ * which spin up to 200 us for the next loop and then sleep (no spinning
+ * where n exceeds the CPUs); 0 = one per core (negative counts are taken
+ * as 0, counts above 256 as 256). Lowering the count ends the surplus
+ * workers. */
 void archrt_set_num_threads(int n);
 
 /* ---- Sequences ----------------------------------------------------------
