@@ -290,7 +290,6 @@ static int gguf_name(const char *name, const char *arch, char *out, size_t cap,
  * fused tensor; a stacked tensor's slice), a Gemma norm's 1 taken off,
  * permuted q/k rows put back. */
 typedef struct {
-  int64_t floats;       /* the parameter's */
   gguf_tensor src;      /* what is read: the tensor, a slice or a row */
   const uint8_t *bytes; /* its first byte in the mapping */
   const archrt_gen_param *p;
@@ -481,9 +480,8 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
       continue;
     }
     gguf_fill *g = &fills[i];
-    *g = (gguf_fill){archrt_param_numel(p), *src,
-                     (const uint8_t *)f.data + data + t->offset + skip, p, 0,
-                     0, 0, NULL};
+    *g = (gguf_fill){*src, (const uint8_t *)f.data + data + t->offset + skip,
+                     p, 0, 0, 0, NULL};
     if (gathered) {
       /* (each row whole blocks: src is one row of the fused tensor) */
       int64_t cols = p->shape[1], r = 0;
@@ -543,16 +541,7 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
              (long long)tmp_floats);
     goto fail;
   }
-  /* The block: the parameters made now, then the deferred ones (so that
-   * making the first touches only their pages: the block may be in huge
-   * pages). */
-  size_t at = 0;
-  for (int later = 0; later < 2; ++later)
-    for (int i = 0; i < d->n_params; ++i)
-      if (!deferred_param(&d->params[i]) == !later) {
-        params[i] = block + at;
-        at += (size_t)fills[i].floats;
-      }
+  archrt_place_params(d, params, block);
   int n_deferred = 0;
   for (int i = 0; i < d->n_params; ++i) {
     fills[i].tmp = tmp;

@@ -103,6 +103,13 @@ static inline int deferred_param(const archrt_gen_param *p) {
   return p->deferrable && archrt_param_numel(p) > 0;
 }
 
+/* Gives each parameter without storage yet (params[i] NULL) its floats in
+ * `block`: those a loader converts now first, then the deferred ones, so
+ * that writing the first touches only their pages (`block` may be in huge
+ * pages: norms written among the matrices would fault in the matrices'). */
+void archrt_place_params(const archrt_gen_model *d, float **params,
+                         float *block);
+
 /* n floats (free() them), 64-byte aligned; from 2 MiB up, 2 MiB aligned
  * and advised onto transparent huge pages (MADV_HUGEPAGE): streamed
  * weights and caches on 4 KiB pages read at about half the bandwidth on

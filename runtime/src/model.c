@@ -141,6 +141,16 @@ static int64_t prepared_floats(const archrt_gen_param *p) {
   return (bytes + 63) / 64 * 16;
 }
 
+void archrt_place_params(const archrt_gen_model *d, float **params,
+                         float *block) {
+  for (int later = 0; later < 2; ++later)
+    for (int i = 0; i < d->n_params; ++i)
+      if (!params[i] && !deferred_param(&d->params[i]) == !later) {
+        params[i] = block;
+        block += archrt_param_numel(&d->params[i]);
+      }
+}
+
 /* The deferred conversions of the preparation this thread runs. */
 static _Thread_local struct {
   archrt_deferred *at;

@@ -766,18 +766,6 @@ static archrt_status bind_params(archrt_model *m, st_set *s, const char *path) {
                        "%s: cannot allocate %zu floats for converted tensors",
                        path, convert_floats);
   }
-  /* `owned`: the parameters assembled now, then the deferred ones (so
-   * that assembling the first touches only their pages: it may be in huge
-   * pages). */
-  float *next = owned;
-  int n_deferred = 0;
-  for (int i = 0, later = 0; later < 2; i = 0, ++later)
-    for (; i < d->n_params; ++i)
-      if (!in_place(s, which[i], &d->params[i]) &&
-          !deferred_param(&d->params[i]) == !later) {
-        params[i] = next;
-        next += archrt_param_numel(&d->params[i]);
-      }
   for (int i = 0; i < d->n_params; ++i) {
     const archrt_gen_param *p = &d->params[i];
     const st_tensor *t = which[i];
@@ -786,8 +774,15 @@ static archrt_status bind_params(archrt_model *m, st_set *s, const char *path) {
       int64_t skip = p->source ? p->rows[2] * (p->ndim == 2 ? p->shape[1] : 1)
                                : 0;
       params[i] = (float *)(uintptr_t)st_data(s, t) + skip;
-      continue;
     }
+  }
+  archrt_place_params(d, params, owned); /* the others, in `owned` */
+  int n_deferred = 0;
+  for (int i = 0; i < d->n_params; ++i) {
+    const archrt_gen_param *p = &d->params[i];
+    const st_tensor *t = which[i];
+    if (in_place(s, t, p))
+      continue;
     if (deferred_param(p)) {
       from[n_deferred] = (assembly){s, t, p};
       deferred[n_deferred] = (archrt_deferred){params[i], assemble_deferred,

@@ -150,27 +150,26 @@ void HoistParamPrepPass::runOnOperation() {
   // prepared weights computed before it, and the largest, first, finds
   // none (a BF16 checkpoint of bench-156m into a bf16 library, its
   // classifier first: the load's peak 497 -> 384 MiB for 366 resident
-  // after; docs/performance.md "Loading 16-bit checkpoints"). (Only the largest:
-  // specs that differ in sizes keep one glue, test/Lowering/same-glue.)
-  std::vector<Prepared *> order;
-  for (Prepared &p : all)
-    order.push_back(&p);
-  auto elements = [](Prepared *p) {
-    return cast<RankedTensorType>(p->root->getResult(0).getType())
+  // after; docs/performance.md "Loading 16-bit checkpoints"). (Only the
+  // largest: specs that differ in sizes mostly keep one glue,
+  // test/Lowering/same-glue.)
+  auto elements = [](const Prepared &p) {
+    return cast<RankedTensorType>(p.root->getResult(0).getType())
         .getNumElements();
   };
-  auto largest = std::max_element(  // (the first of equals)
-      order.begin(), order.end(),
-      [&](Prepared *x, Prepared *y) { return elements(x) < elements(y); });
-  if (largest != order.end())
-    std::rotate(order.begin(), largest, largest + 1);
-  for (Prepared *p : order) {
+  auto largest = std::max_element( // (the first of equals)
+      all.begin(), all.end(), [&](const Prepared &x, const Prepared &y) {
+        return elements(x) < elements(y);
+      });
+  if (largest != all.end())
+    std::rotate(all.begin(), largest, largest + 1);
+  for (Prepared &p : all) {
     IRMapping map;
     b.setInsertionPoint(prep.getTerminator());
-    for (Operation *op : p->ordered)
+    for (Operation *op : p.ordered)
       b.clone(*op, map);
-    b.create<AssignOp>(p->root->getLoc(), p->name,
-                       map.lookup(p->root->getResult(0)));
+    b.create<AssignOp>(p.root->getLoc(), p.name,
+                       map.lookup(p.root->getResult(0)));
   }
   for (Prepared &p : all) {
     Operation *root = p.root;

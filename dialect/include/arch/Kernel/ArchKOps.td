@@ -109,8 +109,7 @@ def ArchK_AcquireOp : ArchK_Op<"acquire"> {
     `@forward` never reads (the weights `archk.release` marks): a runtime
     that defers converting a checkpoint's tensor (a 16-bit one, or one
     transposed or gathered from a fused tensor) converts it here, so that
-    only the
-    tensors preparation is reading are held as f32 at once.
+    only the tensors preparation is reading are held as f32 at once.
 
     ```mlir
     archk.acquire %w : memref<64x64xf32>
