@@ -14,8 +14,9 @@
 # ratios, so that a slow spell of the VM lands on both engines alike.
 # Besides tok/s, each engine's prefill as a share of the FP32 FMA peak
 # probed beside it (a bf16 or f16 library's too: the issue's yardstick),
-# counting the matmuls' 2 K N a row (the classifier's for the last row
-# only, as both engines compute it). Each engine runs as it does by
+# counting the matmuls' 2 K N a row as each engine computes them (the
+# classifier and the last layer's FFN for the last row only; archc's last
+# output projection too). Each engine runs as it does by
 # default (the script prints llama-bench's settings: flash attention,
 # KV-cache types, mmap); archc's cache is f32, its weights on huge pages.
 #
@@ -105,10 +106,16 @@ spec = tomllib.load(open(spec_path, "rb"))
 m, a, f = spec["model"], spec["attention"], spec["ffn"]
 d, heads = m["d_model"], a["n_heads"]
 kv, hd = a.get("n_kv_heads", heads), a.get("head_dim", d // heads)
-layer = d * (heads + 2 * kv) * hd + heads * hd * d + 3 * d * f["d_ff"]
-# The matmuls' FLOPs of a prefill: every layer's for each token, the
-# classifier's for the last.
-prefill_flop = 2 * (prompt * m["n_layers"] * layer + m["vocab_size"] * d)
+qkv, out_proj, ffn = d * (heads + 2 * kv) * hd, heads * hd * d, 3 * d * f["d_ff"]
+layer = qkv + out_proj + ffn
+# The matmuls' FLOPs of a prefill, as each engine computes them: every
+# layer's for each token but the last layer's FFN (llama.cpp's
+# inp_out_ids rows; archc's arch-sink-last-token, its output projection
+# too) and the classifier, for the last token only.
+prefill_flop = {
+    e: 2 * (prompt * m["n_layers"] * layer + m["vocab_size"] * d
+            - (prompt - 1) * last)
+    for e, last in (("archc", out_proj + ffn), ("llama", ffn))}
 
 
 def probe(engine, tag):
@@ -132,8 +139,9 @@ print(f"llama.cpp {first['build_commit']}: flash_attn {first['flash_attn']} "
 print(f"\n{m['name']}: prefill of {prompt} tokens (llama-bench pp{prompt}) and "
       f"{gen} tokens decoded after it (tg{gen} at depth {prompt}); tok/s, "
       f"medians of {rounds} rounds; 'of peak': the prefill's matmul FLOPs "
-      f"({prefill_flop / 1e9:.3f} GFLOP) a second over the FP32 FMA peak probed "
-      "beside each call")
+      f"(archc {prefill_flop['archc'] / 1e9:.3f}, llama.cpp "
+      f"{prefill_flop['llama'] / 1e9:.3f} GFLOP) a second over the FP32 FMA "
+      "peak probed beside each call")
 print(f"{'weights':>7} {'thr':>3} {'archc pp':>9} {'of peak':>7} {'llama pp':>9} "
       f"{'of peak':>7} {'ratio':>6} {'archc tg':>9} {'llama tg':>9} {'ratio':>6}")
 for w in weights:
@@ -143,8 +151,8 @@ for w in weights:
         ad = [json.load(open(f"{out}/archc.{x}"))["decode_tokens_per_s"] for x in tags]
         lp = [llama("pp", x) for x in tags]
         ld = [llama("tg", x) for x in tags]
-        apk = [v * prefill_flop / prompt / 1e9 / probe("archc", x)["peak_gflops"] for v, x in zip(ap, tags)]
-        lpk = [v * prefill_flop / prompt / 1e9 / probe("llama", x)["peak_gflops"] for v, x in zip(lp, tags)]
+        apk = [v * prefill_flop["archc"] / prompt / 1e9 / probe("archc", x)["peak_gflops"] for v, x in zip(ap, tags)]
+        lpk = [v * prefill_flop["llama"] / prompt / 1e9 / probe("llama", x)["peak_gflops"] for v, x in zip(lp, tags)]
         print(f"{w:>7} {t:>3} {med(ap):>9.1f} {med(apk):>7.0%} {med(lp):>9.1f} "
               f"{med(lpk):>7.0%} {med(x / y for x, y in zip(ap, lp)):>5.2f}x "
               f"{med(ad):>9.1f} {med(ld):>9.1f} {med(x / y for x, y in zip(ad, ld)):>5.2f}x")

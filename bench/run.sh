@@ -2,7 +2,8 @@
 # Prefill and decode throughput of the compiled libraries, 1 and 2 threads,
 # against this machine's own ceilings measured in the same run
 # (bench/ceilings.c: FP32 FMA peak, read bandwidth): achieved prefill
-# GFLOP/s (the classifier counted for the last token only, as computed) as
+# GFLOP/s (the classifier and the last layer after its attention counted
+# for the last token only, as computed: `archc check`'s last_row_flops) as
 # a share of the peak, decode weight-streaming GB/s as a share of the read
 # bandwidth, the first forward call against the median of the later ones,
 # and resident memory after load against the weights' bytes. Each spec is
@@ -77,7 +78,7 @@ for spec in specs:
             b = json.load(open(f"{out}/{name}.{v}.{t}.json"))
             n = b["prompt_len"]
             flops = (chk["prefill_flops_per_token"]
-                     - chk["classifier_flops_per_token"] * (n - 1) / n)
+                     - chk["last_row_flops"] * (n - 1) / n)
             gf = b["prefill_tokens_per_s"] * flops / 1e9
             gb = b["decode_tokens_per_s"] * chk["decode_weight_bytes"] / 1e9
             torch = float(open(f"{out}/{name}.{t}.torch").read())

@@ -99,7 +99,7 @@ for t in (1, 2):
         n = b["prompt_len"]
         c = chk[w]
         flops = (c["prefill_flops_per_token"]
-                 - c["classifier_flops_per_token"] * (n - 1) / n)
+                 - c["last_row_flops"] * (n - 1) / n)
         gb = b["decode_tokens_per_s"] * c["decode_weight_bytes"] / 1e9
         pairs = list(zip(runs(w, t), probes(w, t)))
         of_peak = statistics.median(x["prefill_tokens_per_s"] * flops / 1e9 / peak(w, p)

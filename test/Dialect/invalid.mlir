@@ -110,6 +110,15 @@ func.func @last_token(%x: tensor<?x8xf32>) {
 
 // -----
 
+// (A pick keeps the element type: a router's i32 choices stay i32.)
+func.func @last_token_type(%e: tensor<?x2xi32>) {
+  // expected-error @+1 {{expects [T, N] -> [1, N]}}
+  %y = arch.last_token %e : tensor<?x2xi32> -> tensor<1x2xf32>
+  return
+}
+
+// -----
+
 func.func @embed_width(%t: tensor<?xi32>, %e: tensor<16x8xf32>) {
   // expected-error @+1 {{result width 4 does not match the table's d_model 8}}
   %y = arch.embed %t, %e : (tensor<?xi32>, tensor<16x8xf32>) -> tensor<?x4xf32>

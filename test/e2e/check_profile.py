@@ -10,8 +10,11 @@ A linear's site also counts its work: rows, 2 K N FLOPs a row and the
 bytes of its weights a call; over one decoded token the linears' FLOPs are
 twice the matmul weights `archc check --json` counts from the IR (--check,
 its output), their bytes those weights' (up to the panels' padding and the
-biases); in a prefill each call counts the prompt's rows (the classifier
-one, a mixture's expert calls the prompt's times top_k over the experts);
+biases); in a prefill each call before the last attention counts the
+prompt's rows, each after it one (the last layer's output projection and
+FFN, and the classifier, compute the last token's row only: a mixture's
+expert calls top_k rows a token), and the linears' FLOPs are n tokens'
+less `archc check`'s last_row_flops n - 1 times;
 an attention's query-key pairs, their FLOPs and the cache rows its queries
 see are those counted here by brute force (full or windowed); the other
 kernels count none.
@@ -150,19 +153,36 @@ def check_work(L, seq, lib, model, glue, spec, figures, prompt):
     done = work(L, seq)
     ok, why = attention_ok(done, 0, len(prompt))
     case("prefill: attention's pairs, FLOPs and cache bytes", ok, f"{why}")
-    rows = [(w[0], inner) for w, (*_, inner), is_lin
-            in zip(done, glue, linear) if is_lin]
+    # Before the last attention every linear call has the prompt's rows;
+    # after it (the last layer's output projection and FFN, the
+    # classifier: arch-sink-last-token) the last token's one. A mixture's
+    # expert calls (in its loop) count top_k rows a token.
+    last_attn = max(i for i, a in enumerate(attn) if a)
+    rows = [(w[0], inner, i > last_attn)
+            for i, (w, (*_, inner), is_lin) in enumerate(zip(done, glue, linear))
+            if is_lin]
     top_k = getattr(spec, "top_k", 0)
-    # (The classifier, a one-row GEMV, is the last matmul.)
-    case("prefill: a linear call's rows the prompt's (the classifier's "
-         "one)", rows and rows[-1] == (1, False) and
-         all(r == len(prompt) for r, inner in rows[:-1] if not inner),
+    n = len(prompt)
+    def want(inner, after):
+        return (1 if after else n) * (top_k if inner else 1)
+    case("prefill: a linear call's rows the prompt's before the last "
+         "attention, one after it",
+         rows and rows[-1][2] and any(a for *_, a in rows[:-1]) and
+         all(r == want(inner, after) for r, inner, after in rows),
          f"{rows}")
-    if any(inner for _, inner in rows):
+    if any(inner for _, inner, _ in rows):
         case("prefill: an expert's calls' rows the prompt's times top_k",
-             all(r == len(prompt) * top_k for r, inner in rows if inner),
-             f"{[r for r, inner in rows if inner]} (top_k {top_k})")
-
+             any(inner and not after for _, inner, after in rows) and
+             all(r == want(True, after) for r, inner, after in rows if inner),
+             f"{[r for r, inner, _ in rows if inner]} (top_k {top_k})")
+    # So a prefill of n tokens multiplies the matmul weights of a token n
+    # times, but those archc check counts as the last row's once.
+    flops = sum(w[1] for w, is_lin in zip(done, linear) if is_lin)
+    last = figures["last_row_flops"]
+    case("prefill: the linears' FLOPs n tokens' less the last row's n - 1 "
+         "times (archc check's last_row_flops)",
+         last > 0 and flops == n * 2 * kn - (n - 1) * last,
+         f"{flops} against {n} x 2 x {kn} - {n - 1} x {last}")
 
 def main():
     args = archrt.script_args(__doc__, "c", "check")

@@ -729,7 +729,8 @@ int cmdCheck(int argc, char **argv) {
                  << ", \"prefill_flops_per_token\": "
                  << llvm::format("%.0f", prefill)
                  << ", \"classifier_flops_per_token\": "
-                 << 2 * r.classifierParams
+                 << 2 * r.classifierParams << ", \"last_row_flops\": "
+                 << 2 * r.lastRowParams
                  << ", \"decode_weight_bytes\": " << r.matmulWeightBytes;
     if (spec)
       llvm::outs() << ", \"z_loss\": " << spec->output.zLoss

@@ -34,6 +34,13 @@ double ModelFigures::prefillFlopsPerToken(int64_t n) const {
 
 namespace {
 
+/// Whether `v` is one token's row whatever the call's length: the last
+/// token's (arch-sink-last-token's picks, the classifier's input).
+static bool oneRow(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.getRank() == 2 && t.getDimSize(0) == 1;
+}
+
 class Figures {
 public:
   explicit Figures(ModuleOp module) : module(module), symbols(module) {
@@ -126,6 +133,7 @@ FailureOr<ModelFigures> Figures::run() {
               k = cast<RankedTensorType>(m.getExperts().getType()).getDimSize(1);
       int64_t kn = k * ff * widthOf(m.getInput()) * (m.getGate() ? 3 : 2);
       f.matmulParamsPerToken += kn;
+      f.lastRowParams += oneRow(m.getInput()) ? kn : 0;
       f.matmulWeightBytes +=
           kn * int64_t(cast<RankedTensorType>(m.getUp().getType())
                            .getElementTypeBitWidth() /
@@ -164,13 +172,16 @@ FailureOr<ModelFigures> Figures::run() {
         in = sp.getInput();
       if (in.getDefiningOp<CacheAppendOp>())
         f.attnFlopsPerCtx += 2 * kn;
-      else
+      else {
         f.matmulParamsPerToken += kn;
+        f.lastRowParams += oneRow(in) ? kn : 0;
+      }
     }
     else if (auto l = dyn_cast<HeadLinearOp>(op)) {
       int64_t kn = widthOf(l.getInput()) * widthOf(l.getResult()) /
                    int64_t(l.getHeads());
       f.matmulParamsPerToken += kn;
+      f.lastRowParams += oneRow(l.getInput()) ? kn : 0;
       f.matmulWeightBytes += kn * 4;
     }
   });

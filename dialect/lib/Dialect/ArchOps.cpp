@@ -665,7 +665,8 @@ LogicalResult LastTokenOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getResult().getType());
   if (in.getRank() != 2 || out.getRank() != 2 || out.getDimSize(0) != 1 ||
-      in.getDimSize(1) != out.getDimSize(1))
+      in.getDimSize(1) != out.getDimSize(1) ||
+      in.getElementType() != out.getElementType())
     return emitOpError() << "expects [T, N] -> [1, N], got " << in << " -> "
                          << out;
   return success();

@@ -23,13 +23,14 @@ void plain(OpPassManager &pm, const PipelineTarget &) {
 }
 } // namespace
 
-/// The attention's form first (MLA absorbed), fusion, then the kernels'
-/// weight layout; hoisting then moves all
+/// The attention's form first (MLA absorbed), the rows only the last token
+/// needs, fusion, then the kernels' weight layout; hoisting then moves all
 /// the weight-only work they made to load time. Every pass works on the
 /// whole module, so that --dump-ir and --mlir-print-ir-after-all show the
 /// model after each one (nested function pipelines would interleave).
 static const Step steps[] = {
     {"arch-absorb-mla", plain<createAbsorbMLAPass>},
+    {"arch-sink-last-token", plain<createSinkLastTokenPass>},
     {"arch-fuse-qkv", plain<createFuseQKVPass>},
     {"arch-fuse-parallel-block", plain<createFuseParallelBlockPass>},
     {"arch-fuse-glu", plain<createFuseGluPass>},

@@ -30,6 +30,11 @@ struct ModelFigures {
   int64_t matmulParamsPerToken = 0;
   int64_t matmulWeightBytes = 0; ///< bytes of those weights (decode reads)
   int64_t classifierParams = 0; ///< K x N of the classifier
+  /// K x N of the matmuls (among those above) that compute the last
+  /// token's row only, whatever the call's length: the classifier, and
+  /// the last layer after its attention (arch-sink-last-token). A prefill
+  /// of n tokens multiplies them once, not n times.
+  int64_t lastRowParams = 0;
   int64_t attnFlopsPerCtx = 0;  ///< attention FLOPs per (token, past token)
   /// Linear attention: FLOPs per token against the state (its outputs and
   /// its update), whatever the context, and per (token, earlier row of its

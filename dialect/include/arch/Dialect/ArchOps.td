@@ -335,13 +335,15 @@ def Arch_LastTokenOp : Arch_Op<"last_token", [Pure]> {
   let summary = "the last row of a token-major tensor";
   let description = [{
     Prefill needs the classifier only for the last position.
+    arch-sink-last-token moves the pick up through what works row by row,
+    so it may also pick a router's chosen experts (i32).
 
     ```mlir
     %l = arch.last_token %x : tensor<?x288xf32> -> tensor<1x288xf32>
     ```
   }];
-  let arguments = (ins Arch_F32Tensor:$input);
-  let results = (outs Arch_F32Tensor:$result);
+  let arguments = (ins RankedTensorOf<[F32, I32]>:$input);
+  let results = (outs RankedTensorOf<[F32, I32]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }

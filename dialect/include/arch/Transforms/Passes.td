@@ -54,6 +54,41 @@ def AbsorbMLAPass : Pass<"arch-absorb-mla", "::mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Rows
+//===----------------------------------------------------------------------===//
+
+def SinkLastTokenPass : Pass<"arch-sink-last-token", "::mlir::ModuleOp"> {
+  let summary = "the last layer's rows after attention for the last token only";
+  let description = [{
+    A forward call returns the last token's logits: `arch.last_token` picks
+    that row after the last layer. This pass moves the pick up through
+    every op that works row by row and whose results only picks read
+    (`arch.norm`, `linear`, `add`, `glu`, `activation`, `softcap`,
+    `scale`, `split`, `heads_split`, `heads_concat`, `head_linear`,
+    `differential`, `route`, `moe`), so those ops compute one row: the last
+    layer's output projection, residual adds, norm and FFN (or experts) no
+    longer compute the prompt's other T - 1 rows. The picks stop at what
+    reads other rows or the position (the attention, RoPE) and at values
+    something else reads in full (the residual stream the last layer's
+    attention input is normalized from). One token (decode) computes the
+    same; a prompt of 128 tokens into 8 layers computes an eighth less of
+    its linears.
+
+    ```mlir
+    %o = arch.linear %a, %wo : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+    %y = arch.add %x, %o : tensor<?x64xf32>
+    %l = arch.last_token %y : tensor<?x64xf32> -> tensor<1x64xf32>
+    // becomes
+    %x1 = arch.last_token %x : tensor<?x64xf32> -> tensor<1x64xf32>
+    %a1 = arch.last_token %a : tensor<?x64xf32> -> tensor<1x64xf32>
+    %o1 = arch.linear %a1, %wo : (tensor<1x64xf32>, tensor<64x64xf32>) -> tensor<1x64xf32>
+    %l = arch.add %x1, %o1 : tensor<1x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::arch::ArchDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Fusion
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,159 @@
+// RUN: arch-opt %s -split-input-file -arch-sink-last-token | FileCheck %s
+// RUN: arch-opt %s -split-input-file -arch-sink-last-token | FileCheck %s --check-prefix=COUNT
+
+arch.weight @wo : tensor<8x8xf32>
+arch.weight @n : tensor<8xf32>
+arch.weight @wg : tensor<16x8xf32>
+arch.weight @wu : tensor<16x8xf32>
+arch.weight @wd : tensor<8x16xf32>
+// A serial block after its attention (%a), picked at its end: the pick
+// moves up through the FFN, the norm, both residual adds and the output
+// projection, to the attention's output and the residual stream %x the
+// block started from; every op computes one row, and the pick of %h that
+// both the norm and the second add asked for is made once.
+// CHECK-LABEL: func.func @serial
+// CHECK-DAG: %[[A:.*]] = arch.last_token %arg0 : tensor<?x8xf32> -> tensor<1x8xf32>
+// CHECK-DAG: %[[X:.*]] = arch.last_token %arg1 : tensor<?x8xf32> -> tensor<1x8xf32>
+// CHECK-DAG: %[[O:.*]] = arch.linear %[[A]], %{{.*}} : (tensor<1x8xf32>, tensor<8x8xf32>) -> tensor<1x8xf32>
+// CHECK: %[[H:.*]] = arch.add %[[X]], %[[O]] : tensor<1x8xf32>
+// CHECK: %[[N:.*]] = arch.norm rms %[[H]], %{{.*}} {eps = {{.*}}} : (tensor<1x8xf32>, tensor<8xf32>) -> tensor<1x8xf32>
+// CHECK-DAG: %[[G:.*]] = arch.linear %[[N]], %{{.*}} : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
+// CHECK-DAG: %[[U:.*]] = arch.linear %[[N]], %{{.*}} : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
+// CHECK: %[[M:.*]] = arch.glu silu %[[G]], %[[U]] : tensor<1x16xf32>
+// CHECK: %[[D:.*]] = arch.linear %[[M]], %{{.*}} : (tensor<1x16xf32>, tensor<8x16xf32>) -> tensor<1x8xf32>
+// CHECK: %[[Y:.*]] = arch.add %[[H]], %[[D]] : tensor<1x8xf32>
+// CHECK-NEXT: return %[[Y]]
+// COUNT-LABEL: func.func @serial
+// COUNT-COUNT-2: arch.last_token
+// COUNT-NOT: arch.last_token
+// COUNT: return
+func.func @serial(%a: tensor<?x8xf32>, %x: tensor<?x8xf32>) -> tensor<1x8xf32> {
+  %wo = arch.param @wo : tensor<8x8xf32>
+  %o = arch.linear %a, %wo : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %h = arch.add %x, %o : tensor<?x8xf32>
+  %nw = arch.param @n : tensor<8xf32>
+  %n = arch.norm rms %h, %nw {eps = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  %wg = arch.param @wg : tensor<16x8xf32>
+  %g = arch.linear %n, %wg : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  %wu = arch.param @wu : tensor<16x8xf32>
+  %u = arch.linear %n, %wu : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  %m = arch.glu silu %g, %u : tensor<?x16xf32>
+  %wd = arch.param @wd : tensor<8x16xf32>
+  %d = arch.linear %m, %wd : (tensor<?x16xf32>, tensor<8x16xf32>) -> tensor<?x8xf32>
+  %y = arch.add %h, %d : tensor<?x8xf32>
+  %l = arch.last_token %y : tensor<?x8xf32> -> tensor<1x8xf32>
+  return %l : tensor<1x8xf32>
+}
+
+// -----
+
+arch.weight @wo : tensor<8x8xf32>
+// Where something else reads every row (here the caller: %y, and %o's
+// second reader), the pick stays: only the ops whose every row goes to a
+// pick compute one. A new pick comes right after the rows it picks.
+// CHECK-LABEL: func.func @read_in_full
+// CHECK: %[[O:.*]] = arch.linear %arg0, %{{.*}} : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+// CHECK-NEXT: %[[P:.*]] = arch.last_token %[[O]]
+// CHECK-NEXT: %[[Y:.*]] = arch.add %arg1, %[[O]] : tensor<?x8xf32>
+// CHECK-NEXT: %[[L:.*]] = arch.last_token %[[Y]]
+// CHECK-NEXT: %[[S:.*]] = arch.scale %[[P]] {factor = 2.000000e+00 : f32} : tensor<1x8xf32>
+// CHECK-NEXT: %[[A:.*]] = arch.activation relu %[[O]] : tensor<?x8xf32>
+// CHECK-NEXT: return %[[L]], %[[Y]], %[[S]], %[[A]]
+func.func @read_in_full(%a: tensor<?x8xf32>, %x: tensor<?x8xf32>) -> (tensor<1x8xf32>, tensor<?x8xf32>, tensor<1x8xf32>, tensor<?x8xf32>) {
+  %wo = arch.param @wo : tensor<8x8xf32>
+  %o = arch.linear %a, %wo : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %y = arch.add %x, %o : tensor<?x8xf32>
+  %l = arch.last_token %y : tensor<?x8xf32> -> tensor<1x8xf32>
+  %s = arch.scale %o {factor = 2.0 : f32} : tensor<?x8xf32>
+  %r = arch.last_token %s : tensor<?x8xf32> -> tensor<1x8xf32>
+  %f = arch.activation relu %o : tensor<?x8xf32>
+  return %l, %y, %r, %f : tensor<1x8xf32>, tensor<?x8xf32>, tensor<1x8xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// Ops that read other rows or the position keep the pick after them:
+// RoPE (row t turns by position pos + t) and attention; a row already one
+// (decode's shape, or a pick's) is left as it is.
+// CHECK-LABEL: func.func @stops
+// CHECK: %[[R:.*]] = arch.rope half_split %arg0, %arg1
+// CHECK-NEXT: arch.last_token %[[R]]
+// CHECK: arch.activation relu %arg2 : tensor<1x8xf32>
+// CHECK-NEXT: arch.last_token
+func.func @stops(%x: tensor<?x8xf32>, %pos: index, %one: tensor<1x8xf32>) -> (tensor<1x8xf32>, tensor<1x8xf32>) {
+  %r = arch.rope half_split %x, %pos {n_heads = 2, head_dim = 4, rotary_dim = 4, theta = 1.0e4} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %l = arch.last_token %r : tensor<?x8xf32> -> tensor<1x8xf32>
+  %a = arch.activation relu %one : tensor<1x8xf32>
+  %m = arch.last_token %a : tensor<1x8xf32> -> tensor<1x8xf32>
+  return %l, %m : tensor<1x8xf32>, tensor<1x8xf32>
+}
+
+// -----
+
+arch.weight @wr : tensor<4x8xf32>
+arch.weight @g : tensor<64x8xf32>
+arch.weight @u : tensor<64x8xf32>
+arch.weight @d : tensor<32x16xf32>
+// Experts route each row on its own: the pick moves through arch.moe and
+// its router (picking the chosen experts, i32, on the way) to the router's
+// and the experts' input.
+// CHECK-LABEL: func.func @experts
+// CHECK: %[[H:.*]] = arch.last_token %arg0 : tensor<?x8xf32> -> tensor<1x8xf32>
+// CHECK: %[[L:.*]] = arch.linear %[[H]], %{{.*}} : (tensor<1x8xf32>, tensor<4x8xf32>) -> tensor<1x4xf32>
+// CHECK: %[[E:.*]], %[[W:.*]] = arch.route softmax %[[L]] {{.*}} : (tensor<1x4xf32>) -> (tensor<1x2xi32>, tensor<1x2xf32>)
+// CHECK: %[[Y:.*]] = arch.moe silu %[[H]], %[[E]], %[[W]] gate {{.*}} -> tensor<1x8xf32>
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: arch.last_token
+func.func @experts(%h: tensor<?x8xf32>) -> tensor<1x8xf32> {
+  %wr = arch.param @wr : tensor<4x8xf32>
+  %l = arch.linear %h, %wr : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x4xf32>
+  %e, %w = arch.route softmax %l {top_k = 2 : i64, normalize = true, n_group = 1 : i64, topk_group = 1 : i64, scaling = 1.0 : f32} : (tensor<?x4xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %g = arch.param @g : tensor<64x8xf32>
+  %u = arch.param @u : tensor<64x8xf32>
+  %d = arch.param @d : tensor<32x16xf32>
+  %y = arch.moe silu %h, %e, %w gate %g up %u down %d {n_experts = 4 : i64, d_ff = 16 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<64x8xf32>, tensor<64x8xf32>, tensor<32x16xf32>) -> tensor<?x8xf32>
+  %p = arch.last_token %y : tensor<?x8xf32> -> tensor<1x8xf32>
+  return %p : tensor<1x8xf32>
+}
+
+// -----
+
+arch.weight @wr : tensor<4x8xf32>
+arch.weight @u : tensor<64x8xf32>
+arch.weight @d : tensor<32x16xf32>
+// Where the chosen experts are also read in full, the router keeps every
+// row and the experts read the pick of its i32 choices.
+// CHECK-LABEL: func.func @experts_read_in_full
+// CHECK: %[[H:.*]] = arch.last_token %arg0 : tensor<?x8xf32> -> tensor<1x8xf32>
+// CHECK: %[[E:.*]], %[[W:.*]] = arch.route softmax %{{.*}} : (tensor<?x4xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+// CHECK-DAG: %[[E1:.*]] = arch.last_token %[[E]] : tensor<?x2xi32> -> tensor<1x2xi32>
+// CHECK-DAG: %[[W1:.*]] = arch.last_token %[[W]] : tensor<?x2xf32> -> tensor<1x2xf32>
+// CHECK: arch.moe gelu %[[H]], %[[E1]], %[[W1]] up
+func.func @experts_read_in_full(%h: tensor<?x8xf32>) -> (tensor<1x8xf32>, tensor<?x2xi32>) {
+  %wr = arch.param @wr : tensor<4x8xf32>
+  %l = arch.linear %h, %wr : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x4xf32>
+  %e, %w = arch.route softmax %l {top_k = 2 : i64, normalize = true, n_group = 1 : i64, topk_group = 1 : i64, scaling = 1.0 : f32} : (tensor<?x4xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %u = arch.param @u : tensor<64x8xf32>
+  %d = arch.param @d : tensor<32x16xf32>
+  %y = arch.moe gelu %h, %e, %w up %u down %d {n_experts = 4 : i64, d_ff = 16 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<64x8xf32>, tensor<32x16xf32>) -> tensor<?x8xf32>
+  %p = arch.last_token %y : tensor<?x8xf32> -> tensor<1x8xf32>
+  return %p, %e : tensor<1x8xf32>, tensor<?x2xi32>
+}
+
+// -----
+
+// A split whose every part is picked computes one row; one with a part
+// read in full keeps its rows.
+// CHECK-LABEL: func.func @split
+// CHECK: %[[X:.*]] = arch.last_token %arg0 : tensor<?x8xf32> -> tensor<1x8xf32>
+// CHECK-NEXT: %[[S:.*]]:2 = arch.split %[[X]] : tensor<1x8xf32> -> tensor<1x4xf32>, tensor<1x4xf32>
+// CHECK: %[[T:.*]]:2 = arch.split %arg1 : tensor<?x8xf32> -> tensor<?x4xf32>, tensor<?x4xf32>
+// CHECK-NEXT: arch.last_token %[[T]]#0
+func.func @split(%x: tensor<?x8xf32>, %z: tensor<?x8xf32>) -> (tensor<1x4xf32>, tensor<1x4xf32>, tensor<1x4xf32>, tensor<?x4xf32>) {
+  %a, %b = arch.split %x : tensor<?x8xf32> -> tensor<?x4xf32>, tensor<?x4xf32>
+  %pa = arch.last_token %a : tensor<?x4xf32> -> tensor<1x4xf32>
+  %pb = arch.last_token %b : tensor<?x4xf32> -> tensor<1x4xf32>
+  %c, %d = arch.split %z : tensor<?x8xf32> -> tensor<?x4xf32>, tensor<?x4xf32>
+  %pc = arch.last_token %c : tensor<?x4xf32> -> tensor<1x4xf32>
+  return %pa, %pb, %pc, %d : tensor<1x4xf32>, tensor<1x4xf32>, tensor<1x4xf32>, tensor<?x4xf32>
+}
