@@ -73,8 +73,8 @@ func.func @read_in_full(%a: tensor<?x8xf32>, %x: tensor<?x8xf32>) -> (tensor<1x8
 // -----
 
 // Ops that read other rows or the position keep the pick after them:
-// RoPE (row t turns by position pos + t) and attention; a row already one
-// (decode's shape, or a pick's) is left as it is.
+// RoPE (row t turns by position pos + t; attention: @attention below); a
+// row already one (decode's shape, or a pick's) is left as it is.
 // CHECK-LABEL: func.func @stops
 // CHECK: %[[R:.*]] = arch.rope half_split %arg0, %arg1
 // CHECK-NEXT: arch.last_token %[[R]]
@@ -99,11 +99,13 @@ arch.weight @d : tensor<32x16xf32>
 // and the experts' input.
 // CHECK-LABEL: func.func @experts
 // CHECK: %[[H:.*]] = arch.last_token %arg0 : tensor<?x8xf32> -> tensor<1x8xf32>
+// CHECK-NOT: arch.last_token
 // CHECK: %[[L:.*]] = arch.linear %[[H]], %{{.*}} : (tensor<1x8xf32>, tensor<4x8xf32>) -> tensor<1x4xf32>
+// CHECK-NOT: arch.last_token
 // CHECK: %[[E:.*]], %[[W:.*]] = arch.route softmax %[[L]] {{.*}} : (tensor<1x4xf32>) -> (tensor<1x2xi32>, tensor<1x2xf32>)
+// CHECK-NOT: arch.last_token
 // CHECK: %[[Y:.*]] = arch.moe silu %[[H]], %[[E]], %[[W]] gate {{.*}} -> tensor<1x8xf32>
 // CHECK-NEXT: return %[[Y]]
-// CHECK-NOT: arch.last_token
 func.func @experts(%h: tensor<?x8xf32>) -> tensor<1x8xf32> {
   %wr = arch.param @wr : tensor<4x8xf32>
   %l = arch.linear %h, %wr : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x4xf32>
@@ -156,4 +158,69 @@ func.func @split(%x: tensor<?x8xf32>, %z: tensor<?x8xf32>) -> (tensor<1x4xf32>, 
   %c, %d = arch.split %z : tensor<?x8xf32> -> tensor<?x4xf32>, tensor<?x4xf32>
   %pc = arch.last_token %c : tensor<?x4xf32> -> tensor<1x4xf32>
   return %pa, %pb, %pc, %d : tensor<1x4xf32>, tensor<1x4xf32>, tensor<1x4xf32>, tensor<?x4xf32>
+}
+
+// -----
+
+arch.weight @wo : tensor<8x8xf32>
+arch.weight @bo : tensor<8xf32>
+// The output projection of an attention, with a bias and a residual
+// (operands the clone keeps in their segments): the pick stops at the
+// attention's output, the residual is picked, the bias is not.
+// CHECK-LABEL: func.func @attention
+// CHECK: %[[X:.*]] = arch.last_token %arg0 : tensor<?x8xf32> -> tensor<1x8xf32>
+// CHECK: %[[A:.*]] = arch.attention %arg0, %arg0, %arg0, %arg1 {{.*}} -> tensor<?x8xf32>
+// CHECK-NEXT: %[[P:.*]] = arch.last_token %[[A]] : tensor<?x8xf32> -> tensor<1x8xf32>
+// CHECK: %[[Y:.*]] = arch.linear %[[P]], %{{.*}}, %{{.*}} residual %[[X]] : (tensor<1x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @attention(%x: tensor<?x8xf32>, %pos: index) -> tensor<1x8xf32> {
+  %a = arch.attention %x, %x, %x, %pos {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %wo = arch.param @wo : tensor<8x8xf32>
+  %bo = arch.param @bo : tensor<8xf32>
+  %y = arch.linear %a, %wo, %bo residual %x : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %p = arch.last_token %y : tensor<?x8xf32> -> tensor<1x8xf32>
+  return %p : tensor<1x8xf32>
+}
+
+// -----
+
+// Per-head ops work row by row too: MLA's split, head linear and join
+// (one head shared), a per-head norm (groups), differential attention's
+// combination (its lambda vectors are weights, not rows).
+// CHECK-LABEL: func.func @heads
+// CHECK-DAG: %[[Q:.*]] = arch.last_token %arg0 : tensor<?x48xf32> -> tensor<1x48xf32>
+// CHECK-DAG: %[[R:.*]] = arch.last_token %arg1 : tensor<?x4xf32> -> tensor<1x4xf32>
+// CHECK-DAG: %[[B:.*]] = arch.last_token %arg3 : tensor<?x64xf32> -> tensor<1x64xf32>
+// CHECK: %[[S:.*]]:2 = arch.heads_split %[[Q]] {heads = 4 : i64} : tensor<1x48xf32> -> tensor<1x32xf32>, tensor<1x16xf32>
+// CHECK: %[[L:.*]] = arch.head_linear %[[S]]#0, %arg2 {heads = 4 : i64, k_major} : (tensor<1x32xf32>, tensor<32x16xf32>) -> tensor<1x64xf32>
+// CHECK: %[[N:.*]] = arch.norm rms %[[L]], %arg4 {eps = {{.*}}, groups = 4 : i64} : (tensor<1x64xf32>, tensor<16xf32>) -> tensor<1x64xf32>
+// CHECK: %[[D:.*]] = arch.differential %[[N]], %[[B]], %arg5, %arg5, %arg5, %arg5 {{.*}} -> tensor<1x64xf32>
+// CHECK: %[[C:.*]] = arch.heads_concat %[[D]], %[[R]] {{.*}} : (tensor<1x64xf32>, tensor<1x4xf32>) -> tensor<1x80xf32>
+// CHECK-NEXT: return %[[C]]
+func.func @heads(%q: tensor<?x48xf32>, %kr: tensor<?x4xf32>, %wk: tensor<32x16xf32>, %b: tensor<?x64xf32>, %nw: tensor<16xf32>, %l: tensor<8xf32>) -> tensor<1x80xf32> {
+  %qn, %qr = arch.heads_split %q {heads = 4 : i64} : tensor<?x48xf32> -> tensor<?x32xf32>, tensor<?x16xf32>
+  %ql = arch.head_linear %qn, %wk {heads = 4 : i64, k_major} : (tensor<?x32xf32>, tensor<32x16xf32>) -> tensor<?x64xf32>
+  %n = arch.norm rms %ql, %nw {eps = 1.0e-5 : f32, groups = 4} : (tensor<?x64xf32>, tensor<16xf32>) -> tensor<?x64xf32>
+  %d = arch.differential %n, %b, %l, %l, %l, %l {lambda_init = 0.2 : f64} : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x64xf32>
+  %c = arch.heads_concat %d, %kr {heads = 4 : i64, input_heads = array<i64: 4, 1>} : (tensor<?x64xf32>, tensor<?x4xf32>) -> tensor<?x80xf32>
+  %p = arch.last_token %c : tensor<?x80xf32> -> tensor<1x80xf32>
+  return %p : tensor<1x80xf32>
+}
+
+// -----
+
+// Two picks of one value both read the sunk op; a pick of the input that
+// comes after the op (which its new input could not read) is kept, and a
+// new one made where the input is.
+// CHECK-LABEL: func.func @picks
+// CHECK: %[[X:.*]] = arch.last_token %arg0 : tensor<?x8xf32> -> tensor<1x8xf32>
+// CHECK-NEXT: %[[R:.*]] = arch.activation relu %[[X]] : tensor<1x8xf32>
+// CHECK-NEXT: %[[L:.*]] = arch.last_token %arg0 : tensor<?x8xf32> -> tensor<1x8xf32>
+// CHECK-NEXT: return %[[R]], %[[R]], %[[L]]
+func.func @picks(%x: tensor<?x8xf32>) -> (tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>) {
+  %r = arch.activation relu %x : tensor<?x8xf32>
+  %p1 = arch.last_token %r : tensor<?x8xf32> -> tensor<1x8xf32>
+  %p2 = arch.last_token %r : tensor<?x8xf32> -> tensor<1x8xf32>
+  %l = arch.last_token %x : tensor<?x8xf32> -> tensor<1x8xf32>
+  return %p1, %p2, %l : tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>
 }

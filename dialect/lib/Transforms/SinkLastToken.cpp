@@ -4,7 +4,8 @@
 // after the last layer. What the last layer does after its attention works
 // row by row (the output projection, the residual adds, the norm, the FFN
 // or the experts), so on a prompt of T tokens it computes T - 1 rows that
-// nothing reads: an eighth of the linears' work in an 8-layer model.
+// nothing reads: the output projection and FFN are 86% of a layer's
+// matmul weights in bench-156m, 11% of its 8 layers' linears.
 // Moving the pick up through those ops leaves them one row each, where
 // llama.cpp selects the rows it outputs before the last layer's FFN too.
 //

@@ -71,8 +71,9 @@ def SinkLastTokenPass : Pass<"arch-sink-last-token", "::mlir::ModuleOp"> {
     reads other rows or the position (the attention, RoPE) and at values
     something else reads in full (the residual stream the last layer's
     attention input is normalized from). One token (decode) computes the
-    same; a prompt of 128 tokens into 8 layers computes an eighth less of
-    its linears.
+    same; a prompt of 128 tokens into bench-156m's 8 layers computes 11%
+    less of its linears (the last layer's output projection and FFN, 86%
+    of its matmul weights).
 
     ```mlir
     %o = arch.linear %a, %wo : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
