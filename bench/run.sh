@@ -4,7 +4,10 @@
 # (bench/ceilings.c: FP32 FMA peak, read bandwidth): achieved prefill
 # GFLOP/s (the classifier and the last layer after its attention counted
 # for the last token only, as computed: `archc check`'s last_row_flops) as
-# a share of the peak, decode weight-streaming GB/s as a share of the read
+# a share of the peak (every build counted with the default build's work,
+# the FLOPs the model needs: a build that computes more, without
+# arch-sink-last-token, shows the time it spends on it as a lower share),
+# decode weight-streaming GB/s as a share of the read
 # bandwidth, the first forward call against the median of the later ones,
 # and resident memory after load against the weights' bytes. Each spec is
 # also built with each pass of the default pipeline disabled, side by side
@@ -21,7 +24,8 @@ source "$(dirname "$0")/lib.sh"
 specs=("$@")
 [ "${#specs[@]}" -gt 0 ] || specs=(specs/llama/bench-156m.toml specs/falcon/bench-falcon-160m.toml)
 prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}"
-passes=(arch-fuse-qkv arch-fuse-parallel-block arch-flash-tiling arch-pack-weights arch-hoist-param-prep)
+passes=(arch-absorb-mla arch-sink-last-token arch-fuse-qkv arch-fuse-parallel-block arch-fuse-glu
+        arch-fuse-residual arch-flash-tiling arch-pack-weights arch-hoist-param-prep)
 bench_ceilings
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || true)
