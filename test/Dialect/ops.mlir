@@ -34,6 +34,8 @@ func.func @block(%tokens: tensor<?xi32>, %pos: index) -> tensor<1x16xf32> {
   %y = arch.add %x, %g : tensor<?x8xf32>
   // CHECK: arch.last_token %{{.*}} : tensor<?x8xf32> -> tensor<1x8xf32>
   %l = arch.last_token %y : tensor<?x8xf32> -> tensor<1x8xf32>
+  // CHECK: arch.last_position %{{.*}}, %{{.*}} : tensor<?x8xf32>
+  %lp = arch.last_position %y, %pos : tensor<?x8xf32>
   %logits = arch.linear %l, %emb : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
   return %logits : tensor<1x16xf32>
 }

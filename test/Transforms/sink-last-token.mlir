@@ -73,8 +73,9 @@ func.func @read_in_full(%a: tensor<?x8xf32>, %x: tensor<?x8xf32>) -> (tensor<1x8
 // -----
 
 // Ops that read other rows or the position keep the pick after them:
-// RoPE (row t turns by position pos + t; attention: @attention below); a
-// row already one (decode's shape, or a pick's) is left as it is.
+// RoPE (row t turns by position pos + t; attention is moved to its last
+// query's position: @attention below); a row already one (decode's shape,
+// or a pick's) is left as it is.
 // CHECK-LABEL: func.func @stops
 // CHECK: %[[R:.*]] = arch.rope half_split %arg0, %arg1
 // CHECK-NEXT: arch.last_token %[[R]]
@@ -164,14 +165,17 @@ func.func @split(%x: tensor<?x8xf32>, %z: tensor<?x8xf32>) -> (tensor<1x4xf32>, 
 
 arch.weight @wo : tensor<8x8xf32>
 arch.weight @bo : tensor<8xf32>
-// The output projection of an attention, with a bias and a residual
-// (operands the clone keeps in their segments): the pick stops at the
-// attention's output, the residual is picked, the bias is not.
+// Attention, then its output projection with a bias and a residual
+// (operands the clone keeps in their segments): the residual is picked,
+// the bias is not; the attention gets its last query row alone, at that
+// row's position (pos + T - 1: arch.last_position), over the whole
+// context, as a decode step there would. (The query here is also the
+// context: its pick is shared with the residual's.)
 // CHECK-LABEL: func.func @attention
 // CHECK: %[[X:.*]] = arch.last_token %arg0 : tensor<?x8xf32> -> tensor<1x8xf32>
-// CHECK: %[[A:.*]] = arch.attention %arg0, %arg0, %arg0, %arg1 {{.*}} -> tensor<?x8xf32>
-// CHECK-NEXT: %[[P:.*]] = arch.last_token %[[A]] : tensor<?x8xf32> -> tensor<1x8xf32>
-// CHECK: %[[Y:.*]] = arch.linear %[[P]], %{{.*}}, %{{.*}} residual %[[X]] : (tensor<1x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
+// CHECK-NEXT: %[[P:.*]] = arch.last_position %arg0, %arg1 : tensor<?x8xf32>
+// CHECK-NEXT: %[[A:.*]] = arch.attention %[[X]], %arg0, %arg0, %[[P]] {{.*}} : (tensor<1x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<1x8xf32>
+// CHECK: %[[Y:.*]] = arch.linear %[[A]], %{{.*}}, %{{.*}} residual %[[X]] : (tensor<1x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
 // CHECK-NEXT: return %[[Y]]
 func.func @attention(%x: tensor<?x8xf32>, %pos: index) -> tensor<1x8xf32> {
   %a = arch.attention %x, %x, %x, %pos {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x8xf32>

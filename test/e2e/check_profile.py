@@ -16,7 +16,8 @@ FFN, and the classifier, compute the last token's row only: a mixture's
 expert calls top_k rows a token), and the linears' FLOPs are n tokens'
 less `archc check`'s last_row_flops n - 1 times;
 an attention's query-key pairs, their FLOPs and the cache rows its queries
-see are those counted here by brute force (full or windowed); the other
+see are those counted here by brute force (full or windowed; in a
+prefill the last attention's of the last query row alone); the other
 kernels count none.
 
 --c is the library's glue (archc compile --emit=c). Each case prints "ok
@@ -122,9 +123,15 @@ def check_work(L, seq, lib, model, glue, spec, figures, prompt):
     # Attention: the pairs, FLOPs and cache bytes of its layer, full or
     # windowed. (The prompt and this position longer than any window: the
     # windows cut.)
-    def attention_ok(works, pos, n):
-        got = [(w, attention_work(spec, pos, n, label))
-               for w, a, label in zip(works, attn, labels) if a]
+    # In a prefill (`last`), the last attention scores its last query row
+    # alone, at position pos + n - 1 (arch-sink-last-token).
+    last_attn = max(i for i, a in enumerate(attn) if a)
+    def attention_ok(works, pos, n, last=False):
+        got = [(w, attention_work(spec, *((pos + n - 1, 1)
+                                          if last and i == last_attn
+                                          else (pos, n)), label))
+               for i, (w, a, label) in enumerate(zip(works, attn, labels))
+               if a]
         return got and all(w == want for w, want in got), got[:4]
     windows = {spec.layer(i).window for i in range(spec.layers)}
     case("the prompt and the decoded position past every window",
@@ -151,13 +158,13 @@ def check_work(L, seq, lib, model, glue, spec, figures, prompt):
     lib.check(L.archrt_seq_set_profiling(seq, 1), "set_profiling")
     lib.prefill(seq, prompt)
     done = work(L, seq)
-    ok, why = attention_ok(done, 0, len(prompt))
-    case("prefill: attention's pairs, FLOPs and cache bytes", ok, f"{why}")
+    ok, why = attention_ok(done, 0, len(prompt), last=True)
+    case("prefill: attention's pairs, FLOPs and cache bytes (the last "
+         "attention's of the last row)", ok, f"{why}")
     # Before the last attention every linear call has the prompt's rows;
     # after it (the last layer's output projection and FFN, the
     # classifier: arch-sink-last-token) the last token's one. A mixture's
     # expert calls (in its loop) count top_k rows a token.
-    last_attn = max(i for i, a in enumerate(attn) if a)
     rows = [(w[0], inner, i > last_attn)
             for i, (w, (*_, inner), is_lin) in enumerate(zip(done, glue, linear))
             if is_lin]

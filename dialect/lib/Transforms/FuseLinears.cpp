@@ -19,6 +19,8 @@ LinearOp projectionOf(Value v) {
       v = r.getInput();
     else if (auto c = dyn_cast<CacheAppendOp>(def))
       v = c.getRows();
+    else if (auto p = dyn_cast<LastTokenOp>(def))
+      v = p.getInput();
     else
       return {};
   }

@@ -15,8 +15,10 @@ namespace arch {
 
 /// The linear that produced `v`, looking through the ops between a
 /// projection and attention (the split of a fused projection, QK-norm,
-/// RoPE, the cache append that turns keys and values into the context):
-/// linear -> [split] -> [norm] -> [rope] -> [cache_append] -> attention.
+/// RoPE, the cache append that turns keys and values into the context,
+/// the last layer's pick of its last query row):
+/// linear -> [split] -> [norm] -> [rope] -> [cache_append | last_token]
+/// -> attention.
 LinearOp projectionOf(mlir::Value v);
 
 /// Replaces `linears`, which must read the same input and all have a bias

@@ -537,9 +537,11 @@ struct LowerConcat : Lowering<ConcatOp> {
       for (int64_t d = 0; d < t.getRank(); ++d) {
         bool along = d == int64_t(op.getDim());
         offsets.push_back(b.getIndexAttr(along ? offset : 0));
+        // (An input's dynamic rows are its own count: a one-row result
+        // may take a buffer whose row count is a value, attention's.)
         sizes.push_back(along || !t.isDynamicDim(d)
                             ? OpFoldResult(b.getIndexAttr(t.getDimSize(d)))
-                            : OpFoldResult(n));
+                            : OpFoldResult(n ? n : rowsOf(b, loc, in)));
       }
       copy(b, loc, in, view(b, loc, out, offsets, sizes));
       offset += size;
@@ -739,6 +741,18 @@ struct LowerLastToken : Lowering<LastTokenOp> {
     Value last = b.create<arith::SubIOp>(loc, rowsOf(b, loc, x), one);
     return view(b, loc, x, {last, b.getIndexAttr(0)},
                 {one, b.getIndexAttr(widthOf(x))});
+  }
+};
+
+struct LowerLastPosition : Lowering<LastPositionOp> {
+  using Lowering::Lowering;
+  Value lower(LastPositionOp, OpAdaptor a, OpBuilder &b,
+              Location loc) const override {
+    // pos + T - 1, T the rows' count (a value like any other).
+    Value t = rowsOf(b, loc, buf(a.getRows()));
+    Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+    return b.create<arith::SubIOp>(
+        loc, b.create<arith::AddIOp>(loc, a.getPos(), t), one);
   }
 };
 
@@ -1355,7 +1369,7 @@ void LowerToKernelsPass::runOnOperation() {
                LowerElementwise<AddOp>, LowerElementwise<ActivationOp>,
                LowerElementwise<ScaleOp>, LowerElementwise<SoftcapOp>,
                LowerDifferential, LowerLinearAttention,
-               LowerConcat, LowerPack, LowerRoute, LowerMoE, LowerLastToken,
+               LowerConcat, LowerPack, LowerRoute, LowerMoE, LowerLastToken, LowerLastPosition,
                LowerCacheAppend, LowerHeadsSplit, LowerHeadsConcat,
                LowerHeadLinear, LowerSplit, LowerAssign, LowerReturn>(ctx);
   // The model is @forward and @prepare_params; other functions are not

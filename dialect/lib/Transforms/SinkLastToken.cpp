@@ -5,9 +5,11 @@
 // row by row (the output projection, the residual adds, the norm, the FFN
 // or the experts), so on a prompt of T tokens it computes T - 1 rows that
 // nothing reads: the output projection and FFN are 86% of a layer's
-// matmul weights in bench-156m, 11% of its 8 layers' linears.
+// matmul weights in bench-156m, 11% of its 8 layers' linears. Its
+// attention's other query rows are read by nothing either: the last row
+// alone, at its position, is a decode step over the same context.
 // Moving the pick up through those ops leaves them one row each, where
-// llama.cpp selects the rows it outputs before the last layer's FFN too.
+// llama.cpp selects the rows it outputs before the last layer's FFN.
 //
 //===----------------------------------------------------------------------===//
 #include "arch/Transforms/Passes.h"
@@ -57,8 +59,23 @@ static SmallVector<unsigned> rowOperands(Operation *op) {
       .Case([&](MoEOp o) {
         take(o.getInputMutable(), o.getExpertsMutable(),
              o.getWeightsMutable());
-      });
+      })
+      // Attention's rows are its queries (its keys and values are the
+      // context, read in full): a pick of its output is its last query
+      // row's attention, as a decode step at that row's position would
+      // compute it (sinkInto moves the position).
+      .Case<AttentionOp, FlashAttentionOp>(
+          [&](auto o) { take(o.getQueryMutable()); });
   return rows;
+}
+
+/// The position operand of an attention `op`; null for any other op.
+static OpOperand *positionOf(Operation *op) {
+  if (auto a = dyn_cast<AttentionOp>(op))
+    return &a.getPosMutable();
+  if (auto a = dyn_cast<FlashAttentionOp>(op))
+    return &a.getPosMutable();
+  return nullptr;
 }
 
 /// `t`, a [T, N] tensor type, with one row; null for any other type.
@@ -104,9 +121,16 @@ static bool sinkInto(Operation *op) {
   SmallVector<Value> picked;
   for (unsigned i : rows)
     picked.push_back(pickOf(op->getOperand(i), op, dom));
+  // attention(q, k, v, pos) => attention(last_token(q), k, v, pos + T - 1)
+  OpOperand *pos = positionOf(op);
+  Value last = pos ? b.create<LastPositionOp>(
+                         op->getLoc(), op->getOperand(rows.front()), pos->get())
+                   : Value();
   Operation *one = b.clone(*op);
   for (auto [i, p] : llvm::zip(rows, picked))
     one->setOperand(i, p);
+  if (pos)
+    one->setOperand(pos->getOperandNumber(), last);
   for (auto [r, r1] : llvm::zip(op->getResults(), one->getResults())) {
     r1.setType(oneRow(r.getType()));
     for (Operation *u : llvm::make_early_inc_range(r.getUsers())) {

@@ -348,6 +348,23 @@ def Arch_LastTokenOp : Arch_Op<"last_token", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Arch_LastPositionOp : Arch_Op<"last_position", [Pure]> {
+  let summary = "the position of the last row of a call's rows";
+  let description = [{
+    `pos + T - 1` for rows [T, N] whose first row is position `pos`: where
+    arch-sink-last-token leaves an attention only the last query row, the
+    attention takes it as that row's position (a decode step's, over the
+    same context).
+
+    ```mlir
+    %p = arch.last_position %q, %pos : tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Arch_F32Tensor:$rows, Index:$pos);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$rows `,` $pos attr-dict `:` type($rows)";
+}
+
 def Arch_ConcatOp : Arch_Op<"concat", [Pure]> {
   let summary = "concatenation along one dimension";
   let description = [{

@@ -58,7 +58,7 @@ def AbsorbMLAPass : Pass<"arch-absorb-mla", "::mlir::ModuleOp"> {
 //===----------------------------------------------------------------------===//
 
 def SinkLastTokenPass : Pass<"arch-sink-last-token", "::mlir::ModuleOp"> {
-  let summary = "the last layer's rows after attention for the last token only";
+  let summary = "the last layer from its attention on, for the last token only";
   let description = [{
     A forward call returns the last token's logits: `arch.last_token` picks
     that row after the last layer. This pass moves the pick up through
@@ -67,21 +67,28 @@ def SinkLastTokenPass : Pass<"arch-sink-last-token", "::mlir::ModuleOp"> {
     `scale`, `split`, `heads_split`, `heads_concat`, `head_linear`,
     `differential`, `route`, `moe`), so those ops compute one row: the last
     layer's output projection, residual adds, norm and FFN (or experts) no
-    longer compute the prompt's other T - 1 rows. The picks stop at what
-    reads other rows or the position (the attention, RoPE) and at values
-    something else reads in full (the residual stream the last layer's
-    attention input is normalized from). One token (decode) computes the
-    same; a prompt of 128 tokens into bench-156m's 8 layers computes 11%
-    less of its linears (the last layer's output projection and FFN, 86%
-    of its matmul weights).
+    longer compute the prompt's other T - 1 rows. Into an attention it
+    moves as a decode step: `attention(q, k, v, pos)` becomes
+    `attention(last_token(q), k, v, last_position(q, pos))`, the last
+    query row alone at its position pos + T - 1, over the same context.
+    The picks stop at what reads other rows or the position (RoPE: the
+    query's rotation stays on every row) and at values something else
+    reads in full (the residual stream the last layer's attention input is
+    normalized from). One token (decode) computes the same; a prompt of
+    128 tokens into bench-156m's 8 layers computes 11% less of its linears
+    (the last layer's output projection and FFN, 86% of its matmul
+    weights) and an eighth less of its attention.
 
     ```mlir
+    %a = arch.attention %q, %k, %v, %pos {...} : (tensor<?x64xf32>, ...) -> tensor<?x64xf32>
     %o = arch.linear %a, %wo : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
     %y = arch.add %x, %o : tensor<?x64xf32>
     %l = arch.last_token %y : tensor<?x64xf32> -> tensor<1x64xf32>
     // becomes
+    %q1 = arch.last_token %q : tensor<?x64xf32> -> tensor<1x64xf32>
     %x1 = arch.last_token %x : tensor<?x64xf32> -> tensor<1x64xf32>
-    %a1 = arch.last_token %a : tensor<?x64xf32> -> tensor<1x64xf32>
+    %p1 = arch.last_position %q, %pos : tensor<?x64xf32>
+    %a1 = arch.attention %q1, %k, %v, %p1 {...} : (tensor<1x64xf32>, ...) -> tensor<1x64xf32>
     %o1 = arch.linear %a1, %wo : (tensor<1x64xf32>, tensor<64x64xf32>) -> tensor<1x64xf32>
     %l = arch.add %x1, %o1 : tensor<1x64xf32>
     ```
