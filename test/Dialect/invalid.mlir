@@ -110,6 +110,14 @@ func.func @last_token(%x: tensor<?x8xf32>) {
 
 // -----
 
+func.func @last_position(%x: tensor<8xf32>, %p: index) {
+  // expected-error @+1 {{expects token rows [T, N]}}
+  %y = arch.last_position %x, %p : tensor<8xf32>
+  return
+}
+
+// -----
+
 // (A pick keeps the element type: a router's i32 choices stay i32.)
 func.func @last_token_type(%e: tensor<?x2xi32>) {
   // expected-error @+1 {{expects [T, N] -> [1, N]}}

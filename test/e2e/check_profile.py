@@ -123,15 +123,17 @@ def check_work(L, seq, lib, model, glue, spec, figures, prompt):
     # Attention: the pairs, FLOPs and cache bytes of its layer, full or
     # windowed. (The prompt and this position longer than any window: the
     # windows cut.)
-    # In a prefill (`last`), the last attention scores its last query row
+    # In a prefill (`last`), the last layer's attention (each of its
+    # calls: differential attention has two) scores its last query row
     # alone, at position pos + n - 1 (arch-sink-last-token).
-    last_attn = max(i for i, a in enumerate(attn) if a)
+    def layer_of(label):
+        return int(re.match(r"attention layers\.(\d+) ", label)[1])
+    last_layer = max(layer_of(label) for label, a in zip(labels, attn) if a)
     def attention_ok(works, pos, n, last=False):
         got = [(w, attention_work(spec, *((pos + n - 1, 1)
-                                          if last and i == last_attn
-                                          else (pos, n)), label))
-               for i, (w, a, label) in enumerate(zip(works, attn, labels))
-               if a]
+                                          if last and layer_of(label) ==
+                                          last_layer else (pos, n)), label))
+               for w, a, label in zip(works, attn, labels) if a]
         return got and all(w == want for w, want in got), got[:4]
     windows = {spec.layer(i).window for i in range(spec.layers)}
     case("the prompt and the decoded position past every window",
@@ -165,6 +167,7 @@ def check_work(L, seq, lib, model, glue, spec, figures, prompt):
     # after it (the last layer's output projection and FFN, the
     # classifier: arch-sink-last-token) the last token's one. A mixture's
     # expert calls (in its loop) count top_k rows a token.
+    last_attn = max(i for i, a in enumerate(attn) if a)
     rows = [(w[0], inner, i > last_attn)
             for i, (w, (*_, inner), is_lin) in enumerate(zip(done, glue, linear))
             if is_lin]

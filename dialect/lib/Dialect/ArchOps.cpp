@@ -672,6 +672,13 @@ LogicalResult LastTokenOp::verify() {
   return success();
 }
 
+LogicalResult LastPositionOp::verify() {
+  if (cast<RankedTensorType>(getRows().getType()).getRank() != 2)
+    return emitOpError() << "expects token rows [T, N], got "
+                         << getRows().getType();
+  return success();
+}
+
 LogicalResult PosEmbedOp::verify() {
   int64_t d = featureDim(*this, getInput(), "input");
   if (d < 0)

@@ -1369,7 +1369,8 @@ void LowerToKernelsPass::runOnOperation() {
                LowerElementwise<AddOp>, LowerElementwise<ActivationOp>,
                LowerElementwise<ScaleOp>, LowerElementwise<SoftcapOp>,
                LowerDifferential, LowerLinearAttention,
-               LowerConcat, LowerPack, LowerRoute, LowerMoE, LowerLastToken, LowerLastPosition,
+               LowerConcat, LowerPack, LowerRoute, LowerMoE, LowerLastToken,
+               LowerLastPosition,
                LowerCacheAppend, LowerHeadsSplit, LowerHeadsConcat,
                LowerHeadLinear, LowerSplit, LowerAssign, LowerReturn>(ctx);
   // The model is @forward and @prepare_params; other functions are not

@@ -28,9 +28,9 @@ namespace {
 
 /// The numbers of `op`'s operands indexed by token row, where row t of
 /// each of `op`'s results reads row t of those operands and no other row
-/// (its other operands are weights); none where `op` does not work row by
-/// row: attention and RoPE read other rows or the position, a cache append
-/// has state, an embedding starts the rows.
+/// (its other operands are weights, or attention's context); none where
+/// `op` does not work row by row: RoPE turns row t by its position, a
+/// cache append has state, an embedding starts the rows.
 static SmallVector<unsigned> rowOperands(Operation *op) {
   SmallVector<unsigned> rows;
   auto take = [&](auto &&...operands) {

@@ -363,6 +363,7 @@ def Arch_LastPositionOp : Arch_Op<"last_position", [Pure]> {
   let arguments = (ins Arch_F32Tensor:$rows, Index:$pos);
   let results = (outs Index:$result);
   let assemblyFormat = "$rows `,` $pos attr-dict `:` type($rows)";
+  let hasVerifier = 1;
 }
 
 def Arch_ConcatOp : Arch_Op<"concat", [Pure]> {
