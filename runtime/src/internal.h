@@ -69,12 +69,10 @@ typedef struct archrt_deferred {
 
 /* archrt_model_set_weights, where the `n_deferred` params[i] that are
  * `deferred` destinations (deferrable parameters, in `owned`; none empty)
- * are
- * filled only when preparation first reads them, each released after its
- * last read: so the converted f32 of one tensor at a time, not of the
+ * are filled only when preparation first reads them, each released after
+ * its last read: so the converted f32 of one tensor at a time, not of the
  * whole checkpoint, is resident beside the prepared weights. `deferred`
  * stays the caller's. */
-
 archrt_status archrt_model_set_weights_deferred(
     archrt_model *m, float **params, archrt_mapping *maps, int n_maps,
     void *owned, archrt_deferred *deferred, int n_deferred);
