@@ -102,17 +102,35 @@ static ImageParam rows(KernelFuncs &k, const char *name,
   return p;
 }
 
+/// A stored element in f32: an f16 by the archu_f16_f32 ukernels where
+/// the target has F16C (one vcvtph2ps a vector, exact for every f16: an
+/// f16 KV cache holds subnormals and infinities; Halide 14's own
+/// conversion, about fifteen integer instructions a vector, made a 2K
+/// prefill's attention over an f16 cache 2.4x slower than over an f32
+/// one: docs/performance.md "f16 caches converted by F16C"), else a cast.
+static Expr toF32(KernelFuncs &k, Expr e) {
+  if (e.type() != Float(16) || !k.f16c)
+    return cast<float>(e);
+  k.ukernels = true;
+  return Halide::Internal::Call::make(Float(32), "archu_f16_f32",
+                                      {reinterpret<uint16_t>(e)},
+                                      Halide::Internal::Call::PureExtern);
+}
+
 /// A 16-bit weight element widened to f32 in registers. bf16 is an f32's
-/// top half. An f16 (normal or zero: the pack flushes subnormals, so no f32
+/// top half. An f16 converts by F16C where the target has it (toF32: one
+/// vcvtph2ps from memory; the f16 GEMV's reads 33-34 -> 36-37 GB/s on the
+/// Zen 5, docs/performance.md "f16 caches converted by F16C"); elsewhere
+/// an f16 (normal or zero: the pack flushes subnormals, so no f32
 /// subnormal ever reaches the multiply) sign-extended and shifted left by
 /// 13 has its exponent and mantissa where an f32's go, the exponent 112
 /// lower, which one multiply by 2^112 restores: four instructions, where
-/// Halide 14 emulates the conversion in many more (it emits no vcvtph2ps).
-static Expr widen(Expr w, StoreType t) {
+/// Halide 14 emulates the conversion in many more.
+static Expr widen(KernelFuncs &k, Expr w, StoreType t) {
   if (t == StoreType::f32)
     return w;
-  if (t != StoreType::f16)
-    return cast<float>(w);
+  if (t != StoreType::f16 || k.f16c)
+    return toF32(k, w);
   Expr bits = cast<int32_t>(reinterpret<int16_t>(w)) << 13;
   bits = bits & Expr(int32_t(0x8fffe000u));
   return reinterpret<float>(bits) * std::ldexp(1.0f, 112);
@@ -296,7 +314,7 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
     Func wide("wide");
     Var j("j"), p("p");
     Expr wp = weightPanel(p, gluHalfPanels(linear));
-    wide(j, kk, p) = widen(w(j, kk, wp), d.weight);
+    wide(j, kk, p) = widen(k, w(j, kk, wp), d.weight);
     if (d.weight == StoreType::f16)
       k.funcs["wide"] = wide;
     Expr wv = wide(n % int(panel), r, n / int(panel));
@@ -313,7 +331,7 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
     // per token tile.
     bool widened = d.weight != StoreType::f32 && !d.oneRow;
     Func wideGemm("wide_gemm");
-    wideGemm(j, kk, p) = widen(w(j, kk, wp), d.weight);
+    wideGemm(j, kk, p) = widen(k, w(j, kk, wp), d.weight);
     if (widened)
       k.funcs["wide_gemm"] = wideGemm;
     if (kBlockOf(d, k.l2Bytes)) {
@@ -341,7 +359,7 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
     k.lanes = vectorWidthFor(panel, k.lanes);
     if (gemvPanels(d, k.lanes) > 1) {
       Func gemv("acc_gemv"), wideGemv("wide_gemv");
-      wideGemv(j, kk, p) = widen(w(j, kk, wp), d.weight);
+      wideGemv(j, kk, p) = widen(k, w(j, kk, wp), d.weight);
       if (d.weight == StoreType::f16)
         k.funcs["wide_gemv"] = wideGemv;
       gemv(n, t) = 0.0f;
@@ -984,9 +1002,10 @@ struct AttentionTerms {
   ImageParam q, k, v, relBias, relKey, relValue;
   Buffer<float> slope;      ///< ALiBi's per-head slopes
   Buffer<int32_t> bucketOf; ///< T5's bucket of each distance
+  KernelFuncs &kf;          ///< (toF32 sets its ukernels)
 
   AttentionTerms(KernelFuncs &kf, const AttentionKernel &a)
-      : a(a), group(int(a.heads / a.kvHeads)), vd(a.vHeadDim) {
+      : a(a), group(int(a.heads / a.kvHeads)), vd(a.vHeadDim), kf(kf) {
     int64_t hd = a.headDim;
     q = rows(kf, "q", {hd, a.heads});
     k = context(kf, "k", int(hd));
@@ -1050,10 +1069,10 @@ struct AttentionTerms {
   /// nearest row: a block or chunk may start before the first position a
   /// ring keeps, or end past pos + T; the mask hides those keys.
   Expr key(Expr d, Expr kv, Expr j) const {
-    return cast<float>(k(d, kv, clamp(j, first, end - 1) - first));
+    return toF32(kf, k(d, kv, clamp(j, first, end - 1) - first));
   }
   Expr value(Expr d, Expr kv, Expr j) const {
-    return cast<float>(v(d, kv, clamp(j, first, end - 1) - first));
+    return toF32(kf, v(d, kv, clamp(j, first, end - 1) - first));
   }
 
   /// Shaw: the table row of key position `key` for query position `qpos`.
@@ -1265,10 +1284,20 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   auto headOf = [&](Expr row, Expr kv) { return kv * group + row / bq; };
   Func qt("q_tile");
   qt(r, dd, qb, kvh) = q(dd, headOf(r, kvh), min(tokenOf(r, qb), T - 1));
+  // A 16-bit cache's key and value block in f32, converted once per tile
+  // and block (the products below read each element once per row vector
+  // group: converted there, each read cost a scalar load, conversion and
+  // broadcast where an f32 cache's is the FMA's own broadcast operand).
+  // An f32 cache's blocks are read in place.
+  bool staged = a.kv != StoreType::f32;
+  Func kblock("key_block"), vblock("value_block");
+  kblock(dd, j, kvh, b) = kc(dd, kvh, b * bk + j);
+  vblock(dd, j, kvh, b) = vc(dd, kvh, b * bk + j);
   Func dot("block_dot");
   dot(r, j, qb, kvh, b) = 0.0f;
   dot(r, j, qb, kvh, b) +=
-      qt(r, rd, qb, kvh) * kc(rd, kvh, b * bk + j);
+      qt(r, rd, qb, kvh) *
+      (staged ? kblock(rd, j, kvh, b) : kc(rd, kvh, b * bk + j));
   Expr qpos = pos + tokenOf(r, qb);
   // A block's keys in groups of kq (rj.x a key of group rj.y): groups
   // wholly past the tile's last query are not computed (a tile's last
@@ -1307,7 +1336,7 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   bsum(r, qb, kvh, b) = 0.0f;
   bsum(r, qb, kvh, b) += prob(r, rkey, qb, kvh, b);
   Func bpv("block_pv");
-  Expr value = vc(dd, kvh, bkey);
+  Expr value = staged ? vblock(dd, rkey, kvh, b) : vc(dd, kvh, bkey);
   if (a.shawClip)
     value += in.relValue(dd, in.shawRow(qpos, bkey));
   bpv(r, dd, qb, kvh, b) = 0.0f;
@@ -1504,6 +1533,10 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
     k.funcs["q_rel"] = qrel;
   if (a.randomBlocks)
     k.funcs["tile_draws"] = tileDraws;
+  if (staged) {
+    k.funcs["key_block"] = kblock;
+    k.funcs["value_block"] = vblock;
+  }
   k.vars = {{"dd", dd}, {"h", h},   {"t", t}, {"j", j},
             {"r", r},   {"qb", qb}, {"kvh", kvh}, {"b", b},
             {"g", g},   {"c", c},   {"l", l},     {"dc", dc}};
@@ -1690,11 +1723,12 @@ static void lowerHeadLinear(KernelFuncs &k, const HeadLinearKernel &d) {
 }
 
 KernelFuncs lowerKernel(const KernelSpec &spec, int lanes, int64_t l2Bytes,
-                        bool amx) {
+                        bool amx, bool f16c) {
   KernelFuncs k(spec);
   k.lanes = lanes;
   k.l2Bytes = l2Bytes;
   k.amx = amx;
+  k.f16c = f16c;
   // The inputs, in the order spec.args() declares them.
   for (const KernelArg &a : spec.args()) {
     if (a.kind == KernelArg::Output)

@@ -42,6 +42,10 @@ struct KernelFuncs {
   /// Whether the schedule calls the ukernels (lowering/ukernels.ll), which
   /// the emitter then links into the kernel's module.
   bool ukernels = false;
+  /// Whether f16 elements convert by the archu_f16_f32 ukernels (one
+  /// vcvtph2ps): an x86-64 Linux target with F16C (toF32 in
+  /// Algorithms.cpp).
+  bool f16c = false;
   /// Whether the target has AMX tiles (the emitter's input): a bf16 GEMM
   /// in pairs then calls the archu_amx_bf16_panels ukernel
   /// (lowering/ukernels_amx.c) through its extern stage `amx`.
@@ -60,7 +64,8 @@ struct KernelFuncs {
 /// Builds the algorithm of `spec`; `lanes` is the target's natural float
 /// vector width (reductions are split by a divisor of it).
 KernelFuncs lowerKernel(const KernelSpec &spec, int lanes,
-                        int64_t l2Bytes = kDefaultL2Bytes, bool amx = false);
+                        int64_t l2Bytes = kDefaultL2Bytes, bool amx = false,
+                        bool f16c = false);
 
 /// Whether packed linear `d` takes its GEMM from the AMX ukernel on a
 /// target with AMX tiles: a bf16 weight in pairs, 64-column panels, K a

@@ -576,6 +576,20 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   for (const char *n : {"block_score", "block_prob"})
     F(n).bound(j, 0, int(a.blockKV));
   F("block_keys").compute_at(run, kb);
+  // A 16-bit cache's blocks in f32: converted a vector at a time at each
+  // block, into buffers of one block allocated once per task.
+  for (const char *n : {"key_block", "value_block"}) {
+    if (!k.funcs.count(n))
+      continue;
+    Var jv = V("j"), bv = V("b");
+    F(n).store_at(k.out, task)
+        .compute_at(run, kb)
+        .fold_storage(bv, 1)
+        .bound(dd, 0, int(n[0] == 'k' ? hd : a.vHeadDim))
+        .bound(jv, 0, int(a.blockKV))
+        .vectorize(dd, vectorWidthFor(n[0] == 'k' ? hd : a.vHeadDim,
+                                      k.lanes));
+  }
   for (const char *n : {"block_max", "block_sum"}) {
     F(n).compute_at(run, kb).vectorize(r, rowLanes);
     F(n).update().reorder(r, rj.x, rj.y).vectorize(r, rowLanes);

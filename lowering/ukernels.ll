@@ -14,6 +14,15 @@
 ; the definition through the link into each kernel's module (a linkonce
 ; one would be dropped before anything calls it); hidden keeps it out of
 ; the library's symbols.
+;
+; archu_f16_f32(h) and its vectors archu_f16_f32x4, x8, x16: an f16 (its
+; bits) to f32, exactly (subnormals, infinities and NaNs too). Halide 14
+; emulates the conversion in about fifteen integer instructions a vector
+; even where the target has F16C; LLVM emits one vcvtph2ps, which takes
+; its operand from memory. Halide calls fooxN for a vector of N lanes of a
+; pure extern foo where the module defines it (two x16 for 32 lanes). For
+; targets with F16C only (AVX2 and AVX-512 ones have it): without it LLVM
+; would call a runtime conversion (Algorithms.cpp, toF32).
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-unknown-linux-gnu"
 
@@ -23,4 +32,28 @@ define weak_odr hidden i32 @archu_prefetch_read(i8* %base, i64 %offset) alwaysin
   %line = getelementptr i8, i8* %base, i64 %offset
   call void @llvm.prefetch.p0i8(i8* %line, i32 0, i32 3, i32 1)
   ret i32 0
+}
+
+define weak_odr hidden float @archu_f16_f32(i16 %h) alwaysinline nounwind readnone {
+  %x = bitcast i16 %h to half
+  %f = fpext half %x to float
+  ret float %f
+}
+
+define weak_odr hidden <4 x float> @archu_f16_f32x4(<4 x i16> %h) alwaysinline nounwind readnone {
+  %x = bitcast <4 x i16> %h to <4 x half>
+  %f = fpext <4 x half> %x to <4 x float>
+  ret <4 x float> %f
+}
+
+define weak_odr hidden <8 x float> @archu_f16_f32x8(<8 x i16> %h) alwaysinline nounwind readnone {
+  %x = bitcast <8 x i16> %h to <8 x half>
+  %f = fpext <8 x half> %x to <8 x float>
+  ret <8 x float> %f
+}
+
+define weak_odr hidden <16 x float> @archu_f16_f32x16(<16 x i16> %h) alwaysinline nounwind readnone {
+  %x = bitcast <16 x i16> %h to <16 x half>
+  %f = fpext <16 x half> %x to <16 x float>
+  ret <16 x float> %f
 }
