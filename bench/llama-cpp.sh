@@ -18,7 +18,9 @@
 # classifier and the last layer's FFN for the last row only; archc's last
 # output projection too). Each engine runs as it does by
 # default (the script prints llama-bench's settings: flash attention,
-# KV-cache types, mmap); archc's cache is f32, its weights on huge pages.
+# KV-cache types, mmap); archc's cache is f32 (its default), or $KV
+# (f32, f16 or bf16: KV=f16 is llama.cpp's default type), its weights on
+# huge pages.
 #
 # llama.cpp: $LLAMA_BENCH (a llama-bench binary, with $GGUF_PY its
 # gguf-py directory) where set; else the source that node-llama-cpp
@@ -33,6 +35,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 bench_round_options "$@"
 weights="${WEIGHTS:-f32 bf16 f16}"
+kv="${KV:-f32}"
+case "$kv" in f32|f16|bf16) ;; *) echo "llama-cpp.sh: KV is f32, f16 or bf16, not '$kv'" >&2; exit 2 ;; esac
 bench_weight_types "$weights"
 # (The spec first: a spec llama.cpp would compute differently is refused
 # before anything is built.)
@@ -64,7 +68,7 @@ fi
 
 bench_ceilings
 for w in $weights; do
-  "$archc" compile "$spec" --weight-type="$w" -o "$out/$w.so" --quiet
+  "$archc" compile "$spec" --weight-type="$w" --kv-type="$kv" -o "$out/$w.so" --quiet
   /usr/bin/python3 bench/llama_gguf.py "$spec" "$out/$w.gguf" "$w" "$GGUF_PY"
 done
 run_archc() {  # weights, threads, tag
@@ -94,12 +98,13 @@ for round in $(seq "$rounds"); do
     done
   done
 done
-/usr/bin/python3 - "$out" "$rounds" "$spec" "$prompt" "$gen" $weights <<'PY'
+/usr/bin/python3 - "$out" "$rounds" "$spec" "$prompt" "$gen" "$kv" $weights <<'PY'
 import json, statistics, sys, tomllib
 sys.path.insert(0, "bench")
 import benchlib
 out, rounds, spec_path, prompt, gen = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-weights = sys.argv[6:]
+kv_type = sys.argv[6]
+weights = sys.argv[7:]
 benchlib.ceilings(out)
 med = statistics.median
 spec = tomllib.load(open(spec_path, "rb"))
@@ -134,6 +139,7 @@ print(f"llama.cpp {first['build_commit']}: flash_attn {first['flash_attn']} "
       f"(-1: auto), KV cache {first['type_k']} / {first['type_v']}, "
       f"load mode {first.get('load_mode', first.get('use_mmap'))}, "
       f"n_batch {first['n_batch']}, n_ubatch {first['n_ubatch']}")
+print(f"archc: KV cache {kv_type} (--kv-type)")
 
 
 print(f"\n{m['name']}: prefill of {prompt} tokens (llama-bench pp{prompt}) and "
