@@ -232,6 +232,7 @@ private:
       return IRMutator::visit(op);
     bool outer = inLoop;
     inLoop = true;
+    issued.clear();
     Stmt s = IRMutator::visit(op);
     inLoop = outer;
     return s;
@@ -249,6 +250,15 @@ private:
     found = true;
     std::vector<Stmt> prefetches;
     for (const Expr &b : lines.bases) {
+      // A line an earlier statement of the loop's body prefetched already
+      // (decode attention's chunks load each key row once per query head
+      // of a register tile: one prefetch serves them all).
+      bool again = false;
+      for (const Expr &e : issued)
+        again = again || equal(e, b);
+      if (again)
+        continue;
+      issued.push_back(b);
       Expr offset = cast<int64_t>(b) * Expr(int64_t(lines.bytes)) +
                     Expr(aheadBytes);
       prefetches.push_back(Evaluate::make(
@@ -256,6 +266,8 @@ private:
                      {Variable::make(Handle(), weight), offset},
                      Call::Extern)));
     }
+    if (prefetches.empty())
+      return s;
     prefetches.push_back(s);
     return Block::make(prefetches);
   }
@@ -270,6 +282,7 @@ private:
   std::string weight, kLoop;
   int64_t aheadBytes;
   bool inLoop = false;
+  std::vector<Expr> issued; ///< the lines prefetched in the loop's body
 };
 
 } // namespace

@@ -672,11 +672,14 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   // one stream each, prefetched ahead: from memory at a long context (a
   // decode's cache is read once a token), the hardware's prefetch alone
   // left these loops waiting on their loads (perf: the samples on the
-  // row loads). Where measured to pay, as the 16-bit GEMV's: AMX targets
-  // (the Xeon, 1.2-1.4x at 1900 positions; on the Zen 5 -6-10% of
-  // attention on one thread, nothing on two, 0.1 ms of a 14 ms token:
-  // docs/performance.md "The Zen 5 again").
-  if (k.amx) {
+  // row loads). Measured on AVX-512 x86-64 Linux targets (the ukernel's
+  // bitcode is x86-64 Linux's): the Xeon 1.2-1.4x at 1900 positions; the
+  // Zen 5 -6-10% of attention at 1900 positions on one thread, nothing
+  // on two (docs/performance.md "The Zen 5 again"), and at 8K positions
+  // -6-14% on one thread and two, over f32 and f16 caches alike
+  // (docs/performance.md "f16 caches converted by F16C").
+  if (target.arch == Target::X86 && target.bits == 64 &&
+      target.os == Target::Linux && vectorRegisters(target) >= 32) {
     prefetchRows(k, "k", loopName(cdot, 1, "j"), kChunkAheadBytes, false);
     prefetchRows(k, "v", loopName(cpv, 1, k.rdoms.at("cj").x.name()),
                  kChunkAheadBytes, false);
