@@ -102,6 +102,13 @@ static ImageParam rows(KernelFuncs &k, const char *name,
   return p;
 }
 
+/// f16 `e` in f32 by the archu_f16_f32 ukernels (lowering/ukernels.ll).
+static Expr f16Call(Expr e) {
+  return Halide::Internal::Call::make(Float(32), "archu_f16_f32",
+                                      {reinterpret<uint16_t>(e)},
+                                      Halide::Internal::Call::PureExtern);
+}
+
 /// A stored element in f32: an f16 by the archu_f16_f32 ukernels where
 /// the target has F16C (one vcvtph2ps a vector, exact for every f16: an
 /// f16 KV cache holds subnormals and infinities; Halide 14's own
@@ -112,9 +119,7 @@ static Expr toF32(KernelFuncs &k, Expr e) {
   if (e.type() != Float(16) || !k.f16c)
     return cast<float>(e);
   k.ukernels = true;
-  return Halide::Internal::Call::make(Float(32), "archu_f16_f32",
-                                      {reinterpret<uint16_t>(e)},
-                                      Halide::Internal::Call::PureExtern);
+  return f16Call(e);
 }
 
 /// A 16-bit weight element widened to f32 in registers. bf16 is an f32's
@@ -1002,10 +1007,12 @@ struct AttentionTerms {
   ImageParam q, k, v, relBias, relKey, relValue;
   Buffer<float> slope;      ///< ALiBi's per-head slopes
   Buffer<int32_t> bucketOf; ///< T5's bucket of each distance
-  KernelFuncs &kf;          ///< (toF32 sets its ukernels)
+  bool f16c; ///< an f16 cache read by the archu_f16_f32 ukernels (toF32)
 
   AttentionTerms(KernelFuncs &kf, const AttentionKernel &a)
-      : a(a), group(int(a.heads / a.kvHeads)), vd(a.vHeadDim), kf(kf) {
+      : a(a), group(int(a.heads / a.kvHeads)), vd(a.vHeadDim),
+        f16c(kf.f16c && a.kv == StoreType::f16) {
+    kf.ukernels |= f16c;
     int64_t hd = a.headDim;
     q = rows(kf, "q", {hd, a.heads});
     k = context(kf, "k", int(hd));
@@ -1069,11 +1076,12 @@ struct AttentionTerms {
   /// nearest row: a block or chunk may start before the first position a
   /// ring keeps, or end past pos + T; the mask hides those keys.
   Expr key(Expr d, Expr kv, Expr j) const {
-    return toF32(kf, k(d, kv, clamp(j, first, end - 1) - first));
+    return toF32(k(d, kv, clamp(j, first, end - 1) - first));
   }
   Expr value(Expr d, Expr kv, Expr j) const {
-    return toF32(kf, v(d, kv, clamp(j, first, end - 1) - first));
+    return toF32(v(d, kv, clamp(j, first, end - 1) - first));
   }
+  Expr toF32(Expr e) const { return f16c ? f16Call(e) : cast<float>(e); }
 
   /// Shaw: the table row of key position `key` for query position `qpos`.
   Expr shawRow(Expr qpos, Expr key) const {

@@ -43,8 +43,7 @@ struct KernelFuncs {
   /// the emitter then links into the kernel's module.
   bool ukernels = false;
   /// Whether f16 elements convert by the archu_f16_f32 ukernels (one
-  /// vcvtph2ps): an x86-64 Linux target with F16C (toF32 in
-  /// Algorithms.cpp).
+  /// vcvtph2ps): a ukernelTarget with F16C (toF32 in Algorithms.cpp).
   bool f16c = false;
   /// Whether the target has AMX tiles (the emitter's input): a bf16 GEMM
   /// in pairs then calls the archu_amx_bf16_panels ukernel
@@ -60,6 +59,10 @@ struct KernelFuncs {
   /// object holds its pipeline's custom lowering passes.)
   Halide::Func &output() { return epilogue.defined() ? epilogue : out; }
 };
+
+/// Whether the ukernels (lowering/ukernels.ll, whose bitcode is x86-64
+/// Linux's) link into kernels for `t`: x86-64 Linux.
+bool ukernelTarget(const Halide::Target &t);
 
 /// Builds the algorithm of `spec`; `lanes` is the target's natural float
 /// vector width (reductions are split by a divisor of it).

@@ -206,8 +206,7 @@ std::string kernelTargetString(const KernelSpec &spec,
 /// Kernel `spec`'s algorithm and schedule for `t` (kernelTarget's), with
 /// AMX tiles where `amx` (amxTiles of the library's target).
 static KernelFuncs build(const KernelSpec &spec, const Target &t, bool amx) {
-  bool f16c = t.arch == Target::X86 && t.bits == 64 &&
-              t.os == Target::Linux && t.has_feature(Target::F16C);
+  bool f16c = ukernelTarget(t) && t.has_feature(Target::F16C);
   KernelFuncs k = lowerKernel(spec, t.natural_vector_size<float>(),
                               l2BytesFor(t), amx, f16c);
   scheduleKernel(k, t);

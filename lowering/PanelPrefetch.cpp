@@ -26,6 +26,8 @@
 //===----------------------------------------------------------------------===//
 #include "lowering/Algorithms.h"
 
+#include <algorithm>
+
 using namespace Halide;
 
 namespace arch {
@@ -178,8 +180,10 @@ private:
 /// The GEMV's rows ahead: in loop `kLoop`, before each store or let whose
 /// value loads `weight` (dense vectors), a prefetch `aheadBytes` further
 /// on from each of those loads that starts a line or may (a load known to
-/// start inside one is another's line). Past the weight's end a prefetch
-/// reads nothing (it cannot fault).
+/// start inside one is another's line), once per iteration of the loop: a
+/// load at the same index as one an earlier statement of the body (not
+/// in a loop or branch of its own) prefetched gets none. Past the
+/// weight's end a prefetch reads nothing (it cannot fault).
 class GemvRows : public MustFind {
 public:
   GemvRows(std::string weight, std::string kLoop, int64_t aheadBytes,
@@ -229,7 +233,7 @@ private:
 
   Stmt visit(const For *op) override {
     if (op->name != kLoop)
-      return IRMutator::visit(op);
+      return scoped([&] { return IRMutator::visit(op); });
     bool outer = inLoop;
     inLoop = true;
     issued.clear();
@@ -237,26 +241,40 @@ private:
     inLoop = outer;
     return s;
   }
+  /// The statement `f` returns, with what it prefetches forgotten after
+  /// it: a loop may run no iteration, a branch not at all.
+  template <typename F> Stmt scoped(F &&f) {
+    std::vector<Expr> before = issued;
+    Stmt s = f();
+    issued = std::move(before);
+    return s;
+  }
+  Stmt visit(const IfThenElse *op) override {
+    Expr cond = mutate(op->condition);
+    Stmt then = scoped([&] { return mutate(op->then_case); });
+    Stmt otherwise;
+    if (op->else_case.defined())
+      otherwise = scoped([&] { return mutate(op->else_case); });
+    return IfThenElse::make(cond, then, otherwise);
+  }
 
-  /// `s` (a statement computing `value`) after the prefetches of the
-  /// lines `value` loads, in the K loop.
-  Stmt ahead(const Expr &value, Stmt s) {
+  /// The prefetches of the lines `value` loads, in the K loop, for a
+  /// statement computing it.
+  std::vector<Stmt> ahead(const Expr &value) {
+    std::vector<Stmt> prefetches;
     if (!inLoop)
-      return s;
+      return prefetches;
     Lines lines(weight);
     value.accept(&lines);
     if (lines.bases.empty())
-      return s;
+      return prefetches;
     found = true;
-    std::vector<Stmt> prefetches;
     for (const Expr &b : lines.bases) {
       // A line an earlier statement of the loop's body prefetched already
       // (decode attention's chunks load each key row once per query head
       // of a register tile: one prefetch serves them all).
-      bool again = false;
-      for (const Expr &e : issued)
-        again = again || equal(e, b);
-      if (again)
+      if (std::any_of(issued.begin(), issued.end(),
+                      [&](const Expr &e) { return equal(e, b); }))
         continue;
       issued.push_back(b);
       Expr offset = cast<int64_t>(b) * Expr(int64_t(lines.bytes)) +
@@ -266,6 +284,10 @@ private:
                      {Variable::make(Handle(), weight), offset},
                      Call::Extern)));
     }
+    return prefetches;
+  }
+  /// `s` after `prefetches`.
+  static Stmt after(std::vector<Stmt> prefetches, Stmt s) {
     if (prefetches.empty())
       return s;
     prefetches.push_back(s);
@@ -273,10 +295,13 @@ private:
   }
 
   Stmt visit(const Store *op) override {
-    return ahead(op->value, IRMutator::visit(op));
+    std::vector<Stmt> p = ahead(op->value);
+    return after(std::move(p), IRMutator::visit(op));
   }
   Stmt visit(const LetStmt *op) override {
-    return ahead(op->value, IRMutator::visit(op));
+    // (The value's prefetches first: they run before the body's.)
+    std::vector<Stmt> p = ahead(op->value);
+    return after(std::move(p), IRMutator::visit(op));
   }
 
   std::string weight, kLoop;

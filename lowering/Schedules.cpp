@@ -577,18 +577,18 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
     F(n).bound(j, 0, int(a.blockKV));
   F("block_keys").compute_at(run, kb);
   // A 16-bit cache's blocks in f32: converted a vector at a time at each
-  // block, into buffers of one block allocated once per task.
-  for (const char *n : {"key_block", "value_block"}) {
+  // block, into buffers of one block allocated once per task (on the
+  // stack up to Halide's 16 KiB: head_dim 64 and 64-key blocks).
+  for (auto [n, width] : {std::pair{"key_block", hd},
+                          std::pair{"value_block", a.vHeadDim}}) {
     if (!k.funcs.count(n))
       continue;
-    Var jv = V("j"), bv = V("b");
     F(n).store_at(k.out, task)
         .compute_at(run, kb)
-        .fold_storage(bv, 1)
-        .bound(dd, 0, int(n[0] == 'k' ? hd : a.vHeadDim))
-        .bound(jv, 0, int(a.blockKV))
-        .vectorize(dd, vectorWidthFor(n[0] == 'k' ? hd : a.vHeadDim,
-                                      k.lanes));
+        .fold_storage(V("b"), 1)
+        .bound(dd, 0, int(width))
+        .bound(j, 0, int(a.blockKV))
+        .vectorize(dd, vectorWidthFor(width, k.lanes));
   }
   for (const char *n : {"block_max", "block_sum"}) {
     F(n).compute_at(run, kb).vectorize(r, rowLanes);
@@ -676,10 +676,9 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   // bitcode is x86-64 Linux's): the Xeon 1.2-1.4x at 1900 positions; the
   // Zen 5 -6-10% of attention at 1900 positions on one thread, nothing
   // on two (docs/performance.md "The Zen 5 again"), and at 8K positions
-  // -6-14% on one thread and two, over f32 and f16 caches alike
+  // -9-15% (f32 caches) and -12-14% (f16) on one thread, -7-9% on two
   // (docs/performance.md "f16 caches converted by F16C").
-  if (target.arch == Target::X86 && target.bits == 64 &&
-      target.os == Target::Linux && vectorRegisters(target) >= 32) {
+  if (ukernelTarget(target) && vectorRegisters(target) >= 32) {
     prefetchRows(k, "k", loopName(cdot, 1, "j"), kChunkAheadBytes, false);
     prefetchRows(k, "v", loopName(cpv, 1, k.rdoms.at("cj").x.name()),
                  kChunkAheadBytes, false);
@@ -788,6 +787,10 @@ static void scheduleRowwise(KernelFuncs &k) {
   rowTasks(k.out, t);
 }
 
+bool ukernelTarget(const Target &t) {
+  return t.arch == Target::X86 && t.bits == 64 && t.os == Target::Linux;
+}
+
 void scheduleKernel(KernelFuncs &k, const Target &target) {
   const KernelSpec &spec = k.spec;
   if (const LinearKernel *d = spec.get<LinearKernel>()) {
@@ -802,7 +805,7 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
     // The next panel's prefetch: a ukernel whose bitcode is x86-64 Linux's,
     // measured with AVX-512's tiles (a token tile of AVX2's runs K twice,
     // a column half at a time, and would prefetch each line twice).
-    bool prefetch = tall && target.bits == 64 && target.os == Target::Linux;
+    bool prefetch = tall && ukernelTarget(target);
     LinearKernel mm = matmulOf(*d);
     mm.pairs   ? schedulePairedLinear(k, mm)
     : mm.panel ? schedulePackedLinear(k, mm, tall, prefetch)

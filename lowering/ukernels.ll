@@ -16,13 +16,15 @@
 ; the library's symbols.
 ;
 ; archu_f16_f32(h) and its vectors archu_f16_f32x4, x8, x16: an f16 (its
-; bits) to f32, exactly (subnormals, infinities and NaNs too). Halide 14
-; emulates the conversion in about fifteen integer instructions a vector
-; even where the target has F16C; LLVM emits one vcvtph2ps, which takes
-; its operand from memory. Halide calls fooxN for a vector of N lanes of a
-; pure extern foo where the module defines it (two x16 for 32 lanes). For
-; targets with F16C only (AVX2 and AVX-512 ones have it): without it LLVM
-; would call a runtime conversion (Algorithms.cpp, toF32).
+; bits) to f32, exactly (subnormals and infinities too; a signalling NaN
+; comes out quiet). Halide 14 emulates the conversion in about fifteen
+; integer instructions a vector even where the target has F16C; LLVM
+; emits one vcvtph2ps, which takes its operand from memory. Halide calls
+; fooxN for a vector of N lanes of a pure extern foo where the module
+; defines it (two x16 for 32 lanes). Called only for targets whose Halide
+; feature list names f16c (KernelFuncs::f16c, set in HalideEmitter.cpp's
+; build(); "host" does on any CPU with F16C): without it LLVM would call
+; a runtime conversion.
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-unknown-linux-gnu"
 

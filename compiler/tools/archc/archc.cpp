@@ -306,11 +306,14 @@ loadModule(Context &c, const std::string &input, std::string &text,
   return module;
 }
 
-/// Every tokens and ring cache of `module` (the KV caches) stores `type`.
+/// Every tokens and ring cache of `module` whose rows are heads (the KV
+/// caches) stores `type`. A state cache (linear attention's) stays f32, as
+/// does a cache of 1-D rows (multi-head latent attention's latents, which
+/// linears read to make the keys and values: they take f32 inputs).
 void setKvType(mlir::ModuleOp module, StoreType type) {
   mlir::Type elem = archk::storeElementType(module.getContext(), type);
   for (CacheOp c : module.getOps<CacheOp>())
-    if (c.getLayout() != CacheLayout::state)
+    if (c.getLayout() != CacheLayout::state && c.getRowType().getRank() == 2)
       c.setRow(mlir::RankedTensorType::get(c.getRowType().getShape(), elem));
 }
 
