@@ -50,10 +50,14 @@ int kBlockOf(const LinearKernel &d, int64_t l2Bytes) {
     int kb = 2 * divisorUpTo(d.K / 2, 256);
     return d.K * 128 > l2Bytes / 2 && kb >= 128 ? kb : 0;
   }
-  // A K row of a 64-column f32 panel is 256 bytes.
+  // A K row of a 64-column f32 panel is 256 bytes. (Blocked from half
+  // the L2, the Zen 5's K = 2816 GEMM, a panel of 0.69 of its 1 MiB, ran
+  // 2.5% slower on one thread and 8% on two than unblocked; K = 4096
+  // the same either way: docs/performance.md "The Zen 5's K = 2816 GEMM
+  // unblocked".)
   int64_t most = std::clamp<int64_t>(l2Bytes / 8 / 256, 128, 4096);
   int kb = divisorUpTo(d.K, int(most));
-  return d.K * 256 > l2Bytes / 2 && kb >= 128 ? kb : 0;
+  return d.K * 256 * 4 > l2Bytes * 3 && kb >= 128 ? kb : 0;
 }
 
 int gemvPanels(const LinearKernel &d, int lanes) {

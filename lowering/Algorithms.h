@@ -196,11 +196,12 @@ constexpr int64_t kChunkAheadBytes = 2048;
 constexpr int kWideRows = 32;
 
 /// The block of K a packed GEMM takes at a time when its 64-column panel
-/// (in f32) outgrows half the L2 of `l2Bytes` (K > 2048 on a 1 MiB L2,
-/// K > 4096 on 2 MiB), or 0: a divisor of K, at most the K of an eighth
-/// of the L2 (512 on 1 MiB, 1024 on 2 MiB) and at least 128. (The bf16 dot
-/// product's pairs: a row of K is 128 bytes, blocked where K x 128 > L2 / 2
-/// (K > 4096 on 1 MiB, K > 8192 on 2 MiB), blocks of at most 256 pairs.)
+/// (in f32) outgrows three quarters of the L2 of `l2Bytes` (K > 3072 on a
+/// 1 MiB L2, K > 6144 on 2 MiB), or 0: a divisor of K, at most the K of
+/// an eighth of the L2 (512 on 1 MiB, 1024 on 2 MiB) and at least 128.
+/// (The bf16 dot product's pairs: a row of K is 128 bytes, blocked where
+/// K x 128 > L2 / 2 (K > 4096 on 1 MiB, K > 8192 on 2 MiB), blocks of at
+/// most 256 pairs.)
 int kBlockOf(const LinearKernel &d, int64_t l2Bytes);
 
 /// Panels a packed linear's GEMV (calls of fewer than kTokenTile rows)

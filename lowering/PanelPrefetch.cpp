@@ -325,8 +325,8 @@ bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
   // weight's GEMM widens the task's panel, or block, from the prefetched
   // lines), at least two; blocks
   // of a K-blocked GEMM (an eighth of the L2 at most), or whole panels
-  // of which two fit in the L2 (an unblocked one is at most half the L2
-  // but where K has no divisor to block it by). (Two in half the L2
+  // of which two fit in the L2 (an unblocked one may take up to three
+  // quarters of it: kBlockOf). (Two in half the L2
   // until the prefetch was spread: K = 2816 on the Xeon's 2 MiB then
   // measured no faster, 4096 slower; spread, 2816 +10%, 4096 the same.)
   if (d.oneRow || d.panel % (64 / bytes) ||
