@@ -74,6 +74,31 @@ public:
   std::string path;
 };
 
+/// `rel`, a path the build gives relative to archc's own directory (bin/),
+/// made absolute; "" with `error` set where archc's path cannot be read or
+/// the file is missing. archc names no path of its checkout, so that two
+/// clones of a commit build the same archc (lowering/CMakeLists.txt).
+std::string besideArchc(const char *rel, std::string &error) {
+  static const fs::path dir = [] {
+    std::error_code ec;
+    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    return ec ? fs::path() : exe.parent_path();
+  }();
+  if (dir.empty()) {
+    error = "cannot read archc's own path from /proc/self/exe, which "
+            "locates the runtime a library links";
+    return "";
+  }
+  fs::path path = (dir / rel).lexically_normal();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    error = "the runtime a library links is missing: " + path.string() +
+            " (archc runs from its build tree, where the build put it)";
+    return "";
+  }
+  return path.string();
+}
+
 double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                        since)
@@ -94,6 +119,13 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
   }
   std::string target;
   if (!resolveTarget(opts.target, target, error))
+    return false;
+  // What the glue compiles against and the library links, found before
+  // any kernel is compiled.
+  std::string include = besideArchc(ARCHC_RUNTIME_INCLUDE, error);
+  std::string runtime = include.empty() ? "" : besideArchc(
+      opts.sanitize ? ARCHC_RUNTIME_SAN_LIBRARY : ARCHC_RUNTIME_LIBRARY, error);
+  if (runtime.empty())
     return false;
   if (model.largeBuffers)
     target += "-large_buffers";
@@ -168,13 +200,11 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
   // under ASan a tiny spec's 0.6 s against 5.9). docs/design.md.
   std::vector<std::string> cc = {"cc", "-std=c11", "-O0", "-fPIC", "-c",
                                  glueC, "-o", glueO,
-                                 "-I" ARCHC_RUNTIME_INCLUDE,
+                                 "-I" + include,
                                  "-I" ARCHC_HALIDE_INCLUDE};
   cc.insert(cc.end(), sanitize.begin(), sanitize.end());
   if (!run(cc, log, error))
     return false;
-  const char *runtime =
-      opts.sanitize ? ARCHC_RUNTIME_SAN_LIBRARY : ARCHC_RUNTIME_LIBRARY;
   objects.insert(objects.begin(), glueO);
 
   std::string staged = tmp.path + "/out";

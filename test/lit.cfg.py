@@ -61,6 +61,8 @@ root = config.archc_src_root
 models = os.environ.get("ARCHC_CACHE",
                         os.path.join(os.path.expanduser("~"), ".cache", "archc"))
 config.substitutions.append(("%specs", os.path.join(root, "specs")))
+config.substitutions.append(("%{src_root}", root))
+config.substitutions.append(("%{obj_root}", config.archc_obj_root))
 config.substitutions.append(("%e2e", os.path.join(root, "test", "e2e")))
 config.substitutions.append(("%models", models))
 # Debian's python3 is the one with torch (TOOLCHAIN.md).
