@@ -1,0 +1,126 @@
+/*===- attention-loop.c - Decode attention's two passes, by hand ---------===*
+ *
+ * The loop archc's decode attention kernel is measured against (issue 11,
+ * docs/performance.md "Decode attention against a loop by hand"): the same
+ * work written directly in AVX-512 intrinsics, with none of a generated
+ * kernel's bounds, clamps or buffers. bench-156m's shape: a key/value head
+ * serves a group of 4 query heads, head_dim 64, f32 caches kept head-major
+ * (a head's positions consecutive) in two buffers, K and V, as
+ * bench/attention.c lays them out. For each chunk of 1024 keys (archc's
+ * split_kv at length): the scores (per key, 4 dot products of 4 FMAs and a
+ * horizontal sum), the chunk's softmax (exp vectorized by libmvec), then
+ * the value sums (per key, 16 FMAs); successive chunks stream on through
+ * 256 MiB of K and as much of V, so every row comes from memory, as a
+ * decode's cache does. Rows are prefetched DIST bytes ahead, a line at a
+ * time (0: none; archc prefetches 2 KiB ahead). Prints the best of 5
+ * passes over the buffers as GB/s of K and V read.
+ *   cc -O3 -ffast-math -march=native bench/attention-loop.c -lm \
+ *     -o attention-loop
+ *   attention-loop DIST -> dist=... gbs=...
+ *
+ *===---------------------------------------------------------------------===*/
+#include <immintrin.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+enum { GROUP = 4, HEAD_DIM = 64, CHUNK = 1024 };
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* The four lines of the row DIST bytes after `row`. */
+static inline void prefetch_row(const float *row, long dist) {
+  const char *p = (const char *)row + dist;
+  for (int l = 0; l < 4; ++l)
+    _mm_prefetch(p + 64 * l, _MM_HINT_T0);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: attention-loop DIST\n");
+    return 2;
+  }
+  long dist = atol(argv[1]);
+  size_t half = (size_t)256 << 20, rows = half / (HEAD_DIM * 4);
+  float *k = aligned_alloc(64, half), *v = aligned_alloc(64, half);
+  if (!k || !v)
+    return 1;
+  for (size_t i = 0; i < half / 4; ++i) {
+    k[i] = (float)((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+    v[i] = (float)((i * 40503u) % 1000) * 1e-3f - 0.5f;
+  }
+  float q[GROUP][HEAD_DIM];
+  for (int h = 0; h < GROUP; ++h)
+    for (int d = 0; d < HEAD_DIM; ++d)
+      q[h][d] = 0.01f * (float)(h + d % 7);
+  static float s[GROUP][CHUNK];
+  double best = 1e9, sink = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    double t0 = now();
+    for (size_t c0 = 0; c0 + CHUNK <= rows; c0 += CHUNK) {
+      const float *kc = k + c0 * HEAD_DIM, *vc = v + c0 * HEAD_DIM;
+      __m512 qv[GROUP][4];
+      for (int h = 0; h < GROUP; ++h)
+        for (int i = 0; i < 4; ++i)
+          qv[h][i] = _mm512_loadu_ps(&q[h][16 * i]);
+      for (int j = 0; j < CHUNK; ++j) {
+        const float *r = kc + j * HEAD_DIM;
+        if (dist)
+          prefetch_row(r, dist);
+        __m512 a = _mm512_load_ps(r), b = _mm512_load_ps(r + 16),
+               c = _mm512_load_ps(r + 32), d = _mm512_load_ps(r + 48);
+        for (int h = 0; h < GROUP; ++h) {
+          __m512 x = _mm512_mul_ps(a, qv[h][0]);
+          x = _mm512_fmadd_ps(b, qv[h][1], x);
+          x = _mm512_fmadd_ps(c, qv[h][2], x);
+          x = _mm512_fmadd_ps(d, qv[h][3], x);
+          s[h][j] = _mm512_reduce_add_ps(x);
+        }
+      }
+      for (int h = 0; h < GROUP; ++h) {
+        float m = -INFINITY, l = 0;
+        for (int j = 0; j < CHUNK; ++j)
+          m = fmaxf(m, s[h][j]);
+        for (int j = 0; j < CHUNK; ++j) {
+          s[h][j] = expf(s[h][j] - m);
+          l += s[h][j];
+        }
+        sink += l;
+      }
+      __m512 acc[GROUP][4];
+      for (int h = 0; h < GROUP; ++h)
+        for (int i = 0; i < 4; ++i)
+          acc[h][i] = _mm512_setzero_ps();
+      for (int j = 0; j < CHUNK; ++j) {
+        const float *r = vc + j * HEAD_DIM;
+        if (dist)
+          prefetch_row(r, dist);
+        __m512 a = _mm512_load_ps(r), b = _mm512_load_ps(r + 16),
+               c = _mm512_load_ps(r + 32), d = _mm512_load_ps(r + 48);
+        for (int h = 0; h < GROUP; ++h) {
+          __m512 p = _mm512_set1_ps(s[h][j]);
+          acc[h][0] = _mm512_fmadd_ps(p, a, acc[h][0]);
+          acc[h][1] = _mm512_fmadd_ps(p, b, acc[h][1]);
+          acc[h][2] = _mm512_fmadd_ps(p, c, acc[h][2]);
+          acc[h][3] = _mm512_fmadd_ps(p, d, acc[h][3]);
+        }
+      }
+      for (int h = 0; h < GROUP; ++h)
+        for (int i = 0; i < 4; ++i)
+          sink += _mm512_reduce_add_ps(acc[h][i]);
+    }
+    double t = now() - t0;
+    if (t < best)
+      best = t;
+  }
+  printf("dist=%ld gbs=%.2f (checksum %g)\n", dist, 2 * half / best / 1e9,
+         sink);
+  free(k);
+  free(v);
+  return 0;
+}
