@@ -7,8 +7,8 @@
  * serves a group of 4 query heads, head_dim 64, f32 caches kept head-major
  * (a head's positions consecutive) in two buffers, K and V, as
  * bench/attention.c lays them out. For each chunk of 1024 keys (archc's
- * split_kv at length): the scores (per key, 4 dot products of 4 FMAs and a
- * horizontal sum), the chunk's softmax (exp vectorized by libmvec), then
+ * split_kv at length): the scores (per key, 4 dot products, each a multiply,
+ * 3 FMAs and a horizontal sum), the chunk's softmax (exp vectorized by libmvec), then
  * the value sums (per key, 16 FMAs); successive chunks stream on through
  * 256 MiB of K and as much of V, so every row comes from memory, as a
  * decode's cache does. Rows are prefetched DIST bytes ahead, a line at a
@@ -83,8 +83,8 @@ int main(int argc, char **argv) {
         }
       }
       for (int h = 0; h < GROUP; ++h) {
-        float m = -INFINITY, l = 0;
-        for (int j = 0; j < CHUNK; ++j)
+        float m = s[h][0], l = 0;
+        for (int j = 1; j < CHUNK; ++j)
           m = fmaxf(m, s[h][j]);
         for (int j = 0; j < CHUNK; ++j) {
           s[h][j] = expf(s[h][j] - m);

@@ -75,10 +75,11 @@ public:
 };
 
 /// `rel`, a path the build gives relative to archc's own directory (bin/),
-/// made absolute; "" with `error` set where archc's path cannot be read or
-/// the file is missing. archc names no path of its checkout, so that two
+/// made absolute; "" with `error` naming `what` where archc's path cannot
+/// be read or the file is missing. archc names no path of its checkout, so that two
 /// clones of a commit build the same archc (lowering/CMakeLists.txt).
-std::string besideArchc(const char *rel, std::string &error) {
+std::string besideArchc(const char *rel, const char *what,
+                        std::string &error) {
   static const fs::path dir = [] {
     std::error_code ec;
     fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -86,13 +87,13 @@ std::string besideArchc(const char *rel, std::string &error) {
   }();
   if (dir.empty()) {
     error = "cannot read archc's own path from /proc/self/exe, which "
-            "locates the runtime a library links";
+            "locates " + std::string(what);
     return "";
   }
   fs::path path = (dir / rel).lexically_normal();
   std::error_code ec;
   if (!fs::exists(path, ec)) {
-    error = "the runtime a library links is missing: " + path.string() +
+    error = "missing " + std::string(what) + ": " + path.string() +
             " (archc runs from its build tree, where the build put it)";
     return "";
   }
@@ -122,9 +123,12 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
     return false;
   // What the glue compiles against and the library links, found before
   // any kernel is compiled.
-  std::string include = besideArchc(ARCHC_RUNTIME_INCLUDE, error);
+  std::string include = besideArchc(
+      ARCHC_RUNTIME_INCLUDE, "the runtime's headers (the glue includes them)",
+      error);
   std::string runtime = include.empty() ? "" : besideArchc(
-      opts.sanitize ? ARCHC_RUNTIME_SAN_LIBRARY : ARCHC_RUNTIME_LIBRARY, error);
+      opts.sanitize ? ARCHC_RUNTIME_SAN_LIBRARY : ARCHC_RUNTIME_LIBRARY,
+      "the runtime archive (a library links it)", error);
   if (runtime.empty())
     return false;
   if (model.largeBuffers)

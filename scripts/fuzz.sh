@@ -12,6 +12,8 @@
 # NDEBUG, as the release build is: TOML++'s internal debug assertions are
 # stricter than its error paths (it reports "[)" as an error either way).
 set -euo pipefail
+# A failed compile inside $(...) fails the assignment that takes it.
+shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 seconds="${1:?usage: scripts/fuzz.sh SECONDS [NAME ...]}"
 shift
@@ -24,7 +26,7 @@ mkdir -p "$out"
 cc=clang-19
 cxx=clang++-19
 flags=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-       -fno-sanitize-recover=undefined -fdebug-compilation-dir=.)
+       -fno-sanitize-recover=undefined)
 # Objects through ccache where it is installed, paths under the checkout
 # hashed as relative ones (as the CMake build does) and the debug info's
 # directory "." (so not hashed), so that CI's clone takes them from an
@@ -58,15 +60,17 @@ unicode_tables="$build/runtime/unicode_tables.c"
 # The runtime and the tiny model's glue are the same in every C harness,
 # the spec parser in both C++ ones: compiled once (instrumented for the
 # fuzzer, not linked with its main).
-nolink=("${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}")
+nolink=("${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}"
+        -fdebug-compilation-dir=.)
 objects() { # DIR SOURCES...: objects of SOURCES in DIR, printed
   local dir=$1 src obj
   shift
   mkdir -p "$dir"
   for src in "$@"; do
     obj="$dir/$(basename "${src%.c}").o"
+    rm -f "$obj"
     "${ccache[@]}" "$cc" "${nolink[@]}" \
-      -std=c11 -D_GNU_SOURCE "${inc[@]}" -c "$src" -o "$obj"
+      -std=c11 -D_GNU_SOURCE "${inc[@]}" -c "$src" -o "$obj" || return 1
     echo "$obj"
   done
 }
@@ -76,9 +80,10 @@ cxx_objects() { # DIR SOURCES...: the same for C++ sources
   mkdir -p "$dir"
   for src in "$@"; do
     obj="$dir/$(basename "${src%.cpp}").o"
+    rm -f "$obj"
     "${ccache[@]}" "$cxx" "${nolink[@]}" -std=c++17 -fexceptions \
       -DTOML_HEADER_ONLY=1 -DNDEBUG -I. -I/usr/lib/llvm-19/include \
-      -c "$src" -o "$obj"
+      -c "$src" -o "$obj" || return 1
     echo "$obj"
   done
 }
@@ -100,9 +105,10 @@ build_one() {
         libs=(-L/usr/lib/llvm-19/lib -lLLVM-19
               -Wl,-rpath,/usr/lib/llvm-19/lib)
       fi
+      local own_objs
+      own_objs=$(cxx_objects "$out/obj/$name" "${own[@]}")
       # shellcheck disable=SC2086
-      "$cxx" "${flags[@]}" $spec_objs \
-        $(cxx_objects "$out/obj/$name" "${own[@]}") -o "$bin" "${libs[@]}" ;;
+      "$cxx" "${flags[@]}" $spec_objs $own_objs -o "$bin" "${libs[@]}" ;;
     *)
       # shellcheck disable=SC2086
       [ -n "$runtime_objs" ] ||
