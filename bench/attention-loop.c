@@ -7,11 +7,11 @@
  * serves a group of 4 query heads, head_dim 64, f32 caches kept head-major
  * (a head's positions consecutive) in two buffers, K and V, as
  * bench/attention.c lays them out. For each chunk of 1024 keys (archc's
- * split_kv at length): the scores (per key, 4 dot products, each a multiply,
- * 3 FMAs and a horizontal sum), the chunk's softmax (exp vectorized by libmvec), then
- * the value sums (per key, 16 FMAs); successive chunks stream on through
- * 256 MiB of K and as much of V, so every row comes from memory, as a
- * decode's cache does. Rows are prefetched DIST bytes ahead, a line at a
+ * split_kv at length): the scores (per key, 4 dot products, each a
+ * multiply, 3 FMAs and a horizontal sum), the chunk's softmax (exp
+ * vectorized by libmvec), then the value sums (per key, 16 FMAs);
+ * successive chunks stream on through 256 MiB of K and as much of V, so
+ * every row comes from memory, as a decode's cache does. Rows are prefetched DIST bytes ahead, a line at a
  * time (0: none; archc prefetches 2 KiB ahead). Prints the best of 5
  * passes over the buffers as GB/s of K and V read.
  *   cc -O3 -ffast-math -march=native bench/attention-loop.c -lm \

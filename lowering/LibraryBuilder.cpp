@@ -75,9 +75,9 @@ public:
 };
 
 /// `rel`, a path the build gives relative to archc's own directory (bin/),
-/// made absolute; "" with `error` naming `what` where archc's path cannot
-/// be read or the file is missing. archc names no path of its checkout, so that two
-/// clones of a commit build the same archc (lowering/CMakeLists.txt).
+/// made absolute; "" with `error` naming `what` where archc's path cannot be
+/// read or the file is missing. archc names no path of its checkout, so
+/// that two clones of a commit build the same archc (lowering/CMakeLists.txt).
 std::string besideArchc(const char *rel, const char *what,
                         std::string &error) {
   static const fs::path dir = [] {
