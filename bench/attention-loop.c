@@ -33,11 +33,16 @@ static double now(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-/* The four lines of the row DIST bytes after `row`. */
-static inline void prefetch_row(const float *row, long dist) {
-  const char *p = (const char *)row + dist;
-  for (int l = 0; l < 4; ++l)
-    _mm_prefetch(p + 64 * l, _MM_HINT_T0);
+/* Row `row`'s four vectors, after prefetching the four lines of the row
+ * DIST bytes after it (none with DIST 0). */
+static inline void load_row(const float *row, long dist, __m512 out[4]) {
+  if (dist) {
+    const char *p = (const char *)row + dist;
+    for (int l = 0; l < 4; ++l)
+      _mm_prefetch(p + 64 * l, _MM_HINT_T0);
+  }
+  for (int i = 0; i < 4; ++i)
+    out[i] = _mm512_load_ps(row + 16 * i);
 }
 
 int main(int argc, char **argv) {
@@ -69,16 +74,12 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 4; ++i)
           qv[h][i] = _mm512_loadu_ps(&q[h][16 * i]);
       for (int j = 0; j < CHUNK; ++j) {
-        const float *r = kc + j * HEAD_DIM;
-        if (dist)
-          prefetch_row(r, dist);
-        __m512 a = _mm512_load_ps(r), b = _mm512_load_ps(r + 16),
-               c = _mm512_load_ps(r + 32), d = _mm512_load_ps(r + 48);
+        __m512 r[4];
+        load_row(kc + j * HEAD_DIM, dist, r);
         for (int h = 0; h < GROUP; ++h) {
-          __m512 x = _mm512_mul_ps(a, qv[h][0]);
-          x = _mm512_fmadd_ps(b, qv[h][1], x);
-          x = _mm512_fmadd_ps(c, qv[h][2], x);
-          x = _mm512_fmadd_ps(d, qv[h][3], x);
+          __m512 x = _mm512_mul_ps(r[0], qv[h][0]);
+          for (int i = 1; i < 4; ++i)
+            x = _mm512_fmadd_ps(r[i], qv[h][i], x);
           s[h][j] = _mm512_reduce_add_ps(x);
         }
       }
@@ -97,17 +98,12 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 4; ++i)
           acc[h][i] = _mm512_setzero_ps();
       for (int j = 0; j < CHUNK; ++j) {
-        const float *r = vc + j * HEAD_DIM;
-        if (dist)
-          prefetch_row(r, dist);
-        __m512 a = _mm512_load_ps(r), b = _mm512_load_ps(r + 16),
-               c = _mm512_load_ps(r + 32), d = _mm512_load_ps(r + 48);
+        __m512 r[4];
+        load_row(vc + j * HEAD_DIM, dist, r);
         for (int h = 0; h < GROUP; ++h) {
           __m512 p = _mm512_set1_ps(s[h][j]);
-          acc[h][0] = _mm512_fmadd_ps(p, a, acc[h][0]);
-          acc[h][1] = _mm512_fmadd_ps(p, b, acc[h][1]);
-          acc[h][2] = _mm512_fmadd_ps(p, c, acc[h][2]);
-          acc[h][3] = _mm512_fmadd_ps(p, d, acc[h][3]);
+          for (int i = 0; i < 4; ++i)
+            acc[h][i] = _mm512_fmadd_ps(p, r[i], acc[h][i]);
         }
       }
       for (int h = 0; h < GROUP; ++h)

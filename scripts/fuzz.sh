@@ -62,27 +62,19 @@ unicode_tables="$build/runtime/unicode_tables.c"
 # fuzzer, not linked with its main).
 nolink=("${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}"
         -fdebug-compilation-dir=.)
-objects() { # DIR SOURCES...: objects of SOURCES in DIR, printed
-  local dir=$1 src obj
+objects() { # DIR SOURCES...: objects of SOURCES (C or C++) in DIR, printed
+  local dir=$1 src obj lang
   shift
   mkdir -p "$dir"
   for src in "$@"; do
-    obj="$dir/$(basename "${src%.c}").o"
+    obj="$dir/$(basename "${src%.*}").o"
+    case "$src" in
+      *.cpp) lang=("$cxx" -std=c++17 -fexceptions -DTOML_HEADER_ONLY=1
+                   -DNDEBUG -I. -I/usr/lib/llvm-19/include) ;;
+      *) lang=("$cc" -std=c11 -D_GNU_SOURCE "${inc[@]}") ;;
+    esac
     rm -f "$obj"
-    "${ccache[@]}" "$cc" "${nolink[@]}" \
-      -std=c11 -D_GNU_SOURCE "${inc[@]}" -c "$src" -o "$obj" || return 1
-    echo "$obj"
-  done
-}
-cxx_objects() { # DIR SOURCES...: the same for C++ sources
-  local dir=$1 src obj
-  shift
-  mkdir -p "$dir"
-  for src in "$@"; do
-    obj="$dir/$(basename "${src%.cpp}").o"
-    rm -f "$obj"
-    "${ccache[@]}" "$cxx" "${nolink[@]}" -std=c++17 -fexceptions \
-      -DTOML_HEADER_ONLY=1 -DNDEBUG -I. -I/usr/lib/llvm-19/include \
+    "${ccache[@]}" "${lang[0]}" "${nolink[@]}" "${lang[@]:1}" \
       -c "$src" -o "$obj" || return 1
     echo "$obj"
   done
@@ -96,7 +88,7 @@ build_one() {
   case "$name" in
     spec|hfconfig)
       # shellcheck disable=SC2086
-      [ -n "$spec_objs" ] || spec_objs=$(cxx_objects "$out/obj/spec" \
+      [ -n "$spec_objs" ] || spec_objs=$(objects "$out/obj/spec" \
         compiler/spec/SpecParser.cpp compiler/spec/Checkpoint.cpp)
       local own=(test/fuzz/fuzz_spec.cpp) libs=()
       if [ "$name" = hfconfig ]; then
@@ -106,7 +98,7 @@ build_one() {
               -Wl,-rpath,/usr/lib/llvm-19/lib)
       fi
       local own_objs
-      own_objs=$(cxx_objects "$out/obj/$name" "${own[@]}")
+      own_objs=$(objects "$out/obj/$name" "${own[@]}")
       # shellcheck disable=SC2086
       "$cxx" "${flags[@]}" $spec_objs $own_objs -o "$bin" "${libs[@]}" ;;
     *)
