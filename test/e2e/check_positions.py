@@ -95,13 +95,25 @@ def sinusoidal(x, pos):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--spec", required=True)
+    ap.add_argument("--lib", required=True, action="append",
+                    help="repeatable, a --spec each: one process checks "
+                    "them all (PyTorch, which archref imports, once)")
+    ap.add_argument("--spec", required=True, action="append")
     args = ap.parse_args()
-    spec = archref.Spec(args.spec)
-    syms = subprocess.run(["nm", "-D", "--defined-only", args.lib],
+    if len(args.lib) != len(args.spec):
+        ap.error("give one --spec for each --lib")
+    rc = 0
+    for lib, spec in zip(args.lib, args.spec):
+        rc |= check_library(lib, spec)
+    return rc
+
+
+def check_library(lib_path, spec_path):
+    """Checks one library's position kernels; prints PASSED or FAILED."""
+    spec = archref.Spec(spec_path)
+    syms = subprocess.run(["nm", "-D", "--defined-only", lib_path],
                           capture_output=True, text=True, check=True).stdout
-    lib = C.CDLL(os.path.abspath(args.lib))
+    lib = C.CDLL(os.path.abspath(lib_path))
     rng = np.random.default_rng(11)
     failed = 0
     if spec.pos_kind == "sinusoidal":
@@ -125,7 +137,7 @@ def main():
             failed += check_kernel(lib, name, [int(heads), int(hd)],
                                    rotation, rng)
     if not kernels:
-        print(f"FAILED: no {spec.pos_kind} position kernel in {args.lib}")
+        print(f"FAILED: no {spec.pos_kind} position kernel in {lib_path}")
         return 1
     print("FAILED" if failed else "PASSED")
     return 1 if failed else 0
