@@ -1301,15 +1301,36 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   // group: converted there, each read cost a scalar load, conversion and
   // broadcast where an f32 cache's is the FMA's own broadcast operand).
   // An f32 cache's blocks are read in place.
-  bool staged = a.kv != StoreType::f32;
+  bool staged = a.kv != StoreType::f32 && !a.pairs;
   Func kblock("key_block"), vblock("value_block");
   kblock(dd, j, kvh, b) = kc(dd, kvh, b * bk + j);
   vblock(dd, j, kvh, b) = vc(dd, kvh, b * bk + j);
   Func dot("block_dot");
+  // With `pairs` (--attention-input=bf16) both products of a tile are bf16
+  // dot products, reductions by 2 of bf16 products that Halide 14 emits as
+  // vdpbf16ps (with avx512_sapphirerapids: kernelTarget), as the bf16
+  // GEMM's: the tile's queries in pairs along head_dim (q_pairs: a vector
+  // holds 16 rows' pairs) against a broadcast pair of one key's elements
+  // (key_pairs, the block rounded once), and the block's exponentials in
+  // pairs of keys (prob_pairs) against a broadcast pair of two keys'
+  // values (value_pairs). Sums and the softmax stay f32.
+  bool pairs = a.pairs;
+  Func qpairs("q_pairs"), kpairs("key_pairs");
+  RDom rp(0, 2, 0, hd / 2, "rp");
   dot(r, j, qb, kvh, b) = 0.0f;
-  dot(r, j, qb, kvh, b) +=
-      qt(r, rd, qb, kvh) *
-      (staged ? kblock(rd, j, kvh, b) : kc(rd, kvh, b * bk + j));
+  if (pairs) {
+    Var e("e"), d2("d2");
+    qpairs(e, r, d2, qb, kvh) =
+        cast(BFloat(16), qt(r, 2 * d2 + e, qb, kvh));
+    kpairs(dd, j, kvh, b) = cast(BFloat(16), kc(dd, kvh, b * bk + j));
+    dot(r, j, qb, kvh, b) +=
+        cast<float>(qpairs(rp.x, r, rp.y, qb, kvh)) *
+        cast<float>(kpairs(2 * rp.y + rp.x, j, kvh, b));
+  } else {
+    dot(r, j, qb, kvh, b) +=
+        qt(r, rd, qb, kvh) *
+        (staged ? kblock(rd, j, kvh, b) : kc(rd, kvh, b * bk + j));
+  }
   Expr qpos = pos + tokenOf(r, qb);
   // A block's keys in groups of kq (rj.x a key of group rj.y): groups
   // wholly past the tile's last query are not computed (a tile's last
@@ -1342,7 +1363,12 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   Func bmax("block_max"), prob("block_prob"), bsum("block_sum");
   bmax(r, qb, kvh, b) = kMasked;
   bmax(r, qb, kvh, b) = max(bmax(r, qb, kvh, b), score(r, rkey, qb, kvh, b));
-  prob(r, j, qb, kvh, b) = undef<float>();
+  // (The pairs' value products read every key of the block: the groups
+  // not computed hold 0.)
+  if (pairs)
+    prob(r, j, qb, kvh, b) = 0.0f;
+  else
+    prob(r, j, qb, kvh, b) = undef<float>();
   prob(r, rkey, qb, kvh, b) =
       exp(score(r, rkey, qb, kvh, b) - bmax(r, qb, kvh, b));
   bsum(r, qb, kvh, b) = 0.0f;
@@ -1352,12 +1378,40 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   if (a.shawClip)
     value += in.relValue(dd, in.shawRow(qpos, bkey));
   bpv(r, dd, qb, kvh, b) = 0.0f;
-  bpv(r, dd, qb, kvh, b) += prob(r, rkey, qb, kvh, b) * value;
+  Func ppairs("prob_pairs"), vpairs("value_pairs");
+  // The pairs' value products go over all bk keys of a block (rpv.x: the
+  // key in the pair, rpv.y: the pair), not only the groups computed as
+  // rj's: keys past the tile's last query have probability 0 (prob's pure
+  // definition). Only a tile's last block has such keys.
+  RDom rpv(0, 2, 0, bk / 2, "rpv");
+  if (pairs) {
+    Var e("e"), k2("k2");
+    ppairs(e, r, k2, qb, kvh, b) =
+        cast(BFloat(16), prob(r, 2 * k2 + e, qb, kvh, b));
+    vpairs(e, dd, k2, kvh, b) =
+        cast(BFloat(16), vc(dd, kvh, b * bk + 2 * k2 + e));
+    bpv(r, dd, qb, kvh, b) +=
+        cast<float>(ppairs(rpv.x, r, rpv.y, qb, kvh, b)) *
+        cast<float>(vpairs(rpv.x, dd, rpv.y, kvh, b));
+  } else {
+    bpv(r, dd, qb, kvh, b) += prob(r, rkey, qb, kvh, b) * value;
+  }
 
   RDom kb(first / bk, (end + bk - 1) / bk - first / bk, "kb");
   Expr firstQuery = pos + qb * bq; // the tile's first query position
   Func tileDraws("tile_draws");
-  kb.where(kb * bk <= firstQuery + bq - 1);
+  Func blockReached("block_reached");
+  if (pairs) {
+    // (Through a Func, so that bounds inference does not bound the tile
+    // coordinate by it: block_pv's store index then carried that bound,
+    // a max() Halide cannot prove equal to its load's, so it scalarized
+    // the atomic update instead of making it a vector reduction.)
+    Var kbv("kbv"), qbv("qbv");
+    blockReached(kbv, qbv) = kbv * bk <= pos + qbv * bq + bq - 1;
+    kb.where(blockReached(kb, qb));
+  } else {
+    kb.where(kb * bk <= firstQuery + bq - 1);
+  }
   if (a.window) {
     // Blocks that reach into the tile's span, hold a global key, or meet
     // a global query of the tile.
@@ -1549,11 +1603,19 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
     k.funcs["key_block"] = kblock;
     k.funcs["value_block"] = vblock;
   }
+  if (pairs) {
+    k.funcs["q_pairs"] = qpairs;
+    k.funcs["key_pairs"] = kpairs;
+    k.funcs["prob_pairs"] = ppairs;
+    k.funcs["value_pairs"] = vpairs;
+    k.funcs["block_reached"] = blockReached;
+  }
   k.vars = {{"dd", dd}, {"h", h},   {"t", t}, {"j", j},
             {"r", r},   {"qb", qb}, {"kvh", kvh}, {"b", b},
             {"g", g},   {"c", c},   {"l", l},     {"dc", dc}};
   k.rdoms = {{"rd", rd}, {"rj", rj}, {"kb", kb}, {"cj", cj},
-             {"rv", rv}, {"rl", rl}, {"rc", rc}};
+             {"rv", rv}, {"rl", rl}, {"rc", rc}, {"rp", rp},
+             {"rpv", rpv}};
   k.outDims = {in.vd, a.heads};
 }
 

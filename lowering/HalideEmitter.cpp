@@ -153,7 +153,8 @@ bool bf16DotProductPays(const std::string &target) {
 /// when the library is for this CPU and the CPU has AVX512-BF16.
 static Target kernelTarget(const KernelSpec &spec, Target t) {
   const LinearKernel *l = spec.get<LinearKernel>();
-  if (l && l->pairs && t.has_feature(Target::AVX512_Cannonlake) &&
+  const AttentionKernel *at = spec.get<AttentionKernel>();
+  if (((l && l->pairs) || (at && at->pairs)) && t.has_feature(Target::AVX512_Cannonlake) &&
       !t.has_feature(Target::AVX512_SapphireRapids) &&
       t.without_feature(Target::LargeBuffers) == hostTarget() &&
       hostHasAvx512Bf16())
@@ -243,13 +244,32 @@ static void compileKernel(KernelFuncs &k,
 
 /// Whether x86 assembly `path` has an AVX512-FP16 instruction: a mnemonic
 /// on half-precision vectors or scalars (..ph, ..sh, ..phx, ..psx, vmovw),
-/// F16C's vcvtps2ph / vcvtph2ps aside.
+/// F16C's vcvtps2ph / vcvtph2ps aside. The f16 ukernels' own bodies
+/// (archu_f16_f32*, which every kernel calling a ukernel links) do not
+/// count unless the code calls them: they are inlined where used, so an
+/// FP16 instruction that would run is in a kernel function, and a kernel
+/// that never converts an f16 never runs them.
 static bool usesAvx512Fp16(const std::string &path) {
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);)
+      lines.push_back(line);
+  }
+  bool called = false;
+  for (const std::string &line : lines)
+    called |= line.find("archu_f16_f32") != std::string::npos &&
+              (line.find("call") != std::string::npos ||
+               line.find("jmp") != std::string::npos);
+  bool inUkernel = false;
+  for (const std::string &line : lines) {
+    // A symbol's label starts a line ("name:  # @name"); local labels
+    // start with '.', instructions and directives are indented.
+    if (!line.empty() && !std::strchr(" \t.#", line[0]) &&
+        line.find(':') != std::string::npos)
+      inUkernel = line.rfind("archu_f16_f32", 0) == 0;
     size_t b = line.find_first_not_of(" \t");
-    if (b == std::string::npos || line[b] != 'v')
+    if (b == std::string::npos || line[b] != 'v' || (inUkernel && !called))
       continue;
     size_t e = line.find_first_of(" \t", b);
     std::string m = line.substr(b, e == std::string::npos ? e : e - b);

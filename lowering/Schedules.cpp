@@ -561,7 +561,32 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
       .unroll(rj.x);
   Func dot = F("block_dot");
   dot.compute_at(score, ro).vectorize(r, rowLanes).unroll(r).unroll(j);
-  dot.update().reorder(r, j, rd).vectorize(r, rowLanes).unroll(r).unroll(j);
+  if (k.funcs.count("q_pairs")) {
+    // bf16 pairs: the pair (rp.x) and the row vector vectorized together
+    // in an atomic update, which Halide makes a reduction by 2 of 2 x 16
+    // lanes (vdpbf16ps); the tile's queries in pairs once per task, a
+    // block's keys rounded once per block.
+    RDom rp = k.rdoms.at("rp");
+    dot.update()
+        .reorder(rp.x, r, j, rp.y)
+        .atomic()
+        .vectorize(rp.x)
+        .vectorize(r, rowLanes)
+        .unroll(r)
+        .unroll(j);
+    Func qp = F("q_pairs");
+    Var e = qp.args()[0];
+    qp.compute_at(k.out, task).bound(e, 0, 2).bound_extent(V("qb"), 1)
+        .reorder(e, r).vectorize(e).vectorize(r, rowLanes);
+    F("key_pairs").store_at(k.out, task)
+        .compute_at(run, kb)
+        .fold_storage(V("b"), 1)
+        .bound(dd, 0, int(hd))
+        .bound(j, 0, int(a.blockKV))
+        .vectorize(dd, vectorWidthFor(hd, k.lanes));
+  } else {
+    dot.update().reorder(r, j, rd).vectorize(r, rowLanes).unroll(r).unroll(j);
+  }
   // A tile's values and a key block's are made for one query tile at a
   // time: a constant size, on the stack where at most Halide's 16 KiB
   // (a size from qb's extent was halide_malloc'd and freed per task: 7%
@@ -603,12 +628,42 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   // and AVX2's attention at 2048 tokens ran 11% slower than untrimmed;
   // fused, 4% faster. docs/performance.md "Attention's tile epilogue".)
   RVar rjf("rjf");
-  pv.update()
-      .fuse(rj.x, rj.y, rjf)
-      .reorder(r, dd, rjf)
-      .vectorize(r, rowLanes)
-      .unroll(r)
-      .unroll(dd);
+  if (k.funcs.count("prob_pairs")) {
+    // bf16 pairs, as block_dot's: the exponentials in pairs of keys once
+    // per block, and the block's values interleaved two keys at a time
+    // (two row loads a pair of vectors, Halide's interleaving store).
+    RDom rpv = k.rdoms.at("rpv");
+    F("block_reached").compute_at(k.out, task);
+    pv.update()
+        .reorder(rpv.x, r, dd, rpv.y)
+        .atomic()
+        .vectorize(rpv.x)
+        .vectorize(r, rowLanes)
+        .unroll(r)
+        .unroll(dd);
+    Func pp = F("prob_pairs");
+    Var e = pp.args()[0];
+    pp.compute_at(run, kb).bound(e, 0, 2).bound_extent(V("qb"), 1)
+        .bound(pp.args()[2], 0, int(a.blockKV / 2))
+        .reorder(e, r).vectorize(e).vectorize(r, rowLanes);
+    Func vp = F("value_pairs");
+    vp.store_at(k.out, task)
+        .compute_at(run, kb)
+        .fold_storage(V("b"), 1)
+        .bound(vp.args()[0], 0, 2)
+        .bound(dd, 0, int(a.vHeadDim))
+        .bound(vp.args()[2], 0, int(a.blockKV / 2))
+        .reorder(vp.args()[0], dd, vp.args()[2])
+        .vectorize(dd, vectorWidthFor(a.vHeadDim, k.lanes))
+        .unroll(vp.args()[0]);
+  } else {
+    pv.update()
+        .fuse(rj.x, rj.y, rjf)
+        .reorder(r, dd, rjf)
+        .vectorize(r, rowLanes)
+        .unroll(r)
+        .unroll(dd);
+  }
 
   // Chunks. Key dot products in kl lanes, value columns in dl.
   int kl = vectorWidthFor(hd, k.lanes);

@@ -959,3 +959,27 @@ func.func @linear_attention_result(%q: tensor<?x32xf32>, %k: tensor<?x16xf32>) {
   %a = arch.linear_attention elu1 @state, %q, %k, %k {n_heads = 4, n_kv_heads = 2, head_dim = 8, normalize, scale = 0.25 : f64} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
   return
 }
+
+// -----
+
+func.func @flash_bf16_dot_odd_head(%q: tensor<?x6xf32>, %k: tensor<?x3xf32>, %p: index) {
+  // expected-error @+1 {{bf16_dot needs an even head_dim and block_kv and no Shaw relative positions}}
+  %y = arch.flash_attention %q, %k, %k, %p {n_heads = 2, n_kv_heads = 1, head_dim = 3, scale = 0.5, block_q = 16, block_kv = 64, split_kv = 256, bf16_dot} : (tensor<?x6xf32>, tensor<?x3xf32>, tensor<?x3xf32>, index) -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+func.func @flash_bf16_dot_odd_block(%q: tensor<?x8xf32>, %k: tensor<?x4xf32>, %p: index) {
+  // expected-error @+1 {{bf16_dot needs an even head_dim and block_kv and no Shaw relative positions}}
+  %y = arch.flash_attention %q, %k, %k, %p {n_heads = 2, n_kv_heads = 1, head_dim = 4, scale = 0.5, block_q = 16, block_kv = 63, split_kv = 256, bf16_dot} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @flash_bf16_dot_shaw(%q: tensor<?x8xf32>, %p: index, %t: tensor<5x4xf32>) {
+  // expected-error @+1 {{bf16_dot needs an even head_dim and block_kv and no Shaw relative positions}}
+  %y = arch.flash_attention %q, %q, %q, %p shaw %t, %t {n_heads = 2, n_kv_heads = 2, head_dim = 4, scale = 0.5, shaw_clip = 2, block_q = 16, block_kv = 64, split_kv = 256, bf16_dot} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index, tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<?x8xf32>
+  return
+}

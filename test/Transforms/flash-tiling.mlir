@@ -111,3 +111,21 @@ func.func @linear(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>) -> tensor<?x16xf32>
 // BIG: error: arch-flash-tiling: block-q, block-kv and split-kv must be in [1, 65536] (or 0 to choose), got 0, 0 and 65537
 // RUN: not arch-opt %s -arch-flash-tiling=linear-chunk=0 2>&1 | FileCheck %s --check-prefix=LCHUNK
 // LCHUNK: error: arch-flash-tiling: linear-chunk must be in [1, 65536], got 0
+// RUN: not arch-opt %s -arch-flash-tiling=dot=f8 2>&1 | FileCheck %s --check-prefix=DOT
+// DOT: error: arch-flash-tiling: dot must be f32 or bf16, got 'f8'
+
+// dot=bf16 marks the tiles' products as bf16 dot products (bf16_dot),
+// except where Shaw's tables enter the scores (their products stay f32)
+// or block_kv is odd (the value products take keys in pairs).
+// RUN: arch-opt %s -arch-flash-tiling=dot=bf16 | FileCheck %s --check-prefix=BF16
+// RUN: arch-opt %s -arch-flash-tiling="dot=bf16 block-kv=7" | FileCheck %s --check-prefix=ODDKV --implicit-check-not=bf16_dot
+// BF16-LABEL: func.func @causal_gqa
+// BF16: arch.flash_attention {{.*}} {bf16_dot, block_kv = 64 : i64
+// BF16-LABEL: func.func @window_mha
+// BF16: arch.flash_attention {{.*}} {bf16_dot,
+// BF16-LABEL: func.func @shaw
+// BF16-NOT: bf16_dot
+// BF16-LABEL: func.func @caches
+// BF16: arch.flash_attention {{.*}} {bf16_dot,
+// BF16: arch.flash_attention {{.*}} {bf16_dot,
+// ODDKV: arch.flash_attention {{.*}} {block_kv = 7 : i64

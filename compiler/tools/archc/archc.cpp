@@ -214,6 +214,7 @@ struct PipelineOptions {
   std::string target = "host";       ///< what target-dependent passes tune for
   std::string weightType = "f32";    ///< --weight-type
   std::string inputType = "f32";     ///< --matmul-input
+  std::string attentionInput = "f32"; ///< --attention-input
 } pipelineOpts;
 
 /// Writes the module after each top-level pass (a nested pipeline counts
@@ -357,6 +358,7 @@ bool runPipeline(mlir::MLIRContext &ctx, mlir::ModuleOp module,
     t.lanes = lanes;
     t.weightType = po.weightType;
     t.inputType = po.inputType;
+    t.attentionInput = po.attentionInput;
     if (failed(buildDefaultPipeline(pm, po.disabled, error, t))) {
       fail(error);
       return false;
@@ -473,6 +475,17 @@ int cmdCompile(int argc, char **argv) {
                  clEnumValN(StoreType::f16, "f16", "IEEE half, 2 bytes"),
                  clEnumValN(StoreType::bf16, "bf16", "bfloat16, 2 bytes")),
       cl::cat(archcCat));
+  cl::opt<StoreType> attentionInput(
+      "attention-input",
+      cl::desc("what prefill's attention tiles take Q.K^T and P.V as: f32 "
+               "(default) or bf16 (queries, keys, the blocks' exponentials "
+               "and values rounded to bf16, sums in f32: vdpbf16ps where "
+               "the CPU has AVX512-BF16; decode stays f32; attention with "
+               "Shaw positions or an odd head_dim stays f32)"),
+      cl::init(StoreType::f32),
+      cl::values(clEnumValN(StoreType::f32, "f32", "f32 (default)"),
+                 clEnumValN(StoreType::bf16, "bf16", "bf16 dot products")),
+      cl::cat(archcCat));
   cl::opt<StoreType> matmulInput(
       "matmul-input",
       cl::desc("what the matmuls over 16-bit weights take their input as: "
@@ -566,6 +579,20 @@ int cmdCompile(int argc, char **argv) {
       weightType == StoreType::bf16 && !matmulInput.getNumOccurrences()
           ? (bf16DotProductPays(target) ? "bf16" : "f32")
           : stringifyEnum(matmulInput).str();
+  if (attentionInput.getNumOccurrences()) {
+    if (emit == Emit::Import)
+      return fail("--emit=import runs no pass: --attention-input (an option "
+                  "of arch-flash-tiling) has no effect there");
+    if (!passPipeline.empty())
+      return fail("--attention-input sets arch-flash-tiling's option in "
+                  "the default pipeline; with --pass-pipeline write "
+                  "arch-flash-tiling{dot=...} instead");
+    if (llvm::is_contained(disablePass, "arch-flash-tiling"))
+      return fail("--attention-input=" +
+                  stringifyEnum(attentionInput).str() +
+                  " needs arch-flash-tiling: only its tiles take bf16");
+  }
+  pipelineOpts.attentionInput = stringifyEnum(attentionInput).str();
   pipelineOpts.disabled.assign(disablePass.begin(), disablePass.end());
   pipelineOpts.pipeline = passPipeline;
   pipelineOpts.dumpDir = dumpIR;

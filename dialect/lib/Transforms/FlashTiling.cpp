@@ -69,6 +69,11 @@ struct FlashTilingPass : impl::FlashTilingPassBase<FlashTilingPass> {
           << kMaxFlashBlock << "], got " << int64_t(linearChunk);
       return signalPassFailure();
     }
+    if (dot != "f32" && dot != "bf16") {
+      getOperation().emitError()
+          << "arch-flash-tiling: dot must be f32 or bf16, got '" << dot << "'";
+      return signalPassFailure();
+    }
     SmallVector<AttentionOp> attns;
     SmallVector<LinearAttentionOp> linears;
     getOperation().walk([&](Operation *op) {
@@ -94,6 +99,8 @@ struct FlashTilingPass : impl::FlashTilingPassBase<FlashTilingPass> {
       int64_t chunk = readsRing(a) ? std::max<int64_t>(256, 16 * lanes)
                                    : std::max<int64_t>(1024, 64 * lanes);
       flash.setSplitKv(std::min(splitKv ? splitKv : chunk, kMaxFlashBlock));
+      flash.setBf16Dot(dot == "bf16" && a.getHeadDim() % 2 == 0 &&
+                       flash.getBlockKv() % 2 == 0 && !a.getShawClip());
       a.replaceAllUsesWith(flash.getResult());
       a.erase();
     }

@@ -333,7 +333,7 @@ struct LowerRope : Lowering<RopeOp> {
 static void setTiling(AttentionKernel &, AttentionOp) {}
 static void setTiling(AttentionKernel &k, FlashAttentionOp op) {
   k.blockQ = op.getBlockQ(), k.blockKV = op.getBlockKv(),
-  k.splitKV = op.getSplitKv();
+  k.splitKV = op.getSplitKv(), k.pairs = op.getBf16Dot();
 }
 
 template <class Op> struct LowerAttention : Lowering<Op> {

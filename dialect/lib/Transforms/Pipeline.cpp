@@ -39,6 +39,7 @@ static const Step steps[] = {
      [](OpPassManager &pm, const PipelineTarget &t) {
        FlashTilingPassOptions o;
        o.lanes = t.lanes;
+       o.dot = t.attentionInput;
        pm.addPass(createFlashTilingPass(o));
      }},
     {"arch-pack-weights",

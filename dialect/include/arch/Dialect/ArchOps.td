@@ -751,7 +751,8 @@ def Arch_AttentionOp : Arch_AttentionBase<"attention", (ins)> {
 }
 
 def Arch_FlashAttentionOp : Arch_AttentionBase<"flash_attention",
-    (ins I64Attr:$block_q, I64Attr:$block_kv, I64Attr:$split_kv)> {
+    (ins I64Attr:$block_q, I64Attr:$block_kv, I64Attr:$split_kv,
+         UnitAttr:$bf16_dot)> {
   let summary = "arch.attention, tiled, with an online softmax";
   let description = [{
     The attention of `arch.attention` (same operands, attributes and
@@ -763,7 +764,11 @@ def Arch_FlashAttentionOp : Arch_AttentionBase<"flash_attention",
     and blocks wholly past a tile's causal or window limit are skipped.
     With fewer rows (decode), the context is cut into chunks of `split_kv`
     keys, each chunk's partial maximum, sum and accumulator computed in
-    parallel and the partials merged.
+    parallel and the partials merged. With `bf16_dot`, the tiles' products
+    Q.K^T and P.V are bf16 dot products (queries, keys, the block's
+    exponentials and values rounded to bf16, sums in f32); decode's chunks
+    stay f32. It needs an even head_dim and block_kv and takes no Shaw
+    relative positions.
 
     ```mlir
     %a = arch.flash_attention %q, %kc, %vc, %pos {n_heads = 6,

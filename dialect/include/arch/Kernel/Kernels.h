@@ -236,6 +236,9 @@ struct AttentionKernel {
   /// Block-random keys: per query block, randomBlocks drawn key blocks of
   /// blockSize positions (hashed with randomSeed).
   int64_t randomBlocks = 0, blockSize = 0, randomSeed = 0;
+  /// The tiles' Q.K^T and P.V as bf16 dot products (vdpbf16ps): queries,
+  /// keys, probabilities and values rounded to bf16, sums in f32.
+  bool pairs = false;
   template <class F> void fields(F &&f) {
     f("heads", heads), f("kv_heads", kvHeads), f("head_dim", headDim),
         f("alibi", alibi), f("window", window), f("t5_buckets", t5Buckets),
@@ -248,6 +251,7 @@ struct AttentionKernel {
     optionalField(f, "random_blocks", randomBlocks, int64_t(0), 3);
     optionalField(f, "block_size", blockSize, int64_t(0), 4);
     optionalField(f, "random_seed", randomSeed, int64_t(0), 5);
+    optionalField(f, "pairs", pairs, false, 6);
   }
 };
 

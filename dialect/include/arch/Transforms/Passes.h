@@ -27,6 +27,7 @@ struct PipelineTarget {
   int64_t lanes = 16; ///< f32 lanes of the target's vectors
   std::string weightType = "f32"; ///< arch-pack-weights' weight-type
   std::string inputType = "f32";  ///< arch-pack-weights' input-type
+  std::string attentionInput = "f32"; ///< arch-flash-tiling's dot
 };
 
 /// Adds the default pipeline, less the passes named in `disabled`, to `pm`

@@ -255,6 +255,10 @@ def FlashTilingPass : Pass<"arch-flash-tiling", "::mlir::ModuleOp"> {
            "max(256, 16 x lanes) from a ring cache)">,
     Option<"linearChunk", "linear-chunk", "int64_t", /*default=*/"64",
            "rows per chunk of arch.linear_attention">,
+    Option<"dot", "dot", "std::string", /*default=*/"\"f32\"",
+           "the tiles' products: f32, or bf16 (bf16_dot: bf16 dot products "
+           "with f32 sums, where head_dim and block_kv are even and the "
+           "attention takes no Shaw positions)">,
   ];
   let dependentDialects = ["::arch::ArchDialect"];
 }
