@@ -1337,7 +1337,8 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   // block reaches past its queries: at 128 tokens a quarter of the
   // pairs), masked scores whose probabilities, 0, the sums would only
   // add. So the scores and probabilities are updates over the groups
-  // computed, of an undefined pure definition: nothing reads the rest.
+  // computed, of an undefined pure definition: nothing reads the rest
+  // (but the bf16 pairs' value products, below: there 0).
   // (The count of a block's keys up to the tile's last query is a Func,
   // so that Halide's loop trimming solves the predicate for rj.y alone:
   // written out, it would also bound the tile and block coordinates by
@@ -1363,8 +1364,6 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   Func bmax("block_max"), prob("block_prob"), bsum("block_sum");
   bmax(r, qb, kvh, b) = kMasked;
   bmax(r, qb, kvh, b) = max(bmax(r, qb, kvh, b), score(r, rkey, qb, kvh, b));
-  // (The pairs' value products read every key of the block: the groups
-  // not computed hold 0.)
   if (pairs)
     prob(r, j, qb, kvh, b) = 0.0f;
   else

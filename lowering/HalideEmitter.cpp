@@ -149,12 +149,14 @@ bool bf16DotProductPays(const std::string &target) {
 /// The target kernel `spec` compiles for, given the library's. Halide 14
 /// emits the bf16 dot product (`vdpbf16ps`) only with
 /// avx512_sapphirerapids, which hostTarget() drops where the CPU lacks
-/// AVX512-FP16: a kernel that takes it (a linear over pairs) gets it back
-/// when the library is for this CPU and the CPU has AVX512-BF16.
+/// AVX512-FP16: a kernel that takes it (a linear over pairs, attention
+/// with bf16 tiles) gets it back when the library is for this CPU and the
+/// CPU has AVX512-BF16.
 static Target kernelTarget(const KernelSpec &spec, Target t) {
   const LinearKernel *l = spec.get<LinearKernel>();
   const AttentionKernel *at = spec.get<AttentionKernel>();
-  if (((l && l->pairs) || (at && at->pairs)) && t.has_feature(Target::AVX512_Cannonlake) &&
+  bool pairs = (l && l->pairs) || (at && at->pairs);
+  if (pairs && t.has_feature(Target::AVX512_Cannonlake) &&
       !t.has_feature(Target::AVX512_SapphireRapids) &&
       t.without_feature(Target::LargeBuffers) == hostTarget() &&
       hostHasAvx512Bf16())
@@ -244,32 +246,13 @@ static void compileKernel(KernelFuncs &k,
 
 /// Whether x86 assembly `path` has an AVX512-FP16 instruction: a mnemonic
 /// on half-precision vectors or scalars (..ph, ..sh, ..phx, ..psx, vmovw),
-/// F16C's vcvtps2ph / vcvtph2ps aside. The f16 ukernels' own bodies
-/// (archu_f16_f32*, which every kernel calling a ukernel links) do not
-/// count unless the code calls them: they are inlined where used, so an
-/// FP16 instruction that would run is in a kernel function, and a kernel
-/// that never converts an f16 never runs them.
+/// F16C's vcvtps2ph / vcvtph2ps aside.
 static bool usesAvx512Fp16(const std::string &path) {
-  std::vector<std::string> lines;
-  {
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);)
-      lines.push_back(line);
-  }
-  bool called = false;
-  for (const std::string &line : lines)
-    called |= line.find("archu_f16_f32") != std::string::npos &&
-              (line.find("call") != std::string::npos ||
-               line.find("jmp") != std::string::npos);
-  bool inUkernel = false;
-  for (const std::string &line : lines) {
-    // A symbol's label starts a line ("name:  # @name"); local labels
-    // start with '.', instructions and directives are indented.
-    if (!line.empty() && !std::strchr(" \t.#", line[0]) &&
-        line.find(':') != std::string::npos)
-      inUkernel = line.rfind("archu_f16_f32", 0) == 0;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
     size_t b = line.find_first_not_of(" \t");
-    if (b == std::string::npos || line[b] != 'v' || (inUkernel && !called))
+    if (b == std::string::npos || line[b] != 'v')
       continue;
     size_t e = line.find_first_of(" \t", b);
     std::string m = line.substr(b, e == std::string::npos ? e : e - b);

@@ -576,14 +576,12 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
         .unroll(j);
     Func qp = F("q_pairs");
     Var e = qp.args()[0];
-    qp.compute_at(k.out, task).bound(e, 0, 2).bound_extent(V("qb"), 1)
-        .reorder(e, r).vectorize(e).vectorize(r, rowLanes);
-    F("key_pairs").store_at(k.out, task)
-        .compute_at(run, kb)
-        .fold_storage(V("b"), 1)
-        .bound(dd, 0, int(hd))
-        .bound(j, 0, int(a.blockKV))
-        .vectorize(dd, vectorWidthFor(hd, k.lanes));
+    qp.compute_at(k.out, task)
+        .bound(e, 0, 2)
+        .bound_extent(V("qb"), 1)
+        .reorder(e, r)
+        .vectorize(e)
+        .vectorize(r, rowLanes);
   } else {
     dot.update().reorder(r, j, rd).vectorize(r, rowLanes).unroll(r).unroll(j);
   }
@@ -601,11 +599,13 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   for (const char *n : {"block_score", "block_prob"})
     F(n).bound(j, 0, int(a.blockKV));
   F("block_keys").compute_at(run, kb);
-  // A 16-bit cache's blocks in f32: converted a vector at a time at each
-  // block, into buffers of one block allocated once per task (on the
-  // stack up to Halide's 16 KiB: head_dim 64 and 64-key blocks).
+  // A 16-bit cache's blocks in f32 (or, with bf16 pairs, the keys in
+  // bf16): converted a vector at a time at each block, into buffers of
+  // one block allocated once per task (on the stack up to Halide's 16
+  // KiB: head_dim 64 and 64-key blocks).
   for (auto [n, width] : {std::pair{"key_block", hd},
-                          std::pair{"value_block", a.vHeadDim}}) {
+                          std::pair{"value_block", a.vHeadDim},
+                          std::pair{"key_pairs", hd}}) {
     if (!k.funcs.count(n))
       continue;
     F(n).store_at(k.out, task)
@@ -643,9 +643,13 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
         .unroll(dd);
     Func pp = F("prob_pairs");
     Var e = pp.args()[0];
-    pp.compute_at(run, kb).bound(e, 0, 2).bound_extent(V("qb"), 1)
+    pp.compute_at(run, kb)
+        .bound(e, 0, 2)
+        .bound_extent(V("qb"), 1)
         .bound(pp.args()[2], 0, int(a.blockKV / 2))
-        .reorder(e, r).vectorize(e).vectorize(r, rowLanes);
+        .reorder(e, r)
+        .vectorize(e)
+        .vectorize(r, rowLanes);
     Func vp = F("value_pairs");
     vp.store_at(k.out, task)
         .compute_at(run, kb)

@@ -24,7 +24,15 @@
 ; defines it (two x16 for 32 lanes). Called only for targets whose Halide
 ; feature list names f16c (KernelFuncs::f16c, set in HalideEmitter.cpp's
 ; build(); "host" does on any CPU with F16C): without it LLVM would call
-; a runtime conversion.
+; a runtime conversion. They are compiled without AVX512-FP16
+; ("-avx512fp16"): every kernel that calls a ukernel links them, and under
+; avx512_sapphirerapids (a bf16 kernel's target) LLVM would otherwise
+; make their unused bodies vcvtph2psx, an instruction of a CPU with
+; AVX512-FP16 (which compileKernelObject then refuses on one without, and
+; builds the kernel again without the bf16 dot product). Inlined into a
+; kernel they take its features: under avx512_sapphirerapids that is
+; vcvtph2psx again, and such a kernel (bf16 tiles over an f16 cache) is
+; built again without the feature on a CPU without AVX512-FP16.
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-unknown-linux-gnu"
 
@@ -36,25 +44,25 @@ define weak_odr hidden i32 @archu_prefetch_read(i8* %base, i64 %offset) alwaysin
   ret i32 0
 }
 
-define weak_odr hidden float @archu_f16_f32(i16 %h) alwaysinline nounwind readnone {
+define weak_odr hidden float @archu_f16_f32(i16 %h) alwaysinline nounwind readnone "target-features"="-avx512fp16" {
   %x = bitcast i16 %h to half
   %f = fpext half %x to float
   ret float %f
 }
 
-define weak_odr hidden <4 x float> @archu_f16_f32x4(<4 x i16> %h) alwaysinline nounwind readnone {
+define weak_odr hidden <4 x float> @archu_f16_f32x4(<4 x i16> %h) alwaysinline nounwind readnone "target-features"="-avx512fp16" {
   %x = bitcast <4 x i16> %h to <4 x half>
   %f = fpext <4 x half> %x to <4 x float>
   ret <4 x float> %f
 }
 
-define weak_odr hidden <8 x float> @archu_f16_f32x8(<8 x i16> %h) alwaysinline nounwind readnone {
+define weak_odr hidden <8 x float> @archu_f16_f32x8(<8 x i16> %h) alwaysinline nounwind readnone "target-features"="-avx512fp16" {
   %x = bitcast <8 x i16> %h to <8 x half>
   %f = fpext <8 x half> %x to <8 x float>
   ret <8 x float> %f
 }
 
-define weak_odr hidden <16 x float> @archu_f16_f32x16(<16 x i16> %h) alwaysinline nounwind readnone {
+define weak_odr hidden <16 x float> @archu_f16_f32x16(<16 x i16> %h) alwaysinline nounwind readnone "target-features"="-avx512fp16" {
   %x = bitcast <16 x i16> %h to <16 x half>
   %f = fpext <16 x half> %x to <16 x float>
   ret <16 x float> %f

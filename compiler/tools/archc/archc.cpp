@@ -480,8 +480,9 @@ int cmdCompile(int argc, char **argv) {
       cl::desc("what prefill's attention tiles take Q.K^T and P.V as: f32 "
                "(default) or bf16 (queries, keys, the blocks' exponentials "
                "and values rounded to bf16, sums in f32: vdpbf16ps where "
-               "the CPU has AVX512-BF16; decode stays f32; attention with "
-               "Shaw positions or an odd head_dim stays f32)"),
+               "the CPU has AVX512-BF16, emulated and slower elsewhere; "
+               "decode stays f32; attention with Shaw positions or an odd "
+               "head_dim stays f32)"),
       cl::init(StoreType::f32),
       cl::values(clEnumValN(StoreType::f32, "f32", "f32 (default)"),
                  clEnumValN(StoreType::bf16, "bf16", "bf16 dot products")),
@@ -579,7 +580,7 @@ int cmdCompile(int argc, char **argv) {
       weightType == StoreType::bf16 && !matmulInput.getNumOccurrences()
           ? (bf16DotProductPays(target) ? "bf16" : "f32")
           : stringifyEnum(matmulInput).str();
-  if (attentionInput.getNumOccurrences()) {
+  if (attentionInput != StoreType::f32) {
     if (emit == Emit::Import)
       return fail("--emit=import runs no pass: --attention-input (an option "
                   "of arch-flash-tiling) has no effect there");

@@ -832,7 +832,7 @@ LogicalResult FlashAttentionOp::verify() {
     return emitOpError() << "block_q, block_kv and split_kv must be in [1, "
                          << kMaxFlashBlock << "], got " << bq << ", " << bkv
                          << " and " << split;
-  if (getBf16Dot() && (getHeadDim() % 2 || bkv % 2 || getShawClip()))
+  if (getBf16Dot() && !bf16DotFits(getHeadDim(), bkv, getShawClip()))
     return emitOpError() << "bf16_dot needs an even head_dim and block_kv "
                             "and no Shaw relative positions";
   return success();

@@ -99,8 +99,9 @@ struct FlashTilingPass : impl::FlashTilingPassBase<FlashTilingPass> {
       int64_t chunk = readsRing(a) ? std::max<int64_t>(256, 16 * lanes)
                                    : std::max<int64_t>(1024, 64 * lanes);
       flash.setSplitKv(std::min(splitKv ? splitKv : chunk, kMaxFlashBlock));
-      flash.setBf16Dot(dot == "bf16" && a.getHeadDim() % 2 == 0 &&
-                       flash.getBlockKv() % 2 == 0 && !a.getShawClip());
+      flash.setBf16Dot(dot == "bf16" && bf16DotFits(a.getHeadDim(),
+                                                    flash.getBlockKv(),
+                                                    a.getShawClip()));
       a.replaceAllUsesWith(flash.getResult());
       a.erase();
     }

@@ -42,6 +42,13 @@ int64_t widthOf(mlir::Value v);
 /// kernel's index arithmetic stays within 32 bits.
 constexpr int64_t kMaxFlashBlock = 1 << 16;
 
+/// Whether an arch.flash_attention of these sizes may take bf16_dot: the
+/// pairs run along head_dim and over block_kv's keys, and Shaw's tables
+/// enter the products (they stay f32).
+inline bool bf16DotFits(int64_t headDim, int64_t blockKv, int64_t shawClip) {
+  return headDim % 2 == 0 && blockKv % 2 == 0 && shawClip == 0;
+}
+
 /// The model's name: the module's symbol, "model" without one.
 std::string modelName(mlir::ModuleOp module);
 

@@ -217,7 +217,8 @@ struct RopeKernel {
 /// (arch.flash_attention: tiles of blockQ positions x the query heads of a
 /// key/value head against blocks of blockKV keys; with fewer than blockQ
 /// rows, chunks of splitKV keys in parallel, their partials merged). Keys
-/// and values are read as `kv` (the caches' element type), computed in f32,
+/// and values are read as `kv` (the caches' element type), computed in f32
+/// (the tiles' products in bf16 pairs with `pairs`),
 /// from a head-major cache (`kvByHead`: each head's positions consecutive)
 /// or a position-major one (a ring: each position's heads consecutive).
 /// Values have heads of vHeadDim (MLA's differ from the keys'). A window
