@@ -561,27 +561,33 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
       .unroll(rj.x);
   Func dot = F("block_dot");
   dot.compute_at(score, ro).vectorize(r, rowLanes).unroll(r).unroll(j);
-  if (k.funcs.count("q_pairs")) {
-    // bf16 pairs: the pair (rp.x) and the row vector vectorized together
-    // in an atomic update, which Halide makes a reduction by 2 of 2 x 16
-    // lanes (vdpbf16ps); the tile's queries in pairs once per task, a
-    // block's keys rounded once per block.
-    RDom rp = k.rdoms.at("rp");
-    dot.update()
-        .reorder(rp.x, r, j, rp.y)
+  // bf16 pairs (block_dot's and block_pv's): the pair and the row vector
+  // vectorized together in an atomic update over `pairs`, which Halide
+  // makes a reduction by 2 of 2 x 16 lanes (vdpbf16ps), a register tile of
+  // row vectors x `column`s; its rows' pairs (`rowPairs`, the pair
+  // innermost) made at `at`.
+  auto pairProducts = [&](Func f, RDom pairs, Var column, Func rowPairs,
+                          LoopLevel at) {
+    f.update()
+        .reorder(pairs.x, r, column, pairs.y)
         .atomic()
-        .vectorize(rp.x)
+        .vectorize(pairs.x)
         .vectorize(r, rowLanes)
         .unroll(r)
-        .unroll(j);
-    Func qp = F("q_pairs");
-    Var e = qp.args()[0];
-    qp.compute_at(k.out, task)
+        .unroll(column);
+    Var e = rowPairs.args()[0];
+    rowPairs.compute_at(at)
         .bound(e, 0, 2)
         .bound_extent(V("qb"), 1)
         .reorder(e, r)
         .vectorize(e)
         .vectorize(r, rowLanes);
+  };
+  if (k.funcs.count("q_pairs")) {
+    // The tile's queries in pairs once per task, a block's keys rounded
+    // once per block (below).
+    pairProducts(dot, k.rdoms.at("rp"), j, F("q_pairs"),
+                 LoopLevel(k.out, task));
   } else {
     dot.update().reorder(r, j, rd).vectorize(r, rowLanes).unroll(r).unroll(j);
   }
@@ -632,24 +638,10 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
     // bf16 pairs, as block_dot's: the exponentials in pairs of keys once
     // per block, and the block's values interleaved two keys at a time
     // (two row loads a pair of vectors, Halide's interleaving store).
-    RDom rpv = k.rdoms.at("rpv");
     F("block_reached").compute_at(k.out, task);
-    pv.update()
-        .reorder(rpv.x, r, dd, rpv.y)
-        .atomic()
-        .vectorize(rpv.x)
-        .vectorize(r, rowLanes)
-        .unroll(r)
-        .unroll(dd);
     Func pp = F("prob_pairs");
-    Var e = pp.args()[0];
-    pp.compute_at(run, kb)
-        .bound(e, 0, 2)
-        .bound_extent(V("qb"), 1)
-        .bound(pp.args()[2], 0, int(a.blockKV / 2))
-        .reorder(e, r)
-        .vectorize(e)
-        .vectorize(r, rowLanes);
+    pairProducts(pv, k.rdoms.at("rpv"), dd, pp, LoopLevel(run, kb));
+    pp.bound(pp.args()[2], 0, int(a.blockKV / 2));
     Func vp = F("value_pairs");
     vp.store_at(k.out, task)
         .compute_at(run, kb)

@@ -556,18 +556,32 @@ int cmdCompile(int argc, char **argv) {
       (!passPipeline.empty() || !disablePass.empty() || !dumpIR.empty()))
     return fail("--emit=import runs no pass: it takes no --pass-pipeline, "
                 "--disable-pass or --dump-ir");
-  if (weightType != StoreType::f32) {
+  // A flag that sets `pass`'s `option` in the default pipeline, given a
+  // value other than f32: what it asks of the pipeline the run has ("" if
+  // nothing is missing).
+  auto missingPass = [&](const char *flag, StoreType value, std::string pass,
+                         const char *option, const char *why) {
+    std::string f = std::string("--") + flag, owner = pass + "'";
+    if (pass.back() != 's')
+      owner += "s";
     if (emit == Emit::Import)
-      return fail("--emit=import runs no pass: --weight-type (an option of "
-                  "arch-pack-weights) has no effect there");
+      return "--emit=import runs no pass: " + f + " (an option of " + pass +
+             ") has no effect there";
     if (!passPipeline.empty())
-      return fail("--weight-type sets arch-pack-weights' option in the "
-                  "default pipeline; with --pass-pipeline write "
-                  "arch-pack-weights{weight-type=...} instead");
-    if (llvm::is_contained(disablePass, "arch-pack-weights"))
-      return fail("--weight-type=" + stringifyEnum(weightType).str() +
-                  " needs arch-pack-weights: 16-bit weights are stored "
-                  "packed");
+      return f + " sets " + owner + " option in the default pipeline; with "
+             "--pass-pipeline write " + pass + "{" + option +
+             "=...} instead";
+    if (llvm::is_contained(disablePass, pass))
+      return f + "=" + stringifyEnum(value).str() + " needs " + pass + ": " +
+             why;
+    return std::string();
+  };
+  if (weightType != StoreType::f32) {
+    std::string error =
+        missingPass("weight-type", weightType, "arch-pack-weights",
+                    "weight-type", "16-bit weights are stored packed");
+    if (!error.empty())
+      return fail(error);
   }
   if (matmulInput == StoreType::bf16 && weightType != StoreType::bf16)
     return fail("--matmul-input=bf16 (the bf16 dot product) needs "
@@ -581,17 +595,11 @@ int cmdCompile(int argc, char **argv) {
           ? (bf16DotProductPays(target) ? "bf16" : "f32")
           : stringifyEnum(matmulInput).str();
   if (attentionInput != StoreType::f32) {
-    if (emit == Emit::Import)
-      return fail("--emit=import runs no pass: --attention-input (an option "
-                  "of arch-flash-tiling) has no effect there");
-    if (!passPipeline.empty())
-      return fail("--attention-input sets arch-flash-tiling's option in "
-                  "the default pipeline; with --pass-pipeline write "
-                  "arch-flash-tiling{dot=...} instead");
-    if (llvm::is_contained(disablePass, "arch-flash-tiling"))
-      return fail("--attention-input=" +
-                  stringifyEnum(attentionInput).str() +
-                  " needs arch-flash-tiling: only its tiles take bf16");
+    std::string error =
+        missingPass("attention-input", attentionInput, "arch-flash-tiling",
+                    "dot", "only its tiles take bf16");
+    if (!error.empty())
+      return fail(error);
   }
   pipelineOpts.attentionInput = stringifyEnum(attentionInput).str();
   pipelineOpts.disabled.assign(disablePass.begin(), disablePass.end());
