@@ -1399,15 +1399,18 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   RDom kb(first / bk, (end + bk - 1) / bk - first / bk, "kb");
   Expr firstQuery = pos + qb * bq; // the tile's first query position
   Func tileDraws("tile_draws");
-  Func blockReached("block_reached");
+  Func tileBlocks("tile_blocks");
   if (pairs) {
-    // (Through a Func, so that bounds inference does not bound the tile
-    // coordinate by it: block_pv's store index then carried that bound,
-    // a max() Halide cannot prove equal to its load's, so it scalarized
-    // the atomic update instead of making it a vector reduction.)
-    Var kbv("kbv"), qbv("qbv");
-    blockReached(kbv, qbv) = kbv * bk <= pos + qbv * bq + bq - 1;
-    kb.where(blockReached(kb, qb));
+    // The blocks up to the tile's last query as a Func of the tile, so
+    // that bounds inference does not bound the tile coordinate by the
+    // predicate (block_pv's store index then carried that bound, a max()
+    // Halide cannot prove equal to its load's, so it scalarized the
+    // atomic update instead of making it a vector reduction), while the
+    // predicate stays linear in kb: Halide trims kb's loop to the blocks
+    // reached, with the blocks' rounded keys and values made in it.
+    Var qbv("qbv");
+    tileBlocks(qbv) = (pos + qbv * bq + bq - 1) / bk + 1;
+    kb.where(kb < tileBlocks(qb));
   } else {
     kb.where(kb * bk <= firstQuery + bq - 1);
   }
@@ -1607,7 +1610,7 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
     k.funcs["key_pairs"] = kpairs;
     k.funcs["prob_pairs"] = ppairs;
     k.funcs["value_pairs"] = vpairs;
-    k.funcs["block_reached"] = blockReached;
+    k.funcs["tile_blocks"] = tileBlocks;
   }
   k.vars = {{"dd", dd}, {"h", h},   {"t", t}, {"j", j},
             {"r", r},   {"qb", qb}, {"kvh", kvh}, {"b", b},

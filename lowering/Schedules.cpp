@@ -605,13 +605,11 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   for (const char *n : {"block_score", "block_prob"})
     F(n).bound(j, 0, int(a.blockKV));
   F("block_keys").compute_at(run, kb);
-  // A 16-bit cache's blocks in f32 (or, with bf16 pairs, the keys in
-  // bf16): converted a vector at a time at each block, into buffers of
-  // one block allocated once per task (on the stack up to Halide's 16
-  // KiB: head_dim 64 and 64-key blocks).
+  // A 16-bit cache's blocks in f32: converted a vector at a time at each
+  // block, into buffers of one block allocated once per task (on the
+  // stack up to Halide's 16 KiB: head_dim 64 and 64-key blocks).
   for (auto [n, width] : {std::pair{"key_block", hd},
-                          std::pair{"value_block", a.vHeadDim},
-                          std::pair{"key_pairs", hd}}) {
+                          std::pair{"value_block", a.vHeadDim}}) {
     if (!k.funcs.count(n))
       continue;
     F(n).store_at(k.out, task)
@@ -638,14 +636,23 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
     // bf16 pairs, as block_dot's: the exponentials in pairs of keys once
     // per block, and the block's values interleaved two keys at a time
     // (two row loads a pair of vectors, Halide's interleaving store).
-    F("block_reached").compute_at(k.out, task);
+    // The block's keys and values are rounded into buffers of kb's loop:
+    // stored per task and folded, as the f32 blocks above, Halide made
+    // them without the predicate's guard, so for every block of the
+    // range, and could not trim the loop (its body no longer a no-op
+    // past the tile's blocks): a causal prefill's tiles reach half its
+    // blocks on average.
+    F("tile_blocks").compute_at(k.out, task);
+    F("key_pairs")
+        .compute_at(run, kb)
+        .bound(dd, 0, int(hd))
+        .bound(j, 0, int(a.blockKV))
+        .vectorize(dd, vectorWidthFor(hd, k.lanes));
     Func pp = F("prob_pairs");
     pairProducts(pv, k.rdoms.at("rpv"), dd, pp, LoopLevel(run, kb));
     pp.bound(pp.args()[2], 0, int(a.blockKV / 2));
     Func vp = F("value_pairs");
-    vp.store_at(k.out, task)
-        .compute_at(run, kb)
-        .fold_storage(V("b"), 1)
+    vp.compute_at(run, kb)
         .bound(vp.args()[0], 0, 2)
         .bound(dd, 0, int(a.vHeadDim))
         .bound(vp.args()[2], 0, int(a.blockKV / 2))
