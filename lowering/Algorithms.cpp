@@ -1397,37 +1397,43 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
   }
 
   RDom kb(first / bk, (end + bk - 1) / bk - first / bk, "kb");
-  Expr firstQuery = pos + qb * bq; // the tile's first query position
   Func tileDraws("tile_draws");
+  // The blocks up to the tile's last query, as a Func of the tile: the
+  // predicate stays linear in kb, so Halide trims kb's loop to the blocks
+  // reached, and bounds inference cannot solve it for the tile
+  // coordinate. (Written out, it bounded the tile coordinate: with bf16
+  // pairs, block_pv's store index then carried that bound, a max()
+  // Halide cannot prove equal to its load's, so it scalarized the atomic
+  // update instead of making it a vector reduction; and the bound, tagged
+  // likely, made Halide's loop partitioning copy the whole tile body
+  // for the tiles before its steady state.)
   Func tileBlocks("tile_blocks");
-  if (pairs) {
-    // The blocks up to the tile's last query as a Func of the tile, so
-    // that bounds inference does not bound the tile coordinate by the
-    // predicate (block_pv's store index then carried that bound, a max()
-    // Halide cannot prove equal to its load's, so it scalarized the
-    // atomic update instead of making it a vector reduction), while the
-    // predicate stays linear in kb: Halide trims kb's loop to the blocks
-    // reached, with the blocks' rounded keys and values made in it.
-    Var qbv("qbv");
-    tileBlocks(qbv) = (pos + qbv * bq + bq - 1) / bk + 1;
-    kb.where(kb < tileBlocks(qb));
-  } else {
-    kb.where(kb * bk <= firstQuery + bq - 1);
-  }
+  Var qbv("qbv");
+  Expr fq = pos + qbv * bq; // tile qbv's first query position
+  tileBlocks(qbv) = (fq + bq - 1) / bk + 1;
+  kb.where(kb < tileBlocks(qb));
+  Func tileFirst("tile_first_block"), tileGlobal("tile_global");
   if (a.window) {
-    // Blocks that reach into the tile's span, hold a global key, or meet
-    // a global query of the tile.
-    Expr reached = kb * bk + bk - 1 > firstQuery - in.span();
+    // Blocks that reach into the tile's span (from its first block on,
+    // again a Func of the tile), hold a global key, or meet a global
+    // query of the tile (a Func of the tile too).
+    tileFirst(qbv) = (fq - in.span() + 1) / bk;
+    Expr reached = kb >= tileFirst(qb);
+    if (!a.globals.empty()) {
+      Expr any = Halide::Internal::const_false();
+      for (int64_t g : a.globals)
+        any = any || (fq <= int(g) && int(g) < fq + bq);
+      tileGlobal(qbv) = any;
+      reached = reached || tileGlobal(qb);
+    }
     for (int64_t g : a.globals)
-      reached = reached || (kb * bk <= int(g) && int(g) < kb * bk + bk) ||
-                (firstQuery <= int(g) && int(g) < firstQuery + bq);
+      reached = reached || (kb * bk <= int(g) && int(g) < kb * bk + bk);
     if (a.randomBlocks) {
       // Or overlap a block drawn for one of the tile's query blocks (at
       // most (bq - 1) / bs + 2 of them): a Func per (key block, tile),
       // made per tile, which keeps the predicate small for Halide.
       int bs = int(a.blockSize);
-      Var kbv("kbv"), qbv("qbv");
-      Expr fq = pos + qbv * bq;
+      Var kbv("kbv");
       Expr qa = fq / bs, qz = (fq + bq - 1) / bs;
       Expr any = Halide::Internal::const_false();
       for (int i = 0; i < (bq - 1) / bs + 2; ++i) {
@@ -1586,6 +1592,7 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
              {"running", run},
              {"tile_out", tileOut},
              {"block_keys", blockKeys},
+             {"tile_blocks", tileBlocks},
              {"chunk_dot_lanes", cdotLanes},
              {"chunk_dot", cdot},
              {"chunk_score", cscore},
@@ -1601,6 +1608,10 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
     k.funcs["q_rel"] = qrel;
   if (a.randomBlocks)
     k.funcs["tile_draws"] = tileDraws;
+  if (a.window)
+    k.funcs["tile_first_block"] = tileFirst;
+  if (a.window && !a.globals.empty())
+    k.funcs["tile_global"] = tileGlobal;
   if (staged) {
     k.funcs["key_block"] = kblock;
     k.funcs["value_block"] = vblock;
@@ -1610,7 +1621,6 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
     k.funcs["key_pairs"] = kpairs;
     k.funcs["prob_pairs"] = ppairs;
     k.funcs["value_pairs"] = vpairs;
-    k.funcs["tile_blocks"] = tileBlocks;
   }
   k.vars = {{"dd", dd}, {"h", h},   {"t", t}, {"j", j},
             {"r", r},   {"qb", qb}, {"kvh", kvh}, {"b", b},

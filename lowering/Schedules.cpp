@@ -542,8 +542,12 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
       .vectorize(r, rowLanes)
       .unroll(dci);
   F("q_tile").compute_at(k.out, task).vectorize(r, rowLanes);
-  if (k.funcs.count("tile_draws")) // the key blocks a tile's random draws hit
-    F("tile_draws").compute_at(k.out, task);
+  // The tile's own terms of the key-block predicate (algorithm: Funcs of
+  // the tile, so that bounds inference does not solve them for it).
+  for (const char *n :
+       {"tile_blocks", "tile_draws", "tile_first_block", "tile_global"})
+    if (k.funcs.count(n))
+      F(n).compute_at(k.out, task);
   if (k.funcs.count("q_rel")) {
     F("q_rel").compute_at(k.out, task).vectorize(r, rowLanes);
     F("q_rel").update().vectorize(r, rowLanes);
@@ -605,16 +609,20 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   for (const char *n : {"block_score", "block_prob"})
     F(n).bound(j, 0, int(a.blockKV));
   F("block_keys").compute_at(run, kb);
-  // A 16-bit cache's blocks in f32: converted a vector at a time at each
-  // block, into buffers of one block allocated once per task (on the
-  // stack up to Halide's 16 KiB: head_dim 64 and 64-key blocks).
+  // A 16-bit cache's blocks in f32, or with bf16 pairs the keys in bf16:
+  // converted a vector at a time at each block, into buffers of kb's loop
+  // on the stack (constant sizes: 32 KiB at head_dim 128 and 64-key
+  // blocks, where Halide would otherwise malloc above 16). Stored per task and folded, as they were until
+  // 2026-12-05, Halide made them without the key-block predicate's guard,
+  // so for every block of the range, and could not trim kb's loop to the
+  // tile's blocks (its body no longer a no-op past them).
   for (auto [n, width] : {std::pair{"key_block", hd},
-                          std::pair{"value_block", a.vHeadDim}}) {
+                          std::pair{"value_block", a.vHeadDim},
+                          std::pair{"key_pairs", hd}}) {
     if (!k.funcs.count(n))
       continue;
-    F(n).store_at(k.out, task)
-        .compute_at(run, kb)
-        .fold_storage(V("b"), 1)
+    F(n).compute_at(run, kb)
+        .store_in(MemoryType::Stack)
         .bound(dd, 0, int(width))
         .bound(j, 0, int(a.blockKV))
         .vectorize(dd, vectorWidthFor(width, k.lanes));
@@ -636,23 +644,13 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
     // bf16 pairs, as block_dot's: the exponentials in pairs of keys once
     // per block, and the block's values interleaved two keys at a time
     // (two row loads a pair of vectors, Halide's interleaving store).
-    // The block's keys and values are rounded into buffers of kb's loop:
-    // stored per task and folded, as the f32 blocks above, Halide made
-    // them without the predicate's guard, so for every block of the
-    // range, and could not trim the loop (its body no longer a no-op
-    // past the tile's blocks): a causal prefill's tiles reach half its
-    // blocks on average.
-    F("tile_blocks").compute_at(k.out, task);
-    F("key_pairs")
-        .compute_at(run, kb)
-        .bound(dd, 0, int(hd))
-        .bound(j, 0, int(a.blockKV))
-        .vectorize(dd, vectorWidthFor(hd, k.lanes));
+    // The values too into a buffer of kb's loop, as the keys above.
     Func pp = F("prob_pairs");
     pairProducts(pv, k.rdoms.at("rpv"), dd, pp, LoopLevel(run, kb));
     pp.bound(pp.args()[2], 0, int(a.blockKV / 2));
     Func vp = F("value_pairs");
     vp.compute_at(run, kb)
+        .store_in(MemoryType::Stack)
         .bound(vp.args()[0], 0, 2)
         .bound(dd, 0, int(a.vHeadDim))
         .bound(vp.args()[2], 0, int(a.blockKV / 2))
