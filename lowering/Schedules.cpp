@@ -609,13 +609,13 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   for (const char *n : {"block_score", "block_prob"})
     F(n).bound(j, 0, int(a.blockKV));
   F("block_keys").compute_at(run, kb);
-  // A 16-bit cache's blocks in f32, or with bf16 pairs the keys in bf16:
-  // converted a vector at a time at each block, into buffers of kb's loop
-  // on the stack (constant sizes: 32 KiB at head_dim 128 and 64-key
-  // blocks, where Halide would otherwise malloc above 16). Stored per task and folded, as they were until
-  // 2026-12-05, Halide made them without the key-block predicate's guard,
-  // so for every block of the range, and could not trim kb's loop to the
-  // tile's blocks (its body no longer a no-op past them).
+  // A 16-bit cache's blocks in f32, or with bf16 pairs the keys in bf16,
+  // a vector at a time at each block into buffers of kb's loop, on the
+  // stack (32 KiB at head_dim 128: Halide mallocs above 16 otherwise).
+  // Stored per task and folded, as until 2026-12-05, they were made
+  // without the key-block predicate's guard, for every block of the
+  // range, and Halide could not trim kb's loop to the tile's blocks (its
+  // body was no longer a no-op past them).
   for (auto [n, width] : {std::pair{"key_block", hd},
                           std::pair{"value_block", a.vHeadDim},
                           std::pair{"key_pairs", hd}}) {
