@@ -596,6 +596,15 @@ int64_t archrt_gen_now_ns(void) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+void archrt_gen_profile_add(int64_t *profile, int site, int64_t start_ns,
+                            int64_t rows, int64_t bytes) {
+  int64_t *p = profile + ARCHRT_GEN_PROFILE_FIELDS * site;
+  p[0] += archrt_gen_now_ns() - start_ns;
+  p[1] += 1;
+  p[2] += rows;
+  p[3] += bytes;
+}
+
 archrt_status archrt_seq_set_profiling(archrt_seq *s, int on) {
   if (!s)
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
