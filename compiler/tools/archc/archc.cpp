@@ -556,11 +556,13 @@ int cmdCompile(int argc, char **argv) {
       (!passPipeline.empty() || !disablePass.empty() || !dumpIR.empty()))
     return fail("--emit=import runs no pass: it takes no --pass-pipeline, "
                 "--disable-pass or --dump-ir");
-  // A flag that sets `pass`'s `option` in the default pipeline, given a
-  // value other than f32: what it asks of the pipeline the run has ("" if
-  // nothing is missing).
+  // A flag that sets `pass`'s `option` in the default pipeline: what a
+  // value other than f32 asks of the pipeline the run has ("" if nothing
+  // is missing, or the value is f32).
   auto missingPass = [&](const char *flag, StoreType value, std::string pass,
                          const char *option, const char *why) {
+    if (value == StoreType::f32)
+      return std::string();
     std::string f = std::string("--") + flag, owner = pass + "'";
     if (pass.back() != 's')
       owner += "s";
@@ -576,13 +578,11 @@ int cmdCompile(int argc, char **argv) {
              why;
     return std::string();
   };
-  if (weightType != StoreType::f32) {
-    std::string error =
-        missingPass("weight-type", weightType, "arch-pack-weights",
-                    "weight-type", "16-bit weights are stored packed");
-    if (!error.empty())
-      return fail(error);
-  }
+  if (std::string error =
+          missingPass("weight-type", weightType, "arch-pack-weights",
+                      "weight-type", "16-bit weights are stored packed");
+      !error.empty())
+    return fail(error);
   if (matmulInput == StoreType::bf16 && weightType != StoreType::bf16)
     return fail("--matmul-input=bf16 (the bf16 dot product) needs "
                 "--weight-type=bf16, got --weight-type=" +
@@ -594,13 +594,11 @@ int cmdCompile(int argc, char **argv) {
       weightType == StoreType::bf16 && !matmulInput.getNumOccurrences()
           ? (bf16DotProductPays(target) ? "bf16" : "f32")
           : stringifyEnum(matmulInput).str();
-  if (attentionInput != StoreType::f32) {
-    std::string error =
-        missingPass("attention-input", attentionInput, "arch-flash-tiling",
-                    "dot", "only its tiles take bf16");
-    if (!error.empty())
-      return fail(error);
-  }
+  if (std::string error =
+          missingPass("attention-input", attentionInput, "arch-flash-tiling",
+                      "dot", "only its tiles take bf16");
+      !error.empty())
+    return fail(error);
   pipelineOpts.attentionInput = stringifyEnum(attentionInput).str();
   pipelineOpts.disabled.assign(disablePass.begin(), disablePass.end());
   pipelineOpts.pipeline = passPipeline;
