@@ -26,6 +26,7 @@ struct BuildStats {
   double kernelSeconds = 0, runtimeSeconds = 0, linkSeconds = 0;
   size_t kernels = 0, cachedKernels = 0; ///< cached: taken from the cache
   std::string cache; ///< the cache directory, or "off: <why>"
+  std::string glueCompiler; ///< the C compiler of the glue
 };
 
 /// Compiles every kernel and the Halide runtime, compiles the glue with the

@@ -46,6 +46,12 @@ if {"amx_tile", "amx_bf16", "avx512_fp16"} <= flags:
     if ctypes.CDLL(None, use_errno=True).syscall(158, 0x1023, 18) == 0:
         config.available_features.add("amx")
 
+# clang19: clang-19 is on PATH, so archc compiles the glue with it
+# (lowering/LibraryBuilder.cpp glueCompiler).
+import shutil
+if shutil.which("clang-19"):
+    config.available_features.add("clang19")
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.archc_tools_dir, append_path=True)

@@ -642,10 +642,10 @@ int cmdCompile(int argc, char **argv) {
       fprintf(stderr,
               "[archc] cache: %s\n"
               "[archc] kernels: %zu, %zu from the cache, %.2f s\n"
-              "[archc] Halide runtime: %.2f s; glue and link: %.2f s\n",
+              "[archc] Halide runtime: %.2f s; glue (%s) and link: %.2f s\n",
               stats.cache.c_str(), stats.kernels, stats.cachedKernels,
-              stats.kernelSeconds,
-              stats.runtimeSeconds, stats.linkSeconds);
+              stats.kernelSeconds, stats.runtimeSeconds,
+              stats.glueCompiler.c_str(), stats.linkSeconds);
     if (showProgress(quiet))
       fprintf(stderr, "[archc] wrote %s (%zu kernels, %zu from the cache, "
               "%.2f s)\n", out.c_str(), stats.kernels, stats.cachedKernels,
