@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,9 +112,13 @@ std::string glueCompiler(bool sanitize) {
     return "cc";
   const char *path = getenv("PATH");
   std::stringstream dirs(path ? path : "");
-  for (std::string dir; std::getline(dirs, dir, ':');)
-    if (!dir.empty() && access((dir + "/clang-19").c_str(), X_OK) == 0)
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    std::string exe = (dir.empty() ? "." : dir) + "/clang-19";
+    struct stat st;
+    if (stat(exe.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        access(exe.c_str(), X_OK) == 0)
       return "clang-19";
+  }
   return "cc";
 }
 

@@ -13,8 +13,9 @@ config.test_source_root = os.path.dirname(__file__)
 # --param sanitize=1: every library the tests compile carries the runtime
 # and glue built with ASan and UBSan (ARCHC_SANITIZE makes archc compile
 # --sanitize the default), and every process starts with the sanitizer
-# runtime preloaded; leaks are left to the C host (Python and LLVM keep
-# memory until exit). Its outputs live apart, so both runs can go at once.
+# runtime preloaded but archc's commands other than run and bench
+# (test/sanitize-bin/archc) and %archref, which open no library; leaks
+# are left to the C host (Python and LLVM keep memory until exit). Its outputs live apart, so both runs can go at once.
 sanitize = lit_config.params.get("sanitize", "0") == "1"
 config.test_exec_root = os.path.join(config.archc_obj_root,
                                      "test-sanitize" if sanitize else "test")

@@ -42,7 +42,7 @@ def main():
     # library's greedy tokens are the reference's greedy tokens exactly
     # when each row's argmax is the library's next token, and up to the
     # first difference the two lists are the same. (A forward per token,
-    # archref.greedy, took 40 s of float64 classifier rows.)
+    # archref.greedy, took 41 s of float64 classifier rows.)
     rows = archref.forward(spec, archref.load_llama2c(spec, ckpt),
                            [1] + got[:-1])
     want = [int(r.argmax()) for r in rows]
