@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <spawn.h>
-#include <sys/stat.h>
 #include <sstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

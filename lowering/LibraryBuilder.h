@@ -30,7 +30,8 @@ struct BuildStats {
 };
 
 /// Compiles every kernel and the Halide runtime, compiles the glue (with
-/// clang-19 where it is on PATH, else cc) and links them with the archrt runtime into `outPath`.
+/// clang-19 where it is on PATH, else cc) and links them with the archrt
+/// runtime into `outPath`.
 /// Works in a temporary directory and renames into place at the end, so a
 /// failure leaves no partial output.
 bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,

@@ -15,7 +15,8 @@ config.test_source_root = os.path.dirname(__file__)
 # --sanitize the default), and every process starts with the sanitizer
 # runtime preloaded but archc's commands other than run and bench
 # (test/sanitize-bin/archc) and %archref, which open no library; leaks
-# are left to the C host (Python and LLVM keep memory until exit). Its outputs live apart, so both runs can go at once.
+# are left to the C host (Python and LLVM keep memory until exit). Its
+# outputs live apart, so both runs can go at once.
 sanitize = lit_config.params.get("sanitize", "0") == "1"
 config.test_exec_root = os.path.join(config.archc_obj_root,
                                      "test-sanitize" if sanitize else "test")
@@ -91,7 +92,8 @@ config.substitutions.insert(0, ("%python", "/usr/bin/python3"))
 # (PyTorch under the intercepted allocator imports in 3.6 s, not 1.4).
 config.substitutions.append(
     ("%archref", ("env -u LD_PRELOAD " if sanitize else "") +
-     "/usr/bin/python3 " + os.path.join(root, "test", "reference", "archref.py")))
+     "/usr/bin/python3 " +
+     os.path.join(root, "test", "reference", "archref.py")))
 # The runtime's tokenizer tool, over the sanitized runtime in that run.
 config.substitutions.append(("%tokenize", "archrt-tokenize-san" if sanitize
                              else "archrt-tokenize"))
