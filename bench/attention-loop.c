@@ -11,7 +11,8 @@
  * multiply, 3 FMAs and a horizontal sum), the chunk's softmax (exp
  * vectorized by libmvec), then the value sums (per key, 16 FMAs);
  * successive chunks stream on through 256 MiB of K and as much of V, so
- * every row comes from memory, as a decode's cache does. Rows are
+ * every row comes from memory, as a decode's cache does (on huge pages,
+ * as the runtime allocates a cache: bench/alloc.h). Rows are
  * prefetched DIST bytes ahead, a line at a time (0: none; archc
  * prefetches 2 KiB ahead). Five passes over the buffers, timed per 32
  * chunks: the work of one bench-156m decode call at 8192 positions (4
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "timing.h"
 
 enum { GROUP = 4, HEAD_DIM = 64, CHUNK = 1024, CALL = 32, PASSES = 5 };
@@ -51,9 +53,8 @@ int main(int argc, char **argv) {
   }
   long dist = atol(argv[1]);
   size_t half = (size_t)256 << 20, rows = half / (HEAD_DIM * 4);
-  float *k = aligned_alloc(64, half), *v = aligned_alloc(64, half);
-  if (!k || !v)
-    return 1;
+  float *k = bench_alloc(half, "attention-loop");
+  float *v = bench_alloc(half, "attention-loop");
   for (size_t i = 0; i < half / 4; ++i) {
     k[i] = (float)((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
     v[i] = (float)((i * 40503u) % 1000) * 1e-3f - 0.5f;

@@ -11,9 +11,11 @@
  * MiB in all, at most 64 copies), so that each streams its context from
  * memory as in a model, whose layers' caches together exceed the CPU's
  * caches; prefill calls read K and V where they are, as the layer that
- * just wrote them does. K and V are head-major, as archc keeps a tokens
- * cache (each head's positions consecutive), or with LAYOUT "positions"
- * position-major, as it keeps a ring.
+ * just wrote them does. K, V and their copies are on huge pages from 2
+ * MiB up, as the runtime allocates a cache (bench/alloc.h). K and V are
+ * head-major, as archc keeps a tokens cache (each head's positions
+ * consecutive), or with LAYOUT "positions" position-major, as it keeps a
+ * ring.
  *   attention LIB SYMBOL HEADS KV_HEADS HEAD_DIM WINDOW T POS THREADS RUNS
  *             [heads|positions]
  *     -> ms=... gflops=... gbs=...
@@ -27,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "timing.h"
 
 typedef int (*kernel_fn)(halide_buffer_t *, halide_buffer_t *,
@@ -47,11 +50,7 @@ static void buffer(halide_buffer_t *b, halide_dimension_t *d, float *data,
 }
 
 static float *randoms(size_t n, uint64_t *state) {
-  float *p = malloc(n * sizeof *p);
-  if (!p) {
-    fprintf(stderr, "attention: out of memory\n");
-    exit(1);
-  }
+  float *p = bench_alloc(n * sizeof *p, "attention");
   for (size_t i = 0; i < n; ++i) {
     *state = *state * 6364136223846793005ull + 1442695040888963407ull;
     p[i] = (float)((*state >> 40) & 0xffff) / 32768.0f - 1.0f;

@@ -25,9 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "timing.h"
 
 typedef int (*pack_fn)(halide_buffer_t *, halide_buffer_t *);
@@ -38,22 +38,8 @@ typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *,
 
 enum { PANEL = 64 };
 
-/* As the runtime allocates weights (archrt_alloc_floats): from 2 MiB up
- * on transparent huge pages. */
-static void *alloc(size_t bytes) {
-  size_t huge = (size_t)2 << 20, align = bytes >= huge ? huge : 64;
-  void *p = aligned_alloc(align, (bytes + align - 1) / align * align);
-  if (p && align == huge)
-    madvise(p, (bytes + align - 1) / align * align, MADV_HUGEPAGE);
-  if (!p) {
-    fprintf(stderr, "gemm: out of memory\n");
-    exit(1);
-  }
-  return p;
-}
-
 static float *randoms(size_t n, uint64_t *state) {
-  float *p = alloc(n * sizeof *p);
+  float *p = bench_alloc(n * sizeof *p, "gemm");
   for (size_t i = 0; i < n; ++i) {
     *state = *state * 6364136223846793005ull + 1442695040888963407ull;
     p[i] = ((float)((*state >> 40) & 0xffff) / 32768.0f - 1.0f) * 0.05f;
@@ -108,8 +94,8 @@ int main(int argc, char **argv) {
   set_threads(threads);
   uint64_t seed = 7;
   float *w = randoms((size_t)N * K, &seed), *x = randoms((size_t)M * K, &seed);
-  float *y = alloc((size_t)M * N * sizeof(float));
-  float *ref = alloc((size_t)M * N * sizeof(float));
+  float *y = bench_alloc((size_t)M * N * sizeof(float), "gemm");
+  float *ref = bench_alloc((size_t)M * N * sizeof(float), "gemm");
   int panels = (N + PANEL - 1) / PANEL;
   size_t packedBytes = (size_t)panels * K * PANEL * (size_t)(wbits / 8);
   if (copies == 0) {
@@ -120,9 +106,9 @@ int main(int argc, char **argv) {
   /* COPIES packed copies of the weight, called in turn: with their bytes
    * past the last-level cache, each call reads its panels from memory, as
    * a model's forward pass does. */
-  void **packed = alloc(sizeof(void *) * (size_t)copies);
+  void **packed = bench_alloc(sizeof(void *) * (size_t)copies, "gemm");
   for (int c = 0; c < copies; ++c)
-    packed[c] = alloc(packedBytes);
+    packed[c] = bench_alloc(packedBytes, "gemm");
   /* The pack kernel's output type: f32, or the 16-bit type of the symbol
    * (…x1: f16, …x2: bf16, as StoreType numbers them; pairs are bf16). */
   size_t sl = strlen(argv[2]);
@@ -130,9 +116,9 @@ int main(int argc, char **argv) {
              : pairs || argv[2][sl - 1] == '2' ? halide_type_bfloat
                                                 : halide_type_float;
   halide_buffer_t bw, bx, by;
-  halide_buffer_t *bp = alloc(sizeof *bp * (size_t)copies);
+  halide_buffer_t *bp = bench_alloc(sizeof *bp * (size_t)copies, "gemm");
   halide_dimension_t dw[2], dx[2], dy[2];
-  halide_dimension_t(*dp)[3] = alloc(sizeof *dp * (size_t)copies);
+  halide_dimension_t(*dp)[3] = bench_alloc(sizeof *dp * (size_t)copies, "gemm");
   buffer(&bw, dw, w, 32, halide_type_float, 2, (int[]){K, N});
   for (int c = 0; c < copies; ++c) {
     if (pairs)
@@ -148,7 +134,7 @@ int main(int argc, char **argv) {
   }
   buffer(&bx, dx, x, 32, halide_type_float, 2, (int[]){K, M});
   buffer(&by, dy, y, 32, halide_type_float, 2, (int[]){N, M});
-  double *ms = alloc(sizeof(double) * (size_t)runs);
+  double *ms = bench_alloc(sizeof(double) * (size_t)runs, "gemm");
   for (int r = -1; r < runs; ++r) {
     double t0 = now();
     if (linear(&bx, &bp[(r + copies) % copies], &by)) {
