@@ -128,6 +128,7 @@ for name in "${names[@]}"; do
   mkdir -p "$corpus" "$out/artifacts/$name"
   log="$out/fuzz_$name.log"
   rc=0
+  start=$SECONDS # (bash's seconds since the script started)
   limit=(-max_total_time="$seconds")
   [ -z "${ARCHC_FUZZ_RUNS:-}" ] || limit=(-runs="$ARCHC_FUZZ_RUNS")
   "$out/fuzz_$name" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 \
@@ -136,7 +137,7 @@ for name in "${names[@]}"; do
     "$corpus" "test/fuzz/corpus/$name" > "$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   if [ "$rc" -eq 0 ]; then
-    echo "fuzz_$name: ok, ${execs:-0} executions in $SECONDS s"
+    echo "fuzz_$name: ok, ${execs:-0} executions in $((SECONDS - start)) s"
     passed=$((passed + 1))
   else
     echo "fuzz_$name: FAILED (exit $rc), ${execs:-0} executions; log: $log"
