@@ -1,5 +1,6 @@
 # -*- Python -*-
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -50,7 +51,6 @@ if {"amx_tile", "amx_bf16", "avx512_fp16"} <= flags:
 
 # clang19: clang-19 is on PATH, so archc compiles the glue with it
 # (lowering/LibraryBuilder.cpp glueCompiler).
-import shutil
 if shutil.which("clang-19"):
     config.available_features.add("clang19")
 
