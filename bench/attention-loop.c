@@ -14,14 +14,18 @@
  * every row comes from memory, as a decode's cache does (on huge pages,
  * as the runtime allocates a cache: bench/alloc.h). Rows are
  * prefetched DIST bytes ahead, a line at a time (0: none; archc
- * prefetches 2 KiB ahead). Five passes over the buffers, timed per 32
+ * prefetches 2 KiB ahead). With STREAMS (default 1) each pass over a
+ * chunk reads it as that many streams at once: the chunk's keys in
+ * STREAMS equal parts, a key of each part in turn (archc's kernel reads
+ * 4: kChunkStreams). Five passes over the buffers, timed per 32
  * chunks: the work of one bench-156m decode call at 8192 positions (4
  * key/value heads of 8192 keys), as bench/attention.c times the kernel.
  * Prints the median and the best of those calls as GB/s of K and V read,
  * as bench/attention.c prints the kernel's.
  *   cc -O3 -ffast-math -march=native -Ibench bench/attention-loop.c -lm \
  *     -o attention-loop
- *   attention-loop DIST -> dist=... gbs=... best_gbs=...
+ *   attention-loop DIST [STREAMS] -> dist=... streams=... gbs=...
+ *                                    best_gbs=...
  *
  *===---------------------------------------------------------------------===*/
 #include <immintrin.h>
@@ -47,11 +51,17 @@ static inline void load_row(const float *row, long dist, __m512 out[4]) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: attention-loop DIST\n");
+  int streams = argc == 3 ? atoi(argv[2]) : 1, shift = 0;
+  while ((1 << shift) < streams)
+    ++shift;
+  if ((argc != 2 && argc != 3) || streams < 1 || streams != 1 << shift ||
+      streams > CHUNK) {
+    fprintf(stderr, "usage: attention-loop DIST [STREAMS: a power of two "
+                    "up to %d]\n", CHUNK);
     return 2;
   }
   long dist = atol(argv[1]);
+  int part = CHUNK / streams; /* key i of the pass: part i % streams */
   size_t half = (size_t)256 << 20, rows = half / (HEAD_DIM * 4);
   float *k = bench_alloc(half, "attention-loop");
   float *v = bench_alloc(half, "attention-loop");
@@ -76,7 +86,8 @@ int main(int argc, char **argv) {
       for (int h = 0; h < GROUP; ++h)
         for (int i = 0; i < 4; ++i)
           qv[h][i] = _mm512_loadu_ps(&q[h][16 * i]);
-      for (int j = 0; j < CHUNK; ++j) {
+      for (int i = 0; i < CHUNK; ++i) {
+        int j = (i & (streams - 1)) * part + (i >> shift);
         __m512 r[4];
         load_row(kc + j * HEAD_DIM, dist, r);
         for (int h = 0; h < GROUP; ++h) {
@@ -100,7 +111,8 @@ int main(int argc, char **argv) {
       for (int h = 0; h < GROUP; ++h)
         for (int i = 0; i < 4; ++i)
           acc[h][i] = _mm512_setzero_ps();
-      for (int j = 0; j < CHUNK; ++j) {
+      for (int i = 0; i < CHUNK; ++i) {
+        int j = (i & (streams - 1)) * part + (i >> shift);
         __m512 r[4];
         load_row(vc + j * HEAD_DIM, dist, r);
         for (int h = 0; h < GROUP; ++h) {
@@ -121,8 +133,8 @@ int main(int argc, char **argv) {
   }
   double bytes = 2.0 * CALL * CHUNK * HEAD_DIM * sizeof(float);
   double mid = median(t, (int)n); /* sorts: t[0] is the best */
-  printf("dist=%ld gbs=%.2f best_gbs=%.2f (checksum %g)\n", dist,
-         bytes / mid / 1e9, bytes / t[0] / 1e9, sink);
+  printf("dist=%ld streams=%d gbs=%.2f best_gbs=%.2f (checksum %g)\n",
+         dist, streams, bytes / mid / 1e9, bytes / t[0] / 1e9, sink);
   free(t);
   free(k);
   free(v);

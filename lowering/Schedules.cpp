@@ -695,7 +695,18 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   // The value product's accumulators: one register tile per part tile.
   Func cpv = F("chunk_pv");
   cpv.compute_at(part, ddo).vectorize(dd, dl).unroll(dd).unroll(g);
-  cpv.update().reorder(dd, g, cj).vectorize(dd, dl).unroll(dd).unroll(g);
+  // The chunk's keys in kChunkStreams parts read at once (a key of each
+  // part in turn: cjo innermost), by the value sums as by the scores
+  // below. (A ragged part is guarded; a chunk trimmed to the context
+  // leaves the later parts short or empty.)
+  int partKeys = std::max<int>(1, int(a.splitKV) / kChunkStreams);
+  RVar cjo("cjo"), cji("cji");
+  cpv.update()
+      .split(cj.x, cjo, cji, partKeys, TailStrategy::GuardWithIf)
+      .reorder(dd, g, cjo, cji)
+      .vectorize(dd, dl)
+      .unroll(dd)
+      .unroll(g);
   // A task's scores, position by position: its keys are read in the
   // order they lie in the cache.
   for (const char *n : {"chunk_max", "chunk_sum"}) {
@@ -707,7 +718,10 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   F("chunk_prob").compute_at(part, ctask).vectorize(j, jl);
   Func cdot = F("chunk_dot");
   cdot.compute_at(part, ctask);
-  cdot.update().reorder(rl, g, kvh, j, t);
+  Var jo("jo"), ji("ji");
+  cdot.update()
+      .split(j, jo, ji, partKeys, TailStrategy::GuardWithIf)
+      .reorder(rl, g, kvh, jo, ji, t);
   if (kl > 1)
     cdot.update().atomic().vectorize(rl);
   // A key row, loaded once per lane step, serves a register tile of query
@@ -725,7 +739,7 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
       .vectorize(l, kl)
       .unroll(gi);
   // The key rows a task's scores read, and the value rows its sums read,
-  // one stream each, prefetched ahead: from memory at a long context (a
+  // each of their streams prefetched ahead: from memory at a long context (a
   // decode's cache is read once a token), the hardware's prefetch alone
   // left these loops waiting on their loads (perf: the samples on the
   // row loads). Measured on AVX-512 x86-64 Linux targets (the ukernel's
@@ -735,8 +749,9 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   // -9-15% (f32 caches) and -12-14% (f16) on one thread, -7-9% on two
   // (docs/performance.md "f16 caches converted by F16C").
   if (ukernelTarget(target) && vectorRegisters(target) >= 32) {
-    prefetchRows(k, "k", loopName(cdot, 1, "j"), kChunkAheadBytes, false);
-    prefetchRows(k, "v", loopName(cpv, 1, k.rdoms.at("cj").x.name()),
+    prefetchRows(k, "k", loopName(cdot, 1, "j", {"jo"}), kChunkAheadBytes,
+                 false);
+    prefetchRows(k, "v", loopName(cpv, 1, cj.x.name(), {"cjo"}),
                  kChunkAheadBytes, false);
   }
   F("total_max").compute_root();
