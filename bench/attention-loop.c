@@ -51,17 +51,19 @@ static inline void load_row(const float *row, long dist, __m512 out[4]) {
 }
 
 int main(int argc, char **argv) {
-  int streams = argc == 3 ? atoi(argv[2]) : 1, shift = 0;
-  while ((1 << shift) < streams)
-    ++shift;
-  if ((argc != 2 && argc != 3) || streams < 1 || streams != 1 << shift ||
-      streams > CHUNK) {
+  char *end = NULL;
+  long streams = argc == 3 ? strtol(argv[2], &end, 10) : 1;
+  int shift = 0;
+  if ((argc != 2 && argc != 3) || (end && *end) || streams < 1 ||
+      streams > CHUNK || (streams & (streams - 1))) {
     fprintf(stderr, "usage: attention-loop DIST [STREAMS: a power of two "
                     "up to %d]\n", CHUNK);
     return 2;
   }
+  while ((1L << shift) < streams)
+    ++shift;
   long dist = atol(argv[1]);
-  int part = CHUNK / streams; /* key i of the pass: part i % streams */
+  int part = (int)(CHUNK / streams); /* key k of a pass: part k % streams */
   size_t half = (size_t)256 << 20, rows = half / (HEAD_DIM * 4);
   float *k = bench_alloc(half, "attention-loop");
   float *v = bench_alloc(half, "attention-loop");
@@ -86,8 +88,8 @@ int main(int argc, char **argv) {
       for (int h = 0; h < GROUP; ++h)
         for (int i = 0; i < 4; ++i)
           qv[h][i] = _mm512_loadu_ps(&q[h][16 * i]);
-      for (int i = 0; i < CHUNK; ++i) {
-        int j = (i & (streams - 1)) * part + (i >> shift);
+      for (int key = 0; key < CHUNK; ++key) {
+        int j = (int)(key & (streams - 1)) * part + (key >> shift);
         __m512 r[4];
         load_row(kc + j * HEAD_DIM, dist, r);
         for (int h = 0; h < GROUP; ++h) {
@@ -111,8 +113,8 @@ int main(int argc, char **argv) {
       for (int h = 0; h < GROUP; ++h)
         for (int i = 0; i < 4; ++i)
           acc[h][i] = _mm512_setzero_ps();
-      for (int i = 0; i < CHUNK; ++i) {
-        int j = (i & (streams - 1)) * part + (i >> shift);
+      for (int key = 0; key < CHUNK; ++key) {
+        int j = (int)(key & (streams - 1)) * part + (key >> shift);
         __m512 r[4];
         load_row(vc + j * HEAD_DIM, dist, r);
         for (int h = 0; h < GROUP; ++h) {
@@ -133,7 +135,7 @@ int main(int argc, char **argv) {
   }
   double bytes = 2.0 * CALL * CHUNK * HEAD_DIM * sizeof(float);
   double mid = median(t, (int)n); /* sorts: t[0] is the best */
-  printf("dist=%ld streams=%d gbs=%.2f best_gbs=%.2f (checksum %g)\n",
+  printf("dist=%ld streams=%ld gbs=%.2f best_gbs=%.2f (checksum %g)\n",
          dist, streams, bytes / mid / 1e9, bytes / t[0] / 1e9, sink);
   free(t);
   free(k);

@@ -195,8 +195,9 @@ constexpr int64_t kChunkAheadBytes = 2048;
 /// by hand (bench/attention-loop.c) read 19-20 GB/s as one stream, 23-26
 /// as four and 24-25 as eight, against a 25-32 GB/s probe; archc's kernel
 /// at 8192 positions read 1.28x faster (median of five rounds), and
-/// decode attention in the model took 1.15-1.34x less time
-/// (docs/performance.md "Decode attention in four streams").
+/// decode attention in the model took 1.15-1.34x less time over an f32
+/// cache, 1.02-1.25x over f16 (docs/performance.md "Decode attention in
+/// four streams").
 constexpr int kChunkStreams = 4;
 
 /// Rows from which the GEMM over a 16-bit weight (f32 inputs) widens its

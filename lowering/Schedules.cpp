@@ -695,11 +695,11 @@ static void scheduleTiledAttention(KernelFuncs &k, const AttentionKernel &a,
   // The value product's accumulators: one register tile per part tile.
   Func cpv = F("chunk_pv");
   cpv.compute_at(part, ddo).vectorize(dd, dl).unroll(dd).unroll(g);
-  // The chunk's keys in kChunkStreams parts read at once (a key of each
-  // part in turn: cjo innermost), by the value sums as by the scores
-  // below. (A ragged part is guarded; a chunk trimmed to the context
-  // leaves the later parts short or empty.)
-  int partKeys = std::max<int>(1, int(a.splitKV) / kChunkStreams);
+  // The chunk's keys in at most kChunkStreams parts read at once (a key
+  // of each part in turn: cjo innermost), by the value sums as by the
+  // scores below. (A ragged last part is guarded; a chunk trimmed to the
+  // context leaves the later parts short or empty.)
+  int partKeys = int((a.splitKV + kChunkStreams - 1) / kChunkStreams);
   RVar cjo("cjo"), cji("cji");
   cpv.update()
       .split(cj.x, cjo, cji, partKeys, TailStrategy::GuardWithIf)
