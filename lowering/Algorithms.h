@@ -189,15 +189,15 @@ constexpr int64_t kGemvAheadBytes = 1024;
 constexpr int64_t kChunkAheadBytes = 2048;
 
 /// Streams a decode chunk's key and value loops read at once: the chunk's
-/// keys in this many equal parts, one key of each in turn (split_kv /
-/// kChunkStreams apart). A core that walks one stream of rows while it
-/// computes on them keeps too few lines in flight: on the Zen 5 the loop
-/// by hand (bench/attention-loop.c) read 19-20 GB/s as one stream, 23-26
-/// as four and 24-25 as eight, against a 25-32 GB/s probe; archc's kernel
-/// at 8192 positions read 1.28x faster (median of five rounds), and
-/// decode attention in the model took 1.15-1.34x less time over an f32
-/// cache, 1.02-1.25x over f16 (docs/performance.md "Decode attention in
-/// four streams").
+/// keys in parts of split_kv / kChunkStreams (rounded up, so at most this
+/// many parts), one key of each part in turn. A core that walks one
+/// stream of rows while it computes on them keeps too few lines in
+/// flight: on the Zen 5 the loop by hand (bench/attention-loop.c) read
+/// 19-20 GB/s as one stream, 23-26 as four and 24-25 as eight, against a
+/// 25-32 GB/s probe; archc's kernel at 8192 positions read 1.28x faster
+/// (median of five rounds), and decode attention in the model took
+/// 1.15-1.34x less time over an f32 cache, 1.02-1.25x over f16
+/// (docs/performance.md "Decode attention in four streams").
 constexpr int kChunkStreams = 4;
 
 /// Rows from which the GEMM over a 16-bit weight (f32 inputs) widens its
