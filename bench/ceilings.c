@@ -22,10 +22,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "alloc.h"
 
 #ifdef __AVX512F__
 typedef __m512 vec;
@@ -202,15 +203,7 @@ int main(int argc, char **argv) {
   }
   /* On 2 MiB pages where the kernel gives them (THP "madvise"): the
    * probe's TLB misses are then not what it measures. */
-  float *data = NULL;
-  if (posix_memalign((void **)&data, (size_t)1 << 21, kFloats * sizeof(float)))
-    data = NULL;
-  if (data)
-    madvise(data, kFloats * sizeof(float), MADV_HUGEPAGE);
-  if (!data) {
-    fprintf(stderr, "ceilings: cannot allocate 1 GiB\n");
-    return 1;
-  }
+  float *data = bench_alloc(kFloats * sizeof(float), "ceilings");
   for (size_t i = 0; i < kFloats; ++i)
     data[i] = (float)(i & 7);
   double flops = 2.0 * LANES * CHAINS * (double)FMA_ITERS * threads;

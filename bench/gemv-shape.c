@@ -26,8 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
+#include "alloc.h"
 #include "timing.h"
 
 enum {
@@ -110,12 +110,7 @@ static void gemv(Kind kind, const char *w, const float *x, float *out) {
 
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 3;
-  char *w = NULL;
-  if (posix_memalign((void **)&w, (size_t)1 << 21, kBytes)) {
-    fprintf(stderr, "gemv-shape: cannot allocate 1 GiB\n");
-    return 1;
-  }
-  madvise(w, kBytes, MADV_HUGEPAGE);
+  char *w = bench_alloc(kBytes, "gemv-shape");
   memset(w, 0x3f, kBytes); /* bf16 pairs and f32s near 0.75 */
   static float x[kPanelBytes / kRowBytes], out[kBytes / kPanelBytes * 64];
   for (size_t i = 0; i < sizeof x / sizeof *x; ++i)
