@@ -106,10 +106,11 @@ struct GluPanels {
 
 /// Makes token tiles 1..m 2^s of each task of packed linear `d`'s GEMM
 /// (`d` the matmul: matmulOf; `glu` where an epilogue's tasks compute it)
-/// prefetch the next task's weight panel (m = the panel's lines / K), a
+/// prefetch the next task's weight panel (m = the panel's lines / the K
+/// loop's steps: K, or K / 2 for the bf16 dot product's pairs), a
 /// new line every 2^s steps of K (s from the call's token tiles: the
-/// lines spread over the tiles after the first), where it pays: an f32
-/// weight of at least two panels, not K-blocked, two of whose panels fit
+/// lines spread over the tiles after the first), where it pays: a weight
+/// of at least two panels, not K-blocked, two of whose panels fit
 /// in the L2; in a K-blocked GEMM (`blockLoop`, its block loop, given),
 /// the tiles after the first of each block prefetch the next block. A
 /// lowering pass on the kernel's output (k.output()) finds the task loop

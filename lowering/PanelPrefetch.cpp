@@ -333,10 +333,11 @@ bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
       panels < 2 || blockLoop.empty() == (kb != 0) ||
       (!kb && 2 * panelBytes > k.l2Bytes))
     return false;
-  int64_t kLen = kb ? kb : d.K;
+  // The K loop's steps a block: K indices, or pairs of them (bf16 pairs).
+  int64_t kElems = kb ? kb : d.K, kLen = d.pairs ? kElems / 2 : kElems;
   k.output().add_custom_lowering_pass(new NextPanel(
       k.in("weight").name(), taskLoop, blockLoop, tileLoop, kLoop, kLen,
-      panelBytes, panelBytes / d.K * kLen, panels, glu));
+      panelBytes, panelBytes / d.K * kElems, panels, glu));
   k.ukernels = true;
   return true;
 }

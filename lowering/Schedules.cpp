@@ -306,8 +306,11 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
 /// tiles with a whole panel per register tile (4 vectors with AVX-512:
 /// 16 accumulators with 4 tokens), each step of the pairs one broadcast
 /// pair of x and dense vectors of the panel's row of pairs; x rounded to
-/// bf16 once per call, before the tasks (a task per token row).
-static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
+/// bf16 once per call, before the tasks (a task per token row). With
+/// `prefetch`, the token tiles prefetch the next panel (or block), as
+/// schedulePackedLinear's do.
+static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d,
+                                 bool prefetch) {
   Var n = k.vars["n"], j = k.vars["j"], p = k.vars["p"], kk = k.vars["kk"],
       t = k.vars["t"];
   int lanes = k.lanes, panel = int(d.panel);
@@ -357,6 +360,12 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
           .bound_extent(t, kTokenTile)
           .bound_extent(k.vars["b"], 1);
       pairTile(part, k.rdoms["rb"]);
+      if (prefetch)
+        prefetchNextPanel(k, d, loopName(k.out, 0, n.name(), {no.name()}),
+                          loopName(gemm, 1, ob.x.name()),
+                          loopName(gemm, 1, t.name(), {to.name()}),
+                          loopName(part, 1, k.rdoms["rb"].y.name()),
+                          gluPanels(k, d));
     };
   int streams = gemvPanels(d, lanes), columns = streams * panel;
   std::function<void(Stage)> gemvColumns;
@@ -380,6 +389,14 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d) {
   Func acc = k.funcs["acc"];
   acc.compute_at(k.out, nj).bound_extent(j, panel).bound_extent(p, 1);
   pairTile(acc, k.rdoms["r"]);
+  // The next task's panel prefetched by the token tiles (tileLinear
+  // splits t by "to"), as the f32 tiles' (docs/performance.md "The bf16
+  // tiles' next panel").
+  if (prefetch && !blocked)
+    prefetchNextPanel(k, d, loopName(k.out, 0, n.name(), {no.name()}), "",
+                      loopName(k.out, 0, t.name(), {"to"}),
+                      loopName(acc, 1, k.rdoms["r"].y.name()),
+                      gluPanels(k, d));
   Func xb = k.funcs["xb"];
   xb.compute_root().vectorize(kk, vectorWidthFor(d.K, 2 * lanes));
   rowTasks(xb, t);
@@ -875,10 +892,11 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
                    : 0;
     // The next panel's prefetch: a ukernel whose bitcode is x86-64 Linux's,
     // measured with AVX-512's tiles (a token tile of AVX2's runs K twice,
-    // a column half at a time, and would prefetch each line twice).
+    // a column half at a time, and would prefetch each line twice); the
+    // bf16 pairs' tiles too (+5-6% a GEMM on the Zen 5).
     bool prefetch = tall && ukernelTarget(target);
     LinearKernel mm = matmulOf(*d);
-    mm.pairs   ? schedulePairedLinear(k, mm)
+    mm.pairs   ? schedulePairedLinear(k, mm, prefetch)
     : mm.panel ? schedulePackedLinear(k, mm, tall, prefetch)
                : scheduleLinear(k, mm);
     if (d->glu)
