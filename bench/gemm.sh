@@ -8,7 +8,10 @@
 # bf16 dot product: AMX tiles where the CPU has them, else vdpbf16ps where
 # it has AVX512-BF16, against that unit's ceiling; and --matmul-input=f32:
 # widened), 1 and 2 threads;
-# medians of $RUNS calls (bench/gemm.c). With COLD=1, archc's calls go
+# medians of $RUNS calls (bench/gemm.c), each row's shares of the peak
+# probed just before and just after its call (the higher of the two: a
+# probe only reads low), so that the VM's drift over the run's minutes
+# lands on the ceiling and the call alike. With COLD=1, archc's calls go
 # through packed copies of each weight in turn, 512 MiB of them, so that
 # every call reads its panels from memory, as a model's forward pass does
 # (OpenBLAS's stay on one copy, as without COLD). OpenBLAS
@@ -50,8 +53,11 @@ for spec in specs/llama/bench-156m.toml "$out/llama3-8b-layer.toml"; do
     while read -r lin; do
       read -r k n < <(echo "$lin" | sed -E 's/archk_linear_([0-9]+)x([0-9]+)x.*/\1 \2/')
       for t in 1 2; do
-        echo "$w $k $n $t $("$out/gemm" "$out/$name.$w.so" "archk_pack_${k}x${n}x64x1$suffix" \
-          "$lin" "$k" "$n" "$m" "$t" "$runs" "$bits" "$copies")"
+        before=$("$out/ceilings" "$t" | sed 's/\([a-z0-9_]*\)=/before_\1=/g')
+        result=$("$out/gemm" "$out/$name.$w.so" "archk_pack_${k}x${n}x64x1$suffix" \
+          "$lin" "$k" "$n" "$m" "$t" "$runs" "$bits" "$copies")
+        after=$("$out/ceilings" "$t" | sed 's/\([a-z0-9_]*\)=/after_\1=/g')
+        echo "$w $k $n $t $result $before $after"
       done
     done
   done
@@ -66,7 +72,19 @@ rows = {}
 for line in open(f"{out}/results"):
     w, k, n, t, *kv = line.split()
     rows[w, int(k), int(n), int(t)] = {a: float(b) for a, b in (x.split("=") for x in kv)}
-print(f"\nGEMM of {m} rows, GFLOP/s (share of the FP32 FMA peak)"
+def beside(r, peak):
+    """The higher of the ceilings `peak` (a function of one probe's
+    figures) probed just before and just after row r's call."""
+    return max(peak({k[len(side):]: v for k, v in r.items() if k.startswith(side)})
+               for side in ("before_", "after_"))
+fp32 = lambda c: c["peak_gflops"]
+bf16 = lambda c: benchlib.bf16_peak(c) or c["peak_gflops"]
+for t in (1, 2):
+    probed = [beside(r, fp32) for (w, _, _, tt), r in rows.items() if tt == t]
+    print(f"FP32 peak probed beside the {t}-thread calls: "
+          f"{min(probed):.1f}-{max(probed):.1f} GFLOP/s")
+print(f"\nGEMM of {m} rows, GFLOP/s (share of the FP32 FMA peak probed beside "
+      "the call)"
       + ("; archc's weights from memory (COLD=1)" if copies == 0 else ""))
 print("(bf16: the bf16 dot product, share of its unit's peak: AMX tiles' where "
       "the CPU has them, else vdpbf16ps'; "
@@ -77,14 +95,16 @@ print(f"{'K':>6} {'N':>6} {'thr':>3} {'archc f32':>15} {'OpenBLAS':>15} "
 for (w, k, n, t), r in sorted(rows.items(), key=lambda x: (x[0][3], x[0][1], x[0][2])):
     if w != "f32":
         continue
-    p = ceil[t]["peak_gflops"]
-    b = rows.get(("bf16", k, n, t), {}).get("archc_gflops", 0)
-    bw = rows.get(("bf16w", k, n, t), {}).get("archc_gflops", 0)
-    pb = benchlib.bf16_peak(ceil[t]) or p
+    p = beside(r, fp32)
+    rb = rows.get(("bf16", k, n, t), {})
+    rw = rows.get(("bf16w", k, n, t), {})
+    b, bw = rb.get("archc_gflops", 0), rw.get("archc_gflops", 0)
+    pb = beside(rb, bf16) if rb else p
+    pw = beside(rw, fp32) if rw else p
     blas = r["openblas_gflops"]
     vs = f"{r['archc_gflops'] / blas:>9.2f}x" if blas else f"{'-':>10}"
     print(f"{k:>6} {n:>6} {t:>3} {r['archc_gflops']:>8.1f} ({r['archc_gflops'] / p:>4.0%}) "
           f"{blas:>8.1f} ({blas / p:>4.0%}) {vs} {b:>8.1f} ({b / pb:>4.0%}) "
-          f"{b / r['archc_gflops']:>7.2f}x {bw:>8.1f} ({bw / p:>4.0%}) "
+          f"{b / r['archc_gflops']:>7.2f}x {bw:>8.1f} ({bw / pw:>4.0%}) "
           f"{r['max_rel_diff']:>8.1e}")
 PY
