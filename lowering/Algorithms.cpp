@@ -46,9 +46,12 @@ int kBlockOf(const LinearKernel &d, int64_t l2Bytes) {
   // K > 2048 as f32 was, the Zen 5's K = 2816 and 4096 GEMMs ran at
   // 91-95% of the vdpbf16ps peak; unblocked, 100%: docs/performance.md
   // "The bf16 GEMM's blocks by its own panel's bytes".)
+  // At least two blocks: K <= 512 on an L2 under 128 KiB (ARCHC_L2_BYTES)
+  // would be one, a loop Halide drops (and the next block's prefetch
+  // with it).
   if (d.pairs) {
     int kb = 2 * divisorUpTo(d.K / 2, 256);
-    return d.K * 128 > l2Bytes / 2 && kb >= 128 ? kb : 0;
+    return d.K * 128 > l2Bytes / 2 && kb >= 128 && kb < d.K ? kb : 0;
   }
   // A K row of a 64-column f32 panel is 256 bytes. (Blocked from half
   // the L2, the Zen 5's K = 2816 GEMM, a panel of 0.69 of its 1 MiB, ran

@@ -214,7 +214,7 @@ constexpr int kWideRows = 32;
 /// an eighth of the L2 (512 on 1 MiB, 1024 on 2 MiB) and at least 128.
 /// (The bf16 dot product's pairs: a row of K is 128 bytes, blocked where
 /// K x 128 > L2 / 2 (K > 4096 on 1 MiB, K > 8192 on 2 MiB), blocks of at
-/// most 256 pairs.)
+/// most 256 pairs, at least two of them.)
 int kBlockOf(const LinearKernel &d, int64_t l2Bytes);
 
 /// Panels a packed linear's GEMV (calls of fewer than kTokenTile rows)
