@@ -11,7 +11,8 @@
 # medians of $RUNS calls (bench/gemm.c), each row's shares of the peak
 # probed just before and just after its call (the higher of the two: a
 # probe only reads low), so that the VM's drift over the run's minutes
-# lands on the ceiling and the call alike. With COLD=1, archc's calls go
+# lands on the ceiling and the call alike (the probes, each over a 1 GiB
+# buffer, make a run about two minutes). With COLD=1, archc's calls go
 # through packed copies of each weight in turn, 512 MiB of them, so that
 # every call reads its panels from memory, as a model's forward pass does
 # (OpenBLAS's stay on one copy, as without COLD). OpenBLAS
@@ -80,9 +81,12 @@ def beside(r, peak):
 fp32 = lambda c: c["peak_gflops"]
 bf16 = lambda c: benchlib.bf16_peak(c) or c["peak_gflops"]
 for t in (1, 2):
-    probed = [beside(r, fp32) for (w, _, _, tt), r in rows.items() if tt == t]
-    print(f"FP32 peak probed beside the {t}-thread calls: "
-          f"{min(probed):.1f}-{max(probed):.1f} GFLOP/s")
+    for name, peak, ws in (("FP32", fp32, ("f32", "bf16w")), ("bf16", bf16, ("bf16",))):
+        probed = [beside(r, peak) for (w, _, _, tt), r in rows.items()
+                  if tt == t and w in ws]
+        if probed:
+            print(f"{name} peak probed beside the {t}-thread calls: "
+                  f"{min(probed):.1f}-{max(probed):.1f} GFLOP/s")
 print(f"\nGEMM of {m} rows, GFLOP/s (share of the FP32 FMA peak probed beside "
       "the call)"
       + ("; archc's weights from memory (COLD=1)" if copies == 0 else ""))

@@ -334,7 +334,10 @@ bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
       (!kb && 2 * panelBytes > k.l2Bytes))
     return false;
   // The K loop's steps a block: K indices, or pairs of them (bf16 pairs).
+  // At least two: Halide drops a loop of one step (K = 2 in pairs).
   int64_t kElems = kb ? kb : d.K, kLen = d.pairs ? kElems / 2 : kElems;
+  if (kLen < 2)
+    return false;
   k.output().add_custom_lowering_pass(new NextPanel(
       k.in("weight").name(), taskLoop, blockLoop, tileLoop, kLoop, kLen,
       panelBytes, panelBytes / d.K * kElems, panels, glu));

@@ -893,7 +893,7 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
     // The next panel's prefetch: a ukernel whose bitcode is x86-64 Linux's,
     // measured with AVX-512's tiles (a token tile of AVX2's runs K twice,
     // a column half at a time, and would prefetch each line twice); the
-    // bf16 pairs' tiles too (+5-6% a GEMM on the Zen 5).
+    // bf16 pairs' tiles too (a median +6% a GEMM on the Zen 5).
     bool prefetch = tall && ukernelTarget(target);
     LinearKernel mm = matmulOf(*d);
     mm.pairs   ? schedulePairedLinear(k, mm, prefetch)
