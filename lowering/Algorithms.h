@@ -110,9 +110,9 @@ struct GluPanels {
 /// loop's steps: K, or K / 2 for the bf16 dot product's pairs), a
 /// new line every 2^s steps of K (s from the call's token tiles: the
 /// lines spread over the tiles after the first), where it pays: a weight
-/// of at least two panels; in a K-blocked GEMM (`blockLoop`, its block
-/// loop, given), the tiles after the first of each block prefetch the
-/// next block. A
+/// of at least two panels, each at most three quarters of the L2; in a
+/// K-blocked GEMM (`blockLoop`, its block loop, given), the tiles after
+/// the first of each block prefetch the next block. A
 /// lowering pass on the kernel's output (k.output()) finds the task loop
 /// `taskLoop` (a panel per task), the block loop, the token tile loop
 /// `tileLoop` and the register tile's K loop `kLoop` by their Halide

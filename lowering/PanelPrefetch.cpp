@@ -324,15 +324,18 @@ bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
   // Panels of whole lines (16 f32 or 32 16-bit columns a line: a 16-bit
   // weight's GEMM widens the task's panel, or block, from the prefetched
   // lines), at least two; blocks of a K-blocked GEMM (an eighth of the L2
-  // at most), or whole panels (an unblocked one takes up to three
-  // quarters of the L2: kBlockOf). Two of those need not fit: the Zen
-  // 5's 704 KiB panels (K = 2816) on its 1 MiB L2 gained a median 2% a
-  // GEMM on one thread and 3% on two with it (docs/performance.md "The
-  // next panel past half the L2"). (Only two in half the L2 until the prefetch was
-  // spread: K = 2816 on the Xeon's 2 MiB then measured no faster, 4096
-  // slower; spread, 2816 +10%, 4096 the same.)
+  // at most), or whole panels of up to three quarters of the L2 (where
+  // kBlockOf blocks an f32 panel; a K with no block of its range stays
+  // unblocked at any size, and a larger panel goes without, unmeasured).
+  // Two of those need not fit: the Zen 5's 704 KiB panels (K = 2816) on
+  // its 1 MiB L2 gained a median 2% a GEMM on one thread and 3% on two
+  // with it (docs/performance.md "The next panel past half the L2").
+  // (Only two in half the L2 until the prefetch was spread: K = 2816 on
+  // the Xeon's 2 MiB then measured no faster, 4096 slower; spread, 2816
+  // +10%, 4096 the same.)
   if (d.oneRow || d.panel % (64 / bytes) ||
-      panels < 2 || blockLoop.empty() == (kb != 0))
+      panels < 2 || blockLoop.empty() == (kb != 0) ||
+      (!kb && 4 * panelBytes > 3 * k.l2Bytes))
     return false;
   // The K loop's steps a block: K indices, or pairs of them (bf16 pairs).
   // At least two: Halide drops a loop of one step (K = 2 in pairs).
