@@ -54,11 +54,14 @@ for spec in specs/llama/bench-156m.toml "$out/llama3-8b-layer.toml"; do
     while read -r lin; do
       read -r k n < <(echo "$lin" | sed -E 's/archk_linear_([0-9]+)x([0-9]+)x.*/\1 \2/')
       for t in 1 2; do
-        before=$("$out/ceilings" "$t" | sed 's/\([a-z0-9_]*\)=/before_\1=/g')
+        # The ceilings probed just before and just after the call
+        # (benchlib.probed reads the pair).
+        probe="$out/probe.$w.$k.$n.$t"
+        "$out/ceilings" "$t" > "$probe.before"
         result=$("$out/gemm" "$out/$name.$w.so" "archk_pack_${k}x${n}x64x1$suffix" \
           "$lin" "$k" "$n" "$m" "$t" "$runs" "$bits" "$copies")
-        after=$("$out/ceilings" "$t" | sed 's/\([a-z0-9_]*\)=/after_\1=/g')
-        echo "$w $k $n $t $result $before $after"
+        "$out/ceilings" "$t" > "$probe.after"
+        echo "$w $k $n $t $result"
       done
     done
   done
@@ -68,21 +71,18 @@ import sys
 sys.path.insert(0, "bench")
 import benchlib
 out, m, copies = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-ceil = benchlib.ceilings(out)
-rows = {}
+benchlib.ceilings(out)  # (the start's, printed; the shares use the probes)
+rows, probes = {}, {}
 for line in open(f"{out}/results"):
     w, k, n, t, *kv = line.split()
-    rows[w, int(k), int(n), int(t)] = {a: float(b) for a, b in (x.split("=") for x in kv)}
-def beside(r, peak):
-    """The higher of the ceilings `peak` (a function of one probe's
-    figures) probed just before and just after row r's call."""
-    return max(peak({k[len(side):]: v for k, v in r.items() if k.startswith(side)})
-               for side in ("before_", "after_"))
+    key = w, int(k), int(n), int(t)
+    rows[key] = {a: float(b) for a, b in (x.split("=") for x in kv)}
+    probes[key] = benchlib.probed(f"{out}/probe.{w}.{k}.{n}.{t}")
 fp32 = lambda c: c["peak_gflops"]
 bf16 = lambda c: benchlib.bf16_peak(c) or c["peak_gflops"]
 for t in (1, 2):
     for name, peak, ws in (("FP32", fp32, ("f32", "bf16w")), ("bf16", bf16, ("bf16",))):
-        probed = [beside(r, peak) for (w, _, _, tt), r in rows.items()
+        probed = [peak(c) for (w, _, _, tt), c in probes.items()
                   if tt == t and w in ws]
         if probed:
             print(f"{name} peak probed beside the {t}-thread calls: "
@@ -99,12 +99,12 @@ print(f"{'K':>6} {'N':>6} {'thr':>3} {'archc f32':>15} {'OpenBLAS':>15} "
 for (w, k, n, t), r in sorted(rows.items(), key=lambda x: (x[0][3], x[0][1], x[0][2])):
     if w != "f32":
         continue
-    p = beside(r, fp32)
+    p = fp32(probes[w, k, n, t])
     rb = rows.get(("bf16", k, n, t), {})
     rw = rows.get(("bf16w", k, n, t), {})
     b, bw = rb.get("archc_gflops", 0), rw.get("archc_gflops", 0)
-    pb = beside(rb, bf16) if rb else p
-    pw = beside(rw, fp32) if rw else p
+    pb = bf16(probes["bf16", k, n, t]) if rb else p
+    pw = fp32(probes["bf16w", k, n, t]) if rw else p
     blas = r["openblas_gflops"]
     vs = f"{r['archc_gflops'] / blas:>9.2f}x" if blas else f"{'-':>10}"
     print(f"{k:>6} {n:>6} {t:>3} {r['archc_gflops']:>8.1f} ({r['archc_gflops'] / p:>4.0%}) "
