@@ -18,6 +18,16 @@ namespace arch {
 /// CPU (or this CPU does not say): 1 MiB, the Zen 5's.
 constexpr int64_t kDefaultL2Bytes = int64_t(1) << 20;
 
+/// Token rows per GEMM tile: a linear takes tiles of this many rows when a
+/// call has at least as many (its GEMM specialization).
+constexpr int kTokenTile = 4;
+
+/// Token rows per GEMM tile of a packed linear where the target has 32
+/// vector registers (AVX-512), for calls of at least as many rows: 6 rows
+/// x 4 vectors of columns (24 accumulators), each weight vector loaded
+/// once for 6 tokens where 4 took it from the L2 once for 4.
+constexpr int kTallTokenTile = 6;
+
 /// A kernel's algorithm: its output, its arguments in call order (made
 /// from spec.args(); the output last, added by the emitter), and the Funcs
 /// and Vars its schedule needs.
@@ -37,6 +47,7 @@ struct KernelFuncs {
   std::map<std::string, Halide::RDom> rdoms;
   int lanes = 1; ///< vector width the algorithm split its reductions by
   int64_t l2Bytes = kDefaultL2Bytes; ///< the L2 the GEMM's blocks fit
+  int tileRows = kTokenTile; ///< a packed GEMM's token tile (gemmTileRows)
   std::vector<int64_t> outDims; ///< static extents of the output's features
   bool denseOutputRows = true;  ///< else a view (a copy's destination)
   /// Whether the schedule calls the ukernels (lowering/ukernels.ll), which
@@ -64,11 +75,17 @@ struct KernelFuncs {
 /// Linux's) link into kernels for `t`: x86-64 Linux.
 bool ukernelTarget(const Halide::Target &t);
 
-/// Builds the algorithm of `spec`; `lanes` is the target's natural float
-/// vector width (reductions are split by a divisor of it).
-KernelFuncs lowerKernel(const KernelSpec &spec, int lanes,
-                        int64_t l2Bytes = kDefaultL2Bytes, bool amx = false,
-                        bool f16c = false);
+/// Token rows of a packed GEMM's register tile on `t` (calls of at least
+/// that many rows): kTallTokenTile where 32 vector registers hold its 24
+/// accumulators (x86 with AVX-512), else kTokenTile.
+int gemmTileRows(const Halide::Target &t);
+
+/// Builds the algorithm of `spec` for `t`: reductions split by a divisor
+/// of its natural float vector width, a K-blocked GEMM's copy of x laid
+/// out for its token tiles (gemmTileRows), blocks sized for an L2 of
+/// `l2Bytes`, a bf16 GEMM on AMX tiles where `amx`.
+KernelFuncs lowerKernel(const KernelSpec &spec, const Halide::Target &t,
+                        int64_t l2Bytes = kDefaultL2Bytes, bool amx = false);
 
 /// Whether packed linear `d` takes its GEMM from the AMX ukernel on a
 /// target with AMX tiles: a bf16 weight in pairs, 64-column panels, K a
@@ -162,16 +179,6 @@ int vectorWidthFor(int64_t extent, int lanes);
 
 /// The largest divisor of `n` that is at most `cap` (at least 1).
 int divisorUpTo(int64_t n, int cap);
-
-/// Token rows per GEMM tile: a linear takes tiles of this many rows when a
-/// call has at least as many (its GEMM specialization).
-constexpr int kTokenTile = 4;
-
-/// Token rows per GEMM tile of a packed linear where the target has 32
-/// vector registers (AVX-512), for calls of at least as many rows: 6 rows
-/// x 4 vectors of columns (24 accumulators), each weight vector loaded
-/// once for 6 tokens where 4 took it from the L2 once for 4.
-constexpr int kTallTokenTile = 6;
 
 /// How far ahead of its loads the GEMV over a 16-bit weight prefetches
 /// each panel (prefetchGemvRows): 4 rows of a 64-column panel's pairs, 8

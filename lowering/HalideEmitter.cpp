@@ -209,9 +209,7 @@ std::string kernelTargetString(const KernelSpec &spec,
 /// Kernel `spec`'s algorithm and schedule for `t` (kernelTarget's), with
 /// AMX tiles where `amx` (amxTiles of the library's target).
 static KernelFuncs build(const KernelSpec &spec, const Target &t, bool amx) {
-  bool f16c = ukernelTarget(t) && t.has_feature(Target::F16C);
-  KernelFuncs k = lowerKernel(spec, t.natural_vector_size<float>(),
-                              l2BytesFor(t), amx, f16c);
+  KernelFuncs k = lowerKernel(spec, t, l2BytesFor(t), amx);
   scheduleKernel(k, t);
   return k;
 }

@@ -185,11 +185,11 @@ static void panelTasks(Stage out, Var n, Var t, Var no, int panel, int lanes,
 /// slice of the panel stays in L2 while all token tiles pass over it,
 /// where each tile would otherwise stream the whole panel.
 static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
-                        Var no, int rows, bool prefetch) {
+                        Var no, bool prefetch) {
   Var n = k.vars["n"], t = k.vars["t"];
   RDom r = k.rdoms["r"];
   Func gemm = k.funcs["acc_gemm"];
-  int lanes = k.lanes, panel = int(d.panel);
+  int lanes = k.lanes, panel = int(d.panel), rows = k.tileRows;
   panelTasks(out, n, t, no, panel, lanes, ownTasks(k));
   gemm.compute_at(k.out, no).bound_extent(n, panel).vectorize(n, lanes);
   RVar ro("ro"), ri("ri");
@@ -206,11 +206,16 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
       .bound_extent(n, panel)
       .bound_extent(t, rows);
   registerTile(part, n, t, ri, lanes);
-  // The token tile's rows of x in this block, copied (x_tile): the
-  // register tile reads them at constant offsets from one base.
-  auto xTile = k.funcs.find("x_tile");
-  if (xTile != k.funcs.end())
-    xTile->second.compute_at(gemm, to).vectorize(k.vars["kk"], lanes);
+  // x with each token tile's rows interleaved (x_pack), before the
+  // tasks: a task per token tile, each step of K its rows' vectors
+  // interleaved into one store.
+  auto xPack = k.funcs.find("x_pack");
+  if (xPack != k.funcs.end())
+    xPack->second.compute_root()
+        .bound(ti, 0, rows)
+        .unroll(ti)
+        .vectorize(k.vars["kk"], lanes)
+        .parallel(to);
   // A 16-bit weight's block widened once, for every token tile.
   auto wide = k.funcs.find("wide_gemm");
   if (wide != k.funcs.end())
@@ -242,7 +247,7 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
   std::function<void(Stage)> blocked, gemvColumns;
   if (kBlockOf(d, k.l2Bytes))
     blocked = [&](Stage s) {
-      blockedGemm(k, d, s, no, tall ? tall : kTokenTile, prefetch);
+      blockedGemm(k, d, s, no, prefetch);
     };
   int streams = gemvPanels(d, lanes), columns = streams * int(d.panel);
   if (streams > 1)
@@ -875,6 +880,11 @@ static void scheduleRowwise(KernelFuncs &k) {
   rowTasks(k.out, t);
 }
 
+int gemmTileRows(const Target &t) {
+  return t.arch == Target::X86 && vectorRegisters(t) >= 32 ? kTallTokenTile
+                                                           : kTokenTile;
+}
+
 bool ukernelTarget(const Target &t) {
   return t.arch == Target::X86 && t.bits == 64 && t.os == Target::Linux;
 }
@@ -887,9 +897,7 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
     // Not for the bf16 dot product: no faster on the Xeon, where
     // vdpbf16ps bounds it (docs/performance.md), and not measured on the
     // Zen 5, where it is the default.
-    int tall = target.arch == Target::X86 && vectorRegisters(target) >= 32
-                   ? kTallTokenTile
-                   : 0;
+    int tall = gemmTileRows(target) > kTokenTile ? gemmTileRows(target) : 0;
     // The next panel's prefetch: a ukernel whose bitcode is x86-64 Linux's,
     // measured with AVX-512's tiles (a token tile of AVX2's runs K twice,
     // a column half at a time, and would prefetch each line twice); the
