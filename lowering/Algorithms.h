@@ -47,7 +47,7 @@ struct KernelFuncs {
   std::map<std::string, Halide::RDom> rdoms;
   int lanes = 1; ///< vector width the algorithm split its reductions by
   int64_t l2Bytes = kDefaultL2Bytes; ///< the L2 the GEMM's blocks fit
-  int tileRows = kTokenTile; ///< a packed GEMM's token tile (gemmTileRows)
+  int tileRows = kTokenTile; ///< gemmTileRows: the K-blocked GEMM's tile
   std::vector<int64_t> outDims; ///< static extents of the output's features
   bool denseOutputRows = true;  ///< else a view (a copy's destination)
   /// Whether the schedule calls the ukernels (lowering/ukernels.ll), which
@@ -75,9 +75,11 @@ struct KernelFuncs {
 /// Linux's) link into kernels for `t`: x86-64 Linux.
 bool ukernelTarget(const Halide::Target &t);
 
-/// Token rows of a packed GEMM's register tile on `t` (calls of at least
-/// that many rows): kTallTokenTile where 32 vector registers hold its 24
-/// accumulators (x86 with AVX-512), else kTokenTile.
+/// Token rows of a packed GEMM's register tile on `t`: kTallTokenTile
+/// where 32 vector registers hold its 24 accumulators (x86 with AVX-512),
+/// else kTokenTile. The unblocked GEMM takes such tiles in calls of at
+/// least that many rows; the K-blocked one in every call of kTokenTile
+/// rows or more, and lays x out for them (x_pack).
 int gemmTileRows(const Halide::Target &t);
 
 /// Builds the algorithm of `spec` for `t`: reductions split by a divisor

@@ -189,7 +189,7 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
   Var n = k.vars["n"], t = k.vars["t"];
   RDom r = k.rdoms["r"];
   Func gemm = k.funcs["acc_gemm"];
-  int lanes = k.lanes, panel = int(d.panel), rows = k.tileRows;
+  int lanes = k.lanes, panel = int(d.panel), tile = k.tileRows;
   panelTasks(out, n, t, no, panel, lanes, ownTasks(k));
   gemm.compute_at(k.out, no).bound_extent(n, panel).vectorize(n, lanes);
   RVar ro("ro"), ri("ri");
@@ -197,14 +197,14 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
   Func part =
       gemm.update().split(r, ro, ri, kBlockOf(d, k.l2Bytes)).rfactor(ro, u);
   gemm.update()
-      .split(t, to, ti, rows, TailStrategy::GuardWithIf)
+      .split(t, to, ti, tile, TailStrategy::GuardWithIf)
       .reorder(n, ti, to, ro)
       .vectorize(n, lanes)
       .unroll(n)
       .unroll(ti);
   part.compute_at(gemm, to)
       .bound_extent(n, panel)
-      .bound_extent(t, rows);
+      .bound_extent(t, tile);
   registerTile(part, n, t, ri, lanes);
   // x with each token tile's rows interleaved (x_pack), before the
   // tasks: a task per token tile, each step of K its rows' vectors
@@ -212,7 +212,7 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
   auto xPack = k.funcs.find("x_pack");
   if (xPack != k.funcs.end())
     xPack->second.compute_root()
-        .bound(ti, 0, rows)
+        .bound(ti, 0, tile)
         .unroll(ti)
         .vectorize(k.vars["kk"], lanes)
         .parallel(to);
@@ -897,7 +897,7 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
     // Not for the bf16 dot product: no faster on the Xeon, where
     // vdpbf16ps bounds it (docs/performance.md), and not measured on the
     // Zen 5, where it is the default.
-    int tall = gemmTileRows(target) > kTokenTile ? gemmTileRows(target) : 0;
+    int tall = k.tileRows > kTokenTile ? k.tileRows : 0;
     // The next panel's prefetch: a ukernel whose bitcode is x86-64 Linux's,
     // measured with AVX-512's tiles (a token tile of AVX2's runs K twice,
     // a column half at a time, and would prefetch each line twice); the

@@ -7,9 +7,12 @@
  * per-chunk partials from 8K positions of context on — would fault in
  * fresh zero pages each time: measured 10.0 GB/s against 18.8 with the
  * block kept (bench/attention.c, bench-156m at 8192 positions, 2 threads,
- * AMD EPYC Zen 5). Freed blocks of at least 64 KiB wait here, at most 16,
- * for a request of at most their size and more than half of it; the rest
- * go back to malloc. Blocks are 64-byte aligned, their size kept just
+ * AMD EPYC Zen 5). Freed blocks of 64 KiB to 64 MiB wait here, at most
+ * 16, for a request of at most their size and more than half of it; the
+ * rest go back to malloc. (A larger block, such as a K-blocked GEMM's
+ * copy of x in a prefill of thousands of tokens, would stay resident for
+ * good after one long prompt; its fresh pages cost little beside the
+ * work that fills it.) Blocks are 64-byte aligned, their size kept just
  * before them.
  *
  *===---------------------------------------------------------------------===*/
@@ -20,6 +23,7 @@
 #define ARCHRT_ALIGN 64
 #define ARCHRT_KEEP 16
 #define ARCHRT_MIN_KEPT ((size_t)64 << 10)
+#define ARCHRT_MAX_KEPT ((size_t)64 << 20)
 
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *kept[ARCHRT_KEEP];
@@ -33,7 +37,7 @@ static size_t *size_of(void *block) {
 
 void *halide_malloc(void *user_context, size_t size) {
   (void)user_context;
-  if (size >= ARCHRT_MIN_KEPT) {
+  if (size >= ARCHRT_MIN_KEPT && size <= ARCHRT_MAX_KEPT) {
     void *found = NULL;
     pthread_mutex_lock(&kept_lock);
     for (int i = 0; i < n_kept && !found; ++i)
@@ -61,7 +65,7 @@ void halide_free(void *user_context, void *block) {
   if (!block)
     return;
   size_t size = *size_of(block);
-  if (size >= ARCHRT_MIN_KEPT) {
+  if (size >= ARCHRT_MIN_KEPT && size <= ARCHRT_MAX_KEPT) {
     pthread_mutex_lock(&kept_lock);
     int kept_it = n_kept < ARCHRT_KEEP;
     if (kept_it) {

@@ -1,0 +1,51 @@
+/*===- halide_memory_check.c - The runtime's kept Halide blocks ----------===*
+ *
+ * Calls runtime/src/halide_memory.c's halide_malloc / halide_free as a
+ * kernel does: a 1 MiB block freed and asked for again comes back (kept
+ * for reuse, its pages resident); a 96 MiB block, past the 64 MiB kept at
+ * most, goes back to the system when freed (the process's resident memory
+ * falls by most of it). Prints "ok ..." or "FAIL ..." per check.
+ *
+ *===---------------------------------------------------------------------===*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *halide_malloc(void *user_context, size_t size);
+void halide_free(void *user_context, void *block);
+
+/* VmRSS of this process, KiB. */
+static long resident_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "VmRSS:", 6) == 0)
+      kib = strtol(line + 6, NULL, 10);
+  if (f)
+    fclose(f);
+  return kib;
+}
+
+int main(void) {
+  int failed = 0;
+  size_t small = (size_t)1 << 20, big = (size_t)96 << 20;
+  void *a = halide_malloc(NULL, small);
+  memset(a, 1, small);
+  halide_free(NULL, a);
+  void *b = halide_malloc(NULL, small);
+  printf("%s a 1 MiB block kept for the next request\n",
+         b == a ? "ok" : (failed++, "FAIL"));
+  halide_free(NULL, b);
+
+  void *c = halide_malloc(NULL, big);
+  memset(c, 1, big);
+  long with = resident_kib();
+  halide_free(NULL, c);
+  long without = resident_kib();
+  int given = with > 0 && without > 0 && with - without > (80 << 10);
+  printf("%s a 96 MiB block given back when freed (resident %ld -> %ld "
+         "KiB)\n", given ? "ok" : (failed++, "FAIL"), with, without);
+  printf("%d failed\n", failed);
+  return failed != 0;
+}
