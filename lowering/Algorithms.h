@@ -47,7 +47,9 @@ struct KernelFuncs {
   std::map<std::string, Halide::RDom> rdoms;
   int lanes = 1; ///< vector width the algorithm split its reductions by
   int64_t l2Bytes = kDefaultL2Bytes; ///< the L2 the GEMM's blocks fit
-  int tileRows = kTokenTile; ///< gemmTileRows: the K-blocked GEMM's tile
+  /// A packed GEMM's register tile height (gemmTileRows): the schedule's
+  /// tall tiles, and the K-blocked GEMM's in every call of >= 4 rows.
+  int tileRows = kTokenTile;
   std::vector<int64_t> outDims; ///< static extents of the output's features
   bool denseOutputRows = true;  ///< else a view (a copy's destination)
   /// Whether the schedule calls the ukernels (lowering/ukernels.ll), which

@@ -14,14 +14,15 @@
 void *halide_malloc(void *user_context, size_t size);
 void halide_free(void *user_context, void *block);
 
-/* VmRSS of this process, KiB. */
+/* This process's resident memory, KiB: smaps_rollup's Rss (summed from
+ * the page tables, where status's VmRSS may lag by per-CPU counters). */
 static long resident_kib(void) {
-  FILE *f = fopen("/proc/self/status", "r");
+  FILE *f = fopen("/proc/self/smaps_rollup", "r");
   char line[256];
   long kib = -1;
   while (f && fgets(line, sizeof line, f))
-    if (strncmp(line, "VmRSS:", 6) == 0)
-      kib = strtol(line + 6, NULL, 10);
+    if (strncmp(line, "Rss:", 4) == 0)
+      kib = strtol(line + 4, NULL, 10);
   if (f)
     fclose(f);
   return kib;
