@@ -206,16 +206,15 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
       .bound_extent(n, panel)
       .bound_extent(t, tile);
   registerTile(part, n, t, ri, lanes);
-  // x with each token tile's rows interleaved (x_pack), before the
-  // tasks: a task per token tile, each step of K its rows' vectors
-  // interleaved into one store.
-  auto xPack = k.funcs.find("x_pack");
-  if (xPack != k.funcs.end())
-    xPack->second.compute_root()
-        .bound(ti, 0, tile)
-        .unroll(ti)
-        .vectorize(k.vars["kk"], lanes)
-        .parallel(to);
+  // x with each token tile's rows interleaved (x_pack, the algorithm's
+  // for every K-blocked GEMM), before the tasks: a task per token tile,
+  // each step of K its rows' vectors interleaved into one store.
+  k.funcs["x_pack"]
+      .compute_root()
+      .bound(ti, 0, tile)
+      .unroll(ti)
+      .vectorize(k.vars["kk"], lanes)
+      .parallel(to);
   // A 16-bit weight's block widened once, for every token tile.
   auto wide = k.funcs.find("wide_gemm");
   if (wide != k.funcs.end())

@@ -30,6 +30,12 @@ static void *kept[ARCHRT_KEEP];
 static size_t kept_size[ARCHRT_KEEP];
 static int n_kept;
 
+/* Whether blocks of `size` bytes are kept for reuse (both ways: the
+ * requests that look among the kept, the frees that keep). */
+static int keeps_size(size_t size) {
+  return size >= ARCHRT_MIN_KEPT && size <= ARCHRT_MAX_KEPT;
+}
+
 /* The usable size of a block halide_malloc returned. */
 static size_t *size_of(void *block) {
   return (size_t *)((char *)block - ARCHRT_ALIGN);
@@ -37,7 +43,7 @@ static size_t *size_of(void *block) {
 
 void *halide_malloc(void *user_context, size_t size) {
   (void)user_context;
-  if (size >= ARCHRT_MIN_KEPT && size <= ARCHRT_MAX_KEPT) {
+  if (keeps_size(size)) {
     void *found = NULL;
     pthread_mutex_lock(&kept_lock);
     for (int i = 0; i < n_kept && !found; ++i)
@@ -65,7 +71,7 @@ void halide_free(void *user_context, void *block) {
   if (!block)
     return;
   size_t size = *size_of(block);
-  if (size >= ARCHRT_MIN_KEPT && size <= ARCHRT_MAX_KEPT) {
+  if (keeps_size(size)) {
     pthread_mutex_lock(&kept_lock);
     int kept_it = n_kept < ARCHRT_KEEP;
     if (kept_it) {
