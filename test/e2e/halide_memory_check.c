@@ -4,9 +4,14 @@
  * kernel does: a 1 MiB block freed and asked for again comes back (kept
  * for reuse, its pages resident); a 96 MiB block, past the 64 MiB kept at
  * most, goes back to the system when freed (the process's resident memory
- * falls by most of it). Prints "ok ..." or "FAIL ..." per check.
+ * falls by most of it); of two kept blocks that fit, a thread gets back
+ * the one it freed itself, not the one the other thread freed before it
+ * (whose lines are in the other core's caches). Prints "ok ..." or
+ * "FAIL ..." per check.
  *
  *===---------------------------------------------------------------------===*/
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +33,23 @@ static long resident_kib(void) {
   return kib;
 }
 
+enum { MIB = 1 << 20 };
+static pthread_barrier_t step;
+
+/* The second thread: a block of its own, freed after main's, then asked
+ * for again; returns whether it came back. */
+static void *other_thread(void *arg) {
+  (void)arg;
+  void *own = halide_malloc(NULL, MIB);
+  memset(own, 2, MIB);
+  pthread_barrier_wait(&step); /* main frees its block */
+  pthread_barrier_wait(&step);
+  halide_free(NULL, own);
+  void *again = halide_malloc(NULL, MIB);
+  halide_free(NULL, again);
+  return (void *)(intptr_t)(again == own);
+}
+
 int main(void) {
   int failed = 0;
   size_t small = (size_t)1 << 20, big = (size_t)96 << 20;
@@ -47,6 +69,22 @@ int main(void) {
   int given = with > 0 && without > 0 && with - without > (80 << 10);
   printf("%s a 96 MiB block given back when freed (resident %ld -> %ld "
          "KiB)\n", given ? "ok" : (failed++, "FAIL"), with, without);
+
+  /* main's block is kept first, the other thread's after it. */
+  pthread_t other;
+  void *mine = halide_malloc(NULL, MIB), *same = NULL;
+  memset(mine, 3, MIB);
+  pthread_barrier_init(&step, NULL, 2);
+  pthread_create(&other, NULL, other_thread, NULL);
+  pthread_barrier_wait(&step);
+  halide_free(NULL, mine);
+  pthread_barrier_wait(&step);
+  pthread_join(other, &same);
+  pthread_barrier_destroy(&step);
+  void *again = halide_malloc(NULL, MIB);
+  printf("%s a thread gets back the kept block it freed, not the other "
+         "thread's\n", same && again == mine ? "ok" : (failed++, "FAIL"));
+  halide_free(NULL, again);
   printf("%d failed\n", failed);
   return failed != 0;
 }
