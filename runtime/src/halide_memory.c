@@ -13,11 +13,12 @@
  * copy of x in a prefill of thousands of tokens, would stay resident for
  * good after one long prompt; its fresh pages' faults are estimated at
  * 1-3% of the work that fills such a block, not measured.) A request
- * takes a block its own thread freed where one fits: a block the other
- * core freed has its lines in that core's caches, and a task that writes
- * it (a 16-bit weight's panel widened to f32, 256-704 KiB a task on
- * bench-156m) takes each line over from there. Blocks are 64-byte
- * aligned, their size kept just before them.
+ * takes a block its own thread freed where one fits: a block another
+ * thread freed has its lines in that thread's core's caches, and a task
+ * that writes it (a 16-bit weight's panel widened to f32, 256-704 KiB a
+ * task on bench-156m) takes each line over from there. Blocks are
+ * 64-byte aligned, their size kept just before them. A fork holds the
+ * lock across itself, so that a child never starts with it held.
  *
  *===---------------------------------------------------------------------===*/
 #include <pthread.h>
@@ -35,8 +36,19 @@ static size_t kept_size[ARCHRT_KEEP];
 static const void *kept_by[ARCHRT_KEEP]; /* the freeing thread's `self` */
 static int n_kept;
 
-/* A mark whose address names the calling thread. */
+/* A mark whose address names the calling thread. (A thread started after
+ * another ended may get the same address, and with it that thread's kept
+ * blocks first: a preference, not a matter of correctness.) */
 static _Thread_local char self;
+
+/* A fork while another thread holds kept_lock would leave it held in the
+ * child: held across the fork instead, released on both sides. */
+static void lock_kept(void) { pthread_mutex_lock(&kept_lock); }
+static void unlock_kept(void) { pthread_mutex_unlock(&kept_lock); }
+
+__attribute__((constructor)) static void on_fork(void) {
+  pthread_atfork(lock_kept, unlock_kept, unlock_kept);
+}
 
 /* Whether blocks of `size` bytes are kept for reuse (both ways: the
  * requests that look among the kept, the frees that keep). */
@@ -53,14 +65,17 @@ void *halide_malloc(void *user_context, size_t size) {
   (void)user_context;
   if (keeps_size(size)) {
     void *found = NULL;
+    /* (Taken before the lock: a thread's first access to its TLS in a
+     * dlopen'd library may allocate.) */
+    const void *me = &self;
     pthread_mutex_lock(&kept_lock);
     /* The first fit this thread freed, else the first fit. */
     int pick = -1;
     for (int i = 0; i < n_kept; ++i)
       if (kept_size[i] >= size && kept_size[i] / 2 < size &&
-          (pick < 0 || kept_by[i] == &self)) {
+          (pick < 0 || kept_by[i] == me)) {
         pick = i;
-        if (kept_by[i] == &self)
+        if (kept_by[i] == me)
           break;
       }
     if (pick >= 0) {
@@ -89,11 +104,12 @@ void halide_free(void *user_context, void *block) {
     return;
   size_t size = *size_of(block);
   if (keeps_size(size)) {
+    const void *me = &self;
     pthread_mutex_lock(&kept_lock);
     int kept_it = n_kept < ARCHRT_KEEP;
     if (kept_it) {
       kept[n_kept] = block;
-      kept_by[n_kept] = &self;
+      kept_by[n_kept] = me;
       kept_size[n_kept++] = size;
     }
     pthread_mutex_unlock(&kept_lock);
