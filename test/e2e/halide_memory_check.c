@@ -12,7 +12,6 @@
  *
  *===---------------------------------------------------------------------===*/
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
