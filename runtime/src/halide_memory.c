@@ -31,9 +31,11 @@
 #define ARCHRT_MAX_KEPT ((size_t)64 << 20)
 
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *kept[ARCHRT_KEEP];
-static size_t kept_size[ARCHRT_KEEP];
-static const void *kept_by[ARCHRT_KEEP]; /* the freeing thread's `self` */
+static struct {
+  void *block;
+  size_t size;
+  const void *by; /* the freeing thread's `self` */
+} kept[ARCHRT_KEEP];
 static int n_kept;
 
 /* A mark whose address names the calling thread. (A thread started after
@@ -72,18 +74,15 @@ void *halide_malloc(void *user_context, size_t size) {
     /* The first fit this thread freed, else the first fit. */
     int pick = -1;
     for (int i = 0; i < n_kept; ++i)
-      if (kept_size[i] >= size && kept_size[i] / 2 < size &&
-          (pick < 0 || kept_by[i] == me)) {
+      if (kept[i].size >= size && kept[i].size / 2 < size &&
+          (pick < 0 || kept[i].by == me)) {
         pick = i;
-        if (kept_by[i] == me)
+        if (kept[i].by == me)
           break;
       }
     if (pick >= 0) {
-      found = kept[pick];
-      --n_kept;
-      kept[pick] = kept[n_kept];
-      kept_size[pick] = kept_size[n_kept];
-      kept_by[pick] = kept_by[n_kept];
+      found = kept[pick].block;
+      kept[pick] = kept[--n_kept];
     }
     pthread_mutex_unlock(&kept_lock);
     if (found)
@@ -108,9 +107,9 @@ void halide_free(void *user_context, void *block) {
     pthread_mutex_lock(&kept_lock);
     int kept_it = n_kept < ARCHRT_KEEP;
     if (kept_it) {
-      kept[n_kept] = block;
-      kept_by[n_kept] = me;
-      kept_size[n_kept++] = size;
+      kept[n_kept].block = block;
+      kept[n_kept].size = size;
+      kept[n_kept++].by = me;
     }
     pthread_mutex_unlock(&kept_lock);
     if (kept_it)

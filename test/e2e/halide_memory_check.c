@@ -23,6 +23,8 @@
 void *halide_malloc(void *user_context, size_t size);
 void halide_free(void *user_context, void *block);
 
+enum { MIB = 1 << 20 };
+
 /* This process's resident memory, KiB: smaps_rollup's Rss (summed from
  * the page tables, where status's VmRSS may lag by per-CPU counters). */
 static long resident_kib(void) {
@@ -37,7 +39,6 @@ static long resident_kib(void) {
   return kib;
 }
 
-enum { MIB = 1 << 20 };
 static pthread_barrier_t step;
 
 /* The second thread: a block of its own, freed after main's, then asked
@@ -96,11 +97,11 @@ static int fork_while_churning(int n) {
 
 int main(void) {
   int failed = 0;
-  size_t small = (size_t)1 << 20, big = (size_t)96 << 20;
-  void *a = halide_malloc(NULL, small);
-  memset(a, 1, small);
+  size_t big = (size_t)96 * MIB;
+  void *a = halide_malloc(NULL, MIB);
+  memset(a, 1, MIB);
   halide_free(NULL, a);
-  void *b = halide_malloc(NULL, small);
+  void *b = halide_malloc(NULL, MIB);
   printf("%s a 1 MiB block kept for the next request\n",
          b == a ? "ok" : (failed++, "FAIL"));
   halide_free(NULL, b);
