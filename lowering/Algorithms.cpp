@@ -291,6 +291,48 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &linear) {
     gluEpilogue(k, linear);
 }
 
+/// The rows a mixed call of `rows` rows leaves to its two 4-token tiles:
+/// 7 (the tiles share a row) where rows mod 6 is 1, 8 where it is 2.
+static Expr mixedTailRows(Expr rows) {
+  static_assert(kTallTokenTile == 6, "the rows are the 6-token tile's");
+  return select(rows % 6 == 1, 7, 8);
+}
+
+/// A packed GEMM's mixed token tiles (kMixedRows) over weight element
+/// `weight` of column n, K index r: 6-token tiles' sums (gemm_main, of
+/// acc_main's register tiles) for the rows before the split, 4-token
+/// tiles' (gemm_tail, of acc_tail's) for the rest, each computed in its
+/// task by the schedule, in calls of `minRows` to kMixedEnd - 1 rows, 1
+/// or 2 over a multiple of 6 (k.mixedCall); `dot` in the others.
+static Expr mixedTiles(KernelFuncs &k, ImageParam x, Expr weight, RDom r,
+                       Var n, Var t, int minRows, Expr dot) {
+  Expr rows = x.dim(1).extent();
+  Func accMain("acc_main"), accTail("acc_tail");
+  Func tallSums("gemm_main"), tailSums("gemm_tail");
+  for (Func acc : {accMain, accTail}) {
+    acc(n, t) = 0.0f;
+    acc(n, t) += x(r, t) * weight;
+  }
+  tallSums(n, t) = accMain(n, t);
+  tailSums(n, t) = accTail(n, t);
+  k.funcs["acc_main"] = accMain;
+  k.funcs["acc_tail"] = accTail;
+  k.funcs["gemm_main"] = tallSums;
+  k.funcs["gemm_tail"] = tailSums;
+  // ((rows + 5) % 6 < 2: rows mod 6 is 1 or 2. Halide folds the select
+  // below on this condition in every specialization, so that the others'
+  // bounds drop these tiles and this one's the others' sums:
+  // test/Lowering/mixed-tiles.test.)
+  k.mixedCall =
+      cast<uint32_t>(rows - minRows) < Expr(uint32_t(kMixedEnd - minRows)) &&
+      (rows + 5) % 6 < 2;
+  // Each part read within its own rows: its bounds are its rows alone.
+  Expr split = rows - mixedTailRows(rows);
+  Expr mixed = select(t < split, tallSums(n, min(t, split - 1)),
+                      tailSums(n, max(t, split)));
+  return select(k.mixedCall, mixed, dot);
+}
+
 /// x (K, T) . w (K, N) -> (N, T). The reduction over K is split into
 /// `lanes`-wide partial sums (acc) so the inner loop is a vector FMA.
 /// With a packed weight (panel > 0), w is (panel, K, panels) and acc keeps
@@ -333,7 +375,8 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
     acc(n, t) += x(r, t) * wv;
     // The sums the GEMM (>= kTokenTile rows) and the GEMV read: acc,
     // unless the GEMM is K-blocked (acc_gemm) or over a 16-bit weight
-    // (acc_wide), or the GEMV reads several panels at once (acc_gemv). A
+    // (acc_wide), or the GEMV reads several panels at once (acc_gemv); in
+    // the calls that take mixed token tiles, acc_main's and acc_tail's. A
     // 16-bit weight is widened by a Func of each's own, placed in its
     // loops.
     Expr rows = x.dim(1).extent();
@@ -342,11 +385,17 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
     // the schedule so that each element is widened once per call, not once
     // per token tile.
     bool widened = d.weight != StoreType::f32 && !d.oneRow;
+    // Mixed token tiles (mixedTiles) where the GEMM takes tall ones,
+    // unblocked; a 16-bit weight's read its widened panel, in the calls
+    // that widen it (kWideRows), in place of a tall tile's.
+    int kb = kBlockOf(d, k.l2Bytes);
+    bool mixed = !d.oneRow && !kb && k.tileRows == kTallTokenTile;
     Func wideGemm("wide_gemm");
     wideGemm(j, kk, p) = widen(k, w(j, kk, wp), d.weight);
+    Expr wideGemmAt = wideGemm(n % int(panel), r, n / int(panel));
     if (widened)
       k.funcs["wide_gemm"] = wideGemm;
-    if (kBlockOf(d, k.l2Bytes)) {
+    if (kb) {
       // K-blocked by the schedule: computed for whole token tiles of
       // k.tileRows, a ragged last one reading the last row again. x_pack
       // is x copied once a call with each tile's rows interleaved (token
@@ -361,17 +410,17 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
       Var ti("ti"), to("to");
       xPack(ti, kk, to) = x(kk, min(to * tile + ti, rows - 1));
       gemm(n, t) = 0.0f;
-      gemm(n, t) += xPack(t % tile, r, t / tile) *
-                    wideGemm(n % int(panel), r, n / int(panel));
+      gemm(n, t) += xPack(t % tile, r, t / tile) * wideGemmAt;
       gemmDot = gemm(n, t);
       k.funcs["acc_gemm"] = gemm;
       k.funcs["x_pack"] = xPack;
     } else if (widened) {
       // Only for calls of kWideRows rows or more: fewer tiles do not repay
-      // the buffer, and widen in registers (acc).
+      // the buffer, and widen in registers (acc). (Mixed tiles read it
+      // too, in the calls that take them.)
       Func gemm("acc_wide");
       gemm(n, t) = 0.0f;
-      gemm(n, t) += x(r, t) * wideGemm(n % int(panel), r, n / int(panel));
+      gemm(n, t) += x(r, t) * wideGemmAt;
       gemmDot = select(rows >= kWideRows, gemm(n, t), gemmDot);
       k.funcs["acc_wide"] = gemm;
     }
@@ -389,6 +438,9 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
     dot = d.oneRow || gemmDot.same_as(gemvDot)
               ? gemvDot
               : select(rows >= kTokenTile, gemmDot, gemvDot);
+    if (mixed)
+      dot = mixedTiles(k, x, widened ? wideGemmAt : wv, r, n, t,
+                       widened ? kWideRows : kMixedRows, dot);
     k.rdoms["r"] = r;
   } else {
     int vl = vectorWidthFor(K, k.lanes);

@@ -28,6 +28,20 @@ constexpr int kTokenTile = 4;
 /// once for 6 tokens where 4 took it from the L2 once for 4.
 constexpr int kTallTokenTile = 6;
 
+/// Mixed token tiles: a GEMM of tall tiles (kTallTokenTile) called with
+/// kMixedRows to kMixedEnd - 1 rows, 1 or 2 over a multiple of 6, takes
+/// 6-token tiles over all but the last 7 or 8 rows and two 4-token tiles
+/// over those, in each task, where the tall tiles alone would end on a
+/// tile over 5 or 4 rows its neighbour has (ShiftInwards): a 128-row call
+/// computes 128 rows, not 132. Each part's sums go to a buffer of the
+/// task, which the output's rows are stored from; that copy costs about
+/// 1%, what one 4-token tile saves (calls 3 or 4 over a multiple of 6)
+/// and more than the rows saved in long calls, so those keep the tall
+/// tiles (docs/performance.md "Mixed token tiles"). A 16-bit weight's
+/// GEMM takes them from kWideRows, over its widened panel.
+constexpr int kMixedRows = 24;
+constexpr int kMixedEnd = 160;
+
 /// A kernel's algorithm: its output, its arguments in call order (made
 /// from spec.args(); the output last, added by the emitter), and the Funcs
 /// and Vars its schedule needs.
@@ -48,8 +62,14 @@ struct KernelFuncs {
   int lanes = 1; ///< vector width the algorithm split its reductions by
   int64_t l2Bytes = kDefaultL2Bytes; ///< the L2 the GEMM's blocks fit
   /// A packed GEMM's register tile height (gemmTileRows): the schedule's
-  /// tall tiles, and the K-blocked GEMM's in every call of >= 4 rows.
+  /// tall tiles, and the K-blocked GEMM's in every call of >= 4 rows;
+  /// kTallTokenTile's GEMMs take mixed tiles (kMixedRows).
   int tileRows = kTokenTile;
+  /// A packed GEMM's condition for mixed token tiles (kMixedRows), which
+  /// its algorithm selects them on and its schedule specializes on: one
+  /// expression, which Halide folds in every specialization, so that each
+  /// computes only its own sums. Undefined where the GEMM takes none.
+  Halide::Expr mixedCall;
   std::vector<int64_t> outDims; ///< static extents of the output's features
   bool denseOutputRows = true;  ///< else a view (a copy's destination)
   /// Whether the schedule calls the ukernels (lowering/ukernels.ll), which
@@ -216,7 +236,8 @@ constexpr int kChunkStreams = 4;
 /// task's panel once into an f32 buffer that every token tile reads;
 /// calls of fewer rows widen in registers, in each tile. On the Xeon the
 /// buffer lost up to 2x at 4-24 rows and won from 32 (1024 -> 2816, bf16;
-/// docs/performance.md).
+/// docs/performance.md). Such a GEMM's mixed token tiles (kMixedRows)
+/// start there too, over the same buffer.
 constexpr int kWideRows = 32;
 
 /// The block of K a packed GEMM takes at a time when its 64-column panel

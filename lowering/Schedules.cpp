@@ -4,7 +4,8 @@
 // come from the target; token counts are runtime values, so only feature
 // dimensions are tiled by constants (token tiles use ShiftInwards, legal
 // because a linear takes them only in its specialization for at least as
-// many rows as the tile has).
+// many rows as the tile has; mixed tiles over parts of a call's rows at
+// least as many as theirs).
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Algorithms.h"
@@ -41,7 +42,9 @@ static int vectorRegisters(const Target &target) {
 /// in the GEMV); `inner`, `mid` and `outer` are its innermost, tile and
 /// task loops. The 4-row specialization's condition is the algorithm's
 /// (rows of x >= kTokenTile), and the tall one's implies it, so that in
-/// each the algorithm's select between GEMM and GEMV sums folds.
+/// each the algorithm's select between GEMM and GEMV sums folds. (Calls
+/// that take mixed tiles have their specialization before these:
+/// mixedTileTasks.)
 static void tileLinear(KernelFuncs &k, const LinearKernel &d, Var inner,
                        Var mid, Var outer, int tall, int wideRows,
                        const std::function<void(Stage)> &columns,
@@ -230,12 +233,52 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
                       gluPanels(k, d));
 }
 
+/// A packed GEMM's mixed token tiles (kMixedRows), in a specialization of
+/// their own: a panel per task (parallel where the GEMM's tasks are the
+/// kernel's), in which gemm_main's 6-token tiles and then gemm_tail's
+/// 4-token tiles compute their rows of the panel (sub-tiles of `sub`
+/// columns), so that the panel stays in the L2 for both, then the
+/// output's rows are stored from them. The 6-token tiles prefetch the
+/// next panel as the tall tiles do (in calls of 25-32 rows their 2 or 3
+/// tiles after the first fetch part of it: not measured).
+static void mixedTileTasks(KernelFuncs &k, const LinearKernel &d, Var no,
+                           int sub, bool prefetch) {
+  Var n = k.vars["n"], t = k.vars["t"];
+  RDom r = k.rdoms["r"];
+  int lanes = k.lanes;
+  panelTasks(k.out.specialize(k.mixedCall), n, t, no, int(d.panel), lanes,
+             ownTasks(k));
+  auto tiles = [&](const char *sums, const char *acc, int rows) {
+    Func part = k.funcs.at(sums), tile = k.funcs.at(acc);
+    Var nj("nj"), nk("nk"), to("to"), ti("ti");
+    // (Rounded up: with N inside the panel, its columns past N read the
+    // packing's zeros, as the register tile's do; shifted inward, they
+    // would start before the panel.)
+    part.compute_at(k.out, no)
+        .split(n, nj, nk, sub, TailStrategy::RoundUp)
+        .vectorize(nk, lanes)
+        .split(t, to, ti, rows, TailStrategy::ShiftInwards)
+        .reorder(nk, ti, nj, to)
+        .unroll(ti);
+    tile.compute_at(part, nj).bound_extent(n, sub);
+    registerTile(tile, n, t, r, lanes);
+  };
+  tiles("gemm_main", "acc_main", kTallTokenTile);
+  tiles("gemm_tail", "acc_tail", kTokenTile);
+  if (prefetch)
+    prefetchNextPanel(k, d, loopName(k.out, 0, n.name(), {no.name()}), "",
+                      loopName(k.funcs.at("gemm_main"), 0, t.name(), {"to"}),
+                      loopName(k.funcs.at("acc_main"), 1, r.x.name()),
+                      gluPanels(k, d));
+}
+
 /// Over a packed weight: a task per panel of output columns; in it, tiles
 /// of 4 vectors of columns x 4 tokens (GEMM; 6 tokens with `tall`) or x 1
 /// token (GEMV), whose 16 (24) or 4 vector accumulators stay in registers
 /// while K runs: each step one broadcast of x per token and 4 contiguous
 /// vector loads of a panel row. A GEMM over a panel larger than the L2 is
-/// blockedGemm's.
+/// blockedGemm's; calls that take mixed token tiles (kMixedRows) are
+/// mixedTileTasks'.
 static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
                                  int tall, bool prefetch) {
   Var n = k.vars["n"], t = k.vars["t"];
@@ -253,6 +296,10 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
     gemvColumns =
         columnTasks(n, no, ni, nj, nk, columns, columns, lanes, ownTasks(k));
   int wideRows = k.funcs.count("acc_wide") ? kWideRows : 0;
+  // Mixed token tiles first: the other specializations take the calls
+  // their condition leaves.
+  if (k.mixedCall.defined())
+    mixedTileTasks(k, d, no, sub, prefetch);
   tileLinear(k, d, nk, nj, no, tall, wideRows,
              columnTasks(n, no, ni, nj, nk, int(d.panel), sub, lanes,
                          ownTasks(k)),
@@ -278,7 +325,8 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
   acc.compute_at(k.out, nj).bound_extent(n, sub);
   registerTile(acc, n, t, r, lanes);
   // A 16-bit weight's GEMM of >= kWideRows rows: the task's panel widened
-  // once, for every token tile (acc_wide: acc's tile over it).
+  // once, for every token tile (acc_wide: acc's tile over it; the mixed
+  // tiles' too, in their calls).
   auto accWide = k.funcs.find("acc_wide");
   if (accWide != k.funcs.end()) {
     accWide->second.compute_at(k.out, nj).bound_extent(n, sub);
