@@ -159,6 +159,7 @@ LinearKernel matmulOf(const LinearKernel &d) {
     m.N = d.panel ? 2 * ((d.N + d.panel - 1) / d.panel) * d.panel : 2 * d.N;
   m.glu = false;
   m.activation = Activation::identity;
+  m.store = StoreType::f32; // (the epilogue stores the kernel's output)
   return m;
 }
 
@@ -188,7 +189,7 @@ static void gluEpilogue(KernelFuncs &k, const LinearKernel &d) {
     gate = k.out(m, t), up = k.out(m + int(d.N), t);
   }
   Func glu("glu");
-  glu(m, t) = activate(gate, d.activation) * up;
+  glu(m, t) = cast(elementType(d.store), activate(gate, d.activation) * up);
   k.epilogue = glu;
   k.vars["m"] = m;
   k.outDims = {d.N};
@@ -211,7 +212,8 @@ static Expr plusInputs(KernelFuncs &k, const LinearKernel &d, Expr dot, Var n,
 
 /// The bf16 dot product over a weight packed in pairs, w (2 * panel, K / 2,
 /// panels): element 2 * j + e of row i of panel p is column p * panel + j,
-/// K index 2 * i + e. x is rounded to bf16 once (xb); the sums over each
+/// K index 2 * i + e. x is rounded to bf16 once (xb; given so, its
+/// producer rounded it: archk-bf16-inputs); the sums over each
 /// pair are a vector reduction by 2 of bf16 products, which Halide 14 emits
 /// as `vdpbf16ps` for avx512_sapphirerapids (AVX512-BF16) and otherwise
 /// widens. acc keeps its columns as (j, p), so that a panel row's pairs
@@ -219,7 +221,10 @@ static Expr plusInputs(KernelFuncs &k, const LinearKernel &d, Expr dot, Var n,
 static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &linear) {
   LinearKernel d = matmulOf(linear);
   int64_t K = d.K, N = d.N, panel = d.panel;
-  ImageParam x = rows(k, "x", {K});
+  // (Rounded by its producer, x is a dense buffer of rows, as xb is:
+  // archk-bf16-inputs takes no other; the tiles' row addresses then fold.)
+  ImageParam x = k.in("x");
+  constrain(x, {K}, /*denseRows=*/d.input == StoreType::bf16);
   ImageParam w = k.in("weight");
   w.dim(0).set_bounds(0, int(2 * panel)).set_stride(1);
   w.dim(1).set_bounds(0, int(K / 2)).set_stride(int(2 * panel));
@@ -249,13 +254,16 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &linear) {
   }
   if (k.amx && amxGemm(d)) {
     // The GEMM as an extern stage (computed per panel by the schedule):
-    // the AMX ukernel over xb and the packed weight, blocking K itself
-    // (and reading a glu epilogue's halves as weightPanel does).
+    // the AMX ukernel over xb (x itself where its producer rounded it)
+    // and the packed weight, blocking K itself (and reading a glu
+    // epilogue's halves as weightPanel does).
     Func amx("amx");
-    amx.define_extern(
-        "archu_amx_bf16_panels",
-        {xb, w, Expr(int32_t(K)), Expr(int32_t(gluHalfPanels(linear)))},
-        Float(32), {n, t}, NameMangling::C);
+    std::vector<ExternFuncArgument> args{
+        xb, w, Expr(int32_t(K)), Expr(int32_t(gluHalfPanels(linear)))};
+    if (d.input == StoreType::bf16)
+      args[0] = x;
+    amx.define_extern("archu_amx_bf16_panels", args, Float(32), {n, t},
+                      NameMangling::C);
     gemmDot = amx(n, t);
     k.funcs["amx"] = amx;
   } else if (int kb = kBlockOf(d, k.l2Bytes)) {
@@ -622,7 +630,8 @@ static void lowerGather(KernelFuncs &k, const GatherKernel &g) {
   which.dim(0).set_min(0);
   Var i("i"), t("t");
   Func out("gather");
-  out(i, t) = x(i, clamp(which(t), 0, x.dim(1).extent() - 1));
+  out(i, t) = cast(elementType(g.store),
+                   x(i, clamp(which(t), 0, x.dim(1).extent() - 1)));
   k.out = out;
   k.vars = {{"i", i}, {"t", t}};
   k.lanes = vectorWidthFor(g.width, k.lanes);
@@ -843,7 +852,9 @@ static void lowerNorm(KernelFuncs &k, const NormKernel &n) {
   Expr wi = separate ? w(i, g) : w(i);
   Expr scaleBy = offset == 0.0f ? wi : wi + offset;
   Expr y = centered(i, g, t) * inv(g, t) * scaleBy;
-  out(i, g, t) = hasBias ? y + (separate ? bias(i, g) : bias(i)) : y;
+  if (hasBias)
+    y = y + (separate ? bias(i, g) : bias(i));
+  out(i, g, t) = cast(elementType(n.store), y);
   k.out = out;
   k.funcs["sq"] = sq;
   k.funcs["inv"] = inv;
@@ -1284,7 +1295,7 @@ static void lowerRowAttention(KernelFuncs &k, const AttentionTerms &in) {
     value += in.relValue(dd, in.shawRow(pos + t, past));
   pv(dd, h, t) += prob(past, h, t) * value;
   Func out("attention");
-  out(dd, h, t) = pv(dd, h, t) / rowSum(h, t);
+  out(dd, h, t) = cast(elementType(a.store), pv(dd, h, t) / rowSum(h, t));
   k.out = out;
   k.funcs = {{"score", score}, {"row_max", rowMax}, {"prob", prob},
              {"row_sum", rowSum}, {"pv", pv}};
@@ -1642,7 +1653,8 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
       tpv(dd, h % group, t, h / group) / tsum(h % group, t, h / group);
 
   Func out("attention");
-  out(dd, h, t) = select(takesTiles(k, a), tiled, chunked);
+  out(dd, h, t) = cast(elementType(a.store), select(takesTiles(k, a), tiled,
+                                                    chunked));
   k.out = out;
   k.funcs = {{"q_tile", qt},
              {"block_dot", dot},
@@ -1739,7 +1751,7 @@ static void lowerElementwise(KernelFuncs &k, const ElementwiseKernel &e) {
     out(i, t) = cast(elementType(e.store), a(i, t));
     break;
   case ElementwiseKernel::Activate:
-    out(i, t) = activate(a(i, t), e.activation);
+    out(i, t) = cast(elementType(e.store), activate(a(i, t), e.activation));
     break;
   case ElementwiseKernel::Scale: out(i, t) = a(i, t) * factor; break;
   case ElementwiseKernel::Softcap:
@@ -1747,7 +1759,8 @@ static void lowerElementwise(KernelFuncs &k, const ElementwiseKernel &e) {
     break;
   case ElementwiseKernel::Add: out(i, t) = a(i, t) + rows(k, "b", {d})(i, t); break;
   case ElementwiseKernel::Glu:
-    out(i, t) = activate(a(i, t), e.activation) * rows(k, "b", {d})(i, t);
+    out(i, t) = cast(elementType(e.store), activate(a(i, t), e.activation) *
+                                               rows(k, "b", {d})(i, t));
     break;
   }
   k.out = out;

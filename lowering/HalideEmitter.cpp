@@ -151,12 +151,21 @@ bool bf16DotProductPays(const std::string &target) {
 /// avx512_sapphirerapids, which hostTarget() drops where the CPU lacks
 /// AVX512-FP16: a kernel that takes it (a linear over pairs, attention
 /// with bf16 tiles) gets it back when the library is for this CPU and the
-/// CPU has AVX512-BF16.
+/// CPU has AVX512-BF16, and so does a kernel that rounds its rows for
+/// such linears (archk-bf16-inputs: `vcvtneps2bf16`, where Halide
+/// otherwise rounds in integer ops).
 static Target kernelTarget(const KernelSpec &spec, Target t) {
   const LinearKernel *l = spec.get<LinearKernel>();
   const AttentionKernel *at = spec.get<AttentionKernel>();
-  bool pairs = (l && l->pairs) || (at && at->pairs);
-  if (pairs && t.has_feature(Target::AVX512_Cannonlake) &&
+  const ElementwiseKernel *e = spec.get<ElementwiseKernel>();
+  const NormKernel *n = spec.get<NormKernel>();
+  const GatherKernel *g = spec.get<GatherKernel>();
+  auto bf16 = [](StoreType s) { return s == StoreType::bf16; };
+  bool rounds = (l && bf16(l->store)) || (at && bf16(at->store)) ||
+                (n && bf16(n->store)) || (g && bf16(g->store)) ||
+                (e && e->op != ElementwiseKernel::Copy && bf16(e->store));
+  bool bf16Ops = (l && l->pairs) || (at && at->pairs) || rounds;
+  if (bf16Ops && t.has_feature(Target::AVX512_Cannonlake) &&
       !t.has_feature(Target::AVX512_SapphireRapids) &&
       t.without_feature(Target::LargeBuffers) == hostTarget() &&
       hostHasAvx512Bf16())

@@ -358,7 +358,8 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
 /// tiles with a whole panel per register tile (4 vectors with AVX-512:
 /// 16 accumulators with 4 tokens), each step of the pairs one broadcast
 /// pair of x and dense vectors of the panel's row of pairs; x rounded to
-/// bf16 once per call, before the tasks (a task per token row). With
+/// bf16 once per call, before the tasks (a task per token row), unless
+/// its producer rounded it. With
 /// `prefetch`, the token tiles prefetch the next panel (or block), as
 /// schedulePackedLinear's do.
 static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d,
@@ -449,6 +450,10 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d,
                       loopName(k.out, 0, t.name(), {"to"}),
                       loopName(acc, 1, k.rdoms["r"].y.name()),
                       gluPanels(k, d));
+  // x rounded by its producer (archk-bf16-inputs): the tiles (and the
+  // AMX ukernel) read it as given, xb inline.
+  if (d.input == StoreType::bf16)
+    return;
   Func xb = k.funcs["xb"];
   xb.compute_root().vectorize(kk, vectorWidthFor(d.K, 2 * lanes));
   rowTasks(xb, t);

@@ -251,3 +251,91 @@ func.func @f(%q: memref<?x1x16xf32>, %p: index) {
   archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 16 : i64, heads = 1 : i64, kv = "f32", kv_by_head = false, kv_heads = 1 : i64, scale = 2.500000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, v_head_dim = 16 : i64, window = 4 : i64, globals = 3 : i64}(%q, %q, %q, %p, %q) : memref<?x1x16xf32>, memref<?x1x16xf32>, memref<?x1x16xf32>, index, memref<?x1x16xf32>
   return
 }
+
+// -----
+
+// A bf16 x (archk-bf16-inputs) is a bf16 dot product's only.
+func.func @linear_input_unpaired(%x: memref<?x8xbf16>, %w: memref<1x8x64xf32>, %o: memref<?x16xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' has an input other than f32 outside a bf16 dot product}}
+  archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, input = "bf16", one_row = false, panel = 64 : i64}(%x, %w, %o) : memref<?x8xbf16>, memref<1x8x64xf32>, memref<?x16xf32>
+  return
+}
+
+// -----
+
+// Nor is it f16.
+func.func @linear_input_f16(%x: memref<?x8xf16>, %w: memref<1x4x128xbf16>, %o: memref<?x16xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' has an input other than f32 outside a bf16 dot product}}
+  archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, input = "f16", one_row = false, pairs = true, panel = 64 : i64, weight = "bf16"}(%x, %w, %o) : memref<?x8xf16>, memref<1x4x128xbf16>, memref<?x16xf32>
+  return
+}
+
+// -----
+
+// A linear stores bf16 only as a glu epilogue over panels.
+func.func @linear_store_plain(%x: memref<?x8xf32>, %w: memref<1x8x64xf32>, %o: memref<?x16xbf16>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' stores other than f32 without a glu epilogue over panels}}
+  archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, one_row = false, panel = 64 : i64, store = "bf16"}(%x, %w, %o) : memref<?x8xf32>, memref<1x8x64xf32>, memref<?x16xbf16>
+  return
+}
+
+// -----
+
+// A bf16 x is passed as bf16 rows.
+func.func @linear_input_type(%x: memref<?x8xf32>, %w: memref<1x4x128xbf16>, %o: memref<?x16xf32>) {
+  // expected-error @+1 {{'archk.call' op argument 0 ('x') is 'memref<?x8xf32>', but the kernel takes a memref of the declared element type and rank (bf16, 2)}}
+  archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, input = "bf16", one_row = false, pairs = true, panel = 64 : i64, weight = "bf16"}(%x, %w, %o) : memref<?x8xf32>, memref<1x4x128xbf16>, memref<?x16xf32>
+  return
+}
+
+// -----
+
+// A norm or attention stores f32 or bf16.
+func.func @norm_store_f16(%x: memref<?x1x8xf32>, %w: memref<8xf32>, %o: memref<?x1x8xf16>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'norm' stores other than f32 or bf16}}
+  archk.call "norm" {bias = false, eps = 1.0e-05 : f64, groups = 1 : i64, norm = "rms", store = "f16", weight_offset = 0.0 : f64, weight_per_group = false, width = 8 : i64}(%x, %w, %o) : memref<?x1x8xf32>, memref<8xf32>, memref<?x1x8xf16>
+  return
+}
+
+// -----
+
+func.func @attention_store_i32(%q: memref<?x1x16xf32>, %p: index, %o: memref<?x1x16xi32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'attention' stores other than f32 or bf16}}
+  archk.call "attention" {alibi = false, block_kv = 0 : i64, block_q = 0 : i64, head_dim = 16 : i64, heads = 1 : i64, kv = "f32", kv_by_head = false, kv_heads = 1 : i64, scale = 2.500000e-01 : f64, shaw_clip = 0 : i64, softcap = 0.000000e+00 : f64, split_kv = 0 : i64, t5_buckets = 0 : i64, t5_max_distance = 0 : i64, v_head_dim = 16 : i64, window = 0 : i64, store = "i32"}(%q, %q, %q, %p, %o) : memref<?x1x16xf32>, memref<?x1x16xf32>, memref<?x1x16xf32>, index, memref<?x1x16xi32>
+  return
+}
+
+// -----
+
+// A rounded x is dense rows (its kernel assumes them).
+func.func @linear_input_strided(%x: memref<?x8xbf16, strided<[16, 1]>>, %w: memref<1x4x128xbf16>, %o: memref<?x16xf32>) {
+  // expected-error @+1 {{'archk.call' op argument 0 ('x') is 'memref<?x8xbf16, strided<[16, 1]>>', but a rounded input (input = bf16) is dense rows}}
+  archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, input = "bf16", one_row = false, pairs = true, panel = 64 : i64, weight = "bf16"}(%x, %w, %o) : memref<?x8xbf16, strided<[16, 1]>>, memref<1x4x128xbf16>, memref<?x16xf32>
+  return
+}
+
+// -----
+
+// A glu linear stores bf16 over panels only.
+func.func @linear_store_unpacked(%x: memref<?x8xf32>, %w: memref<32x8xf32>, %o: memref<?x16xbf16>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' stores other than f32 without a glu epilogue over panels}}
+  archk.call "linear" {K = 8 : i64, N = 16 : i64, activation = "silu", bias = false, glu = true, one_row = false, panel = 0 : i64, store = "bf16"}(%x, %w, %o) : memref<?x8xf32>, memref<32x8xf32>, memref<?x16xbf16>
+  return
+}
+
+// -----
+
+// A glu or activation kernel stores f32 or bf16; an add has no store.
+func.func @glu_store_f16(%a: memref<?x8xf32>, %o: memref<?x8xf16>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'glu' stores other than f32 or bf16}}
+  archk.call "glu" {activation = "silu", store = "f16", width = 8 : i64}(%a, %a, %o) : memref<?x8xf32>, memref<?x8xf32>, memref<?x8xf16>
+  return
+}
+
+// -----
+
+func.func @add_store(%a: memref<?x8xf32>, %o: memref<?x8xbf16>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'add' has fields the kind does not have}}
+  archk.call "add" {store = "bf16", width = 8 : i64}(%a, %a, %o) : memref<?x8xf32>, memref<?x8xf32>, memref<?x8xbf16>
+  return
+}

@@ -21,7 +21,9 @@ give the reference's
 sums of those products within f32 round-off (4 sqrt(K) units of 2^-24 of
 the sum of magnitudes), which the unrounded input's sums exceed. Subnormal bf16
 operands and products may count as zero (AVX512-BF16's vdpbf16ps flushes
-them).
+them). A linear whose x its producer rounds (archk-bf16-inputs: the
+kernel's `input` field, x11x2 in its name) is given the input rounded to
+bf16 here (nearest even), as that producer stores it.
 """
 import argparse
 import ctypes as C
@@ -102,13 +104,13 @@ def main():
     k, n = (int(x) for x in packs[0])
     linear = f"archk_linear_{k}x{n}x0x64x0x{code}"
     # (Or its residual epilogue's, arch-fuse-residual's: an output
-    # projection's; it adds a [t, n] input.)
-    found = re.findall(rf"\b{linear}(x10x1)?\b", syms)
+    # projection's; it adds a [t, n] input. Or one that takes x as bf16.)
+    found = re.findall(rf"\b{linear}(x10x1)?(x11x2)?\b", syms)
     if not found:
         print(f"FAILED: no {linear} beside archk_pack_{k}x{n}")
         return 1
-    residual = bool(found[0])
-    linear += found[0]
+    residual, bf16_input = (bool(f) for f in found[0])
+    linear += "".join(found[0])
     lib = C.CDLL(os.path.abspath(args.lib))
     pack = getattr(lib, f"archk_pack_{k}x{n}x64x1x{code}")
     run = getattr(lib, linear)
@@ -151,7 +153,11 @@ def main():
         """The library's linear kernel on rows x [t, k]: [t, n]; a residual
         kernel's input r [t, n] (zeros unless given) added."""
         y = np.zeros((len(x), n), dtype=np.float32)
-        bufs = [buffer(x, 2, [k, len(x)]), bp]
+        if bf16_input:  # the bf16 patterns, code 4 (halide_type_bfloat)
+            xb = torch.from_numpy(np.ascontiguousarray(x)).to(torch.bfloat16)
+            bufs = [buffer(xb.view(torch.int16).numpy(), 4, [k, len(x)]), bp]
+        else:
+            bufs = [buffer(x, 2, [k, len(x)]), bp]
         if residual:
             r = np.zeros_like(y) if r is None else r
             bufs.append(buffer(r, 2, [n, len(x)]))

@@ -336,7 +336,7 @@ bool runPipeline(mlir::MLIRContext &ctx, mlir::ModuleOp module,
   }
   std::string error;
   if (kernels) {
-    buildKernelLowering(pm);
+    buildKernelLowering(pm, po.disabled);
   } else if (!po.pipeline.empty()) {
     // The passes go into `pm`, which is anchored on builtin.module already.
     llvm::StringRef text = po.pipeline;

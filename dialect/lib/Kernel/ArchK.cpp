@@ -101,6 +101,14 @@ bool isReshape(Operation *op) {
       op);
 }
 
+bool denseRows(MemRefType t) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return t.getRank() == 2 &&
+         succeeded(getStridesAndOffset(t, strides, offset)) &&
+         strides[0] == t.getDimSize(1) && strides[1] == 1;
+}
+
 Type storeElementType(MLIRContext *ctx, StoreType t) {
   Builder b(ctx);
   switch (t) {
@@ -170,7 +178,27 @@ kernelSpec(StringRef kind, DictionaryAttr fields,
       r.error = pairsError;
     else if (l->glu && (l->bias || l->residual))
       r.error = "has a glu epilogue and a bias or a residual";
+    else if (l->input != StoreType::f32 &&
+             (l->input != StoreType::bf16 || !l->pairs))
+      r.error = "has an input other than f32 outside a bf16 dot product";
+    else if (l->store != StoreType::f32 &&
+             (l->store != StoreType::bf16 || !l->glu || !l->panel))
+      r.error = "stores other than f32 without a glu epilogue over panels";
   }
+  // A norm, attention, a gather, a glu or an activation stores f32, or
+  // bf16 for bf16 dot products (archk-bf16-inputs).
+  auto badStore = [](StoreType t) {
+    return t != StoreType::f32 && t != StoreType::bf16;
+  };
+  const NormKernel *n = spec->get<NormKernel>();
+  const AttentionKernel *at = spec->get<AttentionKernel>();
+  const GatherKernel *g = spec->get<GatherKernel>();
+  const ElementwiseKernel *e = spec->get<ElementwiseKernel>();
+  if (r.error.empty() &&
+      ((n && badStore(n->store)) || (at && badStore(at->store)) ||
+       (g && badStore(g->store)) ||
+       (e && e->op != ElementwiseKernel::Copy && badStore(e->store))))
+    r.error = "stores other than f32 or bf16";
   if (const PackKernel *p = spec->get<PackKernel>(); r.error.empty() && p) {
     if (p->store == StoreType::i32)
       r.error = "stores i32";
@@ -290,6 +318,13 @@ LogicalResult CallOp::verify() {
                                             ")"
                                       : "");
   }
+  // (Its kernel assumes it: its tiles' row addresses fold.)
+  if (const LinearKernel *l = spec->get<LinearKernel>();
+      l && l->input != StoreType::f32 &&
+      !denseRows(cast<MemRefType>(getArgs()[0].getType())))
+    return emitOpError() << "argument 0 ('x') is " << getArgs()[0].getType()
+                         << ", but a rounded input (input = "
+                         << stringifyEnum(l->input) << ") is dense rows";
   return success();
 }
 

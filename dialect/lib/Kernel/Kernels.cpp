@@ -105,15 +105,15 @@ struct Args {
     in("x", 3), in("weight", k.weightPerGroup ? 2 : 1);
     if (k.bias)
       in("bias", k.weightPerGroup ? 2 : 1);
-    out(3);
+    out(3, k.store);
   }
   void operator()(const LinearKernel &k) {
-    in("x", 2), in("weight", k.panel ? 3 : 2, k.weight);
+    in("x", 2, k.input), in("weight", k.panel ? 3 : 2, k.weight);
     if (k.bias)
       in("bias", 1);
     if (k.residual)
       in("residual", 2);
-    out(2);
+    out(2, k.store);
   }
   void operator()(const PackKernel &k) { in("weight", 2), out(3, k.store); }
   void operator()(const RopeKernel &) { in("x", 3), pos(), out(3); }
@@ -123,7 +123,7 @@ struct Args {
       in("rel_bias", 2);
     if (k.shawClip)
       in("rel_key", 2), in("rel_value", 2);
-    pos(), out(3);
+    pos(), out(3, k.store);
   }
   void operator()(const PosEmbedKernel &k) {
     in("x", 2);
@@ -141,8 +141,8 @@ struct Args {
   void operator()(const RouteWeightsKernel &) {
     in("logits", 2), in("experts", 2, StoreType::i32), out(2);
   }
-  void operator()(const GatherKernel &) {
-    in("x", 2), in("rows", 1, StoreType::i32), out(2);
+  void operator()(const GatherKernel &k) {
+    in("x", 2), in("rows", 1, StoreType::i32), out(2, k.store);
   }
   void operator()(const CombineKernel &) {
     in("y", 2), in("slots", 2, StoreType::i32), in("weights", 2), out(2);

@@ -53,14 +53,26 @@ static const Step steps[] = {
     {"canonicalize", plain<createCanonicalizerPass>},
 };
 
+/// The kernel-call level's passes that may be left out, between
+/// arch-lower-to-kernels and archk-plan-buffers.
+static const Step kernelSteps[] = {
+    {"archk-bf16-inputs", plain<createBf16InputsPass>},
+};
+
 const std::vector<std::string> &defaultPipelinePasses() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
     for (const Step &s : steps)
       n.push_back(s.name);
+    for (const Step &s : kernelSteps)
+      n.push_back(s.name);
     return n;
   }();
   return names;
+}
+
+static bool named(const std::vector<std::string> &names, const char *name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 LogicalResult buildDefaultPipeline(OpPassManager &pm,
@@ -77,13 +89,17 @@ LogicalResult buildDefaultPipeline(OpPassManager &pm,
       return failure();
     }
   for (const Step &s : steps)
-    if (std::find(disabled.begin(), disabled.end(), s.name) == disabled.end())
+    if (!named(disabled, s.name))
       s.add(pm, target);
   return success();
 }
 
-void buildKernelLowering(OpPassManager &pm) {
+void buildKernelLowering(OpPassManager &pm,
+                         const std::vector<std::string> &disabled) {
   pm.addPass(createLowerToKernelsPass());
+  for (const Step &s : kernelSteps)
+    if (!named(disabled, s.name))
+      s.add(pm, {});
   pm.addPass(createPlanBuffersPass());
 }
 

@@ -71,9 +71,11 @@ void PlanBuffersPass::plan(func::FuncOp fn) {
       // Rows of a context (archk.context: naive MLA's up-projected keys and
       // values) go to slots of their own, as many rows as the sequence's
       // positions.
+      // (In floats: a bf16 row, archk-bf16-inputs', takes half as many.)
       int64_t width = 1;
       for (int64_t d : t.getShape().drop_front())
         width *= d;
+      width = (width * t.getElementTypeBitWidth() + 31) / 32;
       bool context = alloc->hasAttr("archk.context");
       int slot = -1;
       for (size_t i = 0; i < slots.size(); ++i)

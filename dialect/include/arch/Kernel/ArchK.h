@@ -33,6 +33,10 @@ bool isBufferView(mlir::Operation *op);
 bool isReshape(mlir::Operation *op);
 /// `buffer` and every view of it, views of views included.
 llvm::SmallVector<mlir::Value> viewsOf(mlir::Value buffer);
+/// Whether `t` is rows of its width one after another (rank 2, strides
+/// [width, 1], any offset): a linear's x rounded by its producer
+/// (archk-bf16-inputs) must be.
+bool denseRows(mlir::MemRefType t);
 
 /// The MLIR element type of a StoreType (f32, f16, bf16), and back (none
 /// for another type).

@@ -80,9 +80,10 @@ def ArchK_CallOp : ArchK_Op<"call",
   let description = [{
     Runs the kernel of kind `kind` specialized on the static values of
     `kernel` (the fields of its description in Kernels.h) over `args`, in
-    the order the kind declares them: memref buffers (f32, or the i32
-    tokens) and the `index` position. The last buffer is the output, the
-    others are read. Calls with equal `kind` and `kernel` share one compiled
+    the order the kind declares them: memref buffers (f32; the i32 tokens;
+    16-bit weights, caches and, from archk-bf16-inputs, bf16 dot products'
+    inputs, as each kind's fields say) and the `index` position. The last
+    buffer is the output, the others are read. Calls with equal `kind` and `kernel` share one compiled
     kernel. The verifier checks the description and every argument's type
     against the kind.
 

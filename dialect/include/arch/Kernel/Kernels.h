@@ -85,16 +85,20 @@ struct EmbedKernel {
 };
 
 /// RMS or layer norm of `groups` groups of `width` per token, with one
-/// weight (and bias) shared by the groups or one per group.
+/// weight (and bias) shared by the groups or one per group; stored as
+/// `store` (bf16: rounded for the bf16 dot products that read it,
+/// archk-bf16-inputs).
 struct NormKernel {
   int64_t width, groups;
   NormKind kind;
   bool bias, weightPerGroup;
   double eps, weightOffset;
+  StoreType store = StoreType::f32;
   template <class F> void fields(F &&f) {
     f("width", width), f("groups", groups), f("norm", kind), f("bias", bias),
         f("weight_per_group", weightPerGroup), f("eps", eps),
         f("weight_offset", weightOffset);
+    optionalField(f, "store", store, StoreType::f32);
   }
 };
 
@@ -109,6 +113,9 @@ struct NormKernel {
 /// columns, the gate's N then the up's N (packed: each half on its own,
 /// [2 ceil(N / panel), ..]), and the output is activation(gate) * up: the
 /// gated FFN's gating as the GEMM's epilogue (arch.linear's glu; no bias).
+/// archk-bf16-inputs gives a bf16 dot product's x as bf16 (`input`: its
+/// producer rounded it), and has a glu linear whose products only such
+/// linears read store them as bf16 (`store`).
 struct LinearKernel {
   int64_t K, N;
   bool bias;
@@ -119,6 +126,8 @@ struct LinearKernel {
   bool glu = false;
   Activation activation = Activation::identity;
   bool residual = false; ///< adds the `residual` input [T, N] (not with glu)
+  StoreType input = StoreType::f32; ///< x's elements
+  StoreType store = StoreType::f32; ///< the output's elements
   template <class F> void fields(F &&f) {
     f("K", K), f("N", N), f("bias", bias), f("panel", panel),
         f("one_row", oneRow);
@@ -129,6 +138,8 @@ struct LinearKernel {
     if (glu)
       f("activation", activation);
     optionalField(f, "residual", residual, false, 10);
+    optionalField(f, "input", input, StoreType::f32, 11);
+    optionalField(f, "store", store, StoreType::f32, 12);
   }
 };
 
@@ -181,7 +192,13 @@ struct RouteWeightsKernel {
 /// to the experts, expert by expert).
 struct GatherKernel {
   int64_t width;
-  template <class F> void fields(F &&f) { f("width", width); }
+  /// The rows' elements (bf16: rounded for the experts' bf16 dot
+  /// products, archk-bf16-inputs).
+  StoreType store = StoreType::f32;
+  template <class F> void fields(F &&f) {
+    f("width", width);
+    optionalField(f, "store", store, StoreType::f32);
+  }
 };
 
 /// The experts' outputs y [T * k, width] combined per token:
@@ -240,6 +257,9 @@ struct AttentionKernel {
   /// The tiles' Q.K^T and P.V as bf16 dot products (vdpbf16ps): queries,
   /// keys, probabilities and values rounded to bf16, sums in f32.
   bool pairs = false;
+  /// The output's elements (bf16: rounded for the bf16 dot products that
+  /// read it, archk-bf16-inputs).
+  StoreType store = StoreType::f32;
   template <class F> void fields(F &&f) {
     f("heads", heads), f("kv_heads", kvHeads), f("head_dim", headDim),
         f("alibi", alibi), f("window", window), f("t5_buckets", t5Buckets),
@@ -253,6 +273,7 @@ struct AttentionKernel {
     optionalField(f, "block_size", blockSize, int64_t(0), 4);
     optionalField(f, "random_seed", randomSeed, int64_t(0), 5);
     optionalField(f, "pairs", pairs, false, 6);
+    optionalField(f, "store", store, StoreType::f32, 7);
   }
 };
 
@@ -269,7 +290,8 @@ struct PosEmbedKernel {
 
 /// Row-wise ops on [T, width]: a + b, act(a) * b, act(a), a * factor,
 /// factor * tanh(a / factor), and a copy of a into a (column) view,
-/// converted to `store` (a cache append into an f16 or bf16 cache).
+/// converted to `store` (a cache append into an f16 or bf16 cache; a glu
+/// or activation stores bf16 for bf16 dot products, archk-bf16-inputs).
 struct ElementwiseKernel {
   enum Op : uint8_t { Add, Glu, Activate, Scale, Softcap, Copy };
   Op op;
@@ -286,6 +308,8 @@ struct ElementwiseKernel {
       f("factor", factor);
     if (op == Copy)
       f("store", store);
+    else if (op == Glu || op == Activate) // (bf16: archk-bf16-inputs)
+      optionalField(f, "store", store, StoreType::f32);
   }
 };
 

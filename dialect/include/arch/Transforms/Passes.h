@@ -19,7 +19,8 @@ namespace arch {
 #define GEN_PASS_REGISTRATION
 #include "arch/Transforms/Passes.h.inc"
 
-/// The passes `archc compile` runs, in order, by flag name.
+/// The passes `archc compile` runs, in order, by flag name: the default
+/// pipeline's, then those of the kernel lowering that may be left out.
 const std::vector<std::string> &defaultPipelinePasses();
 
 /// What the pipeline's target-dependent choices read.
@@ -39,8 +40,10 @@ buildDefaultPipeline(mlir::OpPassManager &pm,
                      std::string &error, const PipelineTarget &target = {});
 
 /// Adds the lowering from arch IR (after the pipeline) to the planned
-/// kernel-call level the C glue is printed from.
-void buildKernelLowering(mlir::OpPassManager &pm);
+/// kernel-call level the C glue is printed from, less the kernel-level
+/// passes named in `disabled`.
+void buildKernelLowering(mlir::OpPassManager &pm,
+                         const std::vector<std::string> &disabled = {});
 
 /// Registers the arch passes and the `arch-default-pipeline` pipeline.
 void registerArchPassesAndPipelines();

@@ -378,6 +378,31 @@ def LowerToKernelsPass : Pass<"arch-lower-to-kernels", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def Bf16InputsPass : Pass<"archk-bf16-inputs", "::mlir::ModuleOp"> {
+  let summary = "a bf16 dot product's x rounded by the kernel that writes it";
+  let description = [{
+    On the kernel-call level: a linear over a weight in pairs (the bf16 dot
+    product) rounds its x to bf16 before its tasks, in a pass over the
+    rows of its own. Where x's buffer is written by a norm, attention, a
+    gather (a mixture's routed rows), a glu or activation kernel, or a glu
+    linear over panels, and every other reader of it (through any view) is
+    such a linear's x over dense rows, the writer stores bf16 instead (its
+    `store`) and the readers take it as it is (`input`): the buffer and its
+    views become bf16, the same rounded values, half the bytes, and no
+    rounding pass. Any other reader keeps the buffer f32.
+
+    ```mlir
+    archk.call "norm" {..., width = 64 : i64}(%x, %w, %h) : ..., memref<?x1x64xf32>
+    archk.call "linear" {K = 64 : i64, ..., pairs = true, ...}(%h2, %wq, %q) : memref<?x64xf32>, ...
+    // becomes
+    archk.call "norm" {..., store = "bf16", width = 64 : i64}(%x, %w, %h) : ..., memref<?x1x64xbf16>
+    archk.call "linear" {K = 64 : i64, ..., input = "bf16", pairs = true, ...}(%h2, %wq, %q) : memref<?x64xbf16>, ...
+    ```
+  }];
+  let dependentDialects = ["::arch::archk::ArchKDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def PlanBuffersPass : Pass<"archk-plan-buffers", "::mlir::ModuleOp"> {
   let summary = "activation slots and scratch offsets from buffer liveness";
   let description = [{
