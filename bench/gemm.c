@@ -10,7 +10,10 @@
  * OpenBLAS is Debian's libopenblas0-pthread, loaded with dlopen; without it
  * openblas_gflops=0.
  * WEIGHT_BITS 16p: bf16 weights in pairs of K (the bf16 dot product's
- * layout, [panels, K / 2, 2 * 64]; the kernel rounds x to bf16).
+ * layout, [panels, K / 2, 2 * 64]; the kernel rounds x to bf16, or, a
+ * kernel that takes x as bf16 (a name ending x11x2: in a model its
+ * producer rounds it, archk-bf16-inputs), is given x rounded to bf16
+ * (nearest even) here, before the calls).
  * COPIES (default 1): packed copies of the weight, called in turn (past
  * the last-level cache: each call reads its weight from memory); 0: as
  * many as make 512 MiB (at most 256).
@@ -132,7 +135,18 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  buffer(&bx, dx, x, 32, halide_type_float, 2, (int[]){K, M});
+  size_t ll = strlen(argv[3]);
+  if (ll > 5 && strcmp(argv[3] + ll - 5, "x11x2") == 0) {
+    uint16_t *xb = bench_alloc((size_t)M * K * sizeof *xb, "gemm");
+    for (size_t i = 0; i < (size_t)M * K; ++i) {
+      uint32_t u;
+      memcpy(&u, &x[i], sizeof u);
+      xb[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    buffer(&bx, dx, xb, 16, halide_type_bfloat, 2, (int[]){K, M});
+  } else {
+    buffer(&bx, dx, x, 32, halide_type_float, 2, (int[]){K, M});
+  }
   buffer(&by, dy, y, 32, halide_type_float, 2, (int[]){N, M});
   double *ms = bench_alloc(sizeof(double) * (size_t)runs, "gemm");
   for (int r = -1; r < runs; ++r) {
