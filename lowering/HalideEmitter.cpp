@@ -157,14 +157,9 @@ bool bf16DotProductPays(const std::string &target) {
 static Target kernelTarget(const KernelSpec &spec, Target t) {
   const LinearKernel *l = spec.get<LinearKernel>();
   const AttentionKernel *at = spec.get<AttentionKernel>();
-  const ElementwiseKernel *e = spec.get<ElementwiseKernel>();
-  const NormKernel *n = spec.get<NormKernel>();
-  const GatherKernel *g = spec.get<GatherKernel>();
-  auto bf16 = [](StoreType s) { return s == StoreType::bf16; };
-  bool rounds = (l && bf16(l->store)) || (at && bf16(at->store)) ||
-                (n && bf16(n->store)) || (g && bf16(g->store)) ||
-                (e && e->op != ElementwiseKernel::Copy && bf16(e->store));
-  bool bf16Ops = (l && l->pairs) || (at && at->pairs) || rounds;
+  const StoreType *rounding = spec.roundingStore();
+  bool bf16Ops = (l && l->pairs) || (at && at->pairs) ||
+                 (rounding && *rounding == StoreType::bf16);
   if (bf16Ops && t.has_feature(Target::AVX512_Cannonlake) &&
       !t.has_feature(Target::AVX512_SapphireRapids) &&
       t.without_feature(Target::LargeBuffers) == hostTarget() &&

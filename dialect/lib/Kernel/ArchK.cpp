@@ -185,19 +185,10 @@ kernelSpec(StringRef kind, DictionaryAttr fields,
              (l->store != StoreType::bf16 || !l->glu || !l->panel))
       r.error = "stores other than f32 without a glu epilogue over panels";
   }
-  // A norm, attention, a gather, a glu or an activation stores f32, or
-  // bf16 for bf16 dot products (archk-bf16-inputs).
-  auto badStore = [](StoreType t) {
-    return t != StoreType::f32 && t != StoreType::bf16;
-  };
-  const NormKernel *n = spec->get<NormKernel>();
-  const AttentionKernel *at = spec->get<AttentionKernel>();
-  const GatherKernel *g = spec->get<GatherKernel>();
-  const ElementwiseKernel *e = spec->get<ElementwiseKernel>();
-  if (r.error.empty() &&
-      ((n && badStore(n->store)) || (at && badStore(at->store)) ||
-       (g && badStore(g->store)) ||
-       (e && e->op != ElementwiseKernel::Copy && badStore(e->store))))
+  // A kernel that may round its rows for bf16 dot products
+  // (archk-bf16-inputs) stores f32 or bf16.
+  if (const StoreType *s = spec->roundingStore();
+      r.error.empty() && s && *s != StoreType::f32 && *s != StoreType::bf16)
     r.error = "stores other than f32 or bf16";
   if (const PackKernel *p = spec->get<PackKernel>(); r.error.empty() && p) {
     if (p->store == StoreType::i32)

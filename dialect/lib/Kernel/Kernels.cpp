@@ -198,6 +198,27 @@ std::optional<KernelSpec> KernelSpec::ofKind(std::string_view kind) {
   return std::nullopt;
 }
 
+StoreType *KernelSpec::roundingStore() {
+  return std::visit(
+      [](auto &k) -> StoreType * {
+        using T = std::decay_t<decltype(k)>;
+        if constexpr (std::is_same_v<T, NormKernel> ||
+                      std::is_same_v<T, AttentionKernel> ||
+                      std::is_same_v<T, GatherKernel>)
+          return &k.store;
+        else if constexpr (std::is_same_v<T, ElementwiseKernel>)
+          return k.op == ElementwiseKernel::Glu ||
+                         k.op == ElementwiseKernel::Activate
+                     ? &k.store
+                     : nullptr;
+        else if constexpr (std::is_same_v<T, LinearKernel>)
+          return k.glu && k.panel ? &k.store : nullptr;
+        else
+          return nullptr;
+      },
+      desc);
+}
+
 bool KernelSpec::operator==(const KernelSpec &o) const {
   if (std::strcmp(kindName(), o.kindName()) != 0)
     return false;

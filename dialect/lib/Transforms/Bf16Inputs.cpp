@@ -13,9 +13,6 @@
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
-#include <type_traits>
-#include <variant>
-
 using namespace mlir;
 
 namespace arch {
@@ -24,35 +21,11 @@ namespace arch {
 
 namespace {
 
-/// The field that says how description `d` stores its rows, where they
-/// can be stored as a bf16 dot product's x: a norm's, attention's, a
-/// gather's (a mixture's routed rows), a glu's or an activation's, a glu
-/// linear's over panels; null for any other kernel.
-StoreType *rowStore(KernelSpec::Description &d) {
-  return std::visit(
-      [](auto &k) -> StoreType * {
-        using T = std::decay_t<decltype(k)>;
-        if constexpr (std::is_same_v<T, NormKernel> ||
-                      std::is_same_v<T, AttentionKernel> ||
-                      std::is_same_v<T, GatherKernel>)
-          return &k.store;
-        else if constexpr (std::is_same_v<T, ElementwiseKernel>)
-          return k.op == ElementwiseKernel::Glu ||
-                         k.op == ElementwiseKernel::Activate
-                     ? &k.store
-                     : nullptr;
-        else if constexpr (std::is_same_v<T, LinearKernel>)
-          return k.glu && k.panel ? &k.store : nullptr;
-        else
-          return nullptr;
-      },
-      d);
-}
-
-/// Whether `call` writes rows it could store as bf16, storing f32.
+/// Whether `call` writes rows it could store as bf16 (its kind's
+/// roundingStore), storing f32.
 bool roundsOutput(archk::CallOp call) {
-  KernelSpec::Description d = call.getSpec().description();
-  StoreType *store = rowStore(d);
+  KernelSpec spec = call.getSpec();
+  const StoreType *store = spec.roundingStore();
   return store && *store == StoreType::f32;
 }
 
@@ -112,9 +85,9 @@ struct Bf16InputsPass : impl::Bf16InputsPassBase<Bf16InputsPass> {
     for (Value v : views)
       v.setType(MemRefType::Builder(cast<MemRefType>(v.getType()))
                     .setElementType(bf16));
-    KernelSpec::Description d = producer.getSpec().description();
-    *rowStore(d) = StoreType::bf16;
-    producer.setKernelAttr(archk::kernelAttr(&getContext(), KernelSpec(d)));
+    KernelSpec spec = producer.getSpec();
+    *spec.roundingStore() = StoreType::bf16;
+    producer.setKernelAttr(archk::kernelAttr(&getContext(), spec));
     for (archk::CallOp r : readers) {
       LinearKernel l = *r.getSpec().get<LinearKernel>();
       l.input = StoreType::bf16;

@@ -436,6 +436,15 @@ public:
   /// `int NAME(halide_buffer_t *, ..., int32_t, ...);`
   std::string cPrototype() const;
 
+  /// The field that says how the kernel stores its rows, where it can
+  /// store them rounded for bf16 dot products (archk-bf16-inputs): a
+  /// norm's, attention's, a gather's, a glu's or an activation's, a glu
+  /// linear's over panels; null for any other kernel.
+  StoreType *roundingStore();
+  const StoreType *roundingStore() const {
+    return const_cast<KernelSpec *>(this)->roundingStore();
+  }
+
   /// Same kind and static values.
   bool operator==(const KernelSpec &o) const;
 
