@@ -12,17 +12,22 @@
 # probed just before and just after its call (the higher of the two: a
 # probe only reads low), so that the VM's drift over the run's minutes
 # lands on the ceiling and the call alike (the probes, each over a 1 GiB
-# buffer, make a run about two minutes). With COLD=1, archc's calls go
+# buffer, make a round about two minutes). $ROUNDS rounds (default 1)
+# measure every shape again in turn; each figure printed is then the
+# median over the rounds (a share: of the round's shares, each against
+# its own probes), so that a slow spell of the VM in one round does not
+# decide a shape's row. With COLD=1, archc's calls go
 # through packed copies of each weight in turn, 512 MiB of them, so that
 # every call reads its panels from memory, as a model's forward pass does
 # (OpenBLAS's stay on one copy, as without COLD). OpenBLAS
 # is Debian's libopenblas0-pthread (scripts/install-deps.sh), run with
 # this image's OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they halve
 # its speed).
-#   bench/gemm.sh    COLD=1 bench/gemm.sh
+#   bench/gemm.sh    COLD=1 ROUNDS=3 bench/gemm.sh
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-m="${M:-128}" runs="${RUNS:-5}" copies=1
+m="${M:-128}" runs="${RUNS:-5}" rounds="${ROUNDS:-1}" copies=1
+bench_whole_numbers "M:$m" "RUNS:$runs" "ROUNDS:$rounds"
 [ "${COLD:-0}" = 1 ] && copies=0
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 export OMP_WAIT_POLICY=PASSIVE
@@ -55,43 +60,67 @@ for spec in specs/llama/bench-156m.toml "$out/llama3-8b-layer.toml"; do
     nm -D "$out/$name.$w.so" | grep -oE "archk_linear_[0-9]+x[0-9]+x0x64x0$suffix(x11x2)?\$" | sort -u |
     while read -r lin; do
       read -r k n < <(echo "$lin" | sed -E 's/archk_linear_([0-9]+)x([0-9]+)x.*/\1 \2/')
-      for t in 1 2; do
-        # The ceilings probed just before and just after the call
-        # (benchlib.probed reads the pair).
-        probe="$out/probe.$w.$k.$n.$t"
-        "$out/ceilings" "$t" > "$probe.before"
-        result=$("$out/gemm" "$out/$name.$w.so" "archk_pack_${k}x${n}x64x1$suffix" \
-          "$lin" "$k" "$n" "$m" "$t" "$runs" "$bits" "$copies")
-        "$out/ceilings" "$t" > "$probe.after"
-        echo "$w $k $n $t $result"
-      done
+      echo "$name $w $bits ${suffix:--} $lin $k $n" # ("-": none)
     done
   done
+done > "$out/shapes"
+for round in $(seq "$rounds"); do
+  while read -r name w bits suffix lin k n; do
+    suffix=${suffix#-}
+    for t in 1 2; do
+      # The ceilings probed just before and just after the call
+      # (benchlib.probed reads the pair).
+      probe="$out/probe.$w.$k.$n.$t.$round"
+      "$out/ceilings" "$t" > "$probe.before"
+      result=$("$out/gemm" "$out/$name.$w.so" "archk_pack_${k}x${n}x64x1$suffix" \
+        "$lin" "$k" "$n" "$m" "$t" "$runs" "$bits" "$copies")
+      "$out/ceilings" "$t" > "$probe.after"
+      echo "$round $w $k $n $t $result"
+    done
+  done < "$out/shapes"
 done > "$out/results"
-/usr/bin/python3 - "$out" "$m" "$copies" <<'PY'
-import sys
+/usr/bin/python3 - "$out" "$m" "$copies" "$rounds" <<'PY'
+import statistics, sys
 sys.path.insert(0, "bench")
 import benchlib
-out, m, copies = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+out, m, copies, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 benchlib.ceilings(out)  # (the start's, printed; the shares use the probes)
-rows, probes = {}, {}
-for line in open(f"{out}/results"):
-    w, k, n, t, *kv = line.split()
-    key = w, int(k), int(n), int(t)
-    rows[key] = {a: float(b) for a, b in (x.split("=") for x in kv)}
-    probes[key] = benchlib.probed(f"{out}/probe.{w}.{k}.{n}.{t}")
 fp32 = lambda c: c["peak_gflops"]
 bf16 = lambda c: benchlib.bf16_peak(c) or c["peak_gflops"]
+# Per shape, each round's figures and the ceilings probed beside them.
+runs, probes = {}, {}
+for line in open(f"{out}/results"):
+    rnd, w, k, n, t, *kv = line.split()
+    key = w, int(k), int(n), int(t)
+    runs.setdefault(key, []).append({a: float(b) for a, b in (x.split("=") for x in kv)})
+    probes.setdefault(key, []).append(
+        benchlib.probed(f"{out}/probe.{w}.{k}.{n}.{t}.{rnd}"))
+med = statistics.median
+def row(key):
+    """A shape's figures, medians over the rounds, and its shares of the
+    FP32 peak (`share`) and of its own unit's (`unit`), medians of the
+    rounds' shares."""
+    w, rs, ps = key[0], runs[key], probes[key]
+    unit = bf16 if w == "bf16" else fp32
+    return {"archc": med(r["archc_gflops"] for r in rs),
+            "blas": med(r["openblas_gflops"] for r in rs),
+            "share": med(r["archc_gflops"] / fp32(p) for r, p in zip(rs, ps)),
+            "blas_share": med(r["openblas_gflops"] / fp32(p) for r, p in zip(rs, ps)),
+            "unit": med(r["archc_gflops"] / unit(p) for r, p in zip(rs, ps)),
+            "vs": med(r["archc_gflops"] / r["openblas_gflops"] if r["openblas_gflops"] else 0 for r in rs),
+            "diff": max(r["max_rel_diff"] for r in rs)}
+rows = {key: row(key) for key in runs}
 for t in (1, 2):
     for name, peak, ws in (("FP32", fp32, ("f32", "bf16w")), ("bf16", bf16, ("bf16",))):
-        probed = [peak(c) for (w, _, _, tt), c in probes.items()
-                  if tt == t and w in ws]
+        probed = [peak(c) for (w, _, _, tt), cs in probes.items()
+                  if tt == t and w in ws for c in cs]
         if probed:
             print(f"{name} peak probed beside the {t}-thread calls: "
                   f"{min(probed):.1f}-{max(probed):.1f} GFLOP/s")
 print(f"\nGEMM of {m} rows, GFLOP/s (share of the FP32 FMA peak probed beside "
       "the call)"
-      + ("; archc's weights from memory (COLD=1)" if copies == 0 else ""))
+      + ("; archc's weights from memory (COLD=1)" if copies == 0 else "")
+      + (f"; medians of {rounds} rounds" if rounds > 1 else ""))
 print("(bf16: the bf16 dot product, share of its unit's peak: AMX tiles' where "
       "the CPU has them, else vdpbf16ps'; "
       "bf16 widened: f32 inputs, share of the FP32 peak)")
@@ -101,16 +130,11 @@ print(f"{'K':>6} {'N':>6} {'thr':>3} {'archc f32':>15} {'OpenBLAS':>15} "
 for (w, k, n, t), r in sorted(rows.items(), key=lambda x: (x[0][3], x[0][1], x[0][2])):
     if w != "f32":
         continue
-    p = fp32(probes[w, k, n, t])
-    rb = rows.get(("bf16", k, n, t), {})
-    rw = rows.get(("bf16w", k, n, t), {})
-    b, bw = rb.get("archc_gflops", 0), rw.get("archc_gflops", 0)
-    pb = bf16(probes["bf16", k, n, t]) if rb else p
-    pw = fp32(probes["bf16w", k, n, t]) if rw else p
-    blas = r["openblas_gflops"]
-    vs = f"{r['archc_gflops'] / blas:>9.2f}x" if blas else f"{'-':>10}"
-    print(f"{k:>6} {n:>6} {t:>3} {r['archc_gflops']:>8.1f} ({r['archc_gflops'] / p:>4.0%}) "
-          f"{blas:>8.1f} ({blas / p:>4.0%}) {vs} {b:>8.1f} ({b / pb:>4.0%}) "
-          f"{b / r['archc_gflops']:>7.2f}x {bw:>8.1f} ({bw / pw:>4.0%}) "
-          f"{r['max_rel_diff']:>8.1e}")
+    none = {"archc": 0, "unit": 0}
+    rb, rw = rows.get(("bf16", k, n, t), none), rows.get(("bf16w", k, n, t), none)
+    vs = f"{r['vs']:>9.2f}x" if r["blas"] else f"{'-':>10}"
+    print(f"{k:>6} {n:>6} {t:>3} {r['archc']:>8.1f} ({r['share']:>4.0%}) "
+          f"{r['blas']:>8.1f} ({r['blas_share']:>4.0%}) {vs} {rb['archc']:>8.1f} ({rb['unit']:>4.0%}) "
+          f"{rb['archc'] / r['archc']:>7.2f}x {rw['archc']:>8.1f} ({rw['unit']:>4.0%}) "
+          f"{r['diff']:>8.1e}")
 PY
