@@ -9,7 +9,8 @@ def kv(path):
 def probed(prefix):
     """The ceilings probed beside a call (bench/ceilings.c's output in
     PREFIX.before and PREFIX.after): the higher of the two, as a probe
-    only reads low."""
+    only reads low (the cores' round trip too: the higher is the farther
+    placement seen beside the call)."""
     a, b = (kv(f"{prefix}.{s}") for s in ("before", "after"))
     return {k: max(a[k], b[k]) for k in a}
 
@@ -22,10 +23,12 @@ def ceilings(out):
     for t in (1, 2):
         bf16 = ceil[t].get("bf16_gflops", 0)
         amx = ceil[t].get("amx_gflops", 0)
+        trip = ceil[t].get("round_trip_ns", 0)
         print(f"ceilings, {t} thread(s): FP32 FMA peak {ceil[t]['peak_gflops']:.1f} GFLOP/s, "
               f"read bandwidth {ceil[t]['read_gbs']:.1f} GB/s"
               + (f", bf16 dot-product peak {bf16:.1f} GFLOP/s" if bf16 else "")
-              + (f", AMX bf16 peak {amx:.1f} GFLOP/s" if amx else ""))
+              + (f", AMX bf16 peak {amx:.1f} GFLOP/s" if amx else "")
+              + (f", the cores' round trip {trip:.0f} ns" if trip else ""))
     return ceil
 
 

@@ -11,13 +11,24 @@
  * AMX-BF16 (and Linux grants the tiles), the AMX tiles' bf16 peak
  * (tdpbf16ps of 16 x 16 x 32 on 4 independent accumulator tiles, operands
  * in tiles: no loads), else amx_gflops=0. One result per thread count, the
- * best of several repetitions.
+ * best of several repetitions. With 2 threads or more, a cache line's
+ * round trip between the first two CPUs the process may run on (a thread
+ * pinned to each, taking turns to write it), the median of 5 runs of
+ * 100 000: on a VM it tells how far apart the hypervisor has put them now
+ * (on the Zen 5 VM 127 ns in minutes when two-thread runs that share data
+ * across the cores ran fast, 410-550 ns in those when they ran slow:
+ * docs/performance.md "The row-wise passes' slow minutes"); else
+ * round_trip_ns=0.
  *   ceilings THREADS
  *     ->   peak_gflops=... read_gbs=... bf16_gflops=... amx_gflops=...
+ *          round_trip_ns=...
  *
  *===---------------------------------------------------------------------===*/
+#define _GNU_SOURCE /* CPU_SET, pthread_setaffinity_np */
 #include <immintrin.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -195,6 +206,65 @@ static double best(void *(*fn)(void *), int threads, const float *data,
   return t;
 }
 
+/* The round trip: the line holds the count of writes so far; thread 0
+ * writes the odd ones, thread 1 the even ones, each waiting for the
+ * other's. */
+enum { TRIPS = 100000 };
+static _Alignas(64) atomic_long ping;
+
+typedef struct {
+  int cpu, first; /* pinned to `cpu`; `first`: writes 1, 3, 5, ... */
+} pinger;
+
+static void *ping_job(void *arg) {
+  pinger *p = arg;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(p->cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  for (long i = p->first ? 0 : 1; i < 2 * TRIPS; i += 2) {
+    while (atomic_load_explicit(&ping, memory_order_acquire) != i)
+      _mm_pause();
+    atomic_store_explicit(&ping, i + 1, memory_order_release);
+  }
+  return NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The round trip in ns between the first two CPUs of the process's
+ * affinity mask; 0 where it has fewer than two. */
+static double round_trip_ns(void) {
+  cpu_set_t mask;
+  if (sched_getaffinity(0, sizeof mask, &mask))
+    return 0;
+  pinger p[2];
+  int found = 0;
+  for (int c = 0; c < CPU_SETSIZE && found < 2; ++c)
+    if (CPU_ISSET(c, &mask))
+      p[found++].cpu = c;
+  if (found < 2)
+    return 0;
+  p[0].first = 1;
+  p[1].first = 0;
+  double t[5];
+  for (int r = 0; r < 5; ++r) {
+    atomic_store(&ping, 0);
+    pthread_t tid[2];
+    double t0 = now();
+    for (int i = 0; i < 2; ++i)
+      pthread_create(&tid[i], NULL, ping_job, &p[i]);
+    for (int i = 0; i < 2; ++i)
+      pthread_join(tid[i], NULL);
+    t[r] = (now() - t0) / TRIPS * 1e9;
+  }
+  qsort(t, 5, sizeof t[0], cmp_double);
+  return t[2];
+}
+
 int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 1;
   if (threads < 1 || threads > 64) {
@@ -226,9 +296,11 @@ int main(int argc, char **argv) {
     amx = 4.0 * 16 * 16 * 32 * 2 * (double)AMX_ITERS * threads /
           best(amx_job, threads, data, 3, 1) / 1e9;
 #endif
-  printf("peak_gflops=%.1f read_gbs=%.1f bf16_gflops=%.1f amx_gflops=%.1f\n",
+  double trip = threads >= 2 ? round_trip_ns() : 0;
+  printf("peak_gflops=%.1f read_gbs=%.1f bf16_gflops=%.1f amx_gflops=%.1f "
+         "round_trip_ns=%.0f\n",
          flops / tf / 1e9, (double)kFloats * sizeof(float) / tr / 1e9, bf16,
-         amx);
+         amx, trip);
   free(data);
   return 0;
 }

@@ -18,7 +18,9 @@
 # ratio), so that a slow spell of the VM lands on every row alike. Each
 # round also runs two one-thread processes of a library at once: their
 # prefills summed over one alone is the machine's own two-core scaling of
-# that work, the ceiling the two-thread figure is read against.
+# that work, the ceiling the two-thread figure is read against. Each
+# round's two-thread ratio is printed beside the cores' round trip probed
+# there (bench/ceilings.c): on a VM, how far apart the two CPUs were.
 #   bench/profile.sh [SPEC]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -148,6 +150,14 @@ for w in weights:
           f"{med(p / a['prefill_tokens_per_s'] for a, p in zip(one, pairs(w))):.2f}x], "
           f"decode {med(b['decode_tokens_per_s'] / a['decode_tokens_per_s'] for a, b in zip(one, two)):.2f}x "
           f"[read {med(b['read_gbs'] / a['read_gbs'] for a, b in zip(probes(w, 1), probes(w, 2))):.2f}x]")
+    # Each round's prefill ratio beside the cores' round trip probed at
+    # its two-thread run: how far apart the VM had put the two CPUs.
+    trips = [p.get("round_trip_ns", 0) for p in probes(w, 2)]
+    if any(trips):
+        print("  each round: " + ", ".join(
+            f"{b['prefill_tokens_per_s'] / a['prefill_tokens_per_s']:.2f}x ({trip:.0f} ns)"
+            for a, b, trip in zip(one, two, trips))
+            + " (prefill, the cores' round trip)")
     print(f"  {'prefill':>8} {'decode':>8}  kernel")
     for k in (r["kernel"] for r in one[0]["profile"]):
         def ratio(key):
