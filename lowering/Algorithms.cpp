@@ -41,8 +41,9 @@ int divisorUpTo(int64_t n, int cap) {
 int kBlockOf(const LinearKernel &d, int64_t l2Bytes) {
   if (!d.panel || d.oneRow)
     return 0;
-  // Pairs: a K row of a 64-column panel of bf16 pairs is 128 bytes; an
-  // even block, K / 2 split by a divisor up to 256. (Blocked from
+  // Pairs: a K row of a panel of bf16 pairs is 2 bytes a column (128 at
+  // the default 64 columns); an even block, K / 2 split by a divisor up
+  // to 256. (Blocked from
   // K > 2048 as f32 was, the Zen 5's K = 2816 and 4096 GEMMs ran at
   // 91-95% of the vdpbf16ps peak; unblocked, 100%: docs/performance.md
   // "The bf16 GEMM's blocks by its own panel's bytes".)
@@ -51,16 +52,17 @@ int kBlockOf(const LinearKernel &d, int64_t l2Bytes) {
   // with it).
   if (d.pairs) {
     int kb = 2 * divisorUpTo(d.K / 2, 256);
-    return d.K * 128 > l2Bytes / 2 && kb >= 128 && kb < d.K ? kb : 0;
+    return d.K * d.panel * 2 > l2Bytes / 2 && kb >= 128 && kb < d.K ? kb : 0;
   }
-  // A K row of a 64-column f32 panel is 256 bytes. (Blocked from half
+  // A K row of an f32 panel is 4 bytes a column (256 at the default 64
+  // columns). (Blocked from half
   // the L2, the Zen 5's K = 2816 GEMM, a panel of 0.69 of its 1 MiB, ran
   // 2.5% slower on one thread and 8% on two than unblocked; K = 4096
   // the same either way: docs/performance.md "The Zen 5's K = 2816 GEMM
   // unblocked".)
-  int64_t most = std::clamp<int64_t>(l2Bytes / 8 / 256, 128, 4096);
+  int64_t most = std::clamp<int64_t>(l2Bytes / 8 / (d.panel * 4), 128, 4096);
   int kb = divisorUpTo(d.K, int(most));
-  return d.K * 256 * 4 > l2Bytes * 3 && kb >= 128 ? kb : 0;
+  return d.K * d.panel * 4 * 4 > l2Bytes * 3 && kb >= 128 ? kb : 0;
 }
 
 int gemvPanels(const LinearKernel &d, int lanes) {
@@ -195,6 +197,19 @@ static void gluEpilogue(KernelFuncs &k, const LinearKernel &d) {
   k.outDims = {d.N};
 }
 
+/// A packed linear's sums: the GEMM's where the call has kTokenTile rows
+/// or more, else the GEMV's (one expression where they are one, or where
+/// the linear has one row). The condition must be tileLinear's
+/// specialization's, so that each specialization realizes only its own
+/// sums (docs/design.md "Decode at the bandwidth roofline": an unused one
+/// left in the expression crashed Halide 14's bounds inference).
+static Expr gemmOrGemv(const LinearKernel &d, Expr rows, Expr gemmDot,
+                       Expr gemvDot) {
+  return d.oneRow || gemmDot.same_as(gemvDot)
+             ? gemvDot
+             : select(rows >= kTokenTile, gemmDot, gemvDot);
+}
+
 /// A linear's sums `dot` of column n, token t plus its bias and its
 /// residual (arch-fuse-residual's epilogue), where it has them: added as
 /// the output tile is stored.
@@ -239,8 +254,8 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &linear) {
   acc(j, p, t) += cast<float>(w(2 * j + r.x, r.y, wp)) *
                   cast<float>(xb(2 * r.y + r.x, t));
   // The sums the GEMM (>= kTokenTile rows) and the GEMV read: acc, unless
-  // the GEMM is K-blocked (acc_gemm) or the GEMV reads several panels at
-  // once (acc_gemv).
+  // the GEMM is K-blocked (acc_gemm) or AMX tiles compute it (the amx
+  // extern stage), or the GEMV reads several panels at once (acc_gemv).
   Expr rows = x.dim(1).extent();
   Expr gemmDot = acc(n % int(panel), n / int(panel), t), gemvDot = gemmDot;
   k.lanes = vectorWidthFor(panel, k.lanes);
@@ -285,10 +300,7 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &linear) {
     k.rdoms["rb"] = rb;
     k.rdoms["ob"] = ob;
   }
-  Expr dot = d.oneRow || gemmDot.same_as(gemvDot)
-                 ? gemvDot
-                 : select(rows >= kTokenTile, gemmDot, gemvDot);
-  out(n, t) = plusInputs(k, d, dot, n, t);
+  out(n, t) = plusInputs(k, d, gemmOrGemv(d, rows, gemmDot, gemvDot), n, t);
   k.out = out;
   k.funcs["acc"] = acc;
   k.funcs["xb"] = xb;
@@ -372,7 +384,8 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
     // The weight widened: an f16 one as a Func of its own, computed once per
     // step of K (inlined, its multiply would be taken once per token). With
     // a 16-bit weight acc serves the GEMV and GEMMs of fewer than kWideRows
-    // rows (see wide_gemm below).
+    // rows (see wide_gemm below); K-blocked, the GEMV only (acc_gemm takes
+    // every call of kTokenTile rows or more).
     Func wide("wide");
     Var j("j"), p("p");
     Expr wp = weightPanel(p, gluHalfPanels(linear));
@@ -443,9 +456,7 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
       gemvDot = gemv(n, t);
       k.funcs["acc_gemv"] = gemv;
     }
-    dot = d.oneRow || gemmDot.same_as(gemvDot)
-              ? gemvDot
-              : select(rows >= kTokenTile, gemmDot, gemvDot);
+    dot = gemmOrGemv(d, rows, gemmDot, gemvDot);
     if (mixed)
       dot = mixedTiles(k, x, widened ? wideGemmAt : wv, r, n, t,
                        widened ? kWideRows : kMixedRows, dot);
@@ -1023,7 +1034,7 @@ static void lowerRope(KernelFuncs &k, const RopeKernel &r) {
   Func out("rope");
   out(j, h, t) = select(j < int(rot), rotated, x(j, h, t));
   k.out = out;
-  k.funcs = {{"freq", freq}, {"cos", cosv}, {"sin", sinv}, {"angle", angle}};
+  k.funcs = {{"freq", freq}, {"cos", cosv}, {"sin", sinv}};
   k.vars = {{"j", j}, {"h", h}, {"t", t}, {"p", p}};
   k.lanes = vectorWidthFor(hd, k.lanes);
   k.outDims = {hd, heads};
@@ -1300,7 +1311,7 @@ static void lowerRowAttention(KernelFuncs &k, const AttentionTerms &in) {
   k.funcs = {{"score", score}, {"row_max", rowMax}, {"prob", prob},
              {"row_sum", rowSum}, {"pv", pv}};
   k.vars = {{"j", j}, {"h", h}, {"t", t}, {"dd", dd}};
-  k.rdoms = {{"rd", rd}, {"past", past}};
+  k.rdoms = {{"rd", rd}};
   k.lanes = vectorWidthFor(in.vd, k.lanes);
   k.outDims = {in.vd, heads};
 }
@@ -1697,11 +1708,10 @@ static void lowerTiledAttention(KernelFuncs &k, const AttentionTerms &in) {
     k.funcs["value_pairs"] = vpairs;
   }
   k.vars = {{"dd", dd}, {"h", h},   {"t", t}, {"j", j},
-            {"r", r},   {"qb", qb}, {"kvh", kvh}, {"b", b},
+            {"r", r},   {"qb", qb}, {"kvh", kvh},
             {"g", g},   {"c", c},   {"l", l},     {"dc", dc}};
   k.rdoms = {{"rd", rd}, {"rj", rj}, {"kb", kb}, {"cj", cj},
-             {"rv", rv}, {"rl", rl}, {"rc", rc}, {"rp", rp},
-             {"rpv", rpv}};
+             {"rv", rv}, {"rl", rl}, {"rp", rp}, {"rpv", rpv}};
   k.outDims = {in.vd, a.heads};
 }
 

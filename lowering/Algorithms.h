@@ -62,7 +62,8 @@ struct KernelFuncs {
   int lanes = 1; ///< vector width the algorithm split its reductions by
   int64_t l2Bytes = kDefaultL2Bytes; ///< the L2 the GEMM's blocks fit
   /// A packed GEMM's register tile height (gemmTileRows): the schedule's
-  /// tall tiles, and the K-blocked GEMM's in every call of >= 4 rows;
+  /// tall tiles, and the K-blocked GEMM's in every call of >= 4 rows (not
+  /// the bf16 dot product's, whose tiles keep kTokenTile rows);
   /// kTallTokenTile's GEMMs take mixed tiles (kMixedRows).
   int tileRows = kTokenTile;
   /// A packed GEMM's condition for mixed token tiles (kMixedRows), which
@@ -158,8 +159,9 @@ struct GluPanels {
 /// `taskLoop` (a panel per task), the block loop, the token tile loop
 /// `tileLoop` and the register tile's K loop `kLoop` by their Halide
 /// names and calls the archu_prefetch_read ukernel (x86-64 Linux only;
-/// sets k.ukernels). Returns whether it applies.
-bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
+/// sets k.ukernels). A block loop given for a GEMM kBlockOf does not
+/// block, or none for one it does, is the caller's error (CompileError).
+void prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
                        const std::string &taskLoop,
                        const std::string &blockLoop,
                        const std::string &tileLoop, const std::string &kLoop,
@@ -240,13 +242,14 @@ constexpr int kChunkStreams = 4;
 /// start there too, over the same buffer.
 constexpr int kWideRows = 32;
 
-/// The block of K a packed GEMM takes at a time when its 64-column panel
-/// (in f32) outgrows three quarters of the L2 of `l2Bytes` (K > 3072 on a
-/// 1 MiB L2, K > 6144 on 2 MiB), or 0: a divisor of K, at most the K of
-/// an eighth of the L2 (512 on 1 MiB, 1024 on 2 MiB) and at least 128.
-/// (The bf16 dot product's pairs: a row of K is 128 bytes, blocked where
-/// K x 128 > L2 / 2 (K > 4096 on 1 MiB, K > 8192 on 2 MiB), blocks of at
-/// most 256 pairs, at least two of them.)
+/// The block of K a packed GEMM takes at a time when its panel (in f32)
+/// outgrows three quarters of the L2 of `l2Bytes` (with 64-column panels,
+/// K > 3072 on a 1 MiB L2, K > 6144 on 2 MiB), or 0: a divisor of K, at
+/// most the K of an eighth of the L2 (512 on 1 MiB, 1024 on 2 MiB, at 64
+/// columns) and at least 128. (The bf16 dot product's pairs: a row of K
+/// is 2 bytes a column, blocked where the panel outgrows half the L2 (at
+/// 64 columns K > 4096 on 1 MiB, K > 8192 on 2 MiB), blocks of at most
+/// 256 pairs, at least two of them.)
 int kBlockOf(const LinearKernel &d, int64_t l2Bytes);
 
 /// Panels a packed linear's GEMV (calls of fewer than kTokenTile rows)

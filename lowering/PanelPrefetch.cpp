@@ -1,9 +1,10 @@
 //===- PanelPrefetch.cpp - Prefetches of packed weights -------------------===//
 //
 // Two lowering passes that call the archu_prefetch_read ukernel
-// (prefetcht0) in a packed linear's loops: the GEMM's prefetch of its next
-// panel (NextPanel, below) and the 16-bit GEMV's of its rows ahead
-// (GemvRows, docs/design.md "Decode at the bandwidth roofline").
+// (prefetcht0): a packed linear GEMM's prefetch of its next panel
+// (NextPanel, below), and the rows ahead of a loop's dense loads
+// (RowsAhead: the 16-bit GEMV's, docs/design.md "Decode at the bandwidth
+// roofline", and tiled attention's key and value rows).
 //
 // A packed linear's GEMM task reads its weight panel from memory once, in
 // its first token tile, and from the L2 in every later one; nothing
@@ -84,7 +85,7 @@ public:
       : weight(std::move(weight)), task(std::move(task)),
         block(std::move(block)), tile(std::move(tile)),
         kLoop(std::move(kLoop)), kLen(kLen), panelBytes(panelBytes),
-        blockBytes(blockBytes), end(panelBytes * panels),
+        blockBytes(blockBytes), panels(panels),
         tiles(int(blockBytes / 64 / kLen)), glu(std::move(glu)) {}
 
 private:
@@ -130,23 +131,32 @@ private:
     Expr no = Variable::make(Int(32), task);
     Expr k = Variable::make(Int(32), op->name);
     // The matmul's panel no (within the epilogue's task: its first, plus
-    // no) in the weight: a glu epilogue's gate and up panels alternate.
-    // (An epilogue of one task has no task loop: Halide drops it.)
-    auto panelOf = [&](Expr v) {
+    // no), and where it starts in the weight: a glu epilogue's gate and
+    // up panels alternate. (An epilogue of one task has no task loop:
+    // Halide drops it.)
+    auto matmulPanel = [&](Expr v) {
       if (inGluTask)
         v += Variable::make(Int(32), glu.taskLoop) * glu.taskPanels;
-      return weightPanel(v, glu.halfPanels);
+      return v;
     };
-    Expr next = cast<int64_t>(panelOf(no + 1)) * Expr(panelBytes);
+    auto start = [&](Expr v) {
+      return cast<int64_t>(weightPanel(v, glu.halfPanels)) * Expr(panelBytes);
+    };
+    Expr following = matmulPanel(no + 1);
+    Expr next = start(following);
+    // Whether there is a next panel: tested on the matmul's panels, as
+    // past the last one the glu's order leads back into the weight (its
+    // first up panel).
+    Expr more = following < int(panels);
     if (!block.empty()) {
       Expr after = Variable::make(Int(32), block) + 1;
-      next = cast<int64_t>(panelOf(no)) * Expr(panelBytes) +
-             cast<int64_t>(after) * Expr(blockBytes);
+      next = start(matmulPanel(no)) + cast<int64_t>(after) * Expr(blockBytes);
       // After a panel's last block, the next panel's first: the next in
       // memory, but with a glu epilogue the next the task computes.
+      Expr inPanel = after < int(panelBytes / blockBytes);
       if (!glu.taskLoop.empty())
-        next = select(after < int(panelBytes / blockBytes), next,
-                      cast<int64_t>(panelOf(no + 1)) * Expr(panelBytes));
+        next = select(inPanel, next, start(following));
+      more = inPanel || more;
     }
     // s (bound before the loop): 2^s is the tiles after the first over
     // m, rounded down to a power of two, at most 32.
@@ -161,8 +171,7 @@ private:
     Stmt with = For::make(op->name, op->min, op->extent, op->for_type,
                           op->device_api, Block::make(prefetch, op->body));
     // (The loop is taken apart on the tile, not tested at every step.)
-    Expr prefetches =
-        to >= 1 && to <= (Expr(tiles) << shift) && next < Expr(end);
+    Expr prefetches = to >= 1 && to <= (Expr(tiles) << shift) && more;
     return LetStmt::make(shiftName,
                          select(spare >= 32, 5, spare >= 16, 4, spare >= 8,
                                 3, spare >= 4, 2, spare >= 2, 1, 0),
@@ -170,24 +179,25 @@ private:
   }
 
   std::string weight, task, block, tile, kLoop;
-  int64_t kLen, panelBytes, blockBytes, end;
+  int64_t kLen, panelBytes, blockBytes, panels;
   int tiles; ///< m
   Expr tileCount; ///< the extent of the tile loop the visit is in
   GluPanels glu;
   bool inTask = false, inBlock = false, inTile = false, inGluTask = false;
 };
 
-/// The GEMV's rows ahead: in loop `kLoop`, before each store or let whose
-/// value loads `weight` (dense vectors), a prefetch `aheadBytes` further
+/// Rows ahead (the 16-bit GEMV's weight rows, tiled attention's key and
+/// value rows: prefetchRows): in loop `kLoop`, before each store or let
+/// whose value loads `weight` (dense vectors), a prefetch `aheadBytes` further
 /// on from each of those loads that starts a line or may (a load known to
 /// start inside one is another's line), once per iteration of the loop: a
 /// load at the same index as one an earlier statement of the body (not
 /// in a loop or branch of its own) prefetched gets none. Past the
 /// weight's end a prefetch reads nothing (it cannot fault).
-class GemvRows : public MustFind {
+class RowsAhead : public MustFind {
 public:
-  GemvRows(std::string weight, std::string kLoop, int64_t aheadBytes,
-           bool mustFind)
+  RowsAhead(std::string weight, std::string kLoop, int64_t aheadBytes,
+            bool mustFind)
       : MustFind(mustFind), weight(std::move(weight)),
         kLoop(std::move(kLoop)), aheadBytes(aheadBytes) {}
 
@@ -312,7 +322,7 @@ private:
 
 } // namespace
 
-bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
+void prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
                        const std::string &taskLoop,
                        const std::string &blockLoop,
                        const std::string &tileLoop, const std::string &kLoop,
@@ -333,20 +343,23 @@ bool prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
   // (Only two in half the L2 until the prefetch was spread: K = 2816 on
   // the Xeon's 2 MiB then measured no faster, 4096 slower; spread, 2816
   // +10%, 4096 the same.)
-  if (d.oneRow || d.panel % (64 / bytes) ||
-      panels < 2 || blockLoop.empty() == (kb != 0) ||
+  if (blockLoop.empty() == (kb != 0))
+    throw CompileError("the next panel's prefetch was given " +
+                       (kb ? "no block loop for a K-blocked GEMM"
+                           : "block loop " + blockLoop +
+                                 " for a GEMM that is not K-blocked"));
+  if (d.oneRow || d.panel % (64 / bytes) || panels < 2 ||
       (!kb && 4 * panelBytes > 3 * k.l2Bytes))
-    return false;
+    return;
   // The K loop's steps a block: K indices, or pairs of them (bf16 pairs).
   // At least two: Halide drops a loop of one step (K = 2 in pairs).
   int64_t kElems = kb ? kb : d.K, kLen = d.pairs ? kElems / 2 : kElems;
   if (kLen < 2)
-    return false;
+    return;
   k.output().add_custom_lowering_pass(new NextPanel(
       k.in("weight").name(), taskLoop, blockLoop, tileLoop, kLoop, kLen,
       panelBytes, panelBytes / d.K * kElems, panels, glu));
   k.ukernels = true;
-  return true;
 }
 
 void prefetchGemvRows(KernelFuncs &k, const std::string &kLoop) {
@@ -357,7 +370,7 @@ void prefetchRows(KernelFuncs &k, const std::string &input,
                   const std::string &loop, int64_t aheadBytes,
                   bool mustFind) {
   k.output().add_custom_lowering_pass(
-      new GemvRows(k.in(input).name(), loop, aheadBytes, mustFind));
+      new RowsAhead(k.in(input).name(), loop, aheadBytes, mustFind));
   k.ukernels = true;
 }
 

@@ -2,10 +2,11 @@
 //
 // The schedules, apart from the algorithms they schedule. Vector widths
 // come from the target; token counts are runtime values, so only feature
-// dimensions are tiled by constants (token tiles use ShiftInwards, legal
-// because a linear takes them only in its specialization for at least as
-// many rows as the tile has; mixed tiles over parts of a call's rows at
-// least as many as theirs).
+// dimensions are tiled by constants (a linear's register token tiles use
+// ShiftInwards, legal because it takes them only in its specialization
+// for at least as many rows as the tile has, and mixed tiles over parts
+// of a call's rows at least as many as theirs; the K-blocked GEMM's token
+// tiles and attention's query tiles are guarded instead).
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Algorithms.h"
@@ -139,8 +140,8 @@ static std::function<void(Stage)> columnTasks(Var n, Var no, Var ni, Var nj,
 
 /// Output tiles of a linear layer over a [N, K] weight: a column block per
 /// parallel task (its weight panel stays in L2 while every token tile
-/// passes over it), then nt x tt register tiles whose vector accumulators
-/// live in `acc`.
+/// passes over it), then register tiles of nt columns x kTokenTile tokens
+/// (x 1 in the GEMV) whose vector accumulators live in `acc`.
 static void scheduleLinear(KernelFuncs &k, const LinearKernel &d) {
   Var n = k.vars["n"], t = k.vars["t"], kk = k.vars["kk"];
   RDom r = k.rdoms["r"];
@@ -182,7 +183,8 @@ static void panelTasks(Stage out, Var n, Var t, Var no, int panel, int lanes,
 }
 
 /// The GEMM of a packed weight whose panel outgrows the L2 (kBlockOf): a
-/// task per panel keeps the panel's 64 x T sums in a buffer (acc_gemm);
+/// task per panel keeps the panel's `panel` x T sums in a buffer
+/// (acc_gemm);
 /// for each block of K, every token tile adds that block's register-tile
 /// partial sums (`part`, rfactor'd from the block) into it, so the block's
 /// slice of the panel stays in L2 while all token tiles pass over it,
@@ -223,8 +225,8 @@ static void blockedGemm(KernelFuncs &k, const LinearKernel &d, Stage out,
   if (wide != k.funcs.end())
     wide->second.compute_at(gemm, ro).vectorize(Var("j"), lanes);
   // The next block prefetched by the token tiles (prefetchNextPanel; on
-  // the Xeon +13-20% at the Zen 5's blocks of 2816 -> 1024, +8% at 14336
-  // -> 4096; docs/performance.md).
+  // the Xeon +8% at 14336 -> 4096, and +13-20% at 2816 -> 1024 when
+  // kBlockOf still blocked it there; docs/performance.md).
   if (prefetch)
     prefetchNextPanel(k, d, loopName(k.out, 0, n.name(), {no.name()}),
                       loopName(gemm, 1, r.x.name(), {ro.name()}),
@@ -273,12 +275,13 @@ static void mixedTileTasks(KernelFuncs &k, const LinearKernel &d, Var no,
 }
 
 /// Over a packed weight: a task per panel of output columns; in it, tiles
-/// of 4 vectors of columns x 4 tokens (GEMM; 6 tokens with `tall`) or x 1
-/// token (GEMV), whose 16 (24) or 4 vector accumulators stay in registers
-/// while K runs: each step one broadcast of x per token and 4 contiguous
-/// vector loads of a panel row. A GEMM over a panel larger than the L2 is
-/// blockedGemm's; calls that take mixed token tiles (kMixedRows) are
-/// mixedTileTasks'.
+/// of 4 vectors of columns x 4 tokens (GEMM; 6 tokens with `tall`), whose
+/// 16 (24) vector accumulators stay in registers while K runs: each step
+/// one broadcast of x per token and 4 contiguous vector loads of a panel
+/// row; the GEMV's (1 token) one panel's 4 vectors, or the vectors of
+/// gemvPanels panels read together (acc_gemv, a task per such group). A
+/// GEMM over a panel larger than the L2 is blockedGemm's; calls that take
+/// mixed token tiles (kMixedRows) are mixedTileTasks'.
 static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
                                  int tall, bool prefetch) {
   Var n = k.vars["n"], t = k.vars["t"];
@@ -358,8 +361,8 @@ static void schedulePackedLinear(KernelFuncs &k, const LinearKernel &d,
 /// tiles with a whole panel per register tile (4 vectors with AVX-512:
 /// 16 accumulators with 4 tokens), each step of the pairs one broadcast
 /// pair of x and dense vectors of the panel's row of pairs; x rounded to
-/// bf16 once per call, before the tasks (a task per token row), unless
-/// its producer rounded it. With
+/// bf16 once per call, before the tasks (tasks of kRowsPerTask rows:
+/// rowTasks), unless its producer rounded it. With
 /// `prefetch`, the token tiles prefetch the next panel (or block), as
 /// schedulePackedLinear's do.
 static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d,
@@ -866,8 +869,8 @@ static void scheduleHeadLinear(KernelFuncs &k, const HeadLinearKernel &d) {
         true);
   tiles(k.out, false);
   if (d.kMajor) {
-    acc.compute_at(k.out, no).vectorize(n, k.lanes).unroll(n).unroll(t);
-    acc.update().reorder(n, t, r).vectorize(n, k.lanes).unroll(n).unroll(t);
+    acc.compute_at(k.out, no);
+    registerTile(acc, n, t, r, k.lanes);
   } else {
     acc.compute_at(k.out, no).vectorize(kk).unroll(n).unroll(t);
     acc.update().reorder(kk, n, t, r).vectorize(kk).unroll(n).unroll(t);
@@ -949,12 +952,13 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
     // Not for the bf16 dot product: no faster on the Xeon, where
     // vdpbf16ps bounds it (docs/performance.md), and not measured on the
     // Zen 5, where it is the default.
-    int tall = k.tileRows > kTokenTile ? k.tileRows : 0;
+    bool avx512Tiles = k.tileRows > kTokenTile;
+    int tall = avx512Tiles ? k.tileRows : 0;
     // The next panel's prefetch: a ukernel whose bitcode is x86-64 Linux's,
     // measured with AVX-512's tiles (a token tile of AVX2's runs K twice,
     // a column half at a time, and would prefetch each line twice); the
     // bf16 pairs' tiles too (a median +6% a GEMM on the Zen 5).
-    bool prefetch = tall && ukernelTarget(target);
+    bool prefetch = avx512Tiles && ukernelTarget(target);
     LinearKernel mm = matmulOf(*d);
     mm.pairs   ? schedulePairedLinear(k, mm, prefetch)
     : mm.panel ? schedulePackedLinear(k, mm, tall, prefetch)
