@@ -394,7 +394,7 @@ static void schedulePairedLinear(KernelFuncs &k, const LinearKernel &d,
     };
   } else if (kBlockOf(d, k.l2Bytes))
     blocked = [&](Stage s) {
-      // As blockedGemm: a task per panel, its 64 x T sums in acc_gemm;
+      // As blockedGemm: a task per panel, its panel x T sums in acc_gemm;
       // per block of K, every token tile's register tile (part).
       Func gemm = k.funcs["acc_gemm"], part = k.funcs["part"];
       RDom ob = k.rdoms["ob"];
