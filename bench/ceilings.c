@@ -1,6 +1,6 @@
 /*===- ceilings.c - This machine's FP32 FMA peak and read bandwidth ------===*
  *
- * The figures bench/run.sh divides by, measured in the same run: the peak
+ * The figures the benchmarks divide by, measured in the same run: the peak
  * as independent AVX-512 (or AVX2) FMA chains on registers, the bandwidth
  * as a vector sum over an array far larger than the caches (the best of
  * 1, 4 and 8 concurrent streams per thread: a GEMV over packed panels
@@ -16,7 +16,7 @@
  * pinned to each, taking turns to write it), the median of 5 runs of
  * 100 000: on a VM it tells how far apart the hypervisor has put them now
  * (on the Zen 5 VM 127 ns in minutes when two-thread runs that share data
- * across the cores ran fast, 410-550 ns in those when they ran slow:
+ * across the cores ran fast, 406-553 ns in those when they ran slow:
  * docs/performance.md "The row-wise passes' slow minutes"); else
  * round_trip_ns=0.
  *   ceilings THREADS
@@ -61,7 +61,11 @@ static float SUM(vec v) {
 }
 #endif
 
-enum { CHAINS = 12, FMA_ITERS = 20000000 };
+/* 12 FMA chains cover 2 pipes x 4-6 cycles; the bf16 dot product's take
+ * 16: with 12 the Zen 5's probe read 417-423 GFLOP/s a thread where 16
+ * and 24 read 451-459 (its GEMM then measured at 103-105% of the
+ * probe). */
+enum { CHAINS = 12, BF16_CHAINS = 16, FMA_ITERS = 20000000 };
 static const size_t kFloats = (size_t)1 << 28; /* 1 GiB */
 
 static double now(void) {
@@ -98,18 +102,18 @@ static void *fma_job(void *arg) {
 #ifdef __AVX512BF16__
 static void *bf16_job(void *arg) {
   job *j = arg;
-  __m512 acc[CHAINS];
+  __m512 acc[BF16_CHAINS];
   __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80); /* 1.0 */
   __m512bh y = (__m512bh)_mm512_set1_epi16(0x3380); /* ~6e-8 */
-  for (int c = 0; c < CHAINS; ++c)
+  for (int c = 0; c < BF16_CHAINS; ++c)
     acc[c] = _mm512_set1_ps((float)c);
   for (long i = 0; i < FMA_ITERS; ++i) {
-#pragma GCC unroll 12
-    for (int c = 0; c < CHAINS; ++c)
+#pragma GCC unroll 16
+    for (int c = 0; c < BF16_CHAINS; ++c)
       acc[c] = _mm512_dpbf16_ps(acc[c], x, y);
   }
   __m512 s = acc[0];
-  for (int c = 1; c < CHAINS; ++c)
+  for (int c = 1; c < BF16_CHAINS; ++c)
     s = _mm512_add_ps(s, acc[c]);
   j->out = _mm512_reduce_add_ps(s);
   return NULL;
@@ -208,12 +212,14 @@ static double best(void *(*fn)(void *), int threads, const float *data,
 
 /* The round trip: the line holds the count of writes so far; thread 0
  * writes the odd ones, thread 1 the even ones, each waiting for the
- * other's. */
+ * other's. Timed by thread 0 from when both are pinned and ready. */
 enum { TRIPS = 100000 };
 static _Alignas(64) atomic_long ping;
+static atomic_int ready, failed;
 
 typedef struct {
   int cpu, first; /* pinned to `cpu`; `first`: writes 1, 3, 5, ... */
+  double ns;      /* thread 0's: the round trips' mean */
 } pinger;
 
 static void *ping_job(void *arg) {
@@ -221,12 +227,20 @@ static void *ping_job(void *arg) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(p->cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set))
+    atomic_store(&failed, 1);
+  atomic_fetch_add(&ready, 1);
+  while (atomic_load(&ready) < 2)
+    _mm_pause();
+  if (atomic_load(&failed))
+    return NULL;
+  double t0 = now();
   for (long i = p->first ? 0 : 1; i < 2 * TRIPS; i += 2) {
     while (atomic_load_explicit(&ping, memory_order_acquire) != i)
       _mm_pause();
     atomic_store_explicit(&ping, i + 1, memory_order_release);
   }
+  p->ns = (now() - t0) / TRIPS * 1e9;
   return NULL;
 }
 
@@ -236,7 +250,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* The round trip in ns between the first two CPUs of the process's
- * affinity mask; 0 where it has fewer than two. */
+ * affinity mask; 0 where it has fewer than two or they cannot be pinned. */
 static double round_trip_ns(void) {
   cpu_set_t mask;
   if (sched_getaffinity(0, sizeof mask, &mask))
@@ -253,13 +267,16 @@ static double round_trip_ns(void) {
   double t[5];
   for (int r = 0; r < 5; ++r) {
     atomic_store(&ping, 0);
+    atomic_store(&ready, 0);
+    atomic_store(&failed, 0);
     pthread_t tid[2];
-    double t0 = now();
     for (int i = 0; i < 2; ++i)
       pthread_create(&tid[i], NULL, ping_job, &p[i]);
     for (int i = 0; i < 2; ++i)
       pthread_join(tid[i], NULL);
-    t[r] = (now() - t0) / TRIPS * 1e9;
+    if (atomic_load(&failed))
+      return 0;
+    t[r] = p[0].ns;
   }
   qsort(t, 5, sizeof t[0], cmp_double);
   return t[2];
@@ -287,7 +304,7 @@ int main(int argc, char **argv) {
   }
   double bf16 = 0;
 #ifdef __AVX512BF16__
-  bf16 = 4.0 * 16 * CHAINS * (double)FMA_ITERS * threads /
+  bf16 = 4.0 * 16 * BF16_CHAINS * (double)FMA_ITERS * threads /
          best(bf16_job, threads, data, 3, 1) / 1e9;
 #endif
   double amx = 0;

@@ -1,7 +1,8 @@
 # Sourced by every bench/*.sh: runs from the repository root, with $archc,
 # a scratch directory $out removed on exit, and bench_ceilings, which
 # measures this machine's ceilings (bench/ceilings.c: FP32 FMA peak, read
-# bandwidth, bf16 dot-product peak where the CPU has one; 1 and 2 threads)
+# bandwidth, the bf16 dot product's and AMX tiles' peaks where the CPU has
+# them, the cores' round trip with 2; 1 and 2 threads)
 # into $out/ceilings.{1,2} and names the CPU in $out/cpu, for
 # bench/benchlib.py to print beside the figures.
 cd "$(dirname "${BASH_SOURCE[1]}")/.."

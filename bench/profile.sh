@@ -9,16 +9,18 @@
 # rows attention sees) as a share of the read bandwidth; then two threads
 # over one, kernel by kernel. Libraries of
 # $WEIGHTS (default "f32 bf16"; archc compile --weight-type). $ROUNDS
-# rounds (default 3) of every library at 1 then 2 threads ($RUNS calls
+# rounds (default 3) of every library at 1 and 2 threads ($RUNS calls
 # each after a warm-up, default 5; archc's figures are their medians),
-# alternated, each between two probes of the ceilings (the higher of the
+# alternated (one thread first in odd rounds, two in even ones), each
+# between two probes of the ceilings (the higher of the
 # two is the round's: a probe only reads low); every figure is the median
 # over the rounds of its per-round value
 # (a share: of the ceiling probed beside it; a speed-up: of the round's
 # ratio), so that a slow spell of the VM lands on every row alike. Each
-# round also runs two one-thread processes of a library at once: their
-# prefills summed over one alone is the machine's own two-core scaling of
-# that work, the ceiling the two-thread figure is read against. Each
+# round also runs two one-thread processes of a library at once
+# (prefills only): their prefills summed over one alone is the machine's
+# own two-core scaling of that work, the ceiling the two-thread figure is
+# read against. Each
 # round's two-thread ratio is printed beside the cores' round trip probed
 # there (bench/ceilings.c): on a VM, how far apart the two CPUs were.
 #   bench/profile.sh [SPEC]
@@ -30,10 +32,19 @@ bench_weight_types "$weights"
 bench_ceilings
 for w in $weights; do
   "$archc" compile "$spec" --weight-type="$w" -o "$out/$w.so" --quiet
+  # (The weight bytes a decoded token reads, for the whole token's share
+  # of the read bandwidth.)
+  "$archc" check "$spec" --weight-type="$w" --json > "$out/$w.check.json"
 done
+reversed=$(echo $weights | tr ' ' '\n' | tac | tr '\n' ' ')
 for round in $(seq "$rounds"); do
-  for t in 1 2; do
-    for w in $weights; do
+  # (Odd rounds one thread first and the libraries in $WEIGHTS' order,
+  # even rounds the other way round: a drift within a round lands on
+  # both sides of each ratio.)
+  order="1 2" libs="$weights"
+  if [ $((round % 2)) = 0 ]; then order="2 1" libs="$reversed"; fi
+  for t in $order; do
+    for w in $libs; do
       "$out/ceilings" "$t" > "$out/ceilings.$w.$t.$round.before"
       "$archc" bench "$out/$w.so" --random-weights --prompt-len "$prompt" \
         --gen "$gen" --threads "$t" --runs "$runs" --profile --json \
@@ -43,11 +54,14 @@ for round in $(seq "$rounds"); do
   done
   # Two one-thread processes side by side: what this machine's two cores
   # give the same work with nothing shared between them but the hardware.
-  for w in $weights; do
+  # Prefills only (--gen 0), twice as many: with the decodes between, one
+  # process's prefills would run beside the other's decodes (bound by
+  # the read bandwidth), not beside its prefills.
+  for w in $libs; do
     pids=()
     for half in a b; do
       "$archc" bench "$out/$w.so" --random-weights --prompt-len "$prompt" \
-        --gen "$gen" --threads 1 --runs "$runs" --profile --json \
+        --gen 0 --threads 1 --runs $((2 * runs)) --profile --json \
         > "$out/$w.pair.$round.$half" &
       pids+=($!)
     done
@@ -97,9 +111,15 @@ def line(ms_p, gf, of_peak, ms_d, gb, of_bw, name):
 for w in weights:
     for t in (1, 2):
         rs, ps = runs(w, t), probes(w, t)
+        # The whole decoded token (every kernel and what runs between them)
+        # as weight bytes a second over the read probed beside it.
+        wb = json.load(open(f"{out}/{w}.check.json"))["decode_weight_bytes"]
+        whole = med(r["decode_tokens_per_s"] * wb / 1e9 / p["read_gbs"]
+                    for r, p in zip(rs, ps))
         print(f"\n{rs[0]['model']}, {w} weights, {t} thread(s): prefill "
               f"{med(r['prefill_tokens_per_s'] for r in rs):.1f} tok/s, decode "
-              f"{med(r['decode_tokens_per_s'] for r in rs):.1f} tok/s; probed "
+              f"{med(r['decode_tokens_per_s'] for r in rs):.1f} tok/s "
+              f"({whole:.0%} of the read bandwidth, the whole token); probed "
               f"peak {med(peak(w, p) for p in ps):.1f} GFLOP/s, read "
               f"{med(p['read_gbs'] for p in ps):.1f} GB/s (medians of {rounds} "
               "rounds)")

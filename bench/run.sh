@@ -8,8 +8,11 @@
 # the FLOPs the model needs: a build that computes more, without
 # arch-sink-last-token, shows the time it spends on it as a lower share),
 # decode weight-streaming GB/s as a share of the read
-# bandwidth, the first forward call against the median of the later ones,
-# and resident memory after load against the weights' bytes. Each spec is
+# bandwidth (each row's shares of the ceilings probed just before and
+# after its call, the higher of the two), the first forward call against
+# the median of the later ones, and resident memory after load and at the
+# runs' fullest (caches and activations too) against the weights' bytes
+# and the caches'. Each spec is
 # also built with each pass of the default pipeline disabled, side by side
 # (a pass that leaves a spec's IR unchanged is skipped); PyTorch eager fp32
 # prefill over OpenBLAS (Debian's torch uses the libblas.so.3 alternative:
@@ -46,8 +49,12 @@ for spec in "${specs[@]}"; do
     "$archc" compile "$spec" -o "$out/$name.$v.so" --quiet "${flag[@]}"
     echo "$(date +%s.%N) - $start" | bc > "$out/$name.$v.compile"
     for t in 1 2; do
+      # The ceilings probed just before and just after the call
+      # (benchlib.probed reads the pair): each row's shares are of its own.
+      "$out/ceilings" "$t" > "$out/ceilings.$name.$v.$t.before"
       "$archc" bench "$out/$name.$v.so" --random-weights --prompt-len "$prompt" \
         --gen "$gen" --threads "$t" --runs "$runs" --json > "$out/$name.$v.$t.json"
+      "$out/ceilings" "$t" > "$out/ceilings.$name.$v.$t.after"
     done
   done
   for t in 1 2; do
@@ -66,13 +73,14 @@ import json, os, sys
 sys.path.insert(0, "bench")
 import benchlib
 out, specs = sys.argv[1], sys.argv[2:]
-ceil = benchlib.ceilings(out)
+benchlib.ceilings(out)  # (the start's, printed; the shares use the probes)
 blas = open(f"{out}/blas").read().strip()
 print(f"vs torch: PyTorch eager fp32 over {blas}" if blas else
       "vs torch: left out (torch's BLAS is not OpenBLAS; install libopenblas0-pthread)")
 print(f"{'model':<18} {'build':<27} {'thr':>3} {'compile s':>9} {'prefill tok/s':>13} "
       f"{'GFLOP/s':>8} {'of peak':>7} {'vs torch':>8} {'decode tok/s':>12} "
-      f"{'GB/s':>6} {'of bw':>6} {'1st/med':>7} {'load MiB':>8} {'weights':>7}")
+      f"{'GB/s':>6} {'of bw':>6} {'1st/med':>7} {'load MiB':>8} {'run MiB':>8} "
+      f"{'weights':>7} {'caches':>6}")
 for spec in specs:
     name = os.path.basename(spec)[:-5]
     chk = json.load(open(f"{out}/{name}.check.json"))
@@ -80,6 +88,7 @@ for spec in specs:
         comp = float(open(f"{out}/{name}.{v}.compile").read())
         for t in (1, 2):
             b = json.load(open(f"{out}/{name}.{v}.{t}.json"))
+            c = benchlib.probed(f"{out}/ceilings.{name}.{v}.{t}")
             n = b["prompt_len"]
             flops = (chk["prefill_flops_per_token"]
                      - chk["last_row_flops"] * (n - 1) / n)
@@ -90,8 +99,9 @@ for spec in specs:
                   if v == "default" and torch else f"{'':>8}")
             print(f"{b['model']:<18} {v:<27} {t:>3} {comp:>9.2f} "
                   f"{b['prefill_tokens_per_s']:>13.1f} {gf:>8.1f} "
-                  f"{gf / ceil[t]['peak_gflops']:>6.0%} {vs} {b['decode_tokens_per_s']:>12.1f} "
-                  f"{gb:>6.1f} {gb / ceil[t]['read_gbs']:>5.0%} "
+                  f"{gf / c['peak_gflops']:>6.0%} {vs} {b['decode_tokens_per_s']:>12.1f} "
+                  f"{gb:>6.1f} {gb / c['read_gbs']:>5.0%} "
                   f"{b['first_prefill_tokens_per_s'] / b['prefill_tokens_per_s']:>7.2f} "
-                  f"{b['load_rss_mib']:>8.1f} {b['weight_mib']:>7.1f}")
+                  f"{b['load_rss_mib']:>8.1f} {b['run_rss_mib']:>8.1f} "
+                  f"{b['weight_mib']:>7.1f} {b['cache_mib']:>6.1f}")
 PY

@@ -2,7 +2,9 @@
 # 16-bit weights (archc compile --weight-type) against f32 on one spec
 # (default specs/llama/bench-156m.toml), in one run, against this
 # machine's ceilings (bench/ceilings.c): prefill tok/s of $PROMPT_LEN
-# tokens (default 128) and its GFLOP/s as a share of the FP32 FMA peak;
+# tokens (default 128) and its GFLOP/s as a share of the peak of the
+# unit its GEMMs run on (the bf16 dot product's for bf16 weights where the
+# CPU has one, else the FP32 FMA peak);
 # decode tok/s ($GEN tokens after the prompt, default 64), the matmul
 # weight bytes a decoded token reads (archc check --weight-type) over its time as a
 # share of the read bandwidth, and its speed-up over f32; resident MiB

@@ -1322,7 +1322,9 @@ int cmdBench(int argc, char **argv) {
   for (size_t i = 0; i < prompt.size(); ++i)
     prompt[i] = int32_t((i * 7919 + 13) % size_t(info.vocab_size));
   std::vector<double> prefill, decode;
-  double firstPrefill = 0, peakPss = 0;
+  // peakRun: what the model holds resident at its fullest (after a run's
+  // decode: weights, caches, activations), against rssBefore.
+  double firstPrefill = 0, peakPss = 0, peakRun = 0;
   std::vector<double> prefillRuns, decodeRuns; // each timed run's seconds
   std::vector<KernelTime> kernels; // --profile's, over the timed runs
   archrt_seq *seq = nullptr;
@@ -1354,6 +1356,7 @@ int cmdBench(int argc, char **argv) {
       prefillRuns.push_back(p), decodeRuns.push_back(d);
     // With the caches as full as they get.
     peakPss = std::max(peakPss, proportionalBytes());
+    peakRun = std::max(peakRun, residentBytes() - rssBefore);
     if (run > 0) {
       prefill.push_back(promptLen / p);
       if (gen > 0)
@@ -1389,6 +1392,8 @@ int cmdBench(int argc, char **argv) {
                  << llvm::format("%.2f", firstPrefill)
                  << ", \"weight_mib\": " << llvm::format("%.1f", weightMiB)
                  << ", \"load_rss_mib\": " << llvm::format("%.1f", loadMiB)
+                 << ", \"run_rss_mib\": "
+                 << llvm::format("%.1f", peakRun / 1048576.0)
                  << ", \"peak_rss_mib\": " << llvm::format("%.1f", peakMiB)
                  << ", \"peak_pss_mib\": "
                  << llvm::format("%.1f", peakPss / 1048576.0)
@@ -1415,7 +1420,9 @@ int cmdBench(int argc, char **argv) {
                << " tok/s (the warm-up call)\n"
                << "weights:        " << llvm::format("%.1f MiB", weightMiB)
                << " f32; resident after load "
-               << llvm::format("%.1f MiB", loadMiB) << "\n"
+               << llvm::format("%.1f MiB", loadMiB) << ", at the runs' fullest "
+               << llvm::format("%.1f MiB", peakRun / 1048576.0)
+               << " (caches and activations too)\n"
                << "peak memory:    " << llvm::format("%.1f MiB", peakMiB)
                << " resident; "
                << llvm::format("%.1f MiB", peakPss / 1048576.0)
