@@ -43,10 +43,10 @@ int kBlockOf(const LinearKernel &d, int64_t l2Bytes) {
     return 0;
   // Pairs: a K row of a panel of bf16 pairs is 2 bytes a column (128 at
   // the default 64 columns); an even block, K / 2 split by a divisor up
-  // to 256. (Blocked from
-  // K > 2048 as f32 was, the Zen 5's K = 2816 and 4096 GEMMs ran at
-  // 91-95% of the vdpbf16ps peak; unblocked, 100%: docs/performance.md
-  // "The bf16 GEMM's blocks by its own panel's bytes".)
+  // to 256. (Blocked from K > 2048 as f32 was, the Zen 5's K = 2816 and
+  // 4096 GEMMs ran at 91-95% of the vdpbf16ps peak; unblocked, 100%:
+  // docs/performance.md "The bf16 GEMM's blocks by its own panel's
+  // bytes".)
   // At least two blocks: K <= 512 on an L2 under 128 KiB (ARCHC_L2_BYTES)
   // would be one, a loop Halide drops (and the next block's prefetch
   // with it).
@@ -55,11 +55,10 @@ int kBlockOf(const LinearKernel &d, int64_t l2Bytes) {
     return d.K * d.panel * 2 > l2Bytes / 2 && kb >= 128 && kb < d.K ? kb : 0;
   }
   // A K row of an f32 panel is 4 bytes a column (256 at the default 64
-  // columns). (Blocked from half
-  // the L2, the Zen 5's K = 2816 GEMM, a panel of 0.69 of its 1 MiB, ran
-  // 2.5% slower on one thread and 8% on two than unblocked; K = 4096
-  // the same either way: docs/performance.md "The Zen 5's K = 2816 GEMM
-  // unblocked".)
+  // columns). (Blocked from half the L2, the Zen 5's K = 2816 GEMM, a
+  // panel of 0.69 of its 1 MiB, ran 2.5% slower on one thread and 8% on
+  // two than unblocked; K = 4096 the same either way: docs/performance.md
+  // "The Zen 5's K = 2816 GEMM unblocked".)
   int64_t most = std::clamp<int64_t>(l2Bytes / 8 / (d.panel * 4), 128, 4096);
   int kb = divisorUpTo(d.K, int(most));
   return d.K * d.panel * 4 * 4 > l2Bytes * 3 && kb >= 128 ? kb : 0;
