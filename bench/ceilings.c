@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "timing.h"
 
 #ifdef __AVX512F__
 typedef __m512 vec;
@@ -67,12 +68,6 @@ static float SUM(vec v) {
  * probe). */
 enum { CHAINS = 12, BF16_CHAINS = 16, FMA_ITERS = 20000000 };
 static const size_t kFloats = (size_t)1 << 28; /* 1 GiB */
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct job {
   const float *data;
@@ -244,11 +239,6 @@ static void *ping_job(void *arg) {
   return NULL;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* The round trip in ns between the first two CPUs of the process's
  * affinity mask; 0 where it has fewer than two or they cannot be pinned. */
 static double round_trip_ns(void) {
@@ -278,8 +268,7 @@ static double round_trip_ns(void) {
       return 0;
     t[r] = p[0].ns;
   }
-  qsort(t, 5, sizeof t[0], cmp_double);
-  return t[2];
+  return median(t, 5);
 }
 
 int main(int argc, char **argv) {
