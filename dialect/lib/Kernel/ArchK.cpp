@@ -136,6 +136,15 @@ bool isBufferView(Operation *op) {
   return isa<memref::SubViewOp>(op) || isReshape(op);
 }
 
+Value rootOf(Value v, bool (*through)(Operation *)) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!through(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
 SmallVector<Value> viewsOf(Value buffer) {
   SmallVector<Value> views{buffer};
   for (size_t i = 0; i < views.size(); ++i)

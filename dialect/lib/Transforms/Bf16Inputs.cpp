@@ -38,16 +38,6 @@ bool dotInput(archk::CallOp call) {
          archk::denseRows(cast<MemRefType>(call.getArgs()[0].getType()));
 }
 
-/// The buffer `v` is a view of (`v` itself if none).
-Value rootOf(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (!archk::isBufferView(def))
-      break;
-    v = def->getOperand(0);
-  }
-  return v;
-}
-
 struct Bf16InputsPass : impl::Bf16InputsPassBase<Bf16InputsPass> {
   void runOnOperation() override {
     SmallVector<archk::CallOp> producers;
@@ -63,7 +53,7 @@ struct Bf16InputsPass : impl::Bf16InputsPassBase<Bf16InputsPass> {
   /// buffer is a bf16 dot product's x.
   void round(archk::CallOp producer) {
     OpOperand &out = producer.getArgsMutable()[producer.getArgs().size() - 1];
-    auto alloc = rootOf(out.get()).getDefiningOp<memref::AllocOp>();
+    auto alloc = archk::rootOf(out.get()).getDefiningOp<memref::AllocOp>();
     if (!alloc)
       return;
     SmallVector<Value> views = archk::viewsOf(alloc.getResult());

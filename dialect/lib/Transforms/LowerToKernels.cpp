@@ -1202,16 +1202,6 @@ LogicalResult LowerToKernelsPass::check(func::FuncOp forward,
   return success();
 }
 
-/// The buffer `v` views, through the views `through` accepts.
-Value rootOf(Value v, bool (*through)(Operation *) = archk::isBufferView) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (!through(def))
-      break;
-    v = def->getOperand(0);
-  }
-  return v;
-}
-
 /// copy(A -> B), A a whole fresh buffer and B a whole final one (the logits
 /// argument, a prepared weight): the kernels that wrote A write B instead.
 void elideCopies(func::FuncOp fn) {
@@ -1222,14 +1212,14 @@ void elideCopies(func::FuncOp fn) {
   });
   for (archk::CallOp c : copies) {
     Value src = c.getArgs()[0], dst = c.getArgs()[1];
-    auto alloc = rootOf(src).getDefiningOp<memref::AllocOp>();
-    Value final = rootOf(dst);
+    auto alloc = archk::rootOf(src).getDefiningOp<memref::AllocOp>();
+    Value final = archk::rootOf(dst);
     auto weight = final.getDefiningOp<archk::WeightOp>();
     if (!alloc || !(weight || isa<BlockArgument>(final)))
       continue;
     // Whole buffers only: the views are reshapes, not windows.
     auto isWhole = [](Value v) {
-      return rootOf(v, archk::isReshape) == rootOf(v);
+      return archk::rootOf(v, archk::isReshape) == archk::rootOf(v);
     };
     MemRefType from = alloc.getType();
     auto to = cast<MemRefType>(final.getType());

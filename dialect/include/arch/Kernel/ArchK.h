@@ -33,6 +33,10 @@ bool isBufferView(mlir::Operation *op);
 bool isReshape(mlir::Operation *op);
 /// `buffer` and every view of it, views of views included.
 llvm::SmallVector<mlir::Value> viewsOf(mlir::Value buffer);
+/// The buffer `v` views, through the views `through` accepts (`v` itself
+/// where it is none of them).
+mlir::Value rootOf(mlir::Value v,
+                   bool (*through)(mlir::Operation *) = isBufferView);
 /// Whether `t` is rows of its width one after another (rank 2, strides
 /// [width, 1], any offset): a linear's x rounded by its producer
 /// (archk-bf16-inputs) must be.
