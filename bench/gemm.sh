@@ -75,14 +75,10 @@ for round in $(seq "$rounds"); do
   while read -r name w bits suffix lin k n; do
     suffix=${suffix#-}
     for t in 1 2; do
-      # The ceilings probed just before and just after the call
-      # (benchlib.probed reads the pair).
-      probe="$out/probe.$w.$k.$n.$t.$round"
-      "$out/ceilings" "$t" > "$probe.before"
-      result=$("$out/gemm" "$out/$name.$w.so" "archk_pack_${k}x${n}x64x1$suffix" \
-        "$lin" "$k" "$n" "$m" "$t" "$runs" "$bits" "$copies")
-      "$out/ceilings" "$t" > "$probe.after"
-      echo "$round $w $k $n $t $result"
+      bench_probed "$out/probe.$w.$k.$n.$t.$round" "$t" "$out/call" \
+        "$out/gemm" "$out/$name.$w.so" "archk_pack_${k}x${n}x64x1$suffix" \
+        "$lin" "$k" "$n" "$m" "$t" "$runs" "$bits" "$copies"
+      echo "$round $w $k $n $t $(cat "$out/call")"
     done
   done < "$out/shapes"
 done > "$out/results"

@@ -15,6 +15,16 @@ bench_ceilings() {
   for t in 1 2; do "$out/ceilings" "$t" > "$out/ceilings.$t"; done
   grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /' > "$out/cpu"
 }
+# bench_probed PREFIX THREADS OUTPUT COMMAND...: COMMAND's stdout into
+# OUTPUT, between two probes of the ceilings at THREADS threads, into
+# PREFIX.before and PREFIX.after (benchlib.probed reads the pair).
+bench_probed() {
+  local prefix=$1 t=$2 output=$3
+  shift 3
+  "$out/ceilings" "$t" > "$prefix.before"
+  "$@" > "$output"
+  "$out/ceilings" "$t" > "$prefix.after"
+}
 export PYTHONDONTWRITEBYTECODE=1
 # bench_whole_numbers NAME:VALUE...: exits (status 2, naming the
 # variable) unless every VALUE is a whole number >= 1.

@@ -72,10 +72,9 @@ for w in $weights; do
   /usr/bin/python3 bench/llama_gguf.py "$spec" "$out/$w.gguf" "$w" "$GGUF_PY"
 done
 run_archc() {  # weights, threads, tag
-  "$out/ceilings" "$2" > "$out/ceilings.archc.$3.before"
-  "$archc" bench "$out/$1.so" --random-weights --prompt-len "$prompt" \
-    --gen "$gen" --threads "$2" --runs "$runs" --json > "$out/archc.$3"
-  "$out/ceilings" "$2" > "$out/ceilings.archc.$3.after"
+  bench_probed "$out/ceilings.archc.$3" "$2" "$out/archc.$3" \
+    "$archc" bench "$out/$1.so" --random-weights --prompt-len "$prompt" \
+    --gen "$gen" --threads "$2" --runs "$runs" --json
 }
 run_llama() {  # weights, threads, tag
   "$out/ceilings" "$2" > "$out/ceilings.llama.$3.before"

@@ -45,11 +45,9 @@ for round in $(seq "$rounds"); do
   if [ $((round % 2)) = 0 ]; then order="2 1" libs="$reversed"; fi
   for t in $order; do
     for w in $libs; do
-      "$out/ceilings" "$t" > "$out/ceilings.$w.$t.$round.before"
-      "$archc" bench "$out/$w.so" --random-weights --prompt-len "$prompt" \
-        --gen "$gen" --threads "$t" --runs "$runs" --profile --json \
-        > "$out/$w.$t.$round"
-      "$out/ceilings" "$t" > "$out/ceilings.$w.$t.$round.after"
+      bench_probed "$out/ceilings.$w.$t.$round" "$t" "$out/$w.$t.$round" \
+        "$archc" bench "$out/$w.so" --random-weights --prompt-len "$prompt" \
+        --gen "$gen" --threads "$t" --runs "$runs" --profile --json
     done
   done
   # Two one-thread processes side by side: what this machine's two cores

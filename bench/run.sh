@@ -49,12 +49,10 @@ for spec in "${specs[@]}"; do
     "$archc" compile "$spec" -o "$out/$name.$v.so" --quiet "${flag[@]}"
     echo "$(date +%s.%N) - $start" | bc > "$out/$name.$v.compile"
     for t in 1 2; do
-      # The ceilings probed just before and just after the call
-      # (benchlib.probed reads the pair): each row's shares are of its own.
-      "$out/ceilings" "$t" > "$out/ceilings.$name.$v.$t.before"
-      "$archc" bench "$out/$name.$v.so" --random-weights --prompt-len "$prompt" \
-        --gen "$gen" --threads "$t" --runs "$runs" --json > "$out/$name.$v.$t.json"
-      "$out/ceilings" "$t" > "$out/ceilings.$name.$v.$t.after"
+      # (Each row's shares are of the ceilings probed beside its call.)
+      bench_probed "$out/ceilings.$name.$v.$t" "$t" "$out/$name.$v.$t.json" \
+        "$archc" bench "$out/$name.$v.so" --random-weights --prompt-len "$prompt" \
+        --gen "$gen" --threads "$t" --runs "$runs" --json
     done
   done
   for t in 1 2; do

@@ -45,10 +45,9 @@ done
 for round in $(seq "$rounds"); do
   for t in 1 2; do
     for w in f32 bf16 bf16w f16; do
-      "$out/ceilings" "$t" > "$out/ceilings.$w.$t.$round.before"
-      "$archc" bench "$out/$w.so" --random-weights --prompt-len "$prompt" \
-        --gen "$gen" --threads "$t" --runs "$runs" --json > "$out/$w.$t.$round"
-      "$out/ceilings" "$t" > "$out/ceilings.$w.$t.$round.after"
+      bench_probed "$out/ceilings.$w.$t.$round" "$t" "$out/$w.$t.$round" \
+        "$archc" bench "$out/$w.so" --random-weights --prompt-len "$prompt" \
+        --gen "$gen" --threads "$t" --runs "$runs" --json
     done
   done
 done
