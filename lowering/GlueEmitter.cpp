@@ -101,6 +101,8 @@ private:
   // Model facts for the descriptor, read off the kernel calls.
   int64_t vocab = 0, dModel = 0, nLayers = 0, nHeads = 0, nKVHeads = 0,
           headDim = 0, dFF = 0, maxSeq = 0;
+  /// The rotations the forward pass runs (its RoPE kernels' styles).
+  bool ropeHalfSplit = false, ropeInterleaved = false;
 };
 
 std::string GlueEmitter::label(Operation *op) {
@@ -407,6 +409,9 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
       if (auto *a = spec.get<AttentionKernel>())
         nHeads = a->heads, nKVHeads = a->kvHeads,
         headDim = std::max(a->headDim, a->vHeadDim), ++nLayers;
+      if (auto *r = spec.get<RopeKernel>())
+        (r->style == RopeStyle::interleaved ? ropeInterleaved
+                                            : ropeHalfSplit) = true;
       if (auto *g = spec.get<ElementwiseKernel>())
         if (g->op == ElementwiseKernel::Glu ||
             g->op == ElementwiseKernel::Activate)
@@ -632,6 +637,13 @@ std::string GlueEmitter::emitDesc() {
      << ", .head_dim = " << headDim << ", .d_ff = " << dFF << ",\n"
      << "    .max_seq_len = " << maxSeq << ", .max_chunk = "
      << maxChunkOf(module) << ",\n"
+     << "    .rope_styles = "
+     << (ropeHalfSplit && ropeInterleaved
+             ? "ARCHRT_GEN_ROPE_HALF_SPLIT | ARCHRT_GEN_ROPE_INTERLEAVED"
+         : ropeHalfSplit   ? "ARCHRT_GEN_ROPE_HALF_SPLIT"
+         : ropeInterleaved ? "ARCHRT_GEN_ROPE_INTERLEAVED"
+                           : "0")
+     << ",\n"
      << "    .n_params = " << params.size() << ", .params = params,\n"
      << "    .n_prepared = " << prepared.size()
      << ", .prepared = prepared,\n"

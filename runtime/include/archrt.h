@@ -78,13 +78,24 @@ archrt_status archrt_param_info_get(const archrt_model *model, int32_t index,
  * q/k/v or gate/up tensors are split and Conv1D weights transposed at load.
  * archrt_load_safetensors takes one .safetensors file, a sharded
  * checkpoint's model.safetensors.index.json, or a directory holding either
- * (the index first, else model.safetensors). */
+ * (the index first, else model.safetensors).
+ * F32 safetensors and llama2.c files are used in place, mapped from the
+ * file for as long as the model holds them: the file must not be rewritten
+ * or truncated meanwhile (the model would read the new bytes, or fault on
+ * pages past the new end).
+ * A load replaces the model's weights only when it succeeds, and must not
+ * run while another thread prefills or decodes a sequence of the model;
+ * the sequences' caches keep the rows the old weights computed (reset
+ * them). */
 archrt_status archrt_load_safetensors(archrt_model *model, const char *path);
 archrt_status archrt_load_llama2c(archrt_model *model, const char *path);
-/* GGUF version 3 (llama.cpp): F32, F16, BF16 and Q8_0 tensors converted to
- * f32 at load, found under llama.cpp's names (token_embd, blk.N.attn_q,
- * ...; the Llama family's tensors), the q/k rows llama.cpp's converter
- * permutes put back; the metadata's shape keys checked against the model. */
+/* GGUF version 3 (llama.cpp): F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+ * Q4_K, Q5_K and Q6_K tensors converted to f32 at load, found under
+ * llama.cpp's names (token_embd, blk.N.attn_q, ...) for its llama, qwen2,
+ * qwen2moe, qwen3, qwen3moe, gemma2, gemma3 and phi3 architectures, the
+ * q/k rows llama.cpp's converter permutes (its llama architecture's) put
+ * back where the model rotates half-split; the metadata's shape keys
+ * checked against the model. */
 archrt_status archrt_load_gguf(archrt_model *model, const char *path);
 /* Picks the loader from the path and the file's contents (a directory or
  * .json: safetensors; else the file's first bytes). */
@@ -109,10 +120,14 @@ void archrt_set_num_threads(int n);
  * The ring caches of sliding-window layers are shared memory mappings: a
  * process forked from the one that created a sequence must not use it
  * (parent and child would write the same pages).
- * A linear-attention layer keeps a recurrent state, not positions: a
- * prefill or decode that fails in a kernel may have updated it, and the
- * sequence then refuses calls (ARCHRT_ERR_STATE) until archrt_seq_reset,
- * which zeroes every state. */
+ * A prefill or decode that fails in a kernel appends none of its tokens:
+ * the sequence keeps its length and has no logits. A linear-attention
+ * layer keeps a recurrent state, not positions, which such a call may have
+ * updated, as a prompt run in several forward calls (longer than the
+ * library's chunk) may have overwritten a sliding-window layer's ring past
+ * the rows the sequence still needs:
+ * the sequence then refuses calls (ARCHRT_ERR_STATE) until
+ * archrt_seq_reset, which zeroes every state. */
 archrt_status archrt_seq_create(archrt_model *model, int32_t max_tokens,
                                 archrt_seq **out);
 void archrt_seq_free(archrt_seq *seq);

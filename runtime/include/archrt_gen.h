@@ -70,12 +70,23 @@ typedef struct archrt_gen_site {
   int64_t flops_per_row;
 } archrt_gen_site;
 
+/* archrt_gen_model's rope_styles bits. */
+enum {
+  ARCHRT_GEN_ROPE_HALF_SPLIT = 1,  /* pairs (i, i + rotary_dim / 2) */
+  ARCHRT_GEN_ROPE_INTERLEAVED = 2, /* pairs (2i, 2i + 1) */
+};
+
 typedef struct archrt_gen_model {
   const char *name;
   const char *spec_toml;
   int32_t vocab_size, d_model, n_layers, n_heads, n_kv_heads, head_dim;
   int32_t d_ff, max_seq_len;
   int32_t max_chunk; /* most tokens one forward call takes */
+  /* The rotations the forward pass runs (its RoPE kernels' styles): a
+   * loader whose checkpoint format permuted q/k rows for one of them (a
+   * GGUF llama file's) needs to know which, whatever the source (a spec
+   * or IR). */
+  int32_t rope_styles; /* ARCHRT_GEN_ROPE_* bits; 0: no RoPE */
   int32_t n_params; /* loaded from checkpoints */
   const archrt_gen_param *params;
   /* Weights archrt_gen_prepare computes from the loaded ones (fused,

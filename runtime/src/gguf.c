@@ -183,27 +183,6 @@ static void dequantize(const gguf_tensor *t, const uint8_t *src, float *dst) {
   }
 }
 
-/* Whether the model's spec text sets an interleaved RoPE style (a `style`
- * key whose value is "interleaved", its comments aside). */
-static int spec_rotates_interleaved(const char *toml) {
-  for (const char *line = toml; line && *line;) {
-    const char *end = strchr(line, '\n');
-    size_t n = end ? (size_t)(end - line) : strlen(line);
-    const char *p = line;
-    while (p < line + n && (*p == ' ' || *p == '\t'))
-      ++p;
-    if ((size_t)(line + n - p) > 5 && !strncmp(p, "style", 5)) {
-      const char *hash = memchr(p, '#', (size_t)(line + n - p));
-      size_t m = (size_t)((hash ? hash : line + n) - p);
-      for (size_t i = 0; i + 13 <= m; ++i)
-        if (!memcmp(p + i, "\"interleaved\"", 13))
-          return 1;
-    }
-    line = end ? end + 1 : NULL;
-  }
-  return 0;
-}
-
 /* llama.cpp's name for parameter `name` (Hugging Face Llama names), or 0;
  * `permute` says whether llama.cpp permuted its rows (q: 1, k: 2), which
  * it does for its llama architecture only (Qwen 2 and 3, Gemma 2 and 3
@@ -376,8 +355,12 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
   /* llama.cpp's llama files hold q/k rows permuted for its interleaved
    * rotation: a model that rotates half-split (Hugging Face's Llama) takes
    * them back, one that rotates interleaved (Meta's own, llama2.c) takes
-   * them as they are. */
-  const int interleaved = spec_rotates_interleaved(d->spec_toml);
+   * them as they are. (The styles are the forward pass's RoPE kernels',
+   * from the glue: a library compiled from IR has no spec text.) */
+  const int interleaved = d->rope_styles == ARCHRT_GEN_ROPE_INTERLEAVED;
+  const int both_styles =
+      d->rope_styles ==
+      (ARCHRT_GEN_ROPE_HALF_SPLIT | ARCHRT_GEN_ROPE_INTERLEAVED);
 
   /* The model's shape against the metadata. */
   rc = ARCHRT_ERR_MISMATCH;
@@ -393,7 +376,7 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
       archrt_problem(&probs, "%s%s is %g, the model has %lld", arch,
                      archrt_gguf_meta_suffix[k], h.meta[k], (long long)want[k]);
   /* Every parameter under its GGUF name, with the shape it should have. */
-  params = calloc((size_t)d->n_params, sizeof *params);
+  params = calloc((size_t)d->n_params + 1, sizeof *params);
   fills = calloc((size_t)d->n_params + 1, sizeof *fills);
   deferred = calloc((size_t)d->n_params + 1, sizeof *deferred);
   size_t total = 0;
@@ -500,6 +483,13 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
      * scales by the weight alone); archc's Gemma specs scale by 1 + w. */
     size_t nl = strlen(gname);
     g->gemma_norm = gemma && nl >= 11 && !strcmp(gname + nl - 11, "norm.weight");
+    if (permute && both_styles) {
+      archrt_problem(&probs, "tensor '%s': llama.cpp permuted its rows for "
+                             "one RoPE style, and the model rotates in both "
+                             "(half-split and interleaved layers)",
+                     gname);
+      continue;
+    }
     if (permute && !interleaved) {
       int64_t heads = permute == 1 ? d->n_heads : d->n_kv_heads;
       int64_t rows = p->shape[0], cols = p->ndim > 1 ? p->shape[1] : 1,

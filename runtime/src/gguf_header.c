@@ -35,6 +35,13 @@ const char *const archrt_gguf_archs[] = {
     "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma2", "gemma3",
     "phi3", NULL};
 
+/* Orders pointers to tensors by their data's offset (qsort). */
+static int by_offset(const void *a, const void *b) {
+  uint64_t x = (*(const gguf_tensor *const *)a)->offset,
+           y = (*(const gguf_tensor *const *)b)->offset;
+  return (x > y) - (x < y);
+}
+
 archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
                                       const char *const *archs, char *why,
                                       size_t cap) {
@@ -224,6 +231,32 @@ archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
       goto fail;
     }
   }
+  /* No two tensors share bytes (a parameter would silently read
+   * another's, as safetensors' loader refuses too). */
+  const gguf_tensor **by = n_tensors > 1
+                               ? malloc((size_t)n_tensors * sizeof *by)
+                               : NULL;
+  if (n_tensors > 1 && !by) {
+    rc = ARCHRT_ERR_OUT_OF_MEMORY;
+    snprintf(why, cap, "out of memory for %llu tensors' offsets",
+             (unsigned long long)n_tensors);
+    goto fail;
+  }
+  for (uint64_t i = 0; i < n_tensors && by; ++i)
+    by[i] = &tensors[i];
+  if (by)
+    qsort(by, (size_t)n_tensors, sizeof *by, by_offset);
+  for (uint64_t i = 1; i < n_tensors; ++i)
+    if (by[i - 1]->offset + by[i - 1]->bytes > by[i]->offset) {
+      snprintf(why, cap, "data of tensors '%.64s' and '%.64s' overlap "
+                         "(offsets %llu and %llu, %zu bytes at the first)",
+               by[i - 1]->name, by[i]->name,
+               (unsigned long long)by[i - 1]->offset,
+               (unsigned long long)by[i]->offset, by[i - 1]->bytes);
+      free(by);
+      goto fail;
+    }
+  free(by);
   h->tensors = tensors;
   h->n_tensors = n_tensors;
   h->data = data;

@@ -10,11 +10,15 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 static char kernel_error[1024];
 static pthread_mutex_t kernel_error_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Halide may report from a worker thread: keep the message globally. */
+/* Halide may report from a worker thread, which does not know the host
+ * thread whose call it runs: the message is kept globally. (Two host
+ * threads whose kernels fail at the same time may each read the later
+ * message.) */
 static void on_halide_error(void *user_context, const char *msg) {
   (void)user_context;
   pthread_mutex_lock(&kernel_error_lock);
@@ -22,7 +26,15 @@ static void on_halide_error(void *user_context, const char *msg) {
   pthread_mutex_unlock(&kernel_error_lock);
 }
 
-const char *archrt_kernel_error(void) { return kernel_error; }
+/* The last message, copied for the calling thread under the lock (a
+ * worker may be writing the next). */
+const char *archrt_kernel_error(void) {
+  static _Thread_local char copy[sizeof kernel_error];
+  pthread_mutex_lock(&kernel_error_lock);
+  memcpy(copy, kernel_error, sizeof copy);
+  pthread_mutex_unlock(&kernel_error_lock);
+  return copy;
+}
 
 void archrt_install_error_handler(void) {
   halide_set_error_handler(on_halide_error);

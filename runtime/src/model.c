@@ -322,7 +322,7 @@ archrt_status archrt_init_random(archrt_model *m, uint64_t seed) {
   for (int i = 0; i < d->n_params; ++i) {
     int64_t n = archrt_param_numel(&d->params[i]);
     params[i] = p;
-    /* Norm weights (1-D) near 1, matrices uniform in +-0.5/sqrt(fan_in). */
+    /* Norm weights (1-D) near 1 (+-0.1), matrices uniform in +-0.5/d_model. */
     float amp = d->params[i].ndim == 1 ? 0.1f : 0.5f / (float)d->d_model;
     for (int64_t j = 0; j < n; ++j) {
       s ^= s >> 12, s ^= s << 25, s ^= s >> 27;
@@ -448,7 +448,7 @@ archrt_status archrt_seq_create(archrt_model *m, int32_t max_tokens,
   atomic_fetch_add(&m->refs, 1);
   s->capacity = max_tokens ? max_tokens : d->max_seq_len;
   s->logits = alloc_floats((size_t)d->vocab_size);
-  s->slots = calloc((size_t)d->n_slots, sizeof *s->slots);
+  s->slots = calloc((size_t)d->n_slots + 1, sizeof *s->slots);
   s->caches = calloc((size_t)d->n_caches + 1, sizeof *s->caches);
   s->scratch = d->scratch_floats ? alloc_floats((size_t)d->scratch_floats)
                                  : NULL;
@@ -541,7 +541,8 @@ archrt_status archrt_prefill(archrt_seq *s, const int32_t *tokens,
   if (s->broken)
     return archrt_fail(ARCHRT_ERR_STATE,
                        "archrt_prefill: an earlier call failed after "
-                       "updating the sequence's recurrent state: call "
+                       "overwriting the sequence's recurrent state or "
+                       "sliding-window rows: call "
                        "archrt_seq_reset first");
   if (n <= 0)
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
@@ -557,6 +558,7 @@ archrt_status archrt_prefill(archrt_seq *s, const int32_t *tokens,
                          "archrt_prefill: token %d at index %d is outside "
                          "the vocabulary [0, %d)",
                          tokens[i], i, d->vocab_size);
+  const int32_t start = s->length;
   for (int32_t done = 0; done < n;) {
     int32_t chunk = n - done < d->max_chunk ? n - done : d->max_chunk;
     archrt_gen_call call = {
@@ -574,8 +576,16 @@ archrt_status archrt_prefill(archrt_seq *s, const int32_t *tokens,
     s->has_logits = 0;
     int rc = archrt_gen_forward(&call);
     if (rc != 0) {
+      /* None of the call's tokens went in: the sequence keeps its length
+       * (a token cache's rows past it are rewritten by the next call). A
+       * ring of W + max_chunk - 1 rows keeps the W - 1 before the start
+       * through one chunk's writes, not through more; a recurrent state
+       * is updated in place. Where those were overwritten the sequence
+       * is broken until archrt_seq_reset. */
+      s->length = start;
       for (int i = 0; i < d->n_caches; ++i)
-        s->broken |= d->caches[i].layout == ARCHRT_GEN_CACHE_STATE;
+        s->broken |= d->caches[i].layout == ARCHRT_GEN_CACHE_STATE ||
+                     (d->caches[i].layout == ARCHRT_GEN_CACHE_RING && done);
       return archrt_fail(ARCHRT_ERR_KERNEL, "kernel error %d: %s", rc,
                          archrt_kernel_error());
     }

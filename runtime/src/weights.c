@@ -658,12 +658,23 @@ static int in_place(const st_set *s, const st_tensor *t,
   return !p->source || (!p->transpose && p->rows[0] <= 1);
 }
 
+/* The elements of a row of parameter `p`: of its dimensions after the
+ * first (1 for a vector or a scalar). */
+static int64_t row_elems(const archrt_gen_param *p) {
+  int64_t n = 1;
+  for (int k = 1; k < p->ndim; ++k)
+    n *= p->shape[k];
+  return n;
+}
+
 /* Copies (converting, transposing, gathering rows) parameter `p` out of `t`. */
 static void assemble(const st_set *s, const st_tensor *t,
                      const archrt_gen_param *p, float *out) {
   const uint8_t *src = st_data(s, t);
   int es = dtype_size(t->dtype), bf16 = !strcmp(t->dtype, "BF16");
-  int64_t rows = p->shape[0], cols = p->ndim == 2 ? p->shape[1] : 1;
+  /* (A scalar is one row of one element; a transposed or gathered
+   * parameter is a matrix.) */
+  int64_t rows = p->ndim ? p->shape[0] : 1, cols = row_elems(p);
   /* Rows of the stored tensor; a transposed one is stored [cols, rows]. */
   int64_t stored_rows = p->source ? p->source_shape[p->transpose ? 1 : 0]
                                   : rows;
@@ -771,8 +782,7 @@ static archrt_status bind_params(archrt_model *m, st_set *s, const char *path) {
     const st_tensor *t = which[i];
     if (in_place(s, t, p)) {
       /* The mapping is private and read-only. */
-      int64_t skip = p->source ? p->rows[2] * (p->ndim == 2 ? p->shape[1] : 1)
-                               : 0;
+      int64_t skip = p->source ? p->rows[2] * row_elems(p) : 0;
       params[i] = (float *)(uintptr_t)st_data(s, t) + skip;
     }
   }
@@ -982,7 +992,13 @@ archrt_status archrt_load_safetensors(archrt_model *m, const char *path) {
   archrt_status st;
   if (is_directory(path)) {
     char buf[4096];
-    snprintf(buf, sizeof buf, "%s/model.safetensors.index.json", path);
+    /* (A path cut short would name another file: the index's would be the
+     * shard's.) */
+    if ((size_t)snprintf(buf, sizeof buf, "%s/model.safetensors.index.json",
+                         path) >= sizeof buf)
+      return archrt_fail(ARCHRT_ERR_IO,
+                         "checkpoint directory path too long (%zu bytes): %s",
+                         strlen(path), path);
     if (access(buf, F_OK) == 0) {
       st = st_add_index(&s, buf);
     } else {
@@ -1105,7 +1121,7 @@ archrt_status archrt_load_llama2c(archrt_model *m, const char *path) {
                        path, f.size, shared ? "shared-classifier" : "separate-classifier",
                        (long long)at * 4);
   }
-  float **params = calloc((size_t)d->n_params, sizeof *params);
+  float **params = calloc((size_t)d->n_params + 1, sizeof *params);
   if (!params) {
     munmap(f.data, f.size);
     return archrt_fail(ARCHRT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
@@ -1175,9 +1191,6 @@ archrt_status archrt_load_weights(archrt_model *m, const char *path) {
   /* GGUF first: its byte 8 (a tensor count's) may be '{'. */
   if (n >= 4 && !memcmp(head, "GGUF", 4))
     return archrt_load_gguf(m, path);
-  /* Safetensors: 8-byte little-endian header length, then '{'. */
-  if (n >= 9 && head[8] == '{')
-    return archrt_load_safetensors(m, path);
   /* llama2.c: seven int32 dimensions, each within the spec's limits in
    * size (vocab_size's sign says whether the classifier is shared). */
   int32_t h[7];
@@ -1187,6 +1200,16 @@ archrt_status archrt_load_weights(archrt_model *m, const char *path) {
     int64_t v = i == 5 && h[i] < 0 ? -(int64_t)h[i] : h[i];
     plausible &= v > 0 && v <= (1 << 24);
   }
+  /* Safetensors: 8-byte little-endian header length, then '{'. A llama2.c
+   * file's byte 8 is its layer count's low byte, '{' at 123 layers: its
+   * first 8 bytes (dim, then hidden_dim in the high half) read as a
+   * header length run past the file's end, where a safetensors file's
+   * (checked by its loader) would not. */
+  uint64_t header_length;
+  memcpy(&header_length, head, sizeof header_length);
+  if (n >= 9 && head[8] == '{' &&
+      !(plausible && header_length > (uint64_t)size - 8))
+    return archrt_load_safetensors(m, path);
   if (plausible)
     return archrt_load_llama2c(m, path);
   return archrt_fail(ARCHRT_ERR_FORMAT,

@@ -390,12 +390,14 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
         pad = (-len(raw)) % alignment
         blobs.append(raw + b"\0" * pad)
         offset += len(raw) + pad
-    for name, dims, k, raw in extra or []:
+    for name, dims, k, raw, *at in extra or []:
+        # (`at`: the tensor's data at that offset, over another's.)
         infos.append(gstr(name) + struct.pack("<I", len(dims)) +
                      struct.pack(f"<{len(dims)}Q", *dims) +
-                     struct.pack("<IQ", TYPES.get(k, k), offset))
-        blobs.append(raw + b"\0" * ((-len(raw)) % alignment))
-        offset += len(blobs[-1])
+                     struct.pack("<IQ", TYPES.get(k, k), at[0] if at else offset))
+        if not at:
+            blobs.append(raw + b"\0" * ((-len(raw)) % alignment))
+            offset += len(blobs[-1])
     head = (b"GGUF" + struct.pack("<IQQ", version, len(infos), len(entries)) +
             b"".join(entries) + b"".join(infos))
     head += b"\0" * ((-len(head)) % alignment)
@@ -588,6 +590,9 @@ def main():
         load_error("unexpected tensor", ["tensor 'blk.9.attn_q.weight' is not "
                                          "a parameter of the model"],
                    extra=[("blk.9.attn_q.weight", [4], "F32", b"\0" * 16)])
+        load_error("overlapping tensors",
+                   ["data of tensors", "overlap (offsets 0 and 0"],
+                   extra=[("x.weight", [4], "F32", b"", 0)])
         load_error("Q2_K", ["tensor 'x.weight': type 10 is not F32, F16, "
                             "BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K "
                             "or Q6_K"],

@@ -94,6 +94,16 @@ def main():
                  L.archrt_load_weights(model, p("huge.safetensors").encode()),
                  "data_offsets")
 
+    # A checkpoint directory whose path leaves no room for the index's
+    # name in a path: refused, not cut short into the shard's name.
+    deep = tmp
+    while len(deep) < 4080:
+        deep = os.path.join(deep, "d" * min(200, 4080 - len(deep)))
+    os.makedirs(deep)
+    case.error(lib, "directory path too long",
+                 L.archrt_load_weights(model, deep.encode()),
+                 "checkpoint directory path too long (408")
+
     # llama2.c: wrong dimensions in the header, and a truncated file.
     hdr = [spec.d + 1, spec.d_ff, spec.layers, spec.heads, spec.kv_heads,
            spec.vocab, spec.max_seq]
@@ -108,6 +118,15 @@ def main():
     case.error(lib, "llama2.c truncated",
                  L.archrt_load_llama2c(model, p("ckpt.bin").encode()),
                  "file has", "bytes")
+    # 123 layers: byte 8 is '{', as a safetensors file's; still llama2.c
+    # (its first 8 bytes as a header length run past the file's end).
+    hdr[2] = 123
+    with open(p("ckpt.bin"), "wb") as f:
+        f.write(struct.pack("<7i", *hdr) + bytes(64))
+    case.error(lib, "llama2.c of 123 layers, byte 8 '{'",
+                 L.archrt_load_weights(model, p("ckpt.bin").encode()),
+                 f"header n_layers is 123, the model has {spec.layers}")
+    hdr[2] = spec.layers
 
     # --- state and arguments ------------------------------------------------
     seq = lib.seq(model)
