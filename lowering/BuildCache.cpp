@@ -1,6 +1,8 @@
 //===- BuildCache.cpp - Objects kept across builds ------------------------===//
 #include "lowering/BuildCache.h"
+#include "lowering/OutputFile.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -117,31 +119,6 @@ Entry runtimeEntry(const std::string &dir, const std::string &target) {
   return {dir + "/halide_runtime-" + hex(fnv1a(key)), key};
 }
 
-/// `text` into `path` through a file beside it and a rename.
-bool replaceFile(const std::string &path, const std::string &from,
-                 const std::string *text) {
-  std::string part = path + ".XXXXXX";
-  int fd = mkstemp(part.data());
-  if (fd < 0)
-    return false;
-  close(fd);
-  std::error_code ec;
-  bool ok;
-  if (text) {
-    std::ofstream f(part, std::ios::binary);
-    f << *text;
-    f.close();
-    ok = bool(f);
-  } else {
-    ok = fs::copy_file(from, part, fs::copy_options::overwrite_existing, ec);
-  }
-  if (ok)
-    fs::rename(part, path, ec);
-  if (!ok || ec)
-    fs::remove(part, ec);
-  return ok && !ec;
-}
-
 /// Copies the object of entry `e` to `path` if its key matches; the key
 /// names the object's size, so a truncated object is a miss.
 bool fetchEntry(const Entry &e, const std::string &path) {
@@ -161,10 +138,11 @@ bool fetchEntry(const Entry &e, const std::string &path) {
 void storeEntry(const Entry &e, const std::string &path) {
   std::error_code ec;
   uintmax_t size = fs::file_size(path, ec);
-  if (ec || !replaceFile(e.stem + ".o", path, nullptr))
+  std::string error;
+  if (ec || !putFile(e.stem + ".o", nullptr, path, 0666, error))
     return;
   std::string key = e.key + std::to_string(size) + "\n";
-  replaceFile(e.stem + ".key", "", &key);
+  putFile(e.stem + ".key", &key, "", 0666, error);
 }
 
 } // namespace
@@ -226,12 +204,39 @@ void KernelCache::storeRuntime(const std::string &target,
 
 KernelCache::Lock::Lock(const std::string &path)
     : fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
-  // flock waits while another build holds the entry; a signal restarts it.
-  while (fd >= 0 && flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) {
+  // Waits while another build holds the entry, saying so after 10 s; one
+  // that holds it for longer than $ARCHC_CACHE_LOCK_WAIT seconds (default
+  // 300: a stopped or hung process) is given up on, and the kernel
+  // compiled here without the lock (entries are renamed into place, so
+  // two stores never mix).
+  const char *env = getenv("ARCHC_CACHE_LOCK_WAIT");
+  double limit = env && *env ? std::atof(env) : 300.0;
+  auto start = std::chrono::steady_clock::now();
+  bool told = false;
+  while (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    bool busy = err == EWOULDBLOCK || err == EINTR;
+    double waited = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    if (!busy || waited >= limit) {
+      if (busy)
+        fprintf(stderr,
+                "archc: warning: gave up waiting for %s after %.0f s; "
+                "compiling without it\n",
+                path.c_str(), waited);
       close(fd);
       fd = -1;
+      break;
     }
+    if (!told && waited >= std::min(10.0, limit / 2)) {
+      fprintf(stderr,
+              "archc: waiting for %s (another build is compiling that "
+              "kernel)\n",
+              path.c_str());
+      told = true;
+    }
+    usleep(20000);
   }
 }
 

@@ -23,7 +23,8 @@ namespace arch {
 /// $ARCHC_CACHE, else $HOME/.cache/archc, else "" (no cache).
 std::string cacheDirectory();
 
-/// Kernel objects by (KernelSpec::signature(), target), and the Halide
+/// Kernel objects by (KernelSpec::signature(), target: kernelTargetString,
+/// which also names what else an object depends on), and the Halide
 /// runtime object by target, in kernels/<toolchain>/ under the cache
 /// directory, where <toolchain> digests the ELF build ids of archc, of the
 /// object that holds the kernel compiler (archc itself while it is linked
@@ -52,8 +53,9 @@ public:
 
   /// An entry's lock, held until destroyed: taken after a miss and before
   /// compiling (it waits while another build holds it; fetch again once it
-  /// is held). Holds nothing when the cache is off or the lock file cannot
-  /// be opened: the build then compiles, as without a cache.
+  /// is held). Holds nothing when the cache is off, the lock file cannot
+  /// be opened or another build has held it past $ARCHC_CACHE_LOCK_WAIT
+  /// seconds (default 300): the build then compiles, as without a cache.
   class Lock {
   public:
     Lock() = default;

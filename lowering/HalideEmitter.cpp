@@ -1,5 +1,6 @@
 //===- HalideEmitter.cpp - Compile kernels with Halide --------------------===//
 #include "lowering/HalideEmitter.h"
+#include "lowering/OutputFile.h"
 #include "lowering/Algorithms.h"
 #include "lowering/Ukernels.h"
 
@@ -195,7 +196,13 @@ std::string kernelTargetString(const KernelSpec &spec,
   std::string s = target, error;
   guarded(error, [&] {
     Target t = parseTarget(target);
-    s = kernelTarget(spec, t).to_string();
+    Target own = kernelTarget(spec, t);
+    s = own.to_string();
+    // (On a CPU without AVX512-FP16, compileKernelObject builds an
+    // avx512_sapphirerapids kernel again without it where LLVM used it:
+    // another object than such a CPU's, for a cache two machines share.)
+    if (own.has_feature(Target::AVX512_SapphireRapids) && !hostHasAvx512Fp16())
+      s += " host-no-fp16";
     // (A packed linear's GEMM blocks by the L2, the bf16 pairs' too:
     // part of its identity.)
     const LinearKernel *l = spec.get<LinearKernel>();
@@ -303,10 +310,10 @@ bool kernelLoweredStmt(const KernelSpec &spec, const std::string &target,
   return guarded(error, [&] {
     Target t;
     KernelFuncs k = buildForLibrary(spec, target, t);
-    char tmpl[] = "/tmp/archc-stmt-XXXXXX";
-    int fd = mkstemp(tmpl);
+    std::string tmpl = tempTemplate("archc-stmt");
+    int fd = mkstemp(tmpl.data());
     if (fd < 0)
-      throw CompileError("cannot create a temporary file");
+      throw CompileError("cannot create a temporary file " + tmpl);
     close(fd);
     k.output().compile_to_lowered_stmt(tmpl, k.args, StmtOutputFormat::Text,
                                        t);
@@ -314,7 +321,7 @@ bool kernelLoweredStmt(const KernelSpec &spec, const std::string &target,
     std::stringstream ss;
     ss << in.rdbuf();
     stmt = ss.str();
-    std::remove(tmpl);
+    std::remove(tmpl.c_str());
   });
 }
 

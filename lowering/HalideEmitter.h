@@ -34,7 +34,9 @@ bool bf16DotProductPays(const std::string &target);
 /// The target string kernel `spec` is compiled for in a library for
 /// `target` (canonical): `target`, or with avx512_sapphirerapids where the
 /// kernel takes the bf16 dot product on this CPU (what a kernel cache keys
-/// its object by).
+/// its object by), and what else its object depends on (the L2's size for
+/// a packed linear, AMX, "host-no-fp16" for an avx512_sapphirerapids
+/// kernel compiled on a CPU without AVX512-FP16).
 std::string kernelTargetString(const KernelSpec &spec,
                                const std::string &target);
 

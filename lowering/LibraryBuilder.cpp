@@ -2,10 +2,13 @@
 #include "lowering/LibraryBuilder.h"
 #include "lowering/BuildCache.h"
 #include "lowering/HalideEmitter.h"
+#include "lowering/OutputFile.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -38,11 +41,17 @@ bool run(const std::vector<std::string> &argv, const std::string &logPath,
   int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
-    error = "cannot run '" + argv[0] + "'";
+    error = "cannot run '" + argv[0] + "': " + std::strerror(rc);
     return false;
   }
   int status = 0;
-  waitpid(pid, &status, 0);
+  pid_t waited;
+  while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+    ;
+  if (waited < 0) {
+    error = "cannot wait for '" + argv[0] + "': " + std::strerror(errno);
+    return false;
+  }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return true;
   std::ifstream log(logPath);
@@ -58,8 +67,8 @@ bool run(const std::vector<std::string> &argv, const std::string &logPath,
 class TempDir {
 public:
   TempDir() {
-    char tmpl[] = "/tmp/archc-build-XXXXXX";
-    if (mkdtemp(tmpl))
+    std::string tmpl = tempTemplate("archc-build");
+    if (mkdtemp(tmpl.data()))
       path = tmpl;
   }
   ~TempDir() {
@@ -252,21 +261,8 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
     return false;
   st.linkSeconds = seconds(t0);
 
-  // Into place in one step; across file systems, copy then rename.
-  std::error_code ec;
-  fs::rename(staged, outPath, ec);
-  if (ec) {
-    std::string side = outPath + ".partial";
-    fs::copy_file(staged, side, fs::copy_options::overwrite_existing, ec);
-    if (!ec)
-      fs::rename(side, outPath, ec);
-    if (ec) {
-      error = "cannot write " + outPath + ": " + ec.message();
-      fs::remove(side, ec);
-      return false;
-    }
-  }
-  return true;
+  // Into place whole (a temporary beside it, renamed; a device written).
+  return putFile(outPath, nullptr, staged, 0777, error);
 }
 
 } // namespace arch

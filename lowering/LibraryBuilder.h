@@ -32,8 +32,9 @@ struct BuildStats {
 /// Compiles every kernel and the Halide runtime, compiles the glue (with
 /// clang-19 where it is on PATH, else cc) and links them with the archrt
 /// runtime into `outPath`.
-/// Works in a temporary directory and renames into place at the end, so a
-/// failure leaves no partial output.
+/// Works in a temporary directory ($TMPDIR, else /tmp) and puts the
+/// library into place at the end (putFile: whole or not at all; a
+/// device such as /dev/null written, not replaced).
 bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
                   const std::string &outPath, std::string &error,
                   BuildStats *stats = nullptr);

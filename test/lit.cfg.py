@@ -44,6 +44,13 @@ with open("/proc/cpuinfo") as cpuinfo:
                   if line.startswith("flags")), set())
 if "avx512f" in flags:
     config.available_features.add("avx512")
+# avx512bf16, avx512fp16: the CPU's own 16-bit dot product and arithmetic
+# (a bf16 dot product's kernel targets avx512_sapphirerapids, which
+# assumes AVX512-FP16: built again without it where the CPU lacks it).
+if "avx512_bf16" in flags:
+    config.available_features.add("avx512bf16")
+if "avx512_fp16" in flags:
+    config.available_features.add("avx512fp16")
 if {"amx_tile", "amx_bf16", "avx512_fp16"} <= flags:
     import ctypes
     if ctypes.CDLL(None, use_errno=True).syscall(158, 0x1023, 18) == 0:

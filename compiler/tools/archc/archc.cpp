@@ -3,8 +3,11 @@
 //   archc compile SPEC|IR [-o OUT]
 //                 [--emit=import|mlir|kernels|halide|c|obj|lib]
 //                 [--target=T] [--disable-pass=NAME] [--pass-pipeline=P]
-//                 [--dump-ir=DIR]
-//   archc check   SPEC|IR [--json] [--context=N]
+//                 [--dump-ir=DIR] [--weight-type=T] [--matmul-input=T]
+//                 [--attention-input=T] [--kv-type=T] [--max-chunk=N]
+//                 [--no-cache] [--build-stats] [--sanitize] [--quiet]
+//   archc check   SPEC|IR [--json] [--context=N] [--weight-type=T]
+//                 [--limits]
 //   archc run     SPEC|IR|LIB --weights FILE [--tokenizer FILE] --prompt TEXT -n N
 //   archc bench   SPEC|IR|LIB [--random-weights|--weights FILE] --prompt-len N
 //                 --gen M --threads K [--runs R] [--json] [--profile]
@@ -28,6 +31,7 @@
 #include "lowering/GlueEmitter.h"
 #include "lowering/HalideEmitter.h"
 #include "lowering/LibraryBuilder.h"
+#include "lowering/OutputFile.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -83,34 +87,28 @@ std::string withCommas(int64_t v) {
   return s;
 }
 
-/// Writes `text` to `path` ("-" = stdout) through a temporary file, so a
-/// failure leaves no partial output.
+/// Writes `text` to `path` ("-" = stdout) whole or not at all (putFile).
 bool writeOutput(const std::string &path, const std::string &text,
                  std::string &error) {
   if (path == "-") {
     llvm::outs() << text;
     return true;
   }
-  std::string tmp = path + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    out.flush();
-    if (!out) {
-      error = "cannot write " + path + ": " + std::strerror(errno);
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return false;
-    }
-  }
+  return putFile(path, &text, "", 0666, error);
+}
+
+/// Whether output `out` can be written, and is not input `input` (which
+/// it would replace), checked before the work that ends in writing it.
+bool checkOutput(const std::string &input, const std::string &out,
+                 std::string &error) {
+  if (out == "-")
+    return true;
   std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    error = "cannot write " + path + ": " + ec.message();
-    fs::remove(tmp, ec);
+  if (fs::equivalent(input, out, ec)) {
+    error = "the output " + out + " is the input " + input;
     return false;
   }
-  return true;
+  return checkOutputPath(out, error);
 }
 
 /// Whether `path` is a Hugging Face configuration, not a spec: a model
@@ -372,6 +370,16 @@ bool runPipeline(mlir::MLIRContext &ctx, mlir::ModuleOp module,
       fail("--dump-ir: cannot create " + po.dumpDir + ": " + ec.message());
       return false;
     }
+    // An earlier run's stages go first: a longer pipeline's later files
+    // would otherwise read as this run's.
+    if (po.dumpNext == 0)
+      for (const auto &e : fs::directory_iterator(po.dumpDir, ec)) {
+        std::string n = e.path().filename().string();
+        if (n.size() > 8 && std::isdigit((unsigned char)n[0]) &&
+            std::isdigit((unsigned char)n[1]) && n[2] == '-' &&
+            endsWith(n, ".mlir") && e.is_regular_file(ec))
+          fs::remove(e.path(), ec);
+      }
     auto dump = std::make_unique<DumpIR>(po.dumpDir, po.dumpNext);
     if (!kernels)
       dump->write(module.getOperation(), "import");
@@ -530,7 +538,8 @@ int cmdCompile(int argc, char **argv) {
   cl::opt<std::string> dumpIR(
       "dump-ir",
       cl::desc("write the IR after import and after each pass to "
-               "DIR/NN-<pass>.mlir"),
+               "DIR/NN-<pass>.mlir (an earlier run's NN-*.mlir there "
+               "removed first)"),
       cl::value_desc("dir"), cl::cat(archcCat));
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
@@ -627,7 +636,11 @@ int cmdCompile(int argc, char **argv) {
     if (out.empty())
       out = "lib" + modelName(*module) + (emit == Emit::Lib ? ".so" : ".o");
     if (out == "-")
-      return fail("--emit=lib and --emit=obj need an output file (-o)");
+      return fail("--emit=lib and --emit=obj write a file, not stdout: name "
+                  "one with -o");
+    std::string error;
+    if (!checkOutput(input, out, error))
+      return fail(error);
     BuildOptions opts;
     opts.target = target;
     opts.relocatable = emit == Emit::Obj;
@@ -654,10 +667,12 @@ int cmdCompile(int argc, char **argv) {
   }
   if (out.empty())
     out = "-";
+  std::string result, error;
+  if (!checkOutput(input, out, error))
+    return fail(error);
 
   if (!runPipeline(c.ctx, *module))
     return 1;
-  std::string result, error;
   llvm::raw_string_ostream os(result);
   if (emit != Emit::MLIR && emit != Emit::Import &&
       !runPipeline(c.ctx, *module, /*kernels=*/true))
@@ -729,6 +744,9 @@ int cmdCheck(int argc, char **argv) {
   }
   if (input.empty())
     return fail("archc check needs a spec file (or an .mlir module)");
+  if (context < 0)
+    return fail("--context must be >= 0 (0: max_seq_len), got " +
+                std::to_string(context));
   // The figures are the IR's, after the default pipeline (with the
   // weight type compile would give it).
   pipelineOpts.weightType = stringifyEnum(weightType).str();
@@ -824,9 +842,10 @@ struct Runnable {
       libPath = input;
       return true;
     }
-    char tmpl[] = "/tmp/archc-run-XXXXXX";
-    if (!mkdtemp(tmpl)) {
-      fail("cannot create a temporary directory");
+    std::string tmpl = tempTemplate("archc-run");
+    if (!mkdtemp(tmpl.data())) {
+      fail("cannot create a temporary directory " + tmpl + ": " +
+           std::strerror(errno));
       return false;
     }
     tmpDir = tmpl;
@@ -898,6 +917,12 @@ int cmdRun(int argc, char **argv) {
   if (threads < 0 || threads > kMaxThreads)
     return fail("--threads must be in [0, " + std::to_string(kMaxThreads) +
                 "], got " + std::to_string(threads));
+  // (The sampler's own checks, before a compile and a load.)
+  if (!(temperature >= 0) || !std::isfinite(temperature))
+    return fail("--temperature must be >= 0, got " +
+                std::to_string(temperature));
+  if (!(topP > 0 && topP <= 1))
+    return fail("--top-p must be in (0, 1], got " + std::to_string(topP));
   // A model directory holds its weights (and maybe a tokenizer) too.
   std::error_code ec;
   bool directory = fs::is_directory(std::string(input), ec);
@@ -930,14 +955,19 @@ int cmdRun(int argc, char **argv) {
   int32_t n = 0;
   archrt_tokenizer *tok = nullptr;
   // A GGUF checkpoint usually carries its tokenizer: used when none is
-  // given (and the prompt is token ids when it has none).
+  // given (and the prompt is token ids when it has none; why not is said
+  // where the prompt is not).
+  std::string ggufTokenizer;
   if (tokenizer.empty() && !fs::is_directory(std::string(weights), ec)) {
     std::ifstream f(std::string(weights), std::ios::binary);
     char magic[4] = {0};
     if (f.read(magic, 4) && !memcmp(magic, "GGUF", 4) &&
         lib.archrt_tokenizer_load(weights.c_str(), info.vocab_size, &tok) !=
-            ARCHRT_OK)
+            ARCHRT_OK) {
       tok = nullptr;
+      ggufTokenizer = std::string(" (the weights' GGUF tokenizer: ") +
+                      lib.archrt_last_error() + ")";
+    }
   }
   if (tok || !tokenizer.empty()) {
     if (!tok)
@@ -953,14 +983,28 @@ int cmdRun(int argc, char **argv) {
     std::string item;
     while (std::getline(ss, item, ',')) {
       char *end;
-      long v = strtol(item.c_str(), &end, 10);
-      if (item.empty() || *end || n >= info.max_seq_len)
+      errno = 0;
+      long long v = strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end)
         return fail("--prompt without --tokenizer must be comma-separated "
-                    "token ids, got '" + prompt.getValue() + "'");
+                    "token ids, got '" + prompt.getValue() + "'" +
+                    ggufTokenizer);
+      if (errno == ERANGE || v < 0 || v >= info.vocab_size)
+        return fail("--prompt: token id " + item + " is outside the "
+                    "vocabulary [0, " + std::to_string(info.vocab_size) +
+                    ")");
+      if (n >= info.max_seq_len)
+        return fail("--prompt: more token ids than max_seq_len (" +
+                    std::to_string(info.max_seq_len) + ")");
       tokens[size_t(n++)] = int32_t(v);
     }
     if (n == 0)
       tokens[size_t(n++)] = 1;
+  }
+  if (n == 0) {
+    lib.archrt_tokenizer_free(tok);
+    return fail("--prompt: the text encodes to no tokens (the tokenizer "
+                "adds none before it): give a prompt");
   }
   struct Cleanup {
     ModelLib &lib;
@@ -1467,7 +1511,8 @@ int cmdImportHF(int argc, char **argv) {
                 std::to_string(errors.size()) + " error(s) (above); nothing "
                 "written");
   std::string error;
-  if (!writeOutput(output, text, error))
+  if (!checkOutput(config, output, error) ||
+      !writeOutput(output, text, error))
     return fail(error);
   return 0;
 }

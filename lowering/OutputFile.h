@@ -1,0 +1,40 @@
+//===- OutputFile.h - Files written whole, or not at all -------*- C++ -*-===//
+//
+// Every file archc writes for a user (-o of compile, import-hf, check's
+// outputs) and every entry of its kernel cache goes through putFile: the
+// bytes reach the path whole, or the path keeps what it held.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_LOWERING_OUTPUTFILE_H
+#define ARCHC_LOWERING_OUTPUTFILE_H
+
+#include <string>
+
+namespace arch {
+
+/// Puts `text` (or, where null, the bytes of file `from`) at `path`.
+/// - A path that is (after its symlinks) a regular file, or nothing yet,
+///   gets a temporary beside its target, with a name of its own (two
+///   writers never share one), renamed into place: a failure leaves no
+///   partial file and the old one as it was. A symlink's target is
+///   replaced; the link stays. A new file's mode is `mode` less the umask;
+///   a replaced file keeps its own.
+/// - A device, pipe or socket (/dev/null, /dev/stdout into a pipe) is
+///   written in place: renaming over it would replace the device.
+/// - A directory is an error.
+/// On failure `error` reads "cannot write PATH: why".
+bool putFile(const std::string &path, const std::string *text,
+             const std::string &from, unsigned mode, std::string &error);
+
+/// Whether `path` can be written as putFile writes it, checked before work
+/// that ends in writing it: its directory exists and is writable (or the
+/// path is a device, pipe or socket); otherwise `error` says why.
+bool checkOutputPath(const std::string &path, std::string &error);
+
+/// A template for mkdtemp or mkstemp under $TMPDIR (else /tmp):
+/// "DIR/NAME-XXXXXX".
+std::string tempTemplate(const std::string &name);
+
+} // namespace arch
+
+#endif // ARCHC_LOWERING_OUTPUTFILE_H
