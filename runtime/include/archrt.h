@@ -197,13 +197,13 @@ archrt_status archrt_tokenizer_encode(const archrt_tokenizer *tok,
                                       const char *text, int bos, int eos,
                                       int32_t *tokens, int32_t max_tokens,
                                       int32_t *n_tokens);
-/* The text of `token` following `prev` (strips the space after BOS, turns
- * <0xXX> byte tokens into bytes). Valid until the next call. */
 /* Whether generation ends at `token`: tokenizer.bin's BOS and EOS (ids 1
  * and 2, as llama2.c), or a tokenizer.json's special tokens (its
  * end-of-text, end-of-turn, BOS, ...: Llama 3's ids 1 and 2 are '"' and
  * '#'). 0 for NULL or an id outside the tokenizer. */
 int archrt_tokenizer_is_stop(const archrt_tokenizer *tok, int32_t token);
+/* The text of `token` following `prev` (strips the space after BOS, turns
+ * <0xXX> byte tokens into bytes). Valid until the next call. */
 const char *archrt_tokenizer_decode(archrt_tokenizer *tok, int32_t prev,
                                     int32_t token);
 

@@ -108,12 +108,13 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
   char why[200] = "";
   /* Where each value of interest starts (its type after the key). */
   enum { K_MODEL, K_PRE, K_TOKENS, K_SCORES, K_TYPES, K_MERGES, K_BOS,
-         K_ADD_BOS, K_COUNT };
+         K_ADD_BOS, K_EOS, K_SPACE, K_COUNT };
   static const char *const keys[K_COUNT] = {
       "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens",
       "tokenizer.ggml.scores", "tokenizer.ggml.token_type",
       "tokenizer.ggml.merges", "tokenizer.ggml.bos_token_id",
-      "tokenizer.ggml.add_bos_token"};
+      "tokenizer.ggml.add_bos_token", "tokenizer.ggml.eos_token_id",
+      "tokenizer.ggml.add_space_prefix"};
   const uint8_t *at[K_COUNT] = {0};
   uint32_t types[K_COUNT] = {0};
   text_buf b = {0};
@@ -217,6 +218,39 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
           break;
         control[i] = kind == 2 || kind == 3;
       }
+    /* The SentencePiece encoder here is llama2.c's: BOS 1, EOS 2, a space
+     * before the text, byte tokens <0x00> .. <0xFF> at ids 3 .. 258
+     * (Llama 2's and Mistral's files). Another layout (Gemma's: BOS 2,
+     * EOS 1, no space prefix, byte tokens elsewhere) would encode and
+     * decode wrong: refused by name. */
+    const char *layout = NULL;
+    double id;
+    if (at[K_BOS] && (c.p = at[K_BOS], !number(&c, types[K_BOS], &id) ||
+                      id != 1))
+      layout = "its BOS is not token 1";
+    else if (at[K_EOS] && (c.p = at[K_EOS], !number(&c, types[K_EOS], &id) ||
+                           id != 2))
+      layout = "its EOS is not token 2";
+    else if (at[K_SPACE] && types[K_SPACE] == GV_BOOL && !*at[K_SPACE])
+      layout = "it adds no space before the text";
+    for (uint64_t i = 0; !layout && !c.err && i < n_tokens; ++i) {
+      unsigned byte;
+      char tail;
+      if (strlen(pieces[i]) == 6 &&
+          sscanf(pieces[i], "<0x%2X>%c", &byte, &tail) == 1 &&
+          i != (uint64_t)byte + 3)
+        layout = "its byte tokens are not ids 3 to 258";
+    }
+    c.err = NULL;
+    if (layout) {
+      free(control);
+      snprintf(why, sizeof why,
+               "a \"llama\" (SentencePiece) tokenizer in another layout "
+               "than Llama 2's: %s (give the model's tokenizer.json with "
+               "--tokenizer)",
+               layout);
+      goto fail;
+    }
     munmap(f.data, f.size);
     st = archrt_tokenizer_from_pieces(path, pieces, scores, (int32_t)n_tokens,
                                       control, out);

@@ -275,6 +275,10 @@ void hf_tokenizer_free(hf_tokenizer *t) {
  * flattened), and post-processor tokens on either side: each runs over
  * every segment, and a file could list millions. */
 enum { MAX_STEPS = 64 };
+/* Bytes of a String pattern (Replace, Split): each is tried at every
+ * position of a text, a test of up to its length each time. Real files'
+ * are a character or two. */
+enum { MAX_LITERAL = 256 };
 
 typedef struct loader {
   hf_tokenizer *t;
@@ -603,6 +607,9 @@ static int load_normalizer(loader *ld, const archrt_json *n) {
         !((str && str->kind == ARCHRT_JSON_STRING && str->n) ||
           (rx && rx->kind == ARCHRT_JSON_STRING)))
       return bad(ld, "normalizer Replace needs a pattern and content");
+    if (str && str->kind == ARCHRT_JSON_STRING && str->n > MAX_LITERAL)
+      return bad(ld, "normalizer Replace: a String pattern longer than 256 "
+                     "bytes");
     s.kind = N_REPLACE;
     if (!(s.b = to_cps(content, &s.nb)))
       return oom(ld);
@@ -702,6 +709,9 @@ static int load_pretokenizer(loader *ld, const archrt_json *n) {
     if (get_bool(n, "invert", 0))
       return bad(ld, "pre_tokenizer Split with invert is not supported");
     if (str && str->kind == ARCHRT_JSON_STRING && str->n) {
+      if (str->n > MAX_LITERAL)
+        return bad(ld, "pre_tokenizer Split: a String pattern longer than "
+                       "256 bytes");
       if (!(s.lit = to_cps(str, &s.nlit)))
         return oom(ld);
     } else if (rx && rx->kind == ARCHRT_JSON_STRING) {
@@ -807,6 +817,12 @@ static int load_post(loader *ld, const archrt_json *n) {
   if (!single || single->kind != ARCHRT_JSON_ARRAY)
     return bad(ld, "post_processor TemplateProcessing without a single "
                    "template");
+  /* (Each item looks its name up among the special tokens: a template
+   * of items whose ids are empty would add nothing and cost items x
+   * tokens comparisons.) */
+  if (single->n > 2 * MAX_STEPS + 1)
+    return bad(ld, "post_processor: the single template has more than 129 "
+                   "items");
   int seen_sequence = 0;
   for (uint32_t k = 0; k < single->n; ++k) {
     const archrt_json *item = &single->u.items[k];
@@ -874,6 +890,9 @@ static int load_decoder(loader *ld, const archrt_json *n, int *fused) {
         content->kind != ARCHRT_JSON_STRING)
       return bad(ld, "decoder Replace needs a String pattern and content "
                      "(Regex patterns are not supported)");
+    if (str->n > MAX_LITERAL)
+      return bad(ld, "decoder Replace: a String pattern longer than 256 "
+                     "bytes");
     s.kind = D_REPLACE;
     s.a = str->u.str, s.na = str->n;
     s.b = content->u.str, s.nb = content->n;
@@ -1066,8 +1085,9 @@ static size_t to_bytes(work *w, const uint32_t *s, size_t n) {
 static void regex_failed(work *w, long code) {
   w->oom = 1;
   if (code == ARCHRT_REGEX_OVER_BUDGET)
-    w->why = "a regular expression of the tokenizer takes too many steps on "
-             "this text (a pattern that backtracks exponentially?)";
+    w->why = "a regular expression of the tokenizer takes too many steps "
+             "or backtracking frames on this text (a pattern that "
+             "backtracks exponentially?)";
 }
 
 /* Whether s[i .. i + m) equals lit. */
@@ -1208,9 +1228,16 @@ static int trie_build(loader *ld, work *w, trie *tr, int normalized) {
       const uint32_t *c = cps;
       size_t m = archrt_utf8_decode(a->content, a->len, cps, NULL);
       if (normalized) {
+        /* (Each token's regex steps bounded as an encoded text's are.) */
+        w->rx.budget = 4096 * (long)m + (1L << 20);
         normalize(w, cps, m);
-        if (w->oom)
-          return oom(ld);
+        if (w->oom) {
+          if (!w->why)
+            return oom(ld);
+          char msg[192];
+          snprintf(msg, sizeof msg, "added token %d: %s", k, w->why);
+          return bad(ld, msg);
+        }
         c = w->norm.v, m = w->norm.n;
       }
       if (m > MAX_ADDED) {
@@ -1248,7 +1275,6 @@ static int trie_build(loader *ld, work *w, trie *tr, int normalized) {
 static int build_tries(loader *ld) {
   work w = {0};
   w.t = ld->t;
-  w.rx.budget = 1L << 40;
   w.max_norm = 64 * MAX_ADDED;
   int ok = trie_build(ld, &w, &ld->t->raw, 0) &&
            trie_build(ld, &w, &ld->t->norm, 1);

@@ -77,10 +77,11 @@ archrt_status archrt_model_set_weights_deferred(
     archrt_model *m, float **params, archrt_mapping *maps, int n_maps,
     void *owned, archrt_deferred *deferred, int n_deferred);
 
-/* Tokenizers made by other loaders (they own their arguments from the
- * call on, on failure too): the text of a tokenizer.json, or llama2.c-style
- * pieces (space for U+2581) and scores, with `control` (NULL, or a flag
- * per piece) marking pieces never matched in text (<unk>, <s>, ...). */
+/* Tokenizers made by other loaders (they own the text, the pieces and
+ * the scores from the call on, on failure too; `control` stays the
+ * caller's): the text of a tokenizer.json, or llama2.c-style pieces
+ * (space for U+2581) and scores, with `control` (NULL, or a flag per
+ * piece) marking pieces never matched in text (<unk>, <s>, ...). */
 archrt_status archrt_tokenizer_from_json(char *text, size_t size,
                                          const char *path, int32_t vocab_size,
                                          archrt_tokenizer **out);

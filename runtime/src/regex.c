@@ -531,6 +531,8 @@ void archrt_regex_free(archrt_regex *re) {
   free(re);
 }
 
+static void sort_ranges(cls *c);
+
 archrt_regex *archrt_regex_compile(const char *p, size_t n, char *err,
                                    size_t err_size) {
   archrt_regex *re = calloc(1, sizeof *re);
@@ -548,6 +550,8 @@ archrt_regex *archrt_regex_compile(const char *p, size_t n, char *err,
     ok = fail(&ps, "unbalanced )");
   if (ok)
     ok = emit(&ps, (inst){OP_MATCH, 0, 0, 0, 0, 0});
+  for (int k = 0; ok && k < re->n_classes; ++k)
+    sort_ranges(&re->classes[k]);
   free(cps);
   if (!ok) {
     archrt_regex_free(re);
@@ -556,12 +560,51 @@ archrt_regex *archrt_regex_compile(const char *p, size_t n, char *err,
   return re;
 }
 
+/* Orders ranges a, b by their start (qsort). */
+static int by_start(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* A class's ranges sorted by their start and merged where they overlap or
+ * touch, for in_class's bisection. */
+static void sort_ranges(cls *c) {
+  if (c->n < 2)
+    return;
+  qsort(c->ranges, (size_t)c->n, 2 * sizeof *c->ranges, by_start);
+  int m = 0;
+  for (int k = 1; k < c->n; ++k) {
+    uint32_t a = c->ranges[2 * k], b = c->ranges[2 * k + 1];
+    if (a <= c->ranges[2 * m + 1] + 1 || c->ranges[2 * m + 1] == UINT32_MAX) {
+      if (b > c->ranges[2 * m + 1])
+        c->ranges[2 * m + 1] = b;
+    } else {
+      ++m;
+      c->ranges[2 * m] = a, c->ranges[2 * m + 1] = b;
+    }
+  }
+  c->n = m + 1;
+}
+
 /* ---- Matching ----------------------------------------------------------*/
 
+/* Backtracking frames live at once, at most (16 bytes each: 128 MiB). A
+ * greedy loop leaves one a character: a piece of 8M characters. */
+enum { MAX_FRAMES = 1 << 23 };
+
 static int in_class(const cls *c, uint32_t ch) {
-  int in = 0;
-  for (int k = 0; k < c->n && !in; ++k)
-    in = ch >= c->ranges[2 * k] && ch <= c->ranges[2 * k + 1];
+  /* The last range starting at or below ch (sorted and disjoint:
+   * sort_ranges), by bisection: a class of MAX_RANGES ranges costs a
+   * dozen comparisons a character, not thousands. */
+  int lo = 0, hi = c->n;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (c->ranges[2 * mid] <= ch)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  int in = lo > 0 && ch <= c->ranges[2 * (lo - 1) + 1];
   if (!in && (c->cats || c->not_cats)) {
     unsigned cat = archrt_uc_category(ch);
     in = (c->cats & cat) || (c->not_cats & ~cat & 0x7F);
@@ -624,6 +667,10 @@ static long run(const archrt_regex *re, int32_t pc, const uint32_t *s,
       break;
     case OP_SPLIT:
       if (top == sc->cap) {
+        /* The frames live at once are bounded too (each step may leave
+         * one: a budget of billions of steps would be gigabytes). */
+        if (sc->cap >= MAX_FRAMES)
+          return ARCHRT_REGEX_OVER_BUDGET;
         size_t cap = sc->cap ? 2 * sc->cap : 256;
         frame *f = realloc(sc->stack, cap * sizeof *f);
         if (!f)

@@ -39,7 +39,7 @@ enum { ARCHRT_REGEX_NO_MEMORY = -2, ARCHRT_REGEX_OVER_BUDGET = -3 };
 
 /* The end of the match of re that starts at s[pos] (anchored), or -1; or
  * ARCHRT_REGEX_NO_MEMORY, or ARCHRT_REGEX_OVER_BUDGET once the scratch's
- * budget is spent. The compiled pattern is not modified: threads may
+ * budget is spent or its backtracking frames would pass 2^23 at once. The compiled pattern is not modified: threads may
  * match with it at once, each with its own scratch. */
 long archrt_regex_match(const archrt_regex *re, const uint32_t *s, size_t n,
                         size_t pos, archrt_regex_scratch *sc);

@@ -102,11 +102,17 @@ archrt_status archrt_sample(archrt_sampler *s, const float *logits,
     s->probs[i] /= sum;
   float r = next_uniform(s);
   if (s->top_p >= 1) {
+    /* (The float sum of many probabilities may end below r, near 1: then
+     * the last token that has any, never a masked one past it.) */
     float cdf = 0;
-    for (int32_t i = 0; i < s->vocab; ++i)
+    int32_t last = best;
+    for (int32_t i = 0; i < s->vocab; ++i) {
+      if (s->probs[i] > 0)
+        last = i;
       if (r < (cdf += s->probs[i]))
         return *token = i, ARCHRT_OK;
-    return *token = s->vocab - 1, ARCHRT_OK;
+    }
+    return *token = last, ARCHRT_OK;
   }
   /* Nucleus: the smallest set of most likely tokens whose mass exceeds
    * top_p. Tokens below (1 - top_p) / (V - 1) can never be in it. */

@@ -309,6 +309,19 @@ def main():
     st = L.archrt_sample(smp, one, C.byref(tok))
     case("a vocabulary of one", st == 0 and tok.value == 0, f"{st} {tok.value}")
     L.archrt_sampler_free(smp)
+    # The float sum of 2^17 probabilities ends about 8e-6 short of 1 here,
+    # and seed 1574392's first draw is 1 - 2^-24: past the sum. The token
+    # is then the last one with any probability, not the masked last id.
+    V = 1 << 17
+    masked = np.random.default_rng(4).standard_normal(V).astype(np.float32)
+    masked[-1] = -np.inf
+    lib.check(L.archrt_sampler_create(V, 1.0, 1.0, 1574392, C.byref(smp)),
+              "sampler 2^17")
+    st = L.archrt_sample(smp, masked.ctypes.data_as(C.POINTER(C.c_float)),
+                         C.byref(tok))
+    case("a draw past the probabilities' float sum: not a masked token",
+         st == 0 and 0 <= tok.value < V - 1, f"status {st}, token {tok.value}")
+    L.archrt_sampler_free(smp)
 
     # --- ABI order and arguments ------------------------------------------------
     L.archrt_set_num_threads(-1)

@@ -11,6 +11,10 @@ metadata (a GGUF of version 3 with no tensors):
   make_gguf.py bare OUT.gguf    metadata without a tokenizer
   make_gguf.py spm-control OUT.gguf   a small SentencePiece one whose best
       piece is a control token
+  make_gguf.py spm-layout OUT.gguf BOS EOS SPACE BYTES   a small
+      SentencePiece one with those BOS and EOS ids, add_space_prefix SPACE
+      (0 or 1) and its 256 byte tokens from id BYTES on (Llama 2's: 1 2 1
+      3; Gemma's: 2 1 0 and later)
 """
 import json
 import struct
@@ -107,11 +111,28 @@ def spm_control(out):
                 kv("tokenizer.ggml.token_type", ARRAY, types, I32)])
 
 
+def spm_layout(out, bos, eos, space, bytes_at):
+    """Control tokens up to the byte tokens at `bytes_at`, then pieces."""
+    tokens = ["<unk>", "<s>", "</s>"] + ["<c%d>" % i for i in
+                                         range(3, bytes_at)]
+    tokens += ["<0x%02X>" % b for b in range(256)]
+    tokens += ["\u2581", "a", "b", "ab"]
+    scores = [0.0] * (bytes_at + 256) + [-1.0, -2.0, -2.0, -0.5]
+    write(out, [kv("tokenizer.ggml.model", STRING, "llama"),
+                kv("tokenizer.ggml.tokens", ARRAY, tokens, STRING),
+                kv("tokenizer.ggml.scores", ARRAY, scores, F32),
+                kv("tokenizer.ggml.bos_token_id", U32, bos),
+                kv("tokenizer.ggml.eos_token_id", U32, eos),
+                kv("tokenizer.ggml.add_space_prefix", BOOL, bool(space))])
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "bare":  # metadata without a tokenizer
         write(sys.argv[2], [kv("general.architecture", STRING, "llama")])
     elif sys.argv[1] == "spm-control":
         spm_control(sys.argv[2])
+    elif sys.argv[1] == "spm-layout":
+        spm_layout(sys.argv[2], *map(int, sys.argv[3:7]))
     elif sys.argv[1] == "spm":
         spm(sys.argv[2], sys.argv[3])
     else:
