@@ -262,7 +262,8 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
   st.linkSeconds = seconds(t0);
 
   // Into place whole (a temporary beside it, renamed; a device written).
-  return putFile(outPath, nullptr, staged, 0777, error);
+  return putFile(outPath, nullptr, staged, opts.relocatable ? 0666 : 0777,
+                 error);
 }
 
 } // namespace arch

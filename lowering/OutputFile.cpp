@@ -1,6 +1,7 @@
 //===- OutputFile.cpp - Files written whole, or not at all ----------------===//
 #include "lowering/OutputFile.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +21,8 @@ bool writeAll(int fd, const char *p, size_t n) {
     ssize_t w = write(fd, p, n);
     if (w < 0 && errno == EINTR)
       continue;
+    if (w == 0)
+      errno = EIO;
     if (w <= 0)
       return false;
     p += w, n -= size_t(w);
@@ -59,6 +62,31 @@ std::string failure(const std::string &path, int err) {
   return "cannot write " + path + ": " + std::strerror(err);
 }
 
+/// The descriptor `path` names (/dev/stdout, /dev/stderr, /dev/fd/N,
+/// /proc/self/fd/N), or -1: such a path reopened would be a new file
+/// description (a shell's `>> log` written from its start) and, renamed
+/// over, the file behind it replaced.
+int namedDescriptor(const std::string &path) {
+  if (path == "/dev/stdout")
+    return 1;
+  if (path == "/dev/stderr")
+    return 2;
+  for (const char *dir : {"/dev/fd/", "/proc/self/fd/"}) {
+    size_t n = strlen(dir);
+    if (path.compare(0, n, dir) != 0 || path.size() == n ||
+        path.size() > n + 9)
+      continue;
+    int fd = 0;
+    for (size_t i = n; i < path.size(); ++i) {
+      if (!std::isdigit((unsigned char)path[i]))
+        return -1;
+      fd = fd * 10 + (path[i] - '0');
+    }
+    return fd;
+  }
+  return -1;
+}
+
 /// The process's umask (read by setting it back).
 mode_t currentUmask() {
   mode_t m = umask(022);
@@ -75,6 +103,12 @@ bool putFile(const std::string &path, const std::string *text,
   if (exists && S_ISDIR(st.st_mode)) {
     error = failure(path, EISDIR);
     return false;
+  }
+  if (int fd = namedDescriptor(path); fd >= 0) {
+    bool ok = writeContents(fd, text, from);
+    if (!ok)
+      error = failure(path, errno);
+    return ok;
   }
   if (exists && !S_ISREG(st.st_mode)) {
     int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -100,8 +134,10 @@ bool putFile(const std::string &path, const std::string *text,
     error = failure(path, errno);
     return false;
   }
+  // (Best effort: a file system without modes, vfat, refuses the change.)
   mode_t want = exists ? st.st_mode & 07777 : mode_t(mode) & ~currentUmask();
-  bool ok = fchmod(fd, want) == 0 && writeContents(fd, text, from);
+  (void)fchmod(fd, want);
+  bool ok = writeContents(fd, text, from);
   int err = errno;
   if (close(fd) != 0 && ok)
     ok = false, err = errno;
@@ -121,7 +157,7 @@ bool checkOutputPath(const std::string &path, std::string &error) {
       error = failure(path, EISDIR);
       return false;
     }
-    if (!S_ISREG(st.st_mode))
+    if (!S_ISREG(st.st_mode) || namedDescriptor(path) >= 0)
       return true;
   }
   std::error_code ec;

@@ -1,8 +1,10 @@
 //===- OutputFile.h - Files written whole, or not at all -------*- C++ -*-===//
 //
-// Every file archc writes for a user (-o of compile, import-hf, check's
-// outputs) and every entry of its kernel cache goes through putFile: the
-// bytes reach the path whole, or the path keeps what it held.
+// Every file archc writes for a user (-o of compile and import-hf,
+// --dump-ir's stages) and every entry of its kernel cache goes through
+// putFile: where archc fails, the path keeps what it held; where it
+// succeeds, it holds the new bytes whole (no fsync: a power loss may leave
+// either).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_LOWERING_OUTPUTFILE_H
@@ -17,10 +19,14 @@ namespace arch {
 ///   gets a temporary beside its target, with a name of its own (two
 ///   writers never share one), renamed into place: a failure leaves no
 ///   partial file and the old one as it was. A symlink's target is
-///   replaced; the link stays. A new file's mode is `mode` less the umask;
-///   a replaced file keeps its own.
-/// - A device, pipe or socket (/dev/null, /dev/stdout into a pipe) is
-///   written in place: renaming over it would replace the device.
+///   replaced; the link stays (a hard link does not: the path gets a new
+///   file). A new file's mode is `mode` less the umask; a replaced file
+///   keeps its own (both where the file system keeps modes).
+/// - A device or pipe (/dev/null, a named pipe) is written in place:
+///   renaming over it would replace the device. A path that names one of
+///   archc's descriptors (/dev/stdout, /dev/stderr, /dev/fd/N,
+///   /proc/self/fd/N) is written to that descriptor, as "-" is to stdout
+///   (a shell's `>> log` appended to).
 /// - A directory is an error.
 /// On failure `error` reads "cannot write PATH: why".
 bool putFile(const std::string &path, const std::string *text,

@@ -220,9 +220,10 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
       }
     /* The SentencePiece encoder here is llama2.c's: BOS 1, EOS 2, a space
      * before the text, byte tokens <0x00> .. <0xFF> at ids 3 .. 258
-     * (Llama 2's and Mistral's files). Another layout (Gemma's: BOS 2,
-     * EOS 1, no space prefix, byte tokens elsewhere) would encode and
-     * decode wrong: refused by name. */
+     * (Llama 2's and Mistral v0.1's files). Another layout (Gemma's: BOS
+     * 2, EOS 1, no space prefix, byte tokens elsewhere; Mistral v0.3's
+     * byte tokens after its control tokens) would encode and decode
+     * wrong: refused by name. */
     const char *layout = NULL;
     double id;
     if (at[K_BOS] && (c.p = at[K_BOS], !number(&c, types[K_BOS], &id) ||
@@ -233,12 +234,10 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
       layout = "its EOS is not token 2";
     else if (at[K_SPACE] && types[K_SPACE] == GV_BOOL && !*at[K_SPACE])
       layout = "it adds no space before the text";
-    for (uint64_t i = 0; !layout && !c.err && i < n_tokens; ++i) {
-      unsigned byte;
-      char tail;
-      if (strlen(pieces[i]) == 6 &&
-          sscanf(pieces[i], "<0x%2X>%c", &byte, &tail) == 1 &&
-          i != (uint64_t)byte + 3)
+    for (unsigned byte = 0; !layout && byte < 256; ++byte) {
+      char spelled[8];
+      snprintf(spelled, sizeof spelled, "<0x%02X>", byte);
+      if (n_tokens < 259 || strcmp(pieces[byte + 3], spelled))
         layout = "its byte tokens are not ids 3 to 258";
     }
     c.err = NULL;

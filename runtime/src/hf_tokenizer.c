@@ -1228,8 +1228,6 @@ static int trie_build(loader *ld, work *w, trie *tr, int normalized) {
       const uint32_t *c = cps;
       size_t m = archrt_utf8_decode(a->content, a->len, cps, NULL);
       if (normalized) {
-        /* (Each token's regex steps bounded as an encoded text's are.) */
-        w->rx.budget = 4096 * (long)m + (1L << 20);
         normalize(w, cps, m);
         if (w->oom) {
           if (!w->why)
@@ -1276,6 +1274,14 @@ static int build_tries(loader *ld) {
   work w = {0};
   w.t = ld->t;
   w.max_norm = 64 * MAX_ADDED;
+  /* The normalizers' regex steps over every normalized added token, in
+   * both of trie_build's passes, bounded as an encoded text's are: by
+   * their bytes (the file's size bounds them), not a fixed count. */
+  long bytes = 0;
+  for (int32_t k = 0; k < ld->t->n_added; ++k)
+    if (ld->t->added[k].normalized)
+      bytes += (long)ld->t->added[k].len;
+  w.rx.budget = 2 * (4096 * bytes + (1L << 20));
   int ok = trie_build(ld, &w, &ld->t->raw, 0) &&
            trie_build(ld, &w, &ld->t->norm, 1);
   work_free(&w);

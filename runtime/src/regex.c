@@ -567,7 +567,7 @@ static int by_start(const void *a, const void *b) {
 }
 
 /* A class's ranges sorted by their start and merged where they overlap or
- * touch, for in_class's bisection. */
+ * touch, for class_has's bisection. */
 static void sort_ranges(cls *c) {
   if (c->n < 2)
     return;
@@ -592,7 +592,8 @@ static void sort_ranges(cls *c) {
  * greedy loop leaves one a character: a piece of 8M characters. */
 enum { MAX_FRAMES = 1 << 23 };
 
-static int in_class(const cls *c, uint32_t ch) {
+/* Whether ch is among class c's members, its negation aside. */
+static int class_has(const cls *c, uint32_t ch) {
   /* The last range starting at or below ch (sorted and disjoint:
    * sort_ranges), by bisection: a class of MAX_RANGES ranges costs a
    * dozen comparisons a character, not thousands. */
@@ -613,7 +614,7 @@ static int in_class(const cls *c, uint32_t ch) {
     int sp = archrt_uc_is_space(ch);
     in = (c->space && sp) || (c->not_space && !sp);
   }
-  return in != c->negate;
+  return in;
 }
 
 static uint32_t fold(uint32_t c) {
@@ -652,9 +653,13 @@ static long run(const archrt_regex *re, int32_t pc, const uint32_t *s,
       pc++, pos++;
       break;
     case OP_CLASS:
-      ok = pos < n && (in_class(&re->classes[in->c], s[pos]) ||
-                       (in->fold && other_case(s[pos]) != s[pos] &&
-                        in_class(&re->classes[in->c], other_case(s[pos]))));
+      /* (Case-insensitive: either case a member, then negated: (?i:[^a])
+       * takes neither a nor A.) */
+      ok = pos < n &&
+           (class_has(&re->classes[in->c], s[pos]) ||
+            (in->fold && other_case(s[pos]) != s[pos] &&
+             class_has(&re->classes[in->c], other_case(s[pos])))) !=
+               re->classes[in->c].negate;
       pc++, pos++;
       break;
     case OP_ANY:

@@ -309,12 +309,18 @@ def main():
     st = L.archrt_sample(smp, one, C.byref(tok))
     case("a vocabulary of one", st == 0 and tok.value == 0, f"{st} {tok.value}")
     L.archrt_sampler_free(smp)
-    # The float sum of 2^17 probabilities ends about 8e-6 short of 1 here,
-    # and seed 1574392's first draw is 1 - 2^-24: past the sum. The token
-    # is then the last one with any probability, not the masked last id.
+    # 2^17 - 1 equal logits (expf(0) = 1 exactly: the same on any libm)
+    # and a masked last one: the float sum of their probabilities,
+    # float(1 / 131071) added up in order, ends 7.6e-6 short of 1, and
+    # seed 1574392's first draw is 1 - 2^-24: past the sum. The token is
+    # then the last one with any probability, not the masked last id.
     V = 1 << 17
-    masked = np.random.default_rng(4).standard_normal(V).astype(np.float32)
+    masked = np.zeros(V, dtype=np.float32)
     masked[-1] = -np.inf
+    p = np.float32(1) / np.float32(V - 1)
+    short = np.cumsum(np.full(V - 1, p, dtype=np.float32), dtype=np.float32)
+    case("the probabilities' float sum ends below the draw (precondition)",
+         short[-1] < np.float32(1 - 2.0 ** -24), str(short[-1]))
     lib.check(L.archrt_sampler_create(V, 1.0, 1.0, 1574392, C.byref(smp)),
               "sampler 2^17")
     st = L.archrt_sample(smp, masked.ctypes.data_as(C.POINTER(C.c_float)),

@@ -27,8 +27,11 @@ ERR_KERNEL, ERR_STATE = 7, 6
 
 
 def main():
-    args = archrt.script_args(__doc__, "chunk", "ring")
+    args = archrt.script_args(__doc__, "chunk", "ring", "prefix")
     chunk, ring = int(args.chunk), args.ring == "1"
+    # Tokens every sequence holds before the calls that fail (a ring then
+    # wraps within them).
+    prefix_len = int(args.prefix or 0)
     inject = C.CDLL(None)  # (the preloaded library's symbols)
     inject.archtest_malloc_calls.restype = C.c_long
     inject.archtest_fail_in.argtypes = [C.c_long]
@@ -45,6 +48,7 @@ def main():
         path, archref.hf_checkpoint(spec, archref.random_weights(spec, 11)))
     model = lib.model(path)
     rng = random.Random(11)
+    prefix = [rng.randrange(spec.vocab) for _ in range(prefix_len)]
     # Three chunks and a decoded token.
     prompt = [rng.randrange(spec.vocab) for _ in range(2 * chunk + 3)]
     token = rng.randrange(spec.vocab)
@@ -52,14 +56,20 @@ def main():
     def logits(seq):
         return np.array(lib.logits(seq, spec.vocab), dtype=np.float32)
 
-    want = lib.seq(model)
+    def fresh():
+        seq = lib.seq(model)
+        if prefix:
+            lib.prefill(seq, prefix)
+        return seq
+
+    want = fresh()
     lib.prefill(want, prompt)
     want_prompt = logits(want)
     lib.decode(want, token)
     want_token = logits(want)
 
     # The allocations of the prompt's first chunk, on a sequence of its own.
-    first = lib.seq(model)
+    first = fresh()
     before = calls()
     lib.prefill(first, prompt[:chunk])
     per_chunk = calls() - before
@@ -79,17 +89,17 @@ def main():
         case(f"{name}: no logits", not L.archrt_logits(seq))
 
     # Failing in the first chunk: nothing went in, nothing lost.
-    seq = lib.seq(model)
+    seq = fresh()
     inject.archtest_fail_in(1)
-    failed_call("first chunk", seq, prefill(seq, prompt), 0)
+    failed_call("first chunk", seq, prefill(seq, prompt), prefix_len)
     lib.prefill(seq, prompt)
     case("first chunk: the prompt again gives the unfailed logits",
          np.array_equal(logits(seq), want_prompt))
 
     # Failing in the second chunk, the first one's rows written.
-    seq = lib.seq(model)
+    seq = fresh()
     inject.archtest_fail_in(per_chunk + 1)
-    failed_call("second chunk", seq, prefill(seq, prompt), 0)
+    failed_call("second chunk", seq, prefill(seq, prompt), prefix_len)
     if ring:
         case.error(lib, "second chunk: a ring may have lost rows, the "
                    "sequence refuses calls", prefill(seq, prompt),
@@ -97,6 +107,8 @@ def main():
         case("second chunk: refused with ARCHRT_ERR_STATE",
              prefill(seq, prompt) == ERR_STATE)
         lib.check(L.archrt_seq_reset(seq), "reset")
+        if prefix:
+            lib.prefill(seq, prefix)
     lib.prefill(seq, prompt)
     case("second chunk: the prompt again gives the unfailed logits",
          np.array_equal(logits(seq), want_prompt))
@@ -104,7 +116,7 @@ def main():
     # A failed decode: the prompt stays, the token goes in on the retry.
     inject.archtest_fail_in(1)
     status = L.archrt_decode(seq, token)
-    failed_call("decode", seq, status, len(prompt))
+    failed_call("decode", seq, status, prefix_len + len(prompt))
     lib.decode(seq, token)
     case("decode: the token again gives the unfailed logits",
          np.array_equal(logits(seq), want_token))
