@@ -233,19 +233,16 @@ archrt_status archrt_gguf_read_header(const archrt_mapping *f, gguf_header *h,
   }
   /* No two tensors share bytes (a parameter would silently read
    * another's, as safetensors' loader refuses too). */
-  const gguf_tensor **by = n_tensors > 1
-                               ? malloc((size_t)n_tensors * sizeof *by)
-                               : NULL;
-  if (n_tensors > 1 && !by) {
+  const gguf_tensor **by = malloc(((size_t)n_tensors + 1) * sizeof *by);
+  if (!by) {
     rc = ARCHRT_ERR_OUT_OF_MEMORY;
     snprintf(why, cap, "out of memory for %llu tensors' offsets",
              (unsigned long long)n_tensors);
     goto fail;
   }
-  for (uint64_t i = 0; i < n_tensors && by; ++i)
+  for (uint64_t i = 0; i < n_tensors; ++i)
     by[i] = &tensors[i];
-  if (by)
-    qsort(by, (size_t)n_tensors, sizeof *by, by_offset);
+  qsort(by, (size_t)n_tensors, sizeof *by, by_offset);
   for (uint64_t i = 1; i < n_tensors; ++i)
     if (by[i - 1]->offset + by[i - 1]->bytes > by[i]->offset) {
       snprintf(why, cap, "data of tensors '%.64s' and '%.64s' overlap "

@@ -531,7 +531,31 @@ void archrt_regex_free(archrt_regex *re) {
   free(re);
 }
 
-static void sort_ranges(cls *c);
+/* Orders ranges a, b by their start (qsort). */
+static int by_start(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* A class's ranges sorted by their start and merged where they overlap or
+ * touch, for class_has's bisection. */
+static void sort_ranges(cls *c) {
+  if (c->n < 2)
+    return;
+  qsort(c->ranges, (size_t)c->n, 2 * sizeof *c->ranges, by_start);
+  int m = 0;
+  for (int k = 1; k < c->n; ++k) {
+    uint32_t a = c->ranges[2 * k], b = c->ranges[2 * k + 1];
+    if (a <= c->ranges[2 * m + 1] + 1 || c->ranges[2 * m + 1] == UINT32_MAX) {
+      if (b > c->ranges[2 * m + 1])
+        c->ranges[2 * m + 1] = b;
+    } else {
+      ++m;
+      c->ranges[2 * m] = a, c->ranges[2 * m + 1] = b;
+    }
+  }
+  c->n = m + 1;
+}
 
 archrt_regex *archrt_regex_compile(const char *p, size_t n, char *err,
                                    size_t err_size) {
@@ -558,32 +582,6 @@ archrt_regex *archrt_regex_compile(const char *p, size_t n, char *err,
     return NULL;
   }
   return re;
-}
-
-/* Orders ranges a, b by their start (qsort). */
-static int by_start(const void *a, const void *b) {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* A class's ranges sorted by their start and merged where they overlap or
- * touch, for class_has's bisection. */
-static void sort_ranges(cls *c) {
-  if (c->n < 2)
-    return;
-  qsort(c->ranges, (size_t)c->n, 2 * sizeof *c->ranges, by_start);
-  int m = 0;
-  for (int k = 1; k < c->n; ++k) {
-    uint32_t a = c->ranges[2 * k], b = c->ranges[2 * k + 1];
-    if (a <= c->ranges[2 * m + 1] + 1 || c->ranges[2 * m + 1] == UINT32_MAX) {
-      if (b > c->ranges[2 * m + 1])
-        c->ranges[2 * m + 1] = b;
-    } else {
-      ++m;
-      c->ranges[2 * m] = a, c->ranges[2 * m + 1] = b;
-    }
-  }
-  c->n = m + 1;
 }
 
 /* ---- Matching ----------------------------------------------------------*/

@@ -105,28 +105,26 @@ def main():
                  "checkpoint directory path too long (408")
 
     # llama2.c: wrong dimensions in the header, and a truncated file.
-    hdr = [spec.d + 1, spec.d_ff, spec.layers, spec.heads, spec.kv_heads,
+    def llama2c(hdr):
+        """A llama2.c file of header `hdr` and 64 bytes of weights."""
+        with open(p("ckpt.bin"), "wb") as f:
+            f.write(struct.pack("<7i", *hdr) + bytes(64))
+        return p("ckpt.bin").encode()
+
+    hdr = [spec.d, spec.d_ff, spec.layers, spec.heads, spec.kv_heads,
            spec.vocab, spec.max_seq]
-    with open(p("ckpt.bin"), "wb") as f:
-        f.write(struct.pack("<7i", *hdr) + bytes(64))
     case.error(lib, "llama2.c header mismatch",
-                 L.archrt_load_llama2c(model, p("ckpt.bin").encode()),
+                 L.archrt_load_llama2c(model, llama2c([spec.d + 1] + hdr[1:])),
                  f"header dim is {spec.d + 1}, the model has {spec.d}")
-    hdr[0] = spec.d
-    with open(p("ckpt.bin"), "wb") as f:
-        f.write(struct.pack("<7i", *hdr) + bytes(64))
     case.error(lib, "llama2.c truncated",
-                 L.archrt_load_llama2c(model, p("ckpt.bin").encode()),
+                 L.archrt_load_llama2c(model, llama2c(hdr)),
                  "file has", "bytes")
     # 123 layers: byte 8 is '{', as a safetensors file's; still llama2.c
     # (its first 8 bytes as a header length run past the file's end).
-    hdr[2] = 123
-    with open(p("ckpt.bin"), "wb") as f:
-        f.write(struct.pack("<7i", *hdr) + bytes(64))
     case.error(lib, "llama2.c of 123 layers, byte 8 '{'",
-                 L.archrt_load_weights(model, p("ckpt.bin").encode()),
+                 L.archrt_load_weights(model,
+                                       llama2c(hdr[:2] + [123] + hdr[3:])),
                  f"header n_layers is 123, the model has {spec.layers}")
-    hdr[2] = spec.layers
 
     # --- state and arguments ------------------------------------------------
     seq = lib.seq(model)
