@@ -188,7 +188,9 @@ archrt_status archrt_sample(archrt_sampler *sampler, const float *logits,
  * too small the error leaves the count needed in *n_tokens. Decoding
  * applies the decoders to one token; the whole-text ones (Strip after
  * Fuse, Metaspace's prefix) at the start: prev < 0 or the BOS the
- * post-processor adds. A tokenizer serves one call at a time. */
+ * post-processor adds. A GGUF file's SentencePiece tokenizer adds BOS for
+ * `bos` where its add_bos_token is true (the default). A tokenizer serves
+ * one call at a time. */
 archrt_status archrt_tokenizer_load(const char *path, int32_t vocab_size,
                                     archrt_tokenizer **out);
 void archrt_tokenizer_free(archrt_tokenizer *tok);
@@ -198,12 +200,14 @@ archrt_status archrt_tokenizer_encode(const archrt_tokenizer *tok,
                                       int32_t *tokens, int32_t max_tokens,
                                       int32_t *n_tokens);
 /* Whether generation ends at `token`: tokenizer.bin's BOS and EOS (ids 1
- * and 2, as llama2.c), or a tokenizer.json's special tokens (its
- * end-of-text, end-of-turn, BOS, ...: Llama 3's ids 1 and 2 are '"' and
- * '#'). 0 for NULL or an id outside the tokenizer. */
+ * and 2, as llama2.c), a GGUF SentencePiece tokenizer's BOS, EOS and
+ * control tokens, or a tokenizer.json's special tokens (its end-of-text,
+ * end-of-turn, BOS, ...: Llama 3's ids 1 and 2 are '"' and '#'). 0 for
+ * NULL or an id outside the tokenizer. */
 int archrt_tokenizer_is_stop(const archrt_tokenizer *tok, int32_t token);
-/* The text of `token` following `prev` (strips the space after BOS, turns
- * <0xXX> byte tokens into bytes). Valid until the next call. */
+/* The text of `token` following `prev` (strips the space after BOS where
+ * the tokenizer put one before the text, turns <0xXX> byte tokens into
+ * bytes). Valid until the next call. */
 const char *archrt_tokenizer_decode(archrt_tokenizer *tok, int32_t prev,
                                     int32_t token);
 

@@ -205,57 +205,86 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
                                "that differ");
       goto fail;
     }
-    /* Unknown (2) and control (3) tokens are never text. */
-    uint8_t *control = calloc(n_tokens, 1);
+    /* The layout (llama.cpp's defaults where a key is missing: BOS 1, EOS
+     * 2, BOS added, a space before the text) and the token types. */
+    archrt_spm_layout layout = {n_tokens > 1 ? 1 : -1, n_tokens > 2 ? 2 : -1,
+                                1, 1, NULL, NULL};
+    const int id_keys[2] = {K_BOS, K_EOS};
+    int32_t *ids[2] = {&layout.bos, &layout.eos};
+    for (int k = 0; k < 2; ++k) {
+      double id;
+      if (!at[id_keys[k]])
+        continue;
+      c.p = at[id_keys[k]];
+      if (!number(&c, types[id_keys[k]], &id) || id < 0 ||
+          id >= (double)n_tokens || id != (double)(int32_t)id) {
+        snprintf(why, sizeof why, "%s is not one of its %llu tokens",
+                 keys[id_keys[k]], (unsigned long long)n_tokens);
+        goto fail;
+      }
+      *ids[k] = (int32_t)id;
+    }
+    if (at[K_ADD_BOS] && types[K_ADD_BOS] == GV_BOOL)
+      layout.add_bos = *at[K_ADD_BOS] != 0;
+    if (at[K_SPACE] && types[K_SPACE] == GV_BOOL)
+      layout.add_space = *at[K_SPACE] != 0;
+    /* Unknown (2) and control (3) tokens are never made by merges; they
+     * and user-defined ones (4) are matched in text first, as the file
+     * spells them (U+2581 kept). */
     uint64_t n_types = 0;
     c.p = at[K_TYPES];
-    if (control && at[K_TYPES] &&
-        array_head(&c, types[K_TYPES], GV_I32, &n_types) &&
-        n_types == n_tokens)
-      for (uint64_t i = 0; i < n_tokens; ++i) {
-        int32_t kind;
-        if (!take(&c, &kind, 4))
-          break;
-        control[i] = kind == 2 || kind == 3;
-      }
-    /* The SentencePiece encoder here is llama2.c's: BOS 1, EOS 2, a space
-     * before the text, byte tokens <0x00> .. <0xFF> at ids 3 .. 258
-     * (Llama 2's and Mistral v0.1's files). Another layout (Gemma's: BOS
-     * 2, EOS 1, no space prefix, byte tokens elsewhere; Mistral v0.3's
-     * byte tokens after its control tokens) would encode and decode
-     * wrong: refused by name. */
-    const char *layout = NULL;
-    double id;
-    if (at[K_BOS] && (c.p = at[K_BOS], !number(&c, types[K_BOS], &id) ||
-                      id != 1))
-      layout = "its BOS is not token 1";
-    else if (at[K_EOS] && (c.p = at[K_EOS], !number(&c, types[K_EOS], &id) ||
-                           id != 2))
-      layout = "its EOS is not token 2";
-    else if (at[K_SPACE] && types[K_SPACE] == GV_BOOL && !*at[K_SPACE])
-      layout = "it adds no space before the text";
-    for (unsigned byte = 0; !layout && byte < 256; ++byte) {
-      char spelled[8];
-      snprintf(spelled, sizeof spelled, "<0x%02X>", byte);
-      if (n_tokens < 259 || strcmp(pieces[byte + 3], spelled))
-        layout = "its byte tokens are not ids 3 to 258";
-    }
     c.err = NULL;
-    if (layout) {
-      free(control);
-      snprintf(why, sizeof why,
-               "a \"llama\" (SentencePiece) tokenizer in another layout "
-               "than Llama 2's: %s (give the model's tokenizer.json with "
-               "--tokenizer)",
-               layout);
+    if (at[K_TYPES] && (!array_head(&c, types[K_TYPES], GV_I32, &n_types) ||
+                        n_types != n_tokens)) {
+      snprintf(why, sizeof why, "tokenizer.ggml.token_type: %s",
+               c.err ? c.err : "not one a token");
       goto fail;
     }
+    if (at[K_TYPES]) {
+      layout.types = malloc(n_tokens);
+      layout.special_text = calloc(n_tokens, sizeof *layout.special_text);
+      if (!layout.types || !layout.special_text) {
+        free(layout.types), free(layout.special_text);
+        st = ARCHRT_ERR_OUT_OF_MEMORY;
+        snprintf(why, sizeof why, "out of memory");
+        goto fail;
+      }
+      cursor tc = {at[K_TOKENS], c.end, NULL};
+      uint64_t again;
+      array_head(&tc, types[K_TOKENS], GV_STRING, &again);
+      int oom = 0;
+      for (uint64_t i = 0; i < n_tokens && !oom; ++i) {
+        int32_t kind;
+        const uint8_t *s;
+        uint64_t n;
+        if (!take(&c, &kind, 4) || !str(&tc, &s, &n))
+          break;
+        layout.types[i] = kind >= 1 && kind <= 6 ? (uint8_t)kind : 1;
+        if (kind >= 2 && kind <= 4 && n) {
+          char *text = malloc(n + 1);
+          if (!(layout.special_text[i] = text)) {
+            oom = 1;
+            break;
+          }
+          memcpy(text, s, n);
+          text[n] = 0;
+        }
+      }
+      if (oom || c.err || tc.err) {
+        for (uint64_t i = 0; i < n_tokens; ++i)
+          free(layout.special_text[i]);
+        free(layout.types), free(layout.special_text);
+        st = oom ? ARCHRT_ERR_OUT_OF_MEMORY : ARCHRT_OK;
+        snprintf(why, sizeof why, "tokenizer.ggml.token_type: %s",
+                 oom ? "out of memory" : c.err ? c.err : tc.err);
+        goto fail;
+      }
+    }
     munmap(f.data, f.size);
-    st = archrt_tokenizer_from_pieces(path, pieces, scores, (int32_t)n_tokens,
-                                      control, out);
-    /* (from_pieces took the pieces and scores, on failure too) */
-    free(control);
-    return st;
+    /* (from_pieces takes the pieces, the scores and the layout's arrays,
+     * on failure too) */
+    return archrt_tokenizer_from_pieces(path, pieces, scores,
+                                        (int32_t)n_tokens, &layout, out);
   }
   if (!(model_n == 4 && !memcmp(model, "gpt2", 4))) {
     snprintf(why, sizeof why, "tokenizer model \"%.*s\" is not supported "

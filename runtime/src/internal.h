@@ -77,17 +77,27 @@ archrt_status archrt_model_set_weights_deferred(
     archrt_model *m, float **params, archrt_mapping *maps, int n_maps,
     void *owned, archrt_deferred *deferred, int n_deferred);
 
-/* Tokenizers made by other loaders (they own the text, the pieces and
- * the scores from the call on, on failure too; `control` stays the
- * caller's): the text of a tokenizer.json, or llama2.c-style pieces
- * (space for U+2581) and scores, with `control` (NULL, or a flag per
- * piece) marking pieces never matched in text (<unk>, <s>, ...). */
+/* Tokenizers made by other loaders (they own the text, the pieces, the
+ * scores and the layout's arrays from the call on, on failure too): the
+ * text of a tokenizer.json, or SentencePiece pieces (space for U+2581) and
+ * scores in a layout. */
 archrt_status archrt_tokenizer_from_json(char *text, size_t size,
                                          const char *path, int32_t vocab_size,
                                          archrt_tokenizer **out);
+/* A SentencePiece vocabulary's layout (llama.cpp's GGUF metadata). */
+typedef struct archrt_spm_layout {
+  int32_t bos, eos;     /* ids, -1 for none */
+  int add_bos;          /* encode's `bos` adds BOS (tokenizer.ggml.add_bos_token) */
+  int add_space;        /* a space before each text run (add_space_prefix) */
+  uint8_t *types;       /* each piece's token type: 1 normal, 2 unknown,
+                           3 control, 4 user-defined, 5 unused, 6 byte */
+  char **special_text;  /* the file's own text of each type 2, 3 and 4
+                           piece (U+2581 kept), NULL elsewhere: text is
+                           split at them first */
+} archrt_spm_layout;
 archrt_status archrt_tokenizer_from_pieces(const char *path, char **pieces,
                                            float *scores, int32_t n,
-                                           const uint8_t *control,
+                                           archrt_spm_layout *layout,
                                            archrt_tokenizer **out);
 /* The tokenizer in a GGUF file's metadata (gguf.c). */
 archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,

@@ -437,21 +437,37 @@ def logits(lib, path, spec, tokens):
     return np.stack(out)
 
 
-def spm_tokenizer(vocab):
+def spm_tokenizer(vocab, gemma=False):
     """A SentencePiece tokenizer as llama.cpp keeps it, `vocab` tokens:
     control tokens, the 256 byte tokens, then pieces of a few letters
-    (scores favour the longer)."""
-    pieces = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)]
+    (scores favour the longer). Gemma's layout (`gemma`): <pad> <eos> <bos>
+    <unk> and the turn markers first (BOS 2, EOS 1), no space before the
+    text, and the token types that mark them."""
+    head = ["<unk>", "<s>", "</s>"]
+    if gemma:
+        head = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>",
+                "<end_of_turn>"]
+    pieces = head + ["<0x%02X>" % b for b in range(256)]
     words = ["\u2581", "a", "b", "ab", "\u2581a", "\u2581ab", "ba", "\u2581b"]
     pieces += words + ["x%d" % i for i in range(vocab - len(pieces) -
                                                 len(words))]
-    scores = [0.0] * 259 + [-1.0, -2.0, -2.0, -0.5, -0.4, -0.1, -0.6, -0.3]
+    scores = [0.0] * (len(head) + 256)
+    scores += [-1.0, -2.0, -2.0, -0.5, -0.4, -0.1, -0.6, -0.3]
     scores += [-9.0] * (vocab - len(scores))
     raw = struct.pack("<IQ", 6, len(scores)) + struct.pack(
         f"<{len(scores)}f", *scores)
-    return [kv("tokenizer.ggml.model", 8, "llama"),
-            kv("tokenizer.ggml.tokens", 9, pieces),
-            gstr("tokenizer.ggml.scores") + struct.pack("<I", 9) + raw]
+    entries = [kv("tokenizer.ggml.model", 8, "llama"),
+               kv("tokenizer.ggml.tokens", 9, pieces),
+               gstr("tokenizer.ggml.scores") + struct.pack("<I", 9) + raw]
+    if gemma:
+        types = [3, 3, 3, 2, 3, 3] + [6] * 256 + [1] * (vocab - 262)
+        entries += [
+            gstr("tokenizer.ggml.token_type") + struct.pack(
+                "<IIQ", 9, 5, vocab) + struct.pack(f"<{vocab}i", *types),
+            gstr("tokenizer.ggml.bos_token_id") + struct.pack("<II", 4, 2),
+            gstr("tokenizer.ggml.eos_token_id") + struct.pack("<II", 4, 1),
+            gstr("tokenizer.ggml.add_space_prefix") + struct.pack("<IB", 7, 0)]
+    return entries
 
 
 def main():
@@ -459,8 +475,10 @@ def main():
                               "kinds")
     if args.write_tokenized:  # an F32 GGUF with its tokenizer, for archc run
         spec = archref.Spec(args.spec)
+        arch = args.arch or "llama"
         write_gguf(args.write_tokenized, spec, archref.random_weights(spec, 7),
-                   "F32", tokenizer=spm_tokenizer(spec.vocab))
+                   "F32", arch=arch, tokenizer=spm_tokenizer(
+                       spec.vocab, gemma=arch.startswith("gemma")))
         return 0
     if args.write_all:  # the files this script loads, for other readers
         spec = archref.Spec(args.spec)

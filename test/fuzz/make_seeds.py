@@ -65,6 +65,20 @@ def tokenizer_json_seeds():
         gguf = open(out, "rb").read()
     put("tokenizer", "gguf-bpe",
         struct.pack("<HBB", 200, 0xfd, len(text)) + text + gguf)
+    # SentencePiece ("llama") ones: Gemma's layout, and special tokens
+    # split out of the text.
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "t.gguf")
+        make_gguf.spm_layout(out, 2, 1, 0, 10)
+        layout = open(out, "rb").read()
+        make_gguf.spm_special(out, 12, -1, 3)
+        special = open(out, "rb").read()
+    text = b"ab ab\xe2\x96\x81c"
+    put("tokenizer", "gguf-spm-layout",
+        struct.pack("<HBB", 299, 0xfd, len(text)) + text + layout)
+    text = b"a<xxxxxxxxxx>a<x000000001>"
+    put("tokenizer", "gguf-spm-special",
+        struct.pack("<HBB", 299, 0xfd, len(text)) + text + special)
 
 
 def put(harness, name, data):

@@ -8,13 +8,24 @@ metadata (a GGUF of version 3 with no tensors):
   make_gguf.py bpe TOKENIZER.JSON PRE OUT.gguf   tokenizer.ggml.model
       "gpt2": the tokens by id, merges as "a b", token types (3 for the
       special added tokens, 4 for the other added ones), tokenizer.ggml.pre
+  make_gguf.py spm-json TOKENIZER.JSON OUT.gguf BOS EOS SPACE
+      tokenizer.ggml.model "llama" from a Hugging Face BPE tokenizer.json
+      with byte fallback (as converted from a SentencePiece model): its
+      pieces by id, each piece's score minus the rank of the first merge
+      that makes it (-1e10 for a piece no merge makes: never merged), the
+      added tokens as control (special) or user-defined (other) ones, the
+      unknown token 2, byte tokens 6; BOS and EOS ids, add_space_prefix
+      SPACE (0 or 1), add_bos_token true
   make_gguf.py bare OUT.gguf    metadata without a tokenizer
   make_gguf.py spm-control OUT.gguf   a small SentencePiece one whose best
       piece is a control token
   make_gguf.py spm-layout OUT.gguf BOS EOS SPACE BYTES   a small
       SentencePiece one with those BOS and EOS ids, add_space_prefix SPACE
       (0 or 1) and its 256 byte tokens from id BYTES on (Llama 2's: 1 2 1
-      3; Gemma's: 2 1 0 and later)
+      3; Gemma's: 2 1 0 and later; none where BYTES is -1)
+  make_gguf.py spm-special OUT.gguf LEN NTYPES [COUNT]   a small
+      SentencePiece one with COUNT (1) user-defined tokens <xx..x> of LEN
+      bytes and NTYPES token types (-1: one a token)
 """
 import json
 import struct
@@ -98,6 +109,56 @@ def bpe(src, pre, out):
         kv("tokenizer.ggml.merges", ARRAY, merges, STRING)])
 
 
+def spm_special(out, length, n_types, count=1):
+    """A small SentencePiece tokenizer with `count` user-defined tokens of
+    `length` bytes, <xx...x> (the last ones numbered), and `n_types` token
+    types (one a token when it is -1)."""
+    tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)]
+    tokens += ["\u2581", "a", "<" + "x" * (length - 2) + ">"]
+    tokens += ["<" + "x" * (length - 11) + "%09d>" % i
+               for i in range(1, count)]
+    types = [2, 3, 3] + [6] * 256 + [1, 1] + [4] * count
+    n_types = len(tokens) if n_types < 0 else n_types
+    write(out, [kv("tokenizer.ggml.model", STRING, "llama"),
+                kv("tokenizer.ggml.tokens", ARRAY, tokens, STRING),
+                kv("tokenizer.ggml.scores", ARRAY, [0.0] * len(tokens), F32),
+                kv("tokenizer.ggml.token_type", ARRAY,
+                   (types * 2)[:n_types], I32)])
+
+
+def spm_json(src, out, bos, eos, space):
+    doc = json.load(open(src, encoding="utf-8"))
+    model = doc["model"]
+    by_id = {i: t for t, i in model["vocab"].items()}
+    types = {i: 1 for i in by_id}
+    for i, t in by_id.items():
+        if len(t) == 6 and t.startswith("<0x") and t.endswith(">"):
+            types[i] = 6
+    for a in doc["added_tokens"]:
+        by_id[a["id"]] = a["content"]
+        types[a["id"]] = 3 if a["special"] else 4
+    if model.get("unk_token") in model["vocab"]:
+        types[model["vocab"][model["unk_token"]]] = 2
+    n = max(by_id) + 1
+    rank = {}
+    for r, m in enumerate(model["merges"]):
+        merged = "".join(m.split(" ", 1) if isinstance(m, str) else m)
+        rank.setdefault(merged, r)
+    tokens = [by_id.get(i, "[PAD%d]" % i) for i in range(n)]
+    scores = [-1e10 if t not in rank else -1.0 - rank[t] for t in tokens]
+    write(out, [
+        kv("general.architecture", STRING, "llama"),
+        kv("tokenizer.ggml.model", STRING, "llama"),
+        kv("tokenizer.ggml.tokens", ARRAY, tokens, STRING),
+        kv("tokenizer.ggml.scores", ARRAY, scores, F32),
+        kv("tokenizer.ggml.token_type", ARRAY,
+           [types.get(i, 5) for i in range(n)], I32),
+        kv("tokenizer.ggml.bos_token_id", U32, bos),
+        kv("tokenizer.ggml.eos_token_id", U32, eos),
+        kv("tokenizer.ggml.add_bos_token", BOOL, True),
+        kv("tokenizer.ggml.add_space_prefix", BOOL, bool(space))])
+
+
 def spm_control(out):
     """A small SentencePiece tokenizer whose best piece for "ab", "\u2581ab",
     is a control token (type 3): text never makes it."""
@@ -112,12 +173,14 @@ def spm_control(out):
 
 
 def spm_layout(out, bos, eos, space, bytes_at):
-    """Control tokens up to the byte tokens at `bytes_at`, then pieces."""
+    """Control tokens up to the byte tokens at `bytes_at` (none where it is
+    negative), then pieces."""
     tokens = ["<unk>", "<s>", "</s>"] + ["<c%d>" % i for i in
-                                         range(3, bytes_at)]
-    tokens += ["<0x%02X>" % b for b in range(256)]
+                                         range(3, max(bytes_at, 3))]
+    if bytes_at >= 0:
+        tokens += ["<0x%02X>" % b for b in range(256)]
     tokens += ["\u2581", "a", "b", "ab"]
-    scores = [0.0] * (bytes_at + 256) + [-1.0, -2.0, -2.0, -0.5]
+    scores = [0.0] * (len(tokens) - 4) + [-1.0, -2.0, -2.0, -0.5]
     write(out, [kv("tokenizer.ggml.model", STRING, "llama"),
                 kv("tokenizer.ggml.tokens", ARRAY, tokens, STRING),
                 kv("tokenizer.ggml.scores", ARRAY, scores, F32),
@@ -133,6 +196,10 @@ if __name__ == "__main__":
         spm_control(sys.argv[2])
     elif sys.argv[1] == "spm-layout":
         spm_layout(sys.argv[2], *map(int, sys.argv[3:7]))
+    elif sys.argv[1] == "spm-special":
+        spm_special(sys.argv[2], *map(int, sys.argv[3:]))
+    elif sys.argv[1] == "spm-json":
+        spm_json(sys.argv[2], sys.argv[3], *map(int, sys.argv[4:7]))
     elif sys.argv[1] == "spm":
         spm(sys.argv[2], sys.argv[3])
     else:
