@@ -84,14 +84,17 @@ class Tokenizer:
         self.vocab_size = vocab_size
 
     def encode(self, text, bos=True, eos=False, max_tokens=None):
-        """Token ids of UTF-8 `text` (a str or bytes)."""
+        """Token ids of UTF-8 `text` (a str or bytes). Special-token text
+        ("</s>", "<end_of_turn>") is that token, as llama.cpp and Hugging
+        Face tokenize it."""
         data = text.encode() if isinstance(text, str) else bytes(text)
         if b"\0" in data:
             raise Error("tokenizer_encode", 1, "text holds a NUL byte (the "
                                                "C API takes a C string)")
         # Usually at most a token per byte and the special tokens around
-        # them; a tokenizer.json reports the count it needs when that is
-        # not room enough (invalid bytes, NFC expansions), and is asked
+        # them; the encoder reports the count it needs when that is not
+        # room enough (invalid bytes, NFC expansions, a SentencePiece space
+        # before each run of text between special tokens), and is asked
         # again with it.
         cap = len(data) + 16 if max_tokens is None else int(max_tokens)
         for _ in range(2):

@@ -184,8 +184,11 @@ archrt_status archrt_sample(archrt_sampler *sampler, const float *logits,
 /* ---- Tokenizer: Hugging Face tokenizer.json or llama2.c tokenizer.bin ---*
  * The format is told from the file. For a tokenizer.json, `bos` adds the
  * post-processor's special tokens (Hugging Face's add_special_tokens),
- * `eos` is refused, ids must be below vocab_size, and when max_tokens is
- * too small the error leaves the count needed in *n_tokens. Decoding
+ * `eos` is refused and ids must be below vocab_size. When max_tokens is
+ * too small the error leaves the count needed in *n_tokens. A GGUF file's
+ * SentencePiece tokenizer splits its unknown, control and user-defined
+ * tokens out of the text first, as llama.cpp tokenizes a prompt
+ * (parse_special): text that spells "</s>" is that token. Decoding
  * applies the decoders to one token; the whole-text ones (Strip after
  * Fuse, Metaspace's prefix) at the start: prev < 0 or the BOS the
  * post-processor adds. A GGUF file's SentencePiece tokenizer adds BOS for
@@ -200,10 +203,12 @@ archrt_status archrt_tokenizer_encode(const archrt_tokenizer *tok,
                                       int32_t *tokens, int32_t max_tokens,
                                       int32_t *n_tokens);
 /* Whether generation ends at `token`: tokenizer.bin's BOS and EOS (ids 1
- * and 2, as llama2.c), a GGUF SentencePiece tokenizer's BOS, EOS and
- * control tokens, or a tokenizer.json's special tokens (its end-of-text,
- * end-of-turn, BOS, ...: Llama 3's ids 1 and 2 are '"' and '#'). 0 for
- * NULL or an id outside the tokenizer. */
+ * and 2, as llama2.c); a GGUF SentencePiece tokenizer's BOS, EOS, end of
+ * turn and end of message, and its special tokens that llama.cpp ends at
+ * by name (<end_of_turn>, <|im_end|>, <|eot_id|>, ...); or a
+ * tokenizer.json's special tokens (its end-of-text, end-of-turn, BOS, ...:
+ * Llama 3's ids 1 and 2 are '"' and '#'). 0 for NULL or an id outside the
+ * tokenizer. */
 int archrt_tokenizer_is_stop(const archrt_tokenizer *tok, int32_t token);
 /* The text of `token` following `prev` (strips the space after BOS where
  * the tokenizer put one before the text, turns <0xXX> byte tokens into

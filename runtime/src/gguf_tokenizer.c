@@ -108,13 +108,14 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
   char why[200] = "";
   /* Where each value of interest starts (its type after the key). */
   enum { K_MODEL, K_PRE, K_TOKENS, K_SCORES, K_TYPES, K_MERGES, K_BOS,
-         K_ADD_BOS, K_EOS, K_SPACE, K_COUNT };
+         K_ADD_BOS, K_EOS, K_SPACE, K_EOT, K_EOM, K_COUNT };
   static const char *const keys[K_COUNT] = {
       "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens",
       "tokenizer.ggml.scores", "tokenizer.ggml.token_type",
       "tokenizer.ggml.merges", "tokenizer.ggml.bos_token_id",
       "tokenizer.ggml.add_bos_token", "tokenizer.ggml.eos_token_id",
-      "tokenizer.ggml.add_space_prefix"};
+      "tokenizer.ggml.add_space_prefix", "tokenizer.ggml.eot_token_id",
+      "tokenizer.ggml.eom_token_id"};
   const uint8_t *at[K_COUNT] = {0};
   uint32_t types[K_COUNT] = {0};
   text_buf b = {0};
@@ -206,18 +207,20 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
       goto fail;
     }
     /* The layout (llama.cpp's defaults where a key is missing: BOS 1, EOS
-     * 2, BOS added, a space before the text) and the token types. */
+     * 2, no end-of-turn or end-of-message token, BOS added, a space before
+     * the text) and the token types. */
     archrt_spm_layout layout = {n_tokens > 1 ? 1 : -1, n_tokens > 2 ? 2 : -1,
-                                1, 1, NULL, NULL};
-    const int id_keys[2] = {K_BOS, K_EOS};
-    int32_t *ids[2] = {&layout.bos, &layout.eos};
-    for (int k = 0; k < 2; ++k) {
+                                -1, -1, 1, 1, NULL, NULL};
+    const int id_keys[4] = {K_BOS, K_EOS, K_EOT, K_EOM};
+    int32_t *ids[4] = {&layout.bos, &layout.eos, &layout.eot, &layout.eom};
+    for (int k = 0; k < 4; ++k) {
       double id;
       if (!at[id_keys[k]])
         continue;
       c.p = at[id_keys[k]];
-      if (!number(&c, types[id_keys[k]], &id) || id < 0 ||
-          id >= (double)n_tokens || id != (double)(int32_t)id) {
+      if (!number(&c, types[id_keys[k]], &id) ||
+          !(id >= 0 && id < (double)n_tokens) ||
+          id != (double)(int32_t)id) {
         snprintf(why, sizeof why, "%s is not one of its %llu tokens",
                  keys[id_keys[k]], (unsigned long long)n_tokens);
         goto fail;
@@ -237,7 +240,7 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
     if (at[K_TYPES] && (!array_head(&c, types[K_TYPES], GV_I32, &n_types) ||
                         n_types != n_tokens)) {
       snprintf(why, sizeof why, "tokenizer.ggml.token_type: %s",
-               c.err ? c.err : "not one a token");
+               c.err ? c.err : "not one per token");
       goto fail;
     }
     if (at[K_TYPES]) {
@@ -343,7 +346,7 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
     if (!array_head(&c, types[K_TYPES], GV_I32, &n_types) ||
         n_types != n_tokens) {
       snprintf(why, sizeof why, "tokenizer.ggml.token_type: %s",
-               c.err ? c.err : "not one a token");
+               c.err ? c.err : "not one per token");
       goto fail;
     }
     const uint8_t *types_at = c.p;

@@ -87,6 +87,7 @@ archrt_status archrt_tokenizer_from_json(char *text, size_t size,
 /* A SentencePiece vocabulary's layout (llama.cpp's GGUF metadata). */
 typedef struct archrt_spm_layout {
   int32_t bos, eos;     /* ids, -1 for none */
+  int32_t eot, eom;     /* end of turn, of message: -1 for none */
   int add_bos;          /* encode's `bos` adds BOS (tokenizer.ggml.add_bos_token) */
   int add_space;        /* a space before each text run (add_space_prefix) */
   uint8_t *types;       /* each piece's token type: 1 normal, 2 unknown,

@@ -184,6 +184,18 @@ static int32_t special_match(const archrt_tokenizer *t, const char *s,
   return best;
 }
 
+/* Whether a special token's text is one llama.cpp ends generation at
+ * whatever the metadata's ids say (its end-of-generation names). */
+static int is_end_of_generation(const char *text) {
+  static const char *const names[] = {
+      "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
+      "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>"};
+  for (size_t k = 0; k < sizeof names / sizeof *names; ++k)
+    if (!strcmp(text, names[k]))
+      return 1;
+  return 0;
+}
+
 archrt_status archrt_tokenizer_from_pieces(const char *path, char **pieces,
                                            float *scores, int32_t n,
                                            archrt_spm_layout *layout,
@@ -230,7 +242,8 @@ archrt_status archrt_tokenizer_from_pieces(const char *path, char **pieces,
       /* Unknown and control tokens are never made by merges. */
       t->sorted[t->n_sorted++] = (vocab_entry){p, i};
     }
-    if ((types && types[i] == 3) || i == t->bos || i == t->eos)
+    if (i == t->bos || i == t->eos || i == layout->eot || i == layout->eom ||
+        (special && special[i] && is_end_of_generation(special[i])))
       t->flags[i] |= TOKEN_STOP;
     if (special && special[i]) {
       size_t sl = strlen(special[i]);
@@ -631,6 +644,7 @@ archrt_status archrt_tokenizer_encode(const archrt_tokenizer *t,
     st = archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
                      "archrt_tokenizer_encode: text needs %d tokens, room for %d",
                      n, max_tokens);
+    *n_tokens = n; /* the room needed, as a tokenizer.json's encode says */
     goto done;
   }
   memcpy(tokens, ids, (size_t)n * sizeof *ids);

@@ -5,6 +5,7 @@
  *     --records FILE     encode each record of FILE (records end in a NUL
  *                        byte), print one line of ids per record
  *     --ids 1,2,3        decode the ids, print the text
+ *     --stops N          print the ids below N at which generation ends
  *     --special          add the post-processor's special tokens (BOS)
  *     --decode           with --records: decode each record's encoding token
  *                        by token (as a caller streams it); print the bytes
@@ -28,7 +29,7 @@
 
 static int usage(void) {
   fprintf(stderr, "usage: archrt-tokenize TOKENIZER [--text TEXT | --records "
-                  "FILE [--decode | --bench] | --ids 1,2,3] [--special] "
+                  "FILE [--decode | --bench] | --ids 1,2,3 | --stops N] [--special] "
                   "[--vocab-size N]\n");
   return 2;
 }
@@ -72,7 +73,8 @@ static int cmp_double(const void *a, const void *b) {
 int main(int argc, char **argv) {
   if (argc < 2)
     return usage();
-  const char *path = argv[1], *text = NULL, *records = NULL, *ids = NULL;
+  const char *path = argv[1], *text = NULL, *records = NULL, *ids = NULL,
+             *stops = NULL;
   int special = 0, decode = 0, bench = 0;
   long vocab = INT32_MAX;
   for (int i = 2; i < argc; ++i) {
@@ -89,12 +91,15 @@ int main(int argc, char **argv) {
       records = argv[++i];
     else if (i + 1 < argc && !strcmp(a, "--ids"))
       ids = argv[++i];
+    else if (i + 1 < argc && !strcmp(a, "--stops"))
+      stops = argv[++i];
     else if (i + 1 < argc && !strcmp(a, "--vocab-size"))
       vocab = strtol(argv[++i], NULL, 10);
     else
       return usage();
   }
-  if (!!text + !!records + !!ids != 1 || ((decode || bench) && !records))
+  if (!!text + !!records + !!ids + !!stops != 1 ||
+      ((decode || bench) && !records))
     return usage();
   archrt_tokenizer *tok;
   if (archrt_tokenizer_load(path, (int32_t)vocab, &tok) != ARCHRT_OK) {
@@ -102,6 +107,17 @@ int main(int argc, char **argv) {
     return 1;
   }
   int rc = 0;
+  if (stops) {
+    long below = strtol(stops, NULL, 10);
+    for (long id = 0, first = 1; id < below && id <= INT32_MAX; ++id)
+      if (archrt_tokenizer_is_stop(tok, (int32_t)id)) {
+        printf(first ? "%ld" : " %ld", id);
+        first = 0;
+      }
+    putchar('\n');
+    archrt_tokenizer_free(tok);
+    return 0;
+  }
   if (ids) {
     int32_t prev = -1;
     for (const char *p = ids; *p;) {
@@ -127,8 +143,10 @@ int main(int argc, char **argv) {
     archrt_tokenizer_free(tok);
     return 1;
   }
-  /* Room for any encoding: one token per byte, a few special ones. */
-  int32_t cap = (int32_t)(size < (size_t)INT32_MAX / 2 ? size + 64 : INT32_MAX);
+  /* Room for any encoding: a token per byte, a space before each run of
+   * text (SentencePiece), BOS and EOS. */
+  int32_t cap = (int32_t)(size < (size_t)INT32_MAX / 4 ? 2 * size + 64
+                                                       : INT32_MAX);
   int32_t *out = malloc((size_t)cap * sizeof *out);
   size_t n_records = 0;
   double times[5];

@@ -251,6 +251,12 @@ def main():
     case.error(lib, "byte fallback beyond a small vocabulary",
                  L.archrt_tokenizer_encode(tk, b"ab\xff", 1, 0, out, 64, C.byref(n)),
                  "byte 0xff at offset 2", "vocab_size 6")
+    # Too little room: the error leaves the count needed (BOS ▁ a b: 4).
+    status = L.archrt_tokenizer_encode(tk, b"ab", 1, 0, out, 3, C.byref(n))
+    case.error(lib, "too little room for a tokenizer.bin's encoding", status,
+               "text needs 4 tokens, room for 3")
+    case("the count needed left in n_tokens", n.value == 4,
+         f"n_tokens {n.value}")
     L.archrt_tokenizer_free(tk)
     case.error(lib, "tokenizer file too small for its vocab_size",
                  L.archrt_tokenizer_load(p("small.bin").encode(), 2**30, C.byref(tk)),

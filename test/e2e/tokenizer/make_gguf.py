@@ -19,10 +19,11 @@ metadata (a GGUF of version 3 with no tensors):
   make_gguf.py bare OUT.gguf    metadata without a tokenizer
   make_gguf.py spm-control OUT.gguf   a small SentencePiece one whose best
       piece is a control token
-  make_gguf.py spm-layout OUT.gguf BOS EOS SPACE BYTES   a small
+  make_gguf.py spm-layout OUT.gguf BOS EOS SPACE BYTES [ADD_BOS]   a small
       SentencePiece one with those BOS and EOS ids, add_space_prefix SPACE
       (0 or 1) and its 256 byte tokens from id BYTES on (Llama 2's: 1 2 1
-      3; Gemma's: 2 1 0 and later; none where BYTES is -1)
+      3; Gemma's: 2 1 0 and later; none where BYTES is -1), and
+      add_bos_token ADD_BOS where given
   make_gguf.py spm-special OUT.gguf LEN NTYPES [COUNT]   a small
       SentencePiece one with COUNT (1) user-defined tokens <xx..x> of LEN
       bytes and NTYPES token types (-1: one a token)
@@ -172,7 +173,7 @@ def spm_control(out):
                 kv("tokenizer.ggml.token_type", ARRAY, types, I32)])
 
 
-def spm_layout(out, bos, eos, space, bytes_at):
+def spm_layout(out, bos, eos, space, bytes_at, add_bos=None):
     """Control tokens up to the byte tokens at `bytes_at` (none where it is
     negative), then pieces."""
     tokens = ["<unk>", "<s>", "</s>"] + ["<c%d>" % i for i in
@@ -186,7 +187,9 @@ def spm_layout(out, bos, eos, space, bytes_at):
                 kv("tokenizer.ggml.scores", ARRAY, scores, F32),
                 kv("tokenizer.ggml.bos_token_id", U32, bos),
                 kv("tokenizer.ggml.eos_token_id", U32, eos),
-                kv("tokenizer.ggml.add_space_prefix", BOOL, bool(space))])
+                kv("tokenizer.ggml.add_space_prefix", BOOL, bool(space))] +
+          ([] if add_bos is None else
+           [kv("tokenizer.ggml.add_bos_token", BOOL, bool(add_bos))]))
 
 
 if __name__ == "__main__":
@@ -195,7 +198,7 @@ if __name__ == "__main__":
     elif sys.argv[1] == "spm-control":
         spm_control(sys.argv[2])
     elif sys.argv[1] == "spm-layout":
-        spm_layout(sys.argv[2], *map(int, sys.argv[3:7]))
+        spm_layout(sys.argv[2], *map(int, sys.argv[3:]))
     elif sys.argv[1] == "spm-special":
         spm_special(sys.argv[2], *map(int, sys.argv[3:]))
     elif sys.argv[1] == "spm-json":
