@@ -315,6 +315,7 @@ bool kernelLoweredStmt(const KernelSpec &spec, const std::string &target,
     if (fd < 0)
       throw CompileError("cannot create a temporary file " + tmpl);
     close(fd);
+    TempOnSignal guard(tmpl);
     k.output().compile_to_lowered_stmt(tmpl, k.args, StmtOutputFormat::Text,
                                        t);
     std::ifstream in(tmpl);

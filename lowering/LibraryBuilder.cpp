@@ -5,6 +5,7 @@
 #include "lowering/OutputFile.h"
 
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <spawn.h>
 #include <sstream>
 #include <sys/stat.h>
@@ -37,9 +39,26 @@ bool run(const std::vector<std::string> &argv, const std::string &logPath,
   for (const std::string &a : argv)
     args.push_back(const_cast<char *>(a.c_str()));
   args.push_back(nullptr);
+  // A signal that arrives while the child starts waits until the signal
+  // handlers know it (lowering/OutputFile.h): held on this thread, and
+  // waited for by a handler on another (-1: starting). The child gets the
+  // mask as it was.
+  sigset_t held, previous;
+  sigemptyset(&held);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+    sigaddset(&held, sig);
+  pthread_sigmask(SIG_BLOCK, &held, &previous);
+  setChildOnSignal(-1);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setsigmask(&attr, &previous);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t pid;
-  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
+  setChildOnSignal(rc == 0 ? pid : 0);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (rc != 0) {
     error = "cannot run '" + argv[0] + "': " + std::strerror(rc);
     return false;
@@ -48,6 +67,7 @@ bool run(const std::vector<std::string> &argv, const std::string &logPath,
   pid_t waited;
   while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
     ;
+  setChildOnSignal(0);
   if (waited < 0) {
     error = "cannot wait for '" + argv[0] + "': " + std::strerror(errno);
     return false;
@@ -68,8 +88,10 @@ class TempDir {
 public:
   TempDir() {
     std::string tmpl = tempTemplate("archc-build");
-    if (mkdtemp(tmpl.data()))
+    if (mkdtemp(tmpl.data())) {
       path = tmpl;
+      guard = std::make_unique<TempOnSignal>(path);
+    }
   }
   ~TempDir() {
     if (!path.empty() && getenv("ARCHC_KEEP_TEMPS")) {
@@ -82,6 +104,7 @@ public:
     }
   }
   std::string path;
+  std::unique_ptr<TempOnSignal> guard;
 };
 
 /// `rel`, a path the build gives relative to archc's own directory (bin/),

@@ -1,13 +1,18 @@
 //===- OutputFile.cpp - Files written whole, or not at all ----------------===//
 #include "lowering/OutputFile.h"
 
+#include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace arch {
@@ -134,6 +139,7 @@ bool putFile(const std::string &path, const std::string *text,
     error = failure(path, errno);
     return false;
   }
+  TempOnSignal guard(part);
   // (Best effort: a file system without modes, vfat, refuses the change.)
   mode_t want = exists ? st.st_mode & 07777 : mode_t(mode) & ~currentUmask();
   (void)fchmod(fd, want);
@@ -179,6 +185,140 @@ bool checkOutputPath(const std::string &path, std::string &error) {
   }
   return true;
 }
+
+// ---- Temporaries removed on a signal ----------------------------------------
+//
+// The handler may run on any thread, beside others that register and forget
+// temporaries: each slot is a seqlock (odd while its path is written), and
+// the handler copies a path and uses it only where the sequence did not
+// move meanwhile. Only async-signal-safe calls run in the handler: nanosleep,
+// kill, waitpid, openat, getdents64, lseek, unlinkat, close, sigaction,
+// raise.
+
+namespace {
+
+constexpr int kSlots = 64;
+constexpr size_t kPathMax = 4096;
+
+struct SignalSlot {
+  std::atomic<unsigned> seq{0};  // odd: being written
+  std::atomic<bool> live{false}; // a path to remove
+  char path[kPathMax];
+};
+
+SignalSlot slots[kSlots];
+std::atomic<int> childPid{0};
+const int handledSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+/// Removes `name` under `dirfd`: a file, or a directory and what it holds
+/// (to a depth of 8), errors ignored.
+void removeTree(int dirfd, const char *name, int depth) {
+  if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT || depth > 8)
+    return;
+  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  // Read from the start again after each pass that removed something:
+  // removing entries while reading may skip others.
+  for (int pass = 0; pass < 64; ++pass) {
+    alignas(8) char buf[2048];
+    bool removed = false;
+    lseek(fd, 0, SEEK_SET);
+    long n;
+    while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
+      for (long at = 0; at < n;) {
+        // struct linux_dirent64: ino (8), off (8), reclen (2), type (1),
+        // name.
+        unsigned short reclen;
+        memcpy(&reclen, buf + at + 16, sizeof reclen);
+        const char *entry = buf + at + 19;
+        if (strcmp(entry, ".") && strcmp(entry, "..")) {
+          removeTree(fd, entry, depth + 1);
+          removed = true;
+        }
+        at += reclen;
+      }
+    if (!removed)
+      break;
+  }
+  close(fd);
+  unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+void onSignal(int sig) {
+  int saved = errno;
+  // A child being started (-1) is waited for, up to 5 s.
+  for (int i = 0; i < 5000 && childPid.load() < 0; ++i) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
+  if (int pid = childPid.load(); pid > 0) {
+    kill(pid, SIGKILL);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+      ;
+  }
+  for (SignalSlot &s : slots) {
+    unsigned before = s.seq.load();
+    if (before & 1 || !s.live.load())
+      continue;
+    char path[kPathMax];
+    memcpy(path, s.path, kPathMax);
+    path[kPathMax - 1] = 0;
+    if (s.seq.load() == before && s.live.load())
+      removeTree(AT_FDCWD, path, 0);
+  }
+  // End as the signal would have: its default action, raised again.
+  struct sigaction dfl = {};
+  dfl.sa_handler = SIG_DFL;
+  sigaction(sig, &dfl, nullptr);
+  errno = saved;
+  raise(sig);
+}
+
+} // namespace
+
+void removeTempsOnSignal() {
+  for (int sig : handledSignals) {
+    struct sigaction old = {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN)
+      continue;
+    struct sigaction sa = {};
+    sa.sa_handler = onSignal;
+    sigemptyset(&sa.sa_mask);
+    for (int other : handledSignals)
+      sigaddset(&sa.sa_mask, other);
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+TempOnSignal::TempOnSignal(const std::string &path) : slot(-1) {
+  if (path.empty() || path.size() >= kPathMax)
+    return;
+  // An absolute path: the handler may run after a chdir.
+  std::error_code ec;
+  std::string abs = fs::absolute(path, ec).string();
+  if (ec || abs.size() >= kPathMax)
+    return;
+  for (int i = 0; i < kSlots; ++i) {
+    unsigned seq = slots[i].seq.load();
+    if (seq & 1 || slots[i].live.load() ||
+        !slots[i].seq.compare_exchange_strong(seq, seq + 1))
+      continue;
+    memcpy(slots[i].path, abs.c_str(), abs.size() + 1);
+    slots[i].live.store(true);
+    slots[i].seq.store(seq + 2);
+    slot = i;
+    return;
+  }
+}
+
+TempOnSignal::~TempOnSignal() {
+  if (slot >= 0)
+    slots[slot].live.store(false);
+}
+
+void setChildOnSignal(int pid) { childPid.store(pid); }
 
 std::string tempTemplate(const std::string &name) {
   const char *dir = getenv("TMPDIR");

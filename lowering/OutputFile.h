@@ -41,6 +41,32 @@ bool checkOutputPath(const std::string &path, std::string &error);
 /// "DIR/NAME-XXXXXX".
 std::string tempTemplate(const std::string &name);
 
+/// Installs the handlers that clean up when SIGINT, SIGTERM, SIGHUP or
+/// SIGQUIT ends archc (its main calls it first; a signal ignored at start,
+/// as under nohup, stays ignored): the running child (a compiler, the
+/// linker) is killed and waited for, every live TempOnSignal's file or
+/// directory tree is removed, and archc then ends by the same signal.
+void removeTempsOnSignal();
+
+/// Names a temporary file or directory tree for the signal handlers to
+/// remove while it lives (the owner still removes it on its own paths).
+/// Up to 64 live at once and paths below 4096 bytes; others are not
+/// covered.
+class TempOnSignal {
+public:
+  explicit TempOnSignal(const std::string &path);
+  ~TempOnSignal();
+  TempOnSignal(const TempOnSignal &) = delete;
+  TempOnSignal &operator=(const TempOnSignal &) = delete;
+
+private:
+  int slot;
+};
+
+/// The child process the signal handlers kill before removing the
+/// temporaries (0: none; -1: one being started, which they wait for).
+void setChildOnSignal(int pid);
+
 } // namespace arch
 
 #endif // ARCHC_LOWERING_OUTPUTFILE_H

@@ -828,6 +828,7 @@ int cmdCheck(int argc, char **argv) {
 /// temporary one.
 struct Runnable {
   std::string libPath, tmpDir;
+  std::unique_ptr<TempOnSignal> guard;
   double compileSeconds = 0;
   ~Runnable() {
     if (!tmpDir.empty()) {
@@ -849,6 +850,7 @@ struct Runnable {
       return false;
     }
     tmpDir = tmpl;
+    guard = std::make_unique<TempOnSignal>(tmpDir);
     libPath = tmpDir + "/libmodel.so";
     auto t0 = Clock::now();
     BuildOptions opts;
@@ -1537,6 +1539,8 @@ int usage(int rc) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // A signal that ends archc leaves no temporaries (lowering/OutputFile.h).
+  removeTempsOnSignal();
   if (argc < 2)
     return usage(1);
   std::string cmd = argv[1];
