@@ -2,6 +2,7 @@
 #include "gguf_read.h"
 #include "internal.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,14 +109,14 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
   char why[200] = "";
   /* Where each value of interest starts (its type after the key). */
   enum { K_MODEL, K_PRE, K_TOKENS, K_SCORES, K_TYPES, K_MERGES, K_BOS,
-         K_ADD_BOS, K_EOS, K_SPACE, K_EOT, K_EOM, K_COUNT };
+         K_ADD_BOS, K_EOS, K_SPACE, K_EOT, K_EOM, K_NAME, K_COUNT };
   static const char *const keys[K_COUNT] = {
       "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens",
       "tokenizer.ggml.scores", "tokenizer.ggml.token_type",
       "tokenizer.ggml.merges", "tokenizer.ggml.bos_token_id",
       "tokenizer.ggml.add_bos_token", "tokenizer.ggml.eos_token_id",
       "tokenizer.ggml.add_space_prefix", "tokenizer.ggml.eot_token_id",
-      "tokenizer.ggml.eom_token_id"};
+      "tokenizer.ggml.eom_token_id", "general.name"};
   const uint8_t *at[K_COUNT] = {0};
   uint32_t types[K_COUNT] = {0};
   text_buf b = {0};
@@ -210,7 +211,7 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
      * 2, no end-of-turn or end-of-message token, BOS added, a space before
      * the text) and the token types. */
     archrt_spm_layout layout = {n_tokens > 1 ? 1 : -1, n_tokens > 2 ? 2 : -1,
-                                -1, -1, 1, 1, NULL, NULL};
+                                -1, -1, 1, 1, 0, NULL, NULL};
     const int id_keys[4] = {K_BOS, K_EOS, K_EOT, K_EOM};
     int32_t *ids[4] = {&layout.bos, &layout.eos, &layout.eot, &layout.eom};
     for (int k = 0; k < 4; ++k) {
@@ -231,6 +232,20 @@ archrt_status archrt_gguf_tokenizer(const char *path, int32_t vocab_size,
       layout.add_bos = *at[K_ADD_BOS] != 0;
     if (at[K_SPACE] && types[K_SPACE] == GV_BOOL)
       layout.add_space = *at[K_SPACE] != 0;
+    /* llama.cpp knows Phi-3 by its name alone: its special tokens (but
+     * <unk>, <s> and <|endoftext|>) take the white space after them. */
+    if (at[K_NAME] && types[K_NAME] == GV_STRING) {
+      const uint8_t *name;
+      uint64_t name_n;
+      c.p = at[K_NAME];
+      if (str(&c, &name, &name_n))
+        for (uint64_t k = 0; k + 4 <= name_n && !layout.rstrip; ++k) {
+          char w[5];
+          for (int j = 0; j < 5; ++j)
+            w[j] = k + j < name_n ? (char)tolower(name[k + j]) : 0;
+          layout.rstrip = !memcmp(w, "phi3", 4) || !memcmp(w, "phi-3", 5);
+        }
+    }
     /* Unknown (2) and control (3) tokens are never made by merges; they
      * and user-defined ones (4) are matched in text first, as the file
      * spells them (U+2581 kept). */

@@ -90,6 +90,8 @@ typedef struct archrt_spm_layout {
   int32_t eot, eom;     /* end of turn, of message: -1 for none */
   int add_bos;          /* encode's `bos` adds BOS (tokenizer.ggml.add_bos_token) */
   int add_space;        /* a space before each text run (add_space_prefix) */
+  int rstrip;           /* special tokens take the white space after them
+                           (llama.cpp's rule for models named Phi-3) */
   uint8_t *types;       /* each piece's token type: 1 normal, 2 unknown,
                            3 control, 4 user-defined, 5 unused, 6 byte */
   char **special_text;  /* the file's own text of each type 2, 3 and 4

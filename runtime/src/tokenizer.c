@@ -33,7 +33,7 @@ typedef struct special_node {
   uint8_t byte;
 } special_node;
 
-enum { TOKEN_BYTE = 1, TOKEN_STOP = 2 };
+enum { TOKEN_BYTE = 1, TOKEN_STOP = 2, TOKEN_RSTRIP = 4 };
 /* The longest special token archc splits text at (bounds the work a text
  * position costs), and the bytes of them all (the trie's size). */
 enum { MAX_SPECIAL_LEN = 256, MAX_SPECIAL_BYTES = 8 << 20 };
@@ -45,7 +45,7 @@ struct archrt_tokenizer {
   float *scores;
   vocab_entry *sorted; /* by text; byte, unknown and control tokens left out */
   int32_t n_sorted;
-  uint8_t *flags;        /* per id: TOKEN_BYTE, TOKEN_STOP */
+  uint8_t *flags;        /* per id: TOKEN_BYTE, TOKEN_STOP, TOKEN_RSTRIP */
   int32_t byte_id[256];  /* the byte tokens, -1 where there is none */
   int32_t bos, eos;      /* -1: none */
   int add_bos, add_space;
@@ -245,6 +245,10 @@ archrt_status archrt_tokenizer_from_pieces(const char *path, char **pieces,
     if (i == t->bos || i == t->eos || i == layout->eot || i == layout->eom ||
         (special && special[i] && is_end_of_generation(special[i])))
       t->flags[i] |= TOKEN_STOP;
+    if (special && special[i] && layout->rstrip &&
+        strcmp(special[i], "<unk>") && strcmp(special[i], "<s>") &&
+        strcmp(special[i], "<|endoftext|>"))
+      t->flags[i] |= TOKEN_RSTRIP;
     if (special && special[i]) {
       size_t sl = strlen(special[i]);
       if (sl > MAX_SPECIAL_LEN) {
@@ -637,6 +641,10 @@ archrt_status archrt_tokenizer_encode(const archrt_tokenizer *t,
     ids[n++] = special;
     after_special = 1;
     run = at + match;
+    if (t->flags[special] & TOKEN_RSTRIP)
+      while (run < len && (text[run] == ' ' || (text[run] >= '\t' &&
+                                                text[run] <= '\r')))
+        run++;
   }
   if (eos)
     ids[n++] = t->eos;

@@ -16,6 +16,8 @@ metadata (a GGUF of version 3 with no tensors):
       added tokens as control (special) or user-defined (other) ones, the
       unknown token 2, byte tokens 6; BOS and EOS ids, add_space_prefix
       SPACE (0 or 1), add_bos_token true
+  make_gguf.py spm-phi3 OUT.gguf NAME   a small SentencePiece one with
+      Phi-3's chat tokens, general.name NAME
   make_gguf.py bare OUT.gguf    metadata without a tokenizer
   make_gguf.py spm-control OUT.gguf   a small SentencePiece one whose best
       piece is a control token
@@ -127,6 +129,21 @@ def spm_special(out, length, n_types, count=1):
                    (types * 2)[:n_types], I32)])
 
 
+def spm_phi3(out, name):
+    """A small SentencePiece tokenizer with Phi-3's chat tokens, in a file
+    whose general.name is `name` (llama.cpp's Phi-3 rule keys on it)."""
+    tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)]
+    tokens += ["\u2581", "a", "b", "ab", "\u2581ab", "<|endoftext|>",
+               "<|user|>", "<|end|>", "<|assistant|>"]
+    scores = [0.0] * 259 + [-1.0, -2.0, -2.0, -0.5, -0.1, 0.0, 0.0, 0.0, 0.0]
+    types = [2, 3, 3] + [6] * 256 + [1] * 5 + [3, 4, 4, 4]
+    write(out, [kv("general.name", STRING, name),
+                kv("tokenizer.ggml.model", STRING, "llama"),
+                kv("tokenizer.ggml.tokens", ARRAY, tokens, STRING),
+                kv("tokenizer.ggml.scores", ARRAY, scores, F32),
+                kv("tokenizer.ggml.token_type", ARRAY, types, I32)])
+
+
 def spm_json(src, out, bos, eos, space):
     doc = json.load(open(src, encoding="utf-8"))
     model = doc["model"]
@@ -201,6 +218,8 @@ if __name__ == "__main__":
         spm_layout(sys.argv[2], *map(int, sys.argv[3:]))
     elif sys.argv[1] == "spm-special":
         spm_special(sys.argv[2], *map(int, sys.argv[3:]))
+    elif sys.argv[1] == "spm-phi3":
+        spm_phi3(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "spm-json":
         spm_json(sys.argv[2], sys.argv[3], *map(int, sys.argv[4:7]))
     elif sys.argv[1] == "spm":
