@@ -311,11 +311,13 @@ bool kernelLoweredStmt(const KernelSpec &spec, const std::string &target,
     Target t;
     KernelFuncs k = buildForLibrary(spec, target, t);
     std::string tmpl = tempTemplate("archc-stmt");
+    holdSignals();
     int fd = mkstemp(tmpl.data());
+    TempOnSignal guard(fd < 0 ? "" : tmpl);
+    releaseSignals();
     if (fd < 0)
       throw CompileError("cannot create a temporary file " + tmpl);
     close(fd);
-    TempOnSignal guard(tmpl);
     k.output().compile_to_lowered_stmt(tmpl, k.args, StmtOutputFormat::Text,
                                        t);
     std::ifstream in(tmpl);

@@ -27,9 +27,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Runs argv; on failure returns false with the command's output in `error`.
+/// Runs argv, its temporaries under `tmpDir`; on failure returns false with
+/// the command's output in `error`.
 bool run(const std::vector<std::string> &argv, const std::string &logPath,
-         std::string &error) {
+         const std::string &tmpDir, std::string &error) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, logPath.c_str(),
@@ -39,10 +40,19 @@ bool run(const std::vector<std::string> &argv, const std::string &logPath,
   for (const std::string &a : argv)
     args.push_back(const_cast<char *>(a.c_str()));
   args.push_back(nullptr);
+  // The child's temporaries (gcc's ccXXXXXX.s) go into the build
+  // directory, which a signal removes with them (lowering/OutputFile.h).
+  std::string tmpVar = "TMPDIR=" + tmpDir;
+  std::vector<char *> env;
+  for (char **e = environ; *e; ++e)
+    if (strncmp(*e, "TMPDIR=", 7))
+      env.push_back(*e);
+  env.push_back(tmpVar.data());
+  env.push_back(nullptr);
   // A signal that arrives while the child starts waits until the signal
-  // handlers know it (lowering/OutputFile.h): held on this thread, and
-  // waited for by a handler on another (-1: starting). The child gets the
-  // mask as it was.
+  // handlers know it: held on this thread, and waited for by a handler on
+  // another (-1: starting). The child leads a process group of its own
+  // (the handlers end the group) and gets the mask as it was.
   sigset_t held, previous;
   sigemptyset(&held);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
@@ -52,9 +62,11 @@ bool run(const std::vector<std::string> &argv, const std::string &logPath,
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setsigmask(&attr, &previous);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
   pid_t pid;
-  int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(),
+                        env.data());
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   setChildOnSignal(rc == 0 ? pid : 0);
@@ -63,13 +75,27 @@ bool run(const std::vector<std::string> &argv, const std::string &logPath,
     error = "cannot run '" + argv[0] + "': " + std::strerror(rc);
     return false;
   }
+  // Waited for without reaping, then reaped with the signals held: a
+  // handler never kills a pid that was reaped (and may be reused).
+  siginfo_t info;
+  int waitedFor;
+  while ((waitedFor = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT)) < 0 &&
+         errno == EINTR)
+    ;
+  int waitErr = errno;
+  pthread_sigmask(SIG_BLOCK, &held, nullptr);
+  setChildOnSignal(0);
   int status = 0;
   pid_t waited;
   while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
     ;
-  setChildOnSignal(0);
+  if (waited < 0 && waitedFor == 0)
+    waitErr = errno;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  // A handler on another thread killed the child and is ending archc.
+  parkIfSignalled();
   if (waited < 0) {
-    error = "cannot wait for '" + argv[0] + "': " + std::strerror(errno);
+    error = "cannot wait for '" + argv[0] + "': " + std::strerror(waitErr);
     return false;
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -88,10 +114,15 @@ class TempDir {
 public:
   TempDir() {
     std::string tmpl = tempTemplate("archc-build");
+    // Made and named to the signal handlers as one step; kept from them
+    // where ARCHC_KEEP_TEMPS keeps it.
+    holdSignals();
     if (mkdtemp(tmpl.data())) {
       path = tmpl;
-      guard = std::make_unique<TempOnSignal>(path);
+      if (!getenv("ARCHC_KEEP_TEMPS"))
+        guard = std::make_unique<TempOnSignal>(path);
     }
+    releaseSignals();
   }
   ~TempDir() {
     if (!path.empty() && getenv("ARCHC_KEEP_TEMPS")) {
@@ -261,7 +292,7 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
                                  "-fPIC", "-c", glueC, "-o", glueO,
                                  "-I" + include, "-I" ARCHC_HALIDE_INCLUDE};
   cc.insert(cc.end(), sanitize.begin(), sanitize.end());
-  if (!run(cc, log, error))
+  if (!run(cc, log, tmp.path, error))
     return false;
   objects.insert(objects.begin(), glueO);
 
@@ -280,7 +311,7 @@ bool buildLibrary(const LoweredModel &model, const BuildOptions &opts,
                              "-Wl,--no-whole-archive", "-lm", "-lpthread",
                              "-ldl", "-Wl,-z,defs"});
   }
-  if (!run(link, log, error))
+  if (!run(link, log, tmp.path, error))
     return false;
   st.linkSeconds = seconds(t0);
 

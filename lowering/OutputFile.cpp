@@ -134,12 +134,15 @@ bool putFile(const std::string &path, const std::string *text,
       target = real.string();
   }
   std::string part = target + ".XXXXXX";
+  holdSignals();
   int fd = mkstemp(part.data());
+  int made = errno;
+  TempOnSignal guard(fd < 0 ? "" : part);
+  releaseSignals();
   if (fd < 0) {
-    error = failure(path, errno);
+    error = failure(path, made);
     return false;
   }
-  TempOnSignal guard(part);
   // (Best effort: a file system without modes, vfat, refuses the change.)
   mode_t want = exists ? st.st_mode & 07777 : mode_t(mode) & ~currentUmask();
   (void)fchmod(fd, want);
@@ -193,7 +196,9 @@ bool checkOutputPath(const std::string &path, std::string &error) {
 // the handler copies a path and uses it only where the sequence did not
 // move meanwhile. Only async-signal-safe calls run in the handler: nanosleep,
 // kill, waitpid, openat, getdents64, lseek, unlinkat, close, sigaction,
-// raise.
+// raise. A thread that would end archc otherwise while a handler runs (its
+// child killed, or main returning) parks instead (parkIfSignalled), so that
+// archc ends by the signal, its temporaries gone.
 
 namespace {
 
@@ -205,24 +210,33 @@ struct SignalSlot {
   std::atomic<bool> live{false}; // a path to remove
   char path[kPathMax];
 };
+static_assert(std::atomic<unsigned>::is_always_lock_free &&
+                  std::atomic<bool>::is_always_lock_free &&
+                  std::atomic<int>::is_always_lock_free,
+              "the signal handler's atomics must be lock-free");
 
 SignalSlot slots[kSlots];
 std::atomic<int> childPid{0};
+std::atomic<bool> ending{false};
 const int handledSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+thread_local sigset_t heldFrom;
 
 /// Removes `name` under `dirfd`: a file, or a directory and what it holds
-/// (to a depth of 8), errors ignored.
-void removeTree(int dirfd, const char *name, int depth) {
-  if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT || depth > 8)
-    return;
+/// (to a depth of 8); whether it is gone.
+bool removeTree(int dirfd, const char *name, int depth) {
+  if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+    return true;
+  if (depth > 8)
+    return false;
   int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
-    return;
-  // Read from the start again after each pass that removed something:
-  // removing entries while reading may skip others.
-  for (int pass = 0; pass < 64; ++pass) {
+    return false;
+  // Read from the start again after each pass that removed something
+  // (removing entries while reading may skip others); an entry that cannot
+  // be removed ends the passes.
+  for (bool removed = true; removed;) {
     alignas(8) char buf[2048];
-    bool removed = false;
+    removed = false;
     lseek(fd, 0, SEEK_SET);
     long n;
     while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
@@ -232,27 +246,27 @@ void removeTree(int dirfd, const char *name, int depth) {
         unsigned short reclen;
         memcpy(&reclen, buf + at + 16, sizeof reclen);
         const char *entry = buf + at + 19;
-        if (strcmp(entry, ".") && strcmp(entry, "..")) {
-          removeTree(fd, entry, depth + 1);
+        if (strcmp(entry, ".") && strcmp(entry, "..") &&
+            removeTree(fd, entry, depth + 1))
           removed = true;
-        }
         at += reclen;
       }
-    if (!removed)
-      break;
   }
   close(fd);
-  unlinkat(dirfd, name, AT_REMOVEDIR);
+  return unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT;
 }
 
 void onSignal(int sig) {
   int saved = errno;
-  // A child being started (-1) is waited for, up to 5 s.
+  ending.store(true);
+  // A child being started (-1) is waited for, up to 5 s. The child leads
+  // its own process group: the group goes (a driver's cc1, as, ld).
   for (int i = 0; i < 5000 && childPid.load() < 0; ++i) {
     struct timespec ms = {0, 1000000};
     nanosleep(&ms, nullptr);
   }
   if (int pid = childPid.load(); pid > 0) {
+    kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -265,6 +279,7 @@ void onSignal(int sig) {
     char path[kPathMax];
     memcpy(path, s.path, kPathMax);
     path[kPathMax - 1] = 0;
+    std::atomic_thread_fence(std::memory_order_acquire);
     if (s.seq.load() == before && s.live.load())
       removeTree(AT_FDCWD, path, 0);
   }
@@ -278,6 +293,11 @@ void onSignal(int sig) {
 
 } // namespace
 
+void parkIfSignalled() {
+  while (ending.load())
+    pause();
+}
+
 void removeTempsOnSignal() {
   for (int sig : handledSignals) {
     struct sigaction old = {};
@@ -290,7 +310,19 @@ void removeTempsOnSignal() {
       sigaddset(&sa.sa_mask, other);
     sigaction(sig, &sa, nullptr);
   }
+  // main returning (or exit) while a handler runs on another thread.
+  atexit(parkIfSignalled);
 }
+
+void holdSignals() {
+  sigset_t held;
+  sigemptyset(&held);
+  for (int sig : handledSignals)
+    sigaddset(&held, sig);
+  pthread_sigmask(SIG_BLOCK, &held, &heldFrom);
+}
+
+void releaseSignals() { pthread_sigmask(SIG_SETMASK, &heldFrom, nullptr); }
 
 TempOnSignal::TempOnSignal(const std::string &path) : slot(-1) {
   if (path.empty() || path.size() >= kPathMax)

@@ -64,8 +64,21 @@ private:
 };
 
 /// The child process the signal handlers kill before removing the
-/// temporaries (0: none; -1: one being started, which they wait for).
+/// temporaries, with its process group (0: none; -1: one being started,
+/// which they wait for). The caller starts it as the leader of a group of
+/// its own.
 void setChildOnSignal(int pid);
+
+/// Parks the calling thread for good where a signal handler is ending
+/// archc on another thread (so that archc ends by the signal, not by an
+/// error or exit of this one); returns at once otherwise. Called where a
+/// child's wait returns, and at exit.
+void parkIfSignalled();
+
+/// Holds the handled signals on this thread (a temporary's creation and
+/// its TempOnSignal, as one step), and releases them.
+void holdSignals();
+void releaseSignals();
 
 } // namespace arch
 

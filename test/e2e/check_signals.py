@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
-"""archc ended by a signal leaves no temporaries and no output: for SIGINT,
-SIGTERM and SIGHUP, `archc compile --no-cache` (its archc-build-* directory
-under $TMPDIR, the linker or compiler it runs) and `archc run` of a spec
-with an empty kernel cache (its archc-run-* directory beside the build's)
-get the signal once their temporary directories hold files (and, once
-more, compile gets SIGTERM while it runs a child: the compiler of the
-glue or the linker, which must not outlive it), and must end
-by that signal, leave $TMPDIR empty, write no -o file and no cache entry
-half-way (every cache file is a whole .o or .key).
+"""archc ended by a signal leaves no temporaries, no output and no child:
+
+  compile  `archc compile --no-cache` gets SIGINT, SIGTERM, SIGHUP and
+           SIGQUIT once its archc-build-* directory under $TMPDIR holds
+           files;
+  run      `archc run` of a spec with an empty kernel cache gets SIGINT,
+           SIGTERM and SIGHUP likewise (its archc-run-* directory beside);
+  child    `archc compile` gets SIGTERM while its glue compiler runs: a
+           fake clang-19 first on PATH that writes a file into its own
+           $TMPDIR (as gcc writes ccXXXXXX.s), starts a grandchild (as a
+           driver starts cc1 and as), says so and sleeps.
+
+Each must end by its signal, leave the private $TMPDIR empty, write no -o
+file and no partial cache entry (every cache file is a whole .o or .key),
+and, in the child case, leave neither the child nor the grandchild
+running.
 
   check_signals.py --archc ARCHC --spec SPEC --weights CHECKPOINT --dir DIR
 """
 import argparse
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -20,12 +28,22 @@ import time
 
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
+FAKE_CC = """#!/bin/sh
+# A glue compiler that never finishes: a temporary of its own, a child.
+echo partial > "$TMPDIR/ccFAKE.s"
+sleep 300 &
+echo "$$ $!" > "%s.tmp" && mv "%s.tmp" "%s"
+wait
+"""
 
-def default_signals():
+
+def start_state():
     # A shell may start background jobs with SIGINT ignored, which archc
-    # keeps ignored (as under nohup): give it the default disposition.
+    # keeps ignored (as under nohup): give it the default disposition; and
+    # no core file for SIGQUIT.
     for sig in HANDLED:
         signal.signal(sig, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def ready(tmp, present):
@@ -45,64 +63,81 @@ def ready(tmp, present):
 
 
 def check(args, sig, kind):
+    name = "%s %s" % (kind, sig.name)
     base = os.path.join(args.dir, "%s-%s" % (kind, sig.name))
     tmp, cache = os.path.join(base, "tmp"), os.path.join(base, "cache")
     out = os.path.join(base, "m.so")
     os.makedirs(tmp)
     env = dict(os.environ, TMPDIR=tmp, ARCHC_CACHE=cache)
-    if kind in ("compile", "child"):
-        cmd = [args.archc, "compile", args.spec, "-o", out, "--no-cache",
-               "--quiet"]
-        present = []
-    else:
+    env.pop("ARCHC_KEEP_TEMPS", None)
+    pids_file = os.path.join(base, "fake-cc.pids")
+    if kind == "child":
+        bindir = os.path.join(base, "bin")
+        os.makedirs(bindir)
+        with open(os.path.join(bindir, "clang-19"), "w") as f:
+            f.write(FAKE_CC % (pids_file, pids_file, pids_file))
+        os.chmod(os.path.join(bindir, "clang-19"), 0o755)
+        env["PATH"] = bindir + os.pathsep + env["PATH"]
+    if kind == "run":
         cmd = [args.archc, "run", args.spec, "--weights", args.weights,
                "--prompt", "1,2", "-n", "4", "--quiet"]
         present = ["archc-run-"]
+    else:
+        cmd = [args.archc, "compile", args.spec, "-o", out, "--no-cache",
+               "--quiet"]
+        present = []
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, preexec_fn=default_signals)
-    deadline = time.monotonic() + 120
-    children = "/proc/%d/task/%d/children" % (p.pid, p.pid)
-
-    def child_runs():
-        try:
-            return open(children).read().strip() != ""
-        except OSError:
-            return False
-
-    while p.poll() is None and not (ready(tmp, present) and
-                                    (kind != "child" or child_runs())):
+                         stderr=subprocess.PIPE, preexec_fn=start_state)
+    deadline = time.monotonic() + 300
+    while p.poll() is None and not (
+            os.path.exists(pids_file) if kind == "child" else
+            ready(tmp, present)):
         if time.monotonic() > deadline:
             p.kill()
-            return "FAIL %s %s: no temporary files in 120 s" % (kind, sig.name)
+            p.wait()
+            return "FAIL %s: not at its moment in 300 s" % name
         time.sleep(0.005)
     if p.poll() is not None:
-        return "FAIL %s %s: archc ended (%d) before its temporaries held " \
-               "files" % (kind, sig.name, p.returncode)
-    kids = open(children).read().split() if kind == "child" else []
-
+        return "FAIL %s: archc ended (%d) before its moment; stderr: %s" % (
+            name, p.returncode, p.stderr.read().decode(errors="replace")[-300:])
+    kids = open(pids_file).read().split() if kind == "child" else []
     p.send_signal(sig)
-    rc = p.wait(timeout=60)
-    alive = [k for k in kids if os.path.exists("/proc/" + k)]
-    if alive:
-        return "FAIL %s %s: its child %s outlived it" % (kind, sig.name,
-                                                           alive)
+    try:
+        rc = p.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        return "FAIL %s: archc still running 120 s after the signal" % name
     err = p.stderr.read().decode(errors="replace")
     if rc != -sig:
-        return "FAIL %s %s: status %d, not the signal's; stderr: %s" % (
-            kind, sig.name, rc, err[-300:])
+        return "FAIL %s: status %d, not the signal's; stderr: %s" % (
+            name, rc, err[-300:])
+    alive = []
+    for k in kids:
+        try:
+            state = open("/proc/%s/stat" % k).read().rsplit(")", 1)[1].split()
+            if state[0] != "Z":
+                alive.append(k)
+        except OSError:
+            pass
+    if alive:
+        for k in alive:
+            os.kill(int(k), signal.SIGKILL)
+        return "FAIL %s: its child or grandchild %s outlived it" % (name,
+                                                                     alive)
     left = os.listdir(tmp)
     if left:
-        return "FAIL %s %s: left in TMPDIR: %s" % (kind, sig.name, left)
+        return "FAIL %s: left in TMPDIR: %s" % (name, left)
     if os.path.exists(out):
-        return "FAIL %s %s: wrote %s" % (kind, sig.name, out)
+        return "FAIL %s: wrote %s" % (name, out)
     for root, _, files in os.walk(cache):
         for f in files:
             if not (f.endswith(".o") or f.endswith(".key") or
                     f.endswith(".lock")):
-                return "FAIL %s %s: a partial cache file %s" % (
-                    kind, sig.name, os.path.join(root, f))
-    return "ok %s %s: ended by the signal, TMPDIR empty, no output%s" % (
-        kind, sig.name, ", its child ended" if kids else "")
+                return "FAIL %s: a partial cache file %s" % (
+                    name, os.path.join(root, f))
+    return "ok %s: ended by the signal, TMPDIR empty, no output%s" % (
+        name, ", its child and grandchild ended" if kids else "")
 
 
 def main():
@@ -113,13 +148,12 @@ def main():
     ap.add_argument("--dir", required=True)
     args = ap.parse_args()
     failed = 0
-    for kind in ("compile", "run", "child"):
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            if kind == "child" and sig != signal.SIGTERM:
-                continue
-            line = check(args, sig, kind)
-            print(line, flush=True)
-            failed += line.startswith("FAIL")
+    cases = [("compile", s) for s in HANDLED]
+    cases += [("run", s) for s in HANDLED[:3]] + [("child", signal.SIGTERM)]
+    for kind, sig in cases:
+        line = check(args, sig, kind)
+        print(line, flush=True)
+        failed += line.startswith("FAIL")
     print("%d failed" % failed)
     return 1 if failed else 0
 

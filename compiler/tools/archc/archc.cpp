@@ -844,13 +844,18 @@ struct Runnable {
       return true;
     }
     std::string tmpl = tempTemplate("archc-run");
-    if (!mkdtemp(tmpl.data())) {
+    holdSignals();
+    bool made = mkdtemp(tmpl.data());
+    int err = errno;
+    if (made)
+      guard = std::make_unique<TempOnSignal>(tmpl);
+    releaseSignals();
+    if (!made) {
       fail("cannot create a temporary directory " + tmpl + ": " +
-           std::strerror(errno));
+           std::strerror(err));
       return false;
     }
     tmpDir = tmpl;
-    guard = std::make_unique<TempOnSignal>(tmpDir);
     libPath = tmpDir + "/libmodel.so";
     auto t0 = Clock::now();
     BuildOptions opts;
