@@ -327,8 +327,17 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
             f"{arch}.feed_forward_length": (4, spec.d_ff),
             f"{arch}.context_length": (4, spec.max_seq),
             f"{arch}.rope.freq_base": (6, spec.theta),
-            f"{arch}.attention.layer_norm_rms_epsilon": (6, spec.eps)}
+            f"{arch}.attention.layer_norm_rms_epsilon": (6, spec.eps),
+            f"{arch}.rope.dimension_count": (4, spec.rotary_dim)}
+    if spec.moe:  # (Mixtral's and Qwen-MoE's converters write both.)
+        meta[f"{arch}.expert_count"] = (4, spec.n_experts)
+        meta[f"{arch}.expert_used_count"] = (4, spec.top_k)
+    # (The converter writes a head's width only where it is not d / heads.)
+    if spec.head_dim * spec.heads != spec.d:
+        meta[f"{arch}.attention.key_length"] = (4, spec.head_dim)
+        meta[f"{arch}.attention.value_length"] = (4, spec.head_dim)
     meta.update(meta_override or {})
+    meta = {k: v for k, v in meta.items() if v is not None}
     entries = [kv("general.architecture", 8, arch),
                kv("general.alignment", 4, alignment)]
     entries += tokenizer or [kv("tokenizer.ggml.tokens", 9,
@@ -472,7 +481,29 @@ def spm_tokenizer(vocab, gemma=False):
 
 def main():
     args = archrt.script_args(__doc__, "write-tokenized", "write-all", "arch",
-                              "kinds")
+                              "kinds", "write-import")
+    if args.write_import:  # files archc cannot make a spec of
+        spec = archref.Spec(args.spec)
+        weights = archref.random_weights(spec, 7)
+        out = args.write_import
+        a = "llama"
+        write_gguf(os.path.join(out, "gemma2.gguf"), spec, weights, "F32",
+                   arch="gemma2")
+        write_gguf(os.path.join(out, "no-ctx.gguf"), spec, weights, "F32",
+                   meta_override={f"{a}.context_length": None})
+        write_gguf(os.path.join(out, "rope-freqs.gguf"), spec, weights, "F32",
+                   extra=[("rope_freqs.weight", [spec.head_dim // 2], "F32",
+                           b"\0" * (2 * spec.head_dim))])
+        write_gguf(os.path.join(out, "q-bias.gguf"), spec, weights, "F32",
+                   extra=[("blk.0.attn_q.bias", [spec.heads * spec.head_dim],
+                           "F32", b"\0" * (4 * spec.heads * spec.head_dim))])
+        write_gguf(os.path.join(out, "scaling.gguf"), spec, weights, "F32",
+                   meta_override={f"{a}.rope.scaling.type": (8, "longrope"),
+                                  f"{a}.rope.scaling.factor": (6, 4.0)})
+        write_gguf(os.path.join(out, "linear.gguf"), spec, weights, "F32",
+                   meta_override={f"{a}.rope.scaling.type": (8, "linear"),
+                                  f"{a}.rope.scaling.factor": (6, 4.0)})
+        return 0
     if args.write_tokenized:  # an F32 GGUF with its tokenizer, for archc run
         spec = archref.Spec(args.spec)
         arch = args.arch or "llama"

@@ -24,6 +24,7 @@
 #include "arch/Analysis/ModelFigures.h"
 #include "arch/Dialect/ArchDialect.h"
 #include "arch/Transforms/Passes.h"
+#include "compiler/import/GGUFConfig.h"
 #include "compiler/import/HFConfig.h"
 #include "compiler/import/ImportSpec.h"
 #include "compiler/spec/ArchSpec.h"
@@ -112,7 +113,8 @@ bool checkOutput(const std::string &input, const std::string &out,
 }
 
 /// Whether `path` is a Hugging Face configuration, not a spec: a model
-/// directory (its config.json) or a .json file; `config` gets the file.
+/// directory (its config.json), a .json file, or a GGUF file (its
+/// metadata, as the config.json it came from); `config` gets the file.
 bool isHFConfig(const std::string &path, std::string &config) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -120,19 +122,25 @@ bool isHFConfig(const std::string &path, std::string &config) {
     return true;
   }
   config = path;
-  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  return (path.size() >= 5 &&
+          path.compare(path.size() - 5, 5, ".json") == 0) ||
+         isGGUFFile(path);
 }
 
 /// The spec text of Hugging Face config `config` (named for its
-/// directory unless `name` is given), with a warning for the fields it
-/// does not read.
+/// directory, or a GGUF file's stem, unless `name` is given), with a
+/// warning for the fields it does not read.
 bool hfSpecText(const std::string &config, std::string name,
                 std::string &text) {
   std::string json, why;
-  if (!readSpecText(config, json, why)) {
-    fail(config + ": " + why);
+  bool gguf = isGGUFFile(config);
+  if (gguf ? !ggufConfigJSON(config, json, why)
+           : !readSpecText(config, json, why)) {
+    fail(gguf ? why : config + ": " + why);
     return false;
   }
+  if (name.empty() && gguf)
+    name = fs::path(config).stem().string();
   if (name.empty())
     name = fs::absolute(fs::path(config)).parent_path().filename().string();
   HFSpec hf;
@@ -892,9 +900,10 @@ int cmdRun(int argc, char **argv) {
                              cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> weights("weights",
                                cl::desc("llama2.c checkpoint, .safetensors, "
-                                        "index.json or checkpoint directory "
-                                        "(default: a model directory given "
-                                        "as the input)"),
+                                        "index.json, checkpoint directory or "
+                                        "GGUF file (default: a model "
+                                        "directory or GGUF file given as the "
+                                        "input)"),
                                cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> tokenizer("tokenizer",
                                  cl::desc("tokenizer.json or llama2.c tokenizer.bin (default: "
@@ -930,12 +939,13 @@ int cmdRun(int argc, char **argv) {
                 std::to_string(temperature));
   if (!(topP > 0 && topP <= 1))
     return fail("--top-p must be in (0, 1], got " + std::to_string(topP));
-  // A model directory holds its weights (and maybe a tokenizer) too.
+  // A model directory holds its weights (and maybe a tokenizer) too; a
+  // GGUF file is its own weights (and tokenizer).
   std::error_code ec;
   bool directory = fs::is_directory(std::string(input), ec);
-  if (weights.empty() && !directory)
+  if (weights.empty() && !directory && !isGGUFFile(input))
     return fail("--weights is required (unless the input is a model "
-                "directory)");
+                "directory or a GGUF file)");
   if (weights.empty())
     weights.setValue(input);
   // Its tokenizer: Hugging Face's tokenizer.json, else llama2.c's

@@ -1,0 +1,311 @@
+//===- GGUFConfig.cpp - A GGUF file's metadata as a config.json -----------===//
+#include "compiler/import/GGUFConfig.h"
+
+// The runtime's bounded cursor over a GGUF file (every length checked
+// against the file before use): the format is read by one piece of code.
+#include "../../runtime/src/gguf_read.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace arch {
+
+namespace {
+
+/// What the config needs of a GGUF file: its metadata's numbers, booleans
+/// and strings by key, its arrays' lengths, and its tensors' dims.
+struct GGUFMeta {
+  std::map<std::string, double> numbers;
+  std::map<std::string, bool> booleans;
+  std::map<std::string, std::string> strings;
+  std::map<std::string, uint64_t> arrays;
+  std::map<std::string, std::vector<uint64_t>> tensors;
+};
+
+/// Reads `path`'s header into `m`; false with `why` on a malformed file.
+bool readMeta(const std::string &path, GGUFMeta &m, std::string &why) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    why = std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    why = "not a regular file";
+    return false;
+  }
+  size_t size = size_t(st.st_size);
+  void *data = size ? mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0)
+                    : MAP_FAILED;
+  close(fd);
+  if (data == MAP_FAILED) {
+    why = size ? std::string("cannot map: ") + std::strerror(errno)
+               : "an empty file";
+    return false;
+  }
+  const uint8_t *base = static_cast<const uint8_t *>(data);
+  cursor c = {base, base + size, nullptr};
+  uint32_t magic = 0, version = 0;
+  uint64_t nTensors = 0, nKV = 0;
+  bool ok = false;
+  auto text = [](const uint8_t *s, uint64_t n) {
+    return std::string(reinterpret_cast<const char *>(s), size_t(n));
+  };
+  do {
+    if (!u32(&c, &magic) || std::memcmp(&magic, "GGUF", 4)) {
+      why = "not a GGUF file";
+      break;
+    }
+    if (!u32(&c, &version) || version != 3) {
+      why = "GGUF version " + std::to_string(version) + " (archc reads 3)";
+      break;
+    }
+    if (!u64(&c, &nTensors) || !u64(&c, &nKV) || nKV > GGUF_MAX_KV ||
+        nTensors > GGUF_MAX_TENSORS) {
+      why = "a header with more tensors or metadata entries than archc "
+            "reads";
+      break;
+    }
+    bool bad = false;
+    for (uint64_t i = 0; i < nKV && !bad; ++i) {
+      const uint8_t *key;
+      uint64_t keyLen;
+      uint32_t type;
+      if (!str(&c, &key, &keyLen) || !u32(&c, &type)) {
+        bad = true;
+        break;
+      }
+      std::string k = text(key, keyLen);
+      const uint8_t *at = c.p;
+      double v;
+      if (type == GV_STRING) {
+        const uint8_t *s;
+        uint64_t n;
+        if (str(&c, &s, &n))
+          m.strings[k] = text(s, std::min<uint64_t>(n, 4096));
+      } else if (type == GV_BOOL) {
+        uint8_t b;
+        if (take(&c, &b, 1))
+          m.booleans[k] = b != 0;
+      } else if (type == GV_ARRAY) {
+        uint32_t et;
+        uint64_t n;
+        cursor head = c;
+        if (u32(&head, &et) && u64(&head, &n))
+          m.arrays[k] = n;
+        c.p = at;
+        skip_value(&c, type, 0);
+      } else if (number(&c, type, &v)) {
+        m.numbers[k] = v;
+      } else {
+        c.p = at;
+        skip_value(&c, type, 0);
+      }
+      bad = c.err != nullptr;
+    }
+    if (bad) {
+      why = std::string("metadata: ") + (c.err ? c.err : "truncated");
+      break;
+    }
+    for (uint64_t i = 0; i < nTensors && !bad; ++i) {
+      const uint8_t *name;
+      uint64_t nameLen, offset;
+      uint32_t nDims, type;
+      if (!str(&c, &name, &nameLen) || !u32(&c, &nDims) || nDims > 4 ||
+          nameLen >= GGUF_MAX_NAME) {
+        bad = true;
+        break;
+      }
+      std::vector<uint64_t> dims(nDims);
+      for (uint64_t &d : dims)
+        if (!u64(&c, &d))
+          bad = true;
+      if (bad || !u32(&c, &type) || !u64(&c, &offset)) {
+        bad = true;
+        break;
+      }
+      m.tensors[text(name, nameLen)] = dims;
+    }
+    if (bad) {
+      why = std::string("tensor table: ") +
+            (c.err ? c.err : "a name of 256 bytes or more, or more than 4 "
+                             "dims");
+      break;
+    }
+    ok = true;
+  } while (false);
+  munmap(data, size);
+  return ok;
+}
+
+/// `v` as JSON: integers without a fraction; reals in the fewest digits
+/// that give v back (as a float where v is one: llama.cpp keeps most reals
+/// as F32, so rms_norm_eps 1e-5 reads 9.99999975e-06).
+std::string jsonNumber(double v) {
+  char buf[40];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+  }
+  bool single = double(float(v)) == v;
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    double back = std::strtod(buf, nullptr);
+    if (single ? float(back) == float(v) : back == v)
+      break;
+  }
+  return buf;
+}
+
+} // namespace
+
+bool isGGUFFile(const std::string &path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return false;
+  struct stat st;
+  char magic[4] = {0};
+  bool yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+             pread(fd, magic, 4, 0) == 4 && !std::memcmp(magic, "GGUF", 4);
+  close(fd);
+  return yes;
+}
+
+bool ggufConfigJSON(const std::string &path, std::string &json,
+                    std::string &error) {
+  GGUFMeta m;
+  std::string why;
+  if (!readMeta(path, m, why)) {
+    error = path + ": " + why;
+    return false;
+  }
+  auto str = m.strings.find("general.architecture");
+  if (str == m.strings.end()) {
+    error = path + ": no general.architecture in the metadata";
+    return false;
+  }
+  const std::string arch = str->second;
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
+    error = path + ": general.architecture \"" + arch + "\": archc makes a "
+            "spec of llama, qwen2 and qwen3 GGUF files (for this one, give "
+            "a spec or the model's config.json, and the file as --weights)";
+    return false;
+  }
+  std::vector<std::pair<std::string, std::string>> fields;
+  // A key of the architecture's (llama.cpp's names), into a config field.
+  auto key = [&](const std::string &suffix) { return arch + "." + suffix; };
+  auto num = [&](const std::string &suffix) -> const double * {
+    auto it = m.numbers.find(key(suffix));
+    return it == m.numbers.end() ? nullptr : &it->second;
+  };
+  bool missing = false;
+  auto put = [&](const std::string &field, const std::string &suffix,
+                 bool required, const double *def = nullptr) {
+    const double *v = num(suffix);
+    if (!v)
+      v = def;
+    if (v)
+      fields.push_back({field, jsonNumber(*v)});
+    else if (required && !missing) {
+      missing = true;
+      error = path + ": the metadata has no " + key(suffix) +
+              " (a number), which the spec needs";
+    }
+  };
+  double expertCount = num("expert_count") ? *num("expert_count") : 0;
+  bool mixtral = arch == "llama" && expertCount > 0;
+  fields.push_back({"model_type", "\"" + (mixtral ? std::string("mixtral")
+                                                  : arch) + "\""});
+  put("hidden_size", "embedding_length", true);
+  put("num_hidden_layers", "block_count", true);
+  put("intermediate_size", "feed_forward_length", true);
+  put("num_attention_heads", "attention.head_count", true);
+  put("num_key_value_heads", "attention.head_count_kv", false);
+  put("head_dim", "attention.key_length", false);
+  put("max_position_embeddings", "context_length", true);
+  put("rms_norm_eps", "attention.layer_norm_rms_epsilon", true);
+  // (llama.cpp's own default where the file has none.)
+  const double theta = 10000;
+  put("rope_theta", "rope.freq_base", false, &theta);
+  if (mixtral) {
+    put("num_local_experts", "expert_count", true);
+    put("num_experts_per_tok", "expert_used_count", true);
+  }
+  if (missing)
+    return false;
+  // RoPE over part of the head, or scaled: what the config can say.
+  const double *keyLength = num("attention.key_length");
+  const double *ropeDims = num("rope.dimension_count");
+  double heads = *num("attention.head_count");
+  double headDim = keyLength ? *keyLength : *num("embedding_length") / heads;
+  if (ropeDims && *ropeDims != headDim) {
+    error = path + ": " + key("rope.dimension_count") + " " +
+            jsonNumber(*ropeDims) + " rotates part of a head of " +
+            jsonNumber(headDim) + ", which archc does not import for " + arch;
+    return false;
+  }
+  if (m.tensors.count("rope_freqs.weight")) {
+    error = path + ": a rope_freqs.weight tensor (Llama 3.1's RoPE scaling, "
+            "kept as frequencies): archc does not import it (give the "
+            "model's config.json, and the file as --weights)";
+    return false;
+  }
+  auto scaling = m.strings.find(key("rope.scaling.type"));
+  if (scaling != m.strings.end() && scaling->second != "none") {
+    const double *factor = num("rope.scaling.factor");
+    if (!factor || (scaling->second != "linear" && scaling->second != "yarn")) {
+      error = path + ": " + key("rope.scaling.type") + " \"" +
+              scaling->second + "\"" +
+              (factor ? "" : " without " + key("rope.scaling.factor")) +
+              ": archc imports linear and yarn scaling";
+      return false;
+    }
+    std::string rs = "{\"type\": \"" + scaling->second +
+                     "\", \"factor\": " + jsonNumber(*factor);
+    if (const double *orig = num("rope.scaling.original_context_length"))
+      rs += ", \"original_max_position_embeddings\": " + jsonNumber(*orig);
+    fields.push_back({"rope_scaling", rs + "}"});
+  }
+  // The vocabulary: the embedding's rows (a tokenizer may have fewer).
+  auto embed = m.tensors.find("token_embd.weight");
+  if (embed == m.tensors.end() || embed->second.size() != 2) {
+    error = path + ": no token_embd.weight of 2 dims (the vocabulary)";
+    return false;
+  }
+  fields.push_back({"vocab_size", jsonNumber(double(embed->second[1]))});
+  fields.push_back({"tie_word_embeddings",
+                    m.tensors.count("output.weight") ? "false" : "true"});
+  // Biases, as the tensor table has them (Qwen 2's q/k/v ones are the
+  // family's own).
+  if (arch == "llama") {
+    bool qBias = m.tensors.count("blk.0.attn_q.bias") != 0;
+    bool oBias = m.tensors.count("blk.0.attn_output.bias") != 0;
+    if (qBias != oBias) {
+      error = path + ": blk.0.attn_q.bias and blk.0.attn_output.bias: one "
+              "without the other, which a llama config cannot say";
+      return false;
+    }
+    if (qBias)
+      fields.push_back({"attention_bias", "true"});
+  }
+  if (m.tensors.count("blk.0.ffn_up.bias"))
+    fields.push_back({"mlp_bias", "true"});
+  json = "{";
+  for (size_t i = 0; i < fields.size(); ++i)
+    json += (i ? ", \"" : "\"") + fields[i].first + "\": " + fields[i].second;
+  json += "}\n";
+  return true;
+}
+
+} // namespace arch

@@ -1,0 +1,30 @@
+//===- GGUFConfig.h - A GGUF file's metadata as a config.json ---*- C++ -*-===//
+//
+// `archc import-hf FILE.gguf` and `archc compile|check|run FILE.gguf`: the
+// metadata llama.cpp's converter keeps in a GGUF file (its architecture's
+// shape keys, RoPE, norm epsilon; the tensor table says what is tied and
+// biased) written back as the Hugging Face config.json it came from, which
+// importHFConfig then makes a spec, so a GGUF model gets the spec its
+// Hugging Face checkpoint would. The architectures: llama (Llama, Mistral,
+// and Mixtral where it has experts), qwen2, qwen3; others are refused by
+// name.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_IMPORT_GGUFCONFIG_H
+#define ARCHC_IMPORT_GGUFCONFIG_H
+
+#include <string>
+
+namespace arch {
+
+/// Whether `path` names a GGUF file (by its first four bytes).
+bool isGGUFFile(const std::string &path);
+
+/// The config.json text of GGUF file `path`; on failure `error` names the
+/// file and the key or tensor at fault.
+bool ggufConfigJSON(const std::string &path, std::string &json,
+                    std::string &error);
+
+} // namespace arch
+
+#endif // ARCHC_IMPORT_GGUFCONFIG_H
