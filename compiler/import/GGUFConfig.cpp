@@ -2,7 +2,9 @@
 #include "compiler/import/GGUFConfig.h"
 
 // The runtime's bounded cursor over a GGUF file (every length checked
-// against the file before use): the format is read by one piece of code.
+// against the file before use) and its value readers; the loops over the
+// metadata and the tensor table are this file's (the runtime's header
+// reader keeps only the keys its loader checks).
 #include "../../runtime/src/gguf_read.h"
 
 #include <algorithm>
@@ -183,7 +185,7 @@ bool isGGUFFile(const std::string &path) {
 }
 
 bool ggufConfigJSON(const std::string &path, std::string &json,
-                    std::string &error) {
+                    std::vector<std::string> &unread, std::string &error) {
   GGUFMeta m;
   std::string why;
   if (!readMeta(path, m, why)) {
@@ -197,58 +199,125 @@ bool ggufConfigJSON(const std::string &path, std::string &json,
   }
   const std::string arch = str->second;
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
-    error = path + ": general.architecture \"" + arch + "\": archc makes a "
-            "spec of llama, qwen2 and qwen3 GGUF files (for this one, give "
-            "a spec or the model's config.json, and the file as --weights)";
+    std::string shown;
+    for (char ch : arch.substr(0, 40))
+      shown += ch >= 0x20 && ch < 0x7f ? ch : '?';
+    error = path + ": general.architecture \"" + shown + "\": archc makes "
+            "a spec of llama, qwen2 and qwen3 GGUF files (for this one, "
+            "give a spec or the model's config.json, and the file as "
+            "--weights)";
     return false;
   }
-  std::vector<std::pair<std::string, std::string>> fields;
-  // A key of the architecture's (llama.cpp's names), into a config field.
+  // A key of the architecture's (llama.cpp's names).
   auto key = [&](const std::string &suffix) { return arch + "." + suffix; };
   auto num = [&](const std::string &suffix) -> const double * {
     auto it = m.numbers.find(key(suffix));
     return it == m.numbers.end() ? nullptr : &it->second;
   };
-  bool missing = false;
+  // The architecture's keys this reads; any other is named in a warning,
+  // as config.json's unread fields are.
+  static const char *const known[] = {
+      "embedding_length", "block_count", "feed_forward_length",
+      "attention.head_count", "attention.head_count_kv",
+      "attention.key_length", "attention.value_length", "context_length",
+      "attention.layer_norm_rms_epsilon", "rope.freq_base",
+      "rope.dimension_count", "rope.scaling.type", "rope.scaling.factor",
+      "rope.scale_linear", "rope.scaling.original_context_length",
+      "rope.scaling.finetuned", "expert_count", "expert_used_count",
+      "vocab_size"};
+  auto isKnown = [&](const std::string &k) {
+    for (const char *suffix : known)
+      if (k == key(suffix))
+        return true;
+    return false;
+  };
+  for (const auto &[k, v] : m.numbers)
+    if (k.rfind(arch + ".", 0) == 0 && !isKnown(k))
+      unread.push_back(k);
+  for (const auto &[k, v] : m.strings)
+    if (k.rfind(arch + ".", 0) == 0 && !isKnown(k))
+      unread.push_back(k);
+  for (const auto &[k, v] : m.booleans)
+    if (k.rfind(arch + ".", 0) == 0 && !isKnown(k))
+      unread.push_back(k);
+  for (const auto &[k, v] : m.arrays)
+    if (k.rfind(arch + ".", 0) == 0) {
+      // (A per-layer array where one value is expected.)
+      if (isKnown(k)) {
+        error = path + ": " + k + " is an array (a value a layer): archc "
+                "imports one value for all layers";
+        return false;
+      }
+      unread.push_back(k);
+    }
+  std::vector<std::pair<std::string, std::string>> fields;
+  bool bad = false;
+  // A number of the file into a config field: finite, and a positive
+  // integer where `count`; the file's key named where it is not.
   auto put = [&](const std::string &field, const std::string &suffix,
-                 bool required, const double *def = nullptr) {
+                 bool required, bool count, const double *def = nullptr) {
+    if (bad)
+      return;
     const double *v = num(suffix);
     if (!v)
       v = def;
-    if (v)
-      fields.push_back({field, jsonNumber(*v)});
-    else if (required && !missing) {
-      missing = true;
-      error = path + ": the metadata has no " + key(suffix) +
-              " (a number), which the spec needs";
+    if (!v) {
+      if (required) {
+        bad = true;
+        error = path + ": the metadata has no " + key(suffix) +
+                " (a number), which the spec needs";
+      }
+      return;
     }
+    if (!std::isfinite(*v) || *v <= 0 ||
+        (count && (*v != std::floor(*v) || *v > 1e12))) {
+      bad = true;
+      error = path + ": " + key(suffix) + " is " + jsonNumber(*v) +
+              (count ? ", not a positive integer" : ", not a positive number");
+      return;
+    }
+    fields.push_back({field, jsonNumber(*v)});
   };
   double expertCount = num("expert_count") ? *num("expert_count") : 0;
   bool mixtral = arch == "llama" && expertCount > 0;
   fields.push_back({"model_type", "\"" + (mixtral ? std::string("mixtral")
                                                   : arch) + "\""});
-  put("hidden_size", "embedding_length", true);
-  put("num_hidden_layers", "block_count", true);
-  put("intermediate_size", "feed_forward_length", true);
-  put("num_attention_heads", "attention.head_count", true);
-  put("num_key_value_heads", "attention.head_count_kv", false);
-  put("head_dim", "attention.key_length", false);
-  put("max_position_embeddings", "context_length", true);
-  put("rms_norm_eps", "attention.layer_norm_rms_epsilon", true);
+  put("hidden_size", "embedding_length", true, true);
+  put("num_hidden_layers", "block_count", true, true);
+  put("intermediate_size", "feed_forward_length", true, true);
+  put("num_attention_heads", "attention.head_count", true, true);
+  put("num_key_value_heads", "attention.head_count_kv", false, true);
+  put("max_position_embeddings", "context_length", true, true);
+  put("rms_norm_eps", "attention.layer_norm_rms_epsilon", true, false);
   // (llama.cpp's own default where the file has none.)
   const double theta = 10000;
-  put("rope_theta", "rope.freq_base", false, &theta);
+  put("rope_theta", "rope.freq_base", false, false, &theta);
   if (mixtral) {
-    put("num_local_experts", "expert_count", true);
-    put("num_experts_per_tok", "expert_used_count", true);
+    put("num_local_experts", "expert_count", true, true);
+    put("num_experts_per_tok", "expert_used_count", true, true);
   }
-  if (missing)
+  if (bad)
     return false;
-  // RoPE over part of the head, or scaled: what the config can say.
+  // A head's width: key_length, else d / heads (llama.cpp's default; a
+  // config without head_dim would give Qwen 3 its class's 128).
   const double *keyLength = num("attention.key_length");
-  const double *ropeDims = num("rope.dimension_count");
+  const double *valueLength = num("attention.value_length");
   double heads = *num("attention.head_count");
   double headDim = keyLength ? *keyLength : *num("embedding_length") / heads;
+  if (headDim != std::floor(headDim) || headDim <= 0 ||
+      (valueLength && *valueLength != headDim)) {
+    error = path + ": a head " + jsonNumber(headDim) + " wide" +
+            (valueLength && *valueLength != headDim
+                 ? " for keys and " + jsonNumber(*valueLength) +
+                       " for values (" + key("attention.value_length") +
+                       "), which a config cannot say"
+                 : " (" + key("embedding_length") + " / " +
+                       key("attention.head_count") + "), not an integer");
+    return false;
+  }
+  fields.push_back({"head_dim", jsonNumber(headDim)});
+  // RoPE over part of the head, or scaled: what the config can say.
+  const double *ropeDims = num("rope.dimension_count");
   if (ropeDims && *ropeDims != headDim) {
     error = path + ": " + key("rope.dimension_count") + " " +
             jsonNumber(*ropeDims) + " rotates part of a head of " +
@@ -261,20 +330,31 @@ bool ggufConfigJSON(const std::string &path, std::string &json,
             "model's config.json, and the file as --weights)";
     return false;
   }
+  // (llama.cpp: a factor without a type, or the older scale_linear, is
+  // linear scaling; YaRN's original length defaults to context_length.)
   auto scaling = m.strings.find(key("rope.scaling.type"));
-  if (scaling != m.strings.end() && scaling->second != "none") {
-    const double *factor = num("rope.scaling.factor");
-    if (!factor || (scaling->second != "linear" && scaling->second != "yarn")) {
+  const double *factor = num("rope.scaling.factor");
+  if (!factor)
+    factor = num("rope.scale_linear");
+  std::string type = scaling != m.strings.end() ? scaling->second
+                     : factor                  ? "linear"
+                                               : "none";
+  if (type != "none" && !(factor && *factor == 1 && type == "linear")) {
+    if (!factor || !std::isfinite(*factor) || *factor <= 0 ||
+        (type != "linear" && type != "yarn")) {
       error = path + ": " + key("rope.scaling.type") + " \"" +
-              scaling->second + "\"" +
+              type.substr(0, 40) + "\"" +
               (factor ? "" : " without " + key("rope.scaling.factor")) +
               ": archc imports linear and yarn scaling";
       return false;
     }
-    std::string rs = "{\"type\": \"" + scaling->second +
+    std::string rs = "{\"type\": \"" + type +
                      "\", \"factor\": " + jsonNumber(*factor);
-    if (const double *orig = num("rope.scaling.original_context_length"))
-      rs += ", \"original_max_position_embeddings\": " + jsonNumber(*orig);
+    if (type == "yarn") {
+      const double *orig = num("rope.scaling.original_context_length");
+      rs += ", \"original_max_position_embeddings\": " +
+            jsonNumber(orig ? *orig : *num("context_length"));
+    }
     fields.push_back({"rope_scaling", rs + "}"});
   }
   // The vocabulary: the embedding's rows (a tokenizer may have fewer).

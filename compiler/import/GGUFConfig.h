@@ -4,26 +4,28 @@
 // metadata llama.cpp's converter keeps in a GGUF file (its architecture's
 // shape keys, RoPE, norm epsilon; the tensor table says what is tied and
 // biased) written back as the Hugging Face config.json it came from, which
-// importHFConfig then makes a spec, so a GGUF model gets the spec its
-// Hugging Face checkpoint would. The architectures: llama (Llama, Mistral,
-// and Mixtral where it has experts), qwen2, qwen3; others are refused by
-// name.
+// importHFConfig then makes a spec: the model llama.cpp runs from the file
+// (so a Mistral 7B v0.1 file, converted as llama, has no sliding window,
+// as in llama.cpp). The architectures: llama (Llama, Mistral, and Mixtral
+// where it has experts), qwen2, qwen3; others are refused by name.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_IMPORT_GGUFCONFIG_H
 #define ARCHC_IMPORT_GGUFCONFIG_H
 
 #include <string>
+#include <vector>
 
 namespace arch {
 
 /// Whether `path` names a GGUF file (by its first four bytes).
 bool isGGUFFile(const std::string &path);
 
-/// The config.json text of GGUF file `path`; on failure `error` names the
-/// file and the key or tensor at fault.
+/// The config.json text of GGUF file `path`, with the architecture's
+/// metadata keys it does not read in `unread` (the caller warns); on
+/// failure `error` names the file and the key or tensor at fault.
 bool ggufConfigJSON(const std::string &path, std::string &json,
-                    std::string &error);
+                    std::vector<std::string> &unread, std::string &error);
 
 } // namespace arch
 

@@ -332,7 +332,8 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
     if spec.moe:  # (Mixtral's and Qwen-MoE's converters write both.)
         meta[f"{arch}.expert_count"] = (4, spec.n_experts)
         meta[f"{arch}.expert_used_count"] = (4, spec.top_k)
-    # (The converter writes a head's width only where it is not d / heads.)
+    # (The converter writes a head's width where the config has head_dim;
+    # these specs have one where it is not d / heads.)
     if spec.head_dim * spec.heads != spec.d:
         meta[f"{arch}.attention.key_length"] = (4, spec.head_dim)
         meta[f"{arch}.attention.value_length"] = (4, spec.head_dim)
@@ -503,6 +504,30 @@ def main():
         write_gguf(os.path.join(out, "linear.gguf"), spec, weights, "F32",
                    meta_override={f"{a}.rope.scaling.type": (8, "linear"),
                                   f"{a}.rope.scaling.factor": (6, 4.0)})
+        # (Files that import, each with what llama.cpp would make of it.)
+        write_gguf(os.path.join(out, "defaults.gguf"), spec, weights, "F32",
+                   drop="lm_head.weight",
+                   meta_override={f"{a}.rope.freq_base": None,
+                                  f"{a}.rope.scaling.factor": (6, 2.0),
+                                  f"{a}.foo_bar": (4, 7)})
+        write_gguf(os.path.join(out, "yarn.gguf"), spec, weights, "F32",
+                   meta_override={f"{a}.rope.scaling.type": (8, "yarn"),
+                                  f"{a}.rope.scaling.factor": (6, 4.0)})
+        # (And files that do not.)
+        per_layer = (gstr(f"{a}.attention.head_count_kv") +
+                     struct.pack("<IIQ", 9, 4, spec.layers) +
+                     struct.pack(f"<{spec.layers}I", *[1] * spec.layers))
+        write_gguf(os.path.join(out, "per-layer.gguf"), spec, weights, "F32",
+                   meta_override={f"{a}.attention.head_count_kv": None},
+                   tokenizer=[kv("tokenizer.ggml.tokens", 9, ["<unk>"]),
+                              per_layer])
+        write_gguf(os.path.join(out, "value-length.gguf"), spec, weights,
+                   "F32", meta_override={
+                       f"{a}.attention.key_length": (4, spec.head_dim),
+                       f"{a}.attention.value_length": (4, spec.head_dim // 2)})
+        write_gguf(os.path.join(out, "nan-eps.gguf"), spec, weights, "F32",
+                   meta_override={
+                       f"{a}.attention.layer_norm_rms_epsilon": (6, float("nan"))})
         return 0
     if args.write_tokenized:  # an F32 GGUF with its tokenizer, for archc run
         spec = archref.Spec(args.spec)

@@ -7,7 +7,7 @@
   run      `archc run` of a spec with an empty kernel cache gets SIGINT,
            SIGTERM and SIGHUP likewise (its archc-run-* directory beside);
   child    `archc compile` gets SIGTERM while its glue compiler runs: a
-           fake clang-19 first on PATH that writes a file into its own
+           fake clang-19 (and cc) first on PATH that writes a file into its own
            $TMPDIR (as gcc writes ccXXXXXX.s), starts a grandchild (as a
            driver starts cc1 and as), says so and sleeps.
 
@@ -74,9 +74,11 @@ def check(args, sig, kind):
     if kind == "child":
         bindir = os.path.join(base, "bin")
         os.makedirs(bindir)
-        with open(os.path.join(bindir, "clang-19"), "w") as f:
-            f.write(FAKE_CC % (pids_file, pids_file, pids_file))
-        os.chmod(os.path.join(bindir, "clang-19"), 0o755)
+        # (Both names: a sanitized build compiles its glue with cc.)
+        for cc in ("clang-19", "cc"):
+            with open(os.path.join(bindir, cc), "w") as f:
+                f.write(FAKE_CC % (pids_file, pids_file, pids_file))
+            os.chmod(os.path.join(bindir, cc), 0o755)
         env["PATH"] = bindir + os.pathsep + env["PATH"]
     if kind == "run":
         cmd = [args.archc, "run", args.spec, "--weights", args.weights,

@@ -11,10 +11,12 @@
 //   archc run     SPEC|IR|LIB --weights FILE [--tokenizer FILE] --prompt TEXT -n N
 //   archc bench   SPEC|IR|LIB [--random-weights|--weights FILE] --prompt-len N
 //                 --gen M --threads K [--runs R] [--json] [--profile]
-//   archc import-hf CONFIG.json|DIR [-o SPEC.toml] [--name NAME]
+//   archc import-hf CONFIG.json|DIR|FILE.gguf [-o SPEC.toml] [--name NAME]
 //
-// SPEC is a .toml spec, or a Hugging Face model directory (its
-// config.json, imported as import-hf would write it), IR an .mlir module
+// SPEC is a .toml spec, a Hugging Face model directory (its config.json,
+// imported as import-hf would write it) or a GGUF file (its metadata as
+// the config.json it came from; run takes the file as its weights and
+// tokenizer too), IR an .mlir module
 // of the arch dialect (as --emit=mlir or --dump-ir writes it). Like Toy's
 // toyc, --emit decides how far to lower. Each subcommand parses its own
 // options, so `archc SUB --help` lists only what SUB takes.
@@ -133,11 +135,19 @@ bool isHFConfig(const std::string &path, std::string &config) {
 bool hfSpecText(const std::string &config, std::string name,
                 std::string &text) {
   std::string json, why;
+  std::vector<std::string> unreadKeys;
   bool gguf = isGGUFFile(config);
-  if (gguf ? !ggufConfigJSON(config, json, why)
+  if (gguf ? !ggufConfigJSON(config, json, unreadKeys, why)
            : !readSpecText(config, json, why)) {
     fail(gguf ? why : config + ": " + why);
     return false;
+  }
+  if (!unreadKeys.empty()) {
+    llvm::errs() << "archc: warning: " << config << ": metadata keys archc "
+                 << "does not read (" << unreadKeys.size() << "):";
+    for (const std::string &k : unreadKeys)
+      llvm::errs() << " " << k;
+    llvm::errs() << "\n";
   }
   if (name.empty() && gguf)
     name = fs::path(config).stem().string();
@@ -438,7 +448,7 @@ enum class Emit { Import, MLIR, Kernels, Halide, C, Obj, Lib };
 
 int cmdCompile(int argc, char **argv) {
   cl::opt<std::string> input(cl::Positional, cl::Required,
-                             cl::desc("<spec.toml | model.mlir>"),
+                             cl::desc("<spec.toml | model.mlir | model directory | model.gguf>"),
                              cl::cat(archcCat));
   cl::opt<std::string> output("o", cl::desc("output file (default: "
                                             "lib<model>.so; '-' = stdout)"),
@@ -719,7 +729,7 @@ int cmdCheck(int argc, char **argv) {
   // A subcommand of its own: libLLVM registers a global -threads.
   cl::SubCommand sub("check", "analytic report");
   cl::opt<std::string> input(cl::Positional,
-                             cl::desc("<spec.toml | model.mlir>"),
+                             cl::desc("<spec.toml | model.mlir | model directory | model.gguf>"),
                              cl::cat(archcCat), cl::sub(sub));
   cl::opt<bool> json("json", cl::desc("machine-readable output"),
                      cl::cat(archcCat), cl::sub(sub));
@@ -896,7 +906,7 @@ int cmdRun(int argc, char **argv) {
   // A subcommand of its own: libLLVM registers a global -threads.
   cl::SubCommand sub("run", "generate text");
   cl::opt<std::string> input(cl::Positional, cl::Required,
-                             cl::desc("<spec.toml | model.mlir | lib.so>"),
+                             cl::desc("<spec.toml | model.mlir | lib.so | model directory | model.gguf>"),
                              cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> weights("weights",
                                cl::desc("llama2.c checkpoint, .safetensors, "
@@ -1317,7 +1327,7 @@ int cmdBench(int argc, char **argv) {
   // A subcommand of its own: libLLVM registers a global -threads.
   cl::SubCommand sub("bench", "throughput");
   cl::opt<std::string> input(cl::Positional, cl::Required,
-                             cl::desc("<spec.toml | model.mlir | lib.so>"),
+                             cl::desc("<spec.toml | model.mlir | lib.so | model directory | model.gguf>"),
                              cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> weights("weights",
                                cl::desc("weights (default: random)"),
@@ -1502,13 +1512,15 @@ int cmdBench(int argc, char **argv) {
 int cmdImportHF(int argc, char **argv) {
   cl::SubCommand sub("import-hf", "a Hugging Face config.json as a spec");
   cl::opt<std::string> input(cl::Positional, cl::Required,
-                             cl::desc("<config.json | model directory>"),
+                             cl::desc("<config.json | model directory | "
+                                      "model.gguf>"),
                              cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> output("o", cl::desc("the spec file (default: "
                                             "stdout)"),
                               cl::init("-"), cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> name("name", cl::desc("model name (default: the "
-                                             "directory's)"),
+                                             "directory's, or the GGUF "
+                                             "file's stem)"),
                             cl::cat(archcCat), cl::sub(sub));
   cl::HideUnrelatedOptions(archcCat, sub);
   cl::ParseCommandLineOptions(argc, argv,
@@ -1544,9 +1556,11 @@ int usage(int rc) {
          "(of the optimized IR)\n"
          "  run SPEC|LIB    generate tokens with real weights\n"
          "  bench SPEC|LIB  prefill and decode throughput\n"
-         "  import-hf DIR   a Hugging Face config.json as a spec (compile, "
-         "check and\n"
-         "                  run take the model directory as SPEC too)\n\n"
+         "  import-hf DIR   a Hugging Face config.json (or a GGUF file's "
+         "metadata) as a\n"
+         "                  spec (compile, check, run and bench take the "
+         "model directory\n"
+         "                  or the GGUF file as SPEC too)\n\n"
          "'archc <command> --help' lists the options of a command.\n";
   return rc;
 }
