@@ -32,6 +32,8 @@ struct GGUFMeta {
   std::map<std::string, std::string> strings;
   std::map<std::string, uint64_t> arrays;
   std::map<std::string, std::vector<uint64_t>> tensors;
+  /// rope_freqs.weight's values, where it is F32 and inside the file.
+  std::vector<float> ropeFreqs;
 };
 
 /// Reads `path`'s header into `m`; false with `why` on a malformed file.
@@ -61,6 +63,7 @@ bool readMeta(const std::string &path, GGUFMeta &m, std::string &why) {
   uint32_t magic = 0, version = 0;
   uint64_t nTensors = 0, nKV = 0;
   bool ok = false;
+  uint64_t ropeOffset = 0, ropeCount = 0;
   auto text = [](const uint8_t *s, uint64_t n) {
     return std::string(reinterpret_cast<const char *>(s), size_t(n));
   };
@@ -138,12 +141,29 @@ bool readMeta(const std::string &path, GGUFMeta &m, std::string &why) {
         break;
       }
       m.tensors[text(name, nameLen)] = dims;
+      if (text(name, nameLen) == "rope_freqs.weight" && type == GGML_F32 &&
+          nDims == 1 && dims[0] <= 4096) {
+        ropeOffset = offset;
+        ropeCount = dims[0];
+      }
     }
     if (bad) {
       why = std::string("tensor table: ") +
             (c.err ? c.err : "a name of 256 bytes or more, or more than 4 "
                              "dims");
       break;
+    }
+    // The data section starts at the next multiple of general.alignment.
+    auto align = m.numbers.find("general.alignment");
+    uint64_t alignment = align == m.numbers.end() ? 32 : uint64_t(align->second);
+    uint64_t start = uint64_t(c.p - base);
+    if (alignment >= 1 && alignment <= (1u << 20))
+      start = (start + alignment - 1) / alignment * alignment;
+    if (ropeCount && ropeOffset <= size && start <= size - ropeOffset &&
+        ropeCount * 4 <= size - ropeOffset - start) {
+      m.ropeFreqs.resize(ropeCount);
+      std::memcpy(m.ropeFreqs.data(), base + start + ropeOffset,
+                  ropeCount * 4);
     }
     ok = true;
   } while (false);
@@ -168,6 +188,38 @@ std::string jsonNumber(double v) {
       break;
   }
   return buf;
+}
+
+/// Whether `freqs` (rope_freqs.weight: a factor dividing each of the
+/// head's headDim / 2 frequencies of base `theta`) is Llama 3.1's scaling
+/// of some factor with low_freq_factor 1, high_freq_factor 4 and an
+/// original context of 8192; `json` gets its rope_scaling.
+bool llama3Factors(const std::vector<float> &freqs, double theta,
+                   double headDim, std::string &json) {
+  const double low = 1, high = 4, original = 8192;
+  if (freqs.empty() || double(freqs.size()) * 2 != headDim)
+    return false;
+  double factor = *std::max_element(freqs.begin(), freqs.end());
+  if (!(factor > 1) || !std::isfinite(factor))
+    return false;
+  for (size_t i = 0; i < freqs.size(); ++i) {
+    double freq = 1 / std::pow(theta, double(2 * i) / headDim);
+    double wavelen = 2 * M_PI / freq, want;
+    if (wavelen < original / high)
+      want = 1;
+    else if (wavelen > original / low)
+      want = factor;
+    else {
+      double smooth = (original / wavelen - low) / (high - low);
+      want = 1 / ((1 - smooth) / factor + smooth);
+    }
+    if (!(std::fabs(double(freqs[i]) - want) <= 1e-4 * want))
+      return false;
+  }
+  json = "{\"rope_type\": \"llama3\", \"factor\": " + jsonNumber(factor) +
+         ", \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+         "\"original_max_position_embeddings\": 8192}";
+  return true;
 }
 
 } // namespace
@@ -324,11 +376,22 @@ bool ggufConfigJSON(const std::string &path, std::string &json,
             jsonNumber(headDim) + ", which archc does not import for " + arch;
     return false;
   }
+  // Llama 3.1's RoPE scaling, kept as a factor per frequency: the
+  // parameters that give that table (as llama.cpp's converter computes
+  // it), with the low and high frequency factors and original length all
+  // Llama 3.x models use.
+  std::string llama3Scaling;
   if (m.tensors.count("rope_freqs.weight")) {
-    error = path + ": a rope_freqs.weight tensor (Llama 3.1's RoPE scaling, "
-            "kept as frequencies): archc does not import it (give the "
-            "model's config.json, and the file as --weights)";
-    return false;
+    double theta = num("rope.freq_base") ? *num("rope.freq_base") : 10000;
+    if (!llama3Factors(m.ropeFreqs, theta, headDim, llama3Scaling)) {
+      error = path + ": a rope_freqs.weight tensor (RoPE scaling, kept as a "
+              "factor per frequency) that is not Llama 3.1's scaling with "
+              "low_freq_factor 1, high_freq_factor 4 and an original "
+              "context of 8192: archc does not import it (give the model's "
+              "config.json, and the file as --weights)";
+      return false;
+    }
+    fields.push_back({"rope_scaling", llama3Scaling});
   }
   // (llama.cpp: a factor without a type, or the older scale_linear, is
   // linear scaling; YaRN's original length defaults to context_length.)
@@ -339,6 +402,12 @@ bool ggufConfigJSON(const std::string &path, std::string &json,
   std::string type = scaling != m.strings.end() ? scaling->second
                      : factor                  ? "linear"
                                                : "none";
+  if (!llama3Scaling.empty() && type != "none") {
+    error = path + ": both a rope_freqs.weight tensor and " +
+            key("rope.scaling.type") + " \"" + type.substr(0, 40) +
+            "\": which scales is not clear";
+    return false;
+  }
   if (type != "none" && !(factor && *factor == 1 && type == "linear")) {
     if (!factor || !std::isfinite(*factor) || *factor <= 0 ||
         (type != "linear" && type != "yarn")) {

@@ -510,6 +510,23 @@ def main():
                    meta_override={f"{a}.rope.freq_base": None,
                                   f"{a}.rope.scaling.factor": (6, 2.0),
                                   f"{a}.foo_bar": (4, 7)})
+        # Llama 3.1's scaling as llama.cpp's converter keeps it: a factor
+        # per frequency (factor 8, low 1, high 4, original 8192), float32.
+        dim, factors = spec.head_dim, []
+        for i in range(0, spec.head_dim, 2):
+            freq = np.float32(1.0) / np.float32(spec.theta) ** (
+                np.float32(i) / np.float32(dim))
+            wavelen = 2 * np.pi / float(freq)
+            if wavelen < 8192 / 4:
+                factors.append(1.0)
+            elif wavelen > 8192 / 1:
+                factors.append(8.0)
+            else:
+                smooth = (8192 / wavelen - 1) / (4 - 1)
+                factors.append(1 / ((1 - smooth) / 8 + smooth))
+        write_gguf(os.path.join(out, "llama3.gguf"), spec, weights, "F32",
+                   extra=[("rope_freqs.weight", [dim // 2], "F32",
+                           np.array(factors, np.float32).tobytes())])
         write_gguf(os.path.join(out, "yarn.gguf"), spec, weights, "F32",
                    meta_override={f"{a}.rope.scaling.type": (8, "yarn"),
                                   f"{a}.rope.scaling.factor": (6, 4.0)})
