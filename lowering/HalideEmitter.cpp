@@ -311,10 +311,8 @@ bool kernelLoweredStmt(const KernelSpec &spec, const std::string &target,
     Target t;
     KernelFuncs k = buildForLibrary(spec, target, t);
     std::string tmpl = tempTemplate("archc-stmt");
-    holdSignals();
-    int fd = mkstemp(tmpl.data());
-    TempOnSignal guard(fd < 0 ? "" : tmpl);
-    releaseSignals();
+    std::unique_ptr<TempOnSignal> guard;
+    int fd = makeTempFile(tmpl, &guard);
     if (fd < 0)
       throw CompileError("cannot create a temporary file " + tmpl);
     close(fd);

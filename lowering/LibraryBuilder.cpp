@@ -5,7 +5,6 @@
 #include "lowering/OutputFile.h"
 
 #include <cerrno>
-#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -53,15 +52,11 @@ bool run(const std::vector<std::string> &argv, const std::string &logPath,
   // handlers know it: held on this thread, and waited for by a handler on
   // another (-1: starting). The child leads a process group of its own
   // (the handlers end the group) and gets the mask as it was.
-  sigset_t held, previous;
-  sigemptyset(&held);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
-    sigaddset(&held, sig);
-  pthread_sigmask(SIG_BLOCK, &held, &previous);
+  holdSignals();
   setChildOnSignal(-1);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setsigmask(&attr, &previous);
+  posix_spawnattr_setsigmask(&attr, &maskBeforeHold());
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
   pid_t pid;
@@ -70,7 +65,7 @@ bool run(const std::vector<std::string> &argv, const std::string &logPath,
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   setChildOnSignal(rc == 0 ? pid : 0);
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  releaseSignals();
   if (rc != 0) {
     error = "cannot run '" + argv[0] + "': " + std::strerror(rc);
     return false;
@@ -83,7 +78,7 @@ bool run(const std::vector<std::string> &argv, const std::string &logPath,
          errno == EINTR)
     ;
   int waitErr = errno;
-  pthread_sigmask(SIG_BLOCK, &held, nullptr);
+  holdSignals();
   setChildOnSignal(0);
   int status = 0;
   pid_t waited;
@@ -91,7 +86,7 @@ bool run(const std::vector<std::string> &argv, const std::string &logPath,
     ;
   if (waited < 0 && waitedFor == 0)
     waitErr = errno;
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  releaseSignals();
   // A handler on another thread killed the child and is ending archc.
   parkIfSignalled();
   if (waited < 0) {
@@ -114,15 +109,9 @@ class TempDir {
 public:
   TempDir() {
     std::string tmpl = tempTemplate("archc-build");
-    // Made and named to the signal handlers as one step; kept from them
-    // where ARCHC_KEEP_TEMPS keeps it.
-    holdSignals();
-    if (mkdtemp(tmpl.data())) {
+    // Kept from the signal handlers where ARCHC_KEEP_TEMPS keeps it.
+    if (makeTempDir(tmpl, getenv("ARCHC_KEEP_TEMPS") ? nullptr : &guard))
       path = tmpl;
-      if (!getenv("ARCHC_KEEP_TEMPS"))
-        guard = std::make_unique<TempOnSignal>(path);
-    }
-    releaseSignals();
   }
   ~TempDir() {
     if (!path.empty() && getenv("ARCHC_KEEP_TEMPS")) {

@@ -134,13 +134,10 @@ bool putFile(const std::string &path, const std::string *text,
       target = real.string();
   }
   std::string part = target + ".XXXXXX";
-  holdSignals();
-  int fd = mkstemp(part.data());
-  int made = errno;
-  TempOnSignal guard(fd < 0 ? "" : part);
-  releaseSignals();
+  std::unique_ptr<TempOnSignal> guard;
+  int fd = makeTempFile(part, &guard);
   if (fd < 0) {
-    error = failure(path, made);
+    error = failure(path, errno);
     return false;
   }
   // (Best effort: a file system without modes, vfat, refuses the change.)
@@ -323,6 +320,30 @@ void holdSignals() {
 }
 
 void releaseSignals() { pthread_sigmask(SIG_SETMASK, &heldFrom, nullptr); }
+
+const sigset_t &maskBeforeHold() { return heldFrom; }
+
+int makeTempFile(std::string &tmpl, std::unique_ptr<TempOnSignal> *guard) {
+  holdSignals();
+  int fd = mkstemp(tmpl.data());
+  int err = errno;
+  if (fd >= 0 && guard)
+    *guard = std::make_unique<TempOnSignal>(tmpl);
+  releaseSignals();
+  errno = err;
+  return fd;
+}
+
+bool makeTempDir(std::string &tmpl, std::unique_ptr<TempOnSignal> *guard) {
+  holdSignals();
+  bool made = mkdtemp(tmpl.data()) != nullptr;
+  int err = errno;
+  if (made && guard)
+    *guard = std::make_unique<TempOnSignal>(tmpl);
+  releaseSignals();
+  errno = err;
+  return made;
+}
 
 TempOnSignal::TempOnSignal(const std::string &path) : slot(-1) {
   if (path.empty() || path.size() >= kPathMax)

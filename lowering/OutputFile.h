@@ -10,6 +10,8 @@
 #ifndef ARCHC_LOWERING_OUTPUTFILE_H
 #define ARCHC_LOWERING_OUTPUTFILE_H
 
+#include <csignal>
+#include <memory>
 #include <string>
 
 namespace arch {
@@ -75,10 +77,19 @@ void setChildOnSignal(int pid);
 /// child's wait returns, and at exit.
 void parkIfSignalled();
 
-/// Holds the handled signals on this thread (a temporary's creation and
-/// its TempOnSignal, as one step), and releases them.
+/// mkstemp and mkdtemp of `tmpl` (a tempTemplate), the result named to the
+/// signal handlers in the same step (the signals held on this thread
+/// meanwhile): `guard` gets its TempOnSignal where given and the file or
+/// directory was made. mkstemp's descriptor (-1 with errno on failure);
+/// whether mkdtemp made the directory (errno on failure).
+int makeTempFile(std::string &tmpl, std::unique_ptr<TempOnSignal> *guard);
+bool makeTempDir(std::string &tmpl, std::unique_ptr<TempOnSignal> *guard);
+
+/// Holds the handled signals on this thread, and releases them; while
+/// held, the mask as it was before (for a child's spawn attributes).
 void holdSignals();
 void releaseSignals();
+const sigset_t &maskBeforeHold();
 
 } // namespace arch
 

@@ -862,15 +862,9 @@ struct Runnable {
       return true;
     }
     std::string tmpl = tempTemplate("archc-run");
-    holdSignals();
-    bool made = mkdtemp(tmpl.data());
-    int err = errno;
-    if (made)
-      guard = std::make_unique<TempOnSignal>(tmpl);
-    releaseSignals();
-    if (!made) {
+    if (!makeTempDir(tmpl, &guard)) {
       fail("cannot create a temporary directory " + tmpl + ": " +
-           std::strerror(err));
+           std::strerror(errno));
       return false;
     }
     tmpDir = tmpl;
