@@ -222,6 +222,155 @@ bool llama3Factors(const std::vector<float> &freqs, double theta,
   return true;
 }
 
+/// One architecture llama.cpp names in general.architecture: the
+/// model_type of the config.json its converter read, and the
+/// architecture's own keys this file reads beside the shared ones.
+struct Family {
+  const char *arch, *modelType;
+  std::vector<const char *> keys;
+};
+
+const Family *familyOf(const std::string &arch) {
+  static const std::vector<const char *> moe = {
+      "expert_count", "expert_used_count", "expert_feed_forward_length",
+      "expert_shared_feed_forward_length", "expert_weights_norm"};
+  static const Family families[] = {
+      {"llama", "llama", {"expert_count", "expert_used_count"}},
+      {"qwen2", "qwen2", {}},
+      {"qwen2moe", "qwen2_moe", moe},
+      {"qwen3", "qwen3", {}},
+      {"qwen3moe", "qwen3_moe", moe},
+      {"gemma2",
+       "gemma2",
+       {"attention.sliding_window", "attn_logit_softcapping",
+        "final_logit_softcapping"}},
+      {"gemma3", "gemma3_text",
+       {"attention.sliding_window", "final_logit_softcapping"}},
+      {"phi3", "phi3", {"attention.sliding_window"}}};
+  for (const Family &f : families)
+    if (arch == f.arch)
+      return &f;
+  return nullptr;
+}
+
+/// The config.json fields made from one file's metadata. A number read
+/// by key is checked (finite, positive, an integer where it counts) and
+/// named in the error where it is not.
+class ConfigWriter {
+public:
+  ConfigWriter(const GGUFMeta &m, const std::string &path,
+               const std::string &arch)
+      : m(m), path(path), arch(arch) {}
+
+  /// The architecture's key `suffix` (llama.cpp's names).
+  std::string key(const std::string &suffix) const {
+    return arch + "." + suffix;
+  }
+  const double *num(const std::string &suffix) const {
+    auto it = m.numbers.find(key(suffix));
+    return it == m.numbers.end() ? nullptr : &it->second;
+  }
+  /// Config field `field` from key `suffix` (else `def`, else absent, an
+  /// error where `required`); false once anything failed.
+  bool put(const std::string &field, const std::string &suffix, bool required,
+           bool count, const double *def = nullptr) {
+    if (!error.empty())
+      return false;
+    const double *v = num(suffix);
+    if (!v)
+      v = def;
+    if (!v)
+      return !required || fail("the metadata has no " + key(suffix) +
+                               " (a number), which the spec needs");
+    if (!std::isfinite(*v) || *v <= 0 ||
+        (count && (*v != std::floor(*v) || *v > 1e12)))
+      return fail(key(suffix) + " is " + jsonNumber(*v) +
+                  (count ? ", not a positive integer"
+                         : ", not a positive number"));
+    add(field, jsonNumber(*v));
+    return true;
+  }
+  void add(const std::string &field, const std::string &value) {
+    fields.push_back({field, value});
+  }
+  /// False, with `why` about the file as the error.
+  bool fail(const std::string &why) {
+    if (error.empty())
+      error = path + ": " + why;
+    return false;
+  }
+  std::string json() const {
+    std::string out = "{";
+    for (size_t i = 0; i < fields.size(); ++i)
+      out += (i ? ", \"" : "\"") + fields[i].first + "\": " + fields[i].second;
+    return out + "}\n";
+  }
+
+  const GGUFMeta &m;
+  const std::string &path, &arch;
+  std::string error;
+
+private:
+  std::vector<std::pair<std::string, std::string>> fields;
+};
+
+/// Gemma 2 and 3 as llama.cpp runs them: the sliding window (Gemma 2's
+/// even layers; Gemma 3's five layers of six, none where the file has no
+/// window), Gemma 3's local layers at RoPE base 10000, the soft-caps the
+/// file has (Gemma 2's defaults 50 and 30 where it has none), and the
+/// query scale llama.cpp picks by size: d / heads for its 27B models
+/// (46 layers for Gemma 2, 62 for Gemma 3), the head's width otherwise.
+bool gemmaFields(ConfigWriter &w, double headDim) {
+  const bool g2 = w.arch == "gemma2";
+  double layers = *w.num("block_count");
+  double d = *w.num("embedding_length"), heads = *w.num("attention.head_count");
+  bool big = layers == (g2 ? 46 : 62);
+  w.add("query_pre_attn_scalar", jsonNumber(big ? std::floor(d / heads)
+                                                : headDim));
+  if (g2)
+    return w.put("sliding_window", "attention.sliding_window", true, true) &&
+           w.put("attn_logit_softcapping", "attn_logit_softcapping", false,
+                 false) &&
+           w.put("final_logit_softcapping", "final_logit_softcapping", false,
+                 false);
+  const double *window = w.num("attention.sliding_window");
+  const double *cap = w.num("final_logit_softcapping");
+  if (window && *window != 0 &&
+      !w.put("sliding_window", "attention.sliding_window", true, true))
+    return false;
+  w.add("sliding_window_pattern", window && *window != 0 ? "6" : "1");
+  w.add("rope_local_base_freq", "10000");
+  // (Gemma 3 has no attention soft-cap; a final one of 0 is none.)
+  return !cap || *cap == 0 ||
+         w.put("final_logit_softcapping", "final_logit_softcapping", true,
+               false);
+}
+
+/// Qwen2-MoE and Qwen3-MoE as llama.cpp runs them: every layer routed, the
+/// top k renormalized for Qwen3-MoE only (unless the file says), Qwen2-MoE's
+/// shared expert where the file gives its width.
+bool qwenMoeFields(ConfigWriter &w) {
+  const bool q3 = w.arch == "qwen3moe";
+  if (!w.put("num_experts", "expert_count", true, true) ||
+      !w.put("num_experts_per_tok", "expert_used_count", true, true) ||
+      !w.put("moe_intermediate_size", "expert_feed_forward_length", true,
+             true))
+    return false;
+  w.add("decoder_sparse_step", "1");
+  w.add("mlp_only_layers", "[]");
+  auto norm = w.m.booleans.find(w.key("expert_weights_norm"));
+  bool normalize = norm != w.m.booleans.end() ? norm->second : q3;
+  w.add("norm_topk_prob", normalize ? "true" : "false");
+  if (q3)
+    return true;
+  w.add("qkv_bias", w.m.tensors.count("blk.0.attn_q.bias") ? "true" : "false");
+  if (w.num("expert_shared_feed_forward_length"))
+    return w.put("shared_expert_intermediate_size",
+                 "expert_shared_feed_forward_length", true, true);
+  w.add("shared_expert_intermediate_size", "0");
+  return true;
+}
+
 } // namespace
 
 bool isGGUFFile(const std::string &path) {
@@ -250,210 +399,199 @@ bool ggufConfigJSON(const std::string &path, std::string &json,
     return false;
   }
   const std::string arch = str->second;
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
+  const Family *family = familyOf(arch);
+  if (!family) {
     std::string shown;
     for (char ch : arch.substr(0, 40))
       shown += ch >= 0x20 && ch < 0x7f ? ch : '?';
     error = path + ": general.architecture \"" + shown + "\": archc makes "
-            "a spec of llama, qwen2 and qwen3 GGUF files (for this one, "
-            "give a spec or the model's config.json, and the file as "
-            "--weights)";
+            "a spec of llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, "
+            "gemma3 and phi3 GGUF files (for this one, give a spec or the "
+            "model's config.json, and the file as --weights)";
     return false;
   }
-  // A key of the architecture's (llama.cpp's names).
-  auto key = [&](const std::string &suffix) { return arch + "." + suffix; };
-  auto num = [&](const std::string &suffix) -> const double * {
-    auto it = m.numbers.find(key(suffix));
-    return it == m.numbers.end() ? nullptr : &it->second;
+  ConfigWriter w(m, path, arch);
+  auto fail = [&](const std::string &why) {
+    w.fail(why);
+    error = w.error;
+    return false;
   };
-  // The architecture's keys this reads; any other is named in a warning,
-  // as config.json's unread fields are.
-  static const char *const known[] = {
+  // (What a failed put() left in w.)
+  auto failed = [&] {
+    error = w.error;
+    return false;
+  };
+  // The keys this reads; any other of the architecture's is named in a
+  // warning, as config.json's unread fields are.
+  static const char *const shared[] = {
       "embedding_length", "block_count", "feed_forward_length",
       "attention.head_count", "attention.head_count_kv",
       "attention.key_length", "attention.value_length", "context_length",
       "attention.layer_norm_rms_epsilon", "rope.freq_base",
       "rope.dimension_count", "rope.scaling.type", "rope.scaling.factor",
       "rope.scale_linear", "rope.scaling.original_context_length",
-      "rope.scaling.finetuned", "expert_count", "expert_used_count",
-      "vocab_size"};
+      "rope.scaling.finetuned", "vocab_size"};
   auto isKnown = [&](const std::string &k) {
-    for (const char *suffix : known)
-      if (k == key(suffix))
+    for (const char *suffix : shared)
+      if (k == w.key(suffix))
+        return true;
+    for (const char *suffix : family->keys)
+      if (k == w.key(suffix))
         return true;
     return false;
   };
+  auto unknown = [&](const std::string &k) {
+    return k.rfind(arch + ".", 0) == 0 && !isKnown(k);
+  };
   for (const auto &[k, v] : m.numbers)
-    if (k.rfind(arch + ".", 0) == 0 && !isKnown(k))
+    if (unknown(k))
       unread.push_back(k);
   for (const auto &[k, v] : m.strings)
-    if (k.rfind(arch + ".", 0) == 0 && !isKnown(k))
+    if (unknown(k))
       unread.push_back(k);
   for (const auto &[k, v] : m.booleans)
-    if (k.rfind(arch + ".", 0) == 0 && !isKnown(k))
+    if (unknown(k))
       unread.push_back(k);
   for (const auto &[k, v] : m.arrays)
     if (k.rfind(arch + ".", 0) == 0) {
       // (A per-layer array where one value is expected.)
-      if (isKnown(k)) {
-        error = path + ": " + k + " is an array (a value a layer): archc "
-                "imports one value for all layers";
-        return false;
-      }
+      if (isKnown(k))
+        return fail(k + " is an array (a value a layer): archc imports one "
+                        "value for all layers");
       unread.push_back(k);
     }
-  std::vector<std::pair<std::string, std::string>> fields;
-  bool bad = false;
-  // A number of the file into a config field: finite, and a positive
-  // integer where `count`; the file's key named where it is not.
-  auto put = [&](const std::string &field, const std::string &suffix,
-                 bool required, bool count, const double *def = nullptr) {
-    if (bad)
-      return;
-    const double *v = num(suffix);
-    if (!v)
-      v = def;
-    if (!v) {
-      if (required) {
-        bad = true;
-        error = path + ": the metadata has no " + key(suffix) +
-                " (a number), which the spec needs";
-      }
-      return;
-    }
-    if (!std::isfinite(*v) || *v <= 0 ||
-        (count && (*v != std::floor(*v) || *v > 1e12))) {
-      bad = true;
-      error = path + ": " + key(suffix) + " is " + jsonNumber(*v) +
-              (count ? ", not a positive integer" : ", not a positive number");
-      return;
-    }
-    fields.push_back({field, jsonNumber(*v)});
-  };
-  double expertCount = num("expert_count") ? *num("expert_count") : 0;
+  const bool gemma = arch == "gemma2" || arch == "gemma3";
+  const bool phi3 = arch == "phi3";
+  double expertCount = w.num("expert_count") ? *w.num("expert_count") : 0;
   bool mixtral = arch == "llama" && expertCount > 0;
-  fields.push_back({"model_type", "\"" + (mixtral ? std::string("mixtral")
-                                                  : arch) + "\""});
-  put("hidden_size", "embedding_length", true, true);
-  put("num_hidden_layers", "block_count", true, true);
-  put("intermediate_size", "feed_forward_length", true, true);
-  put("num_attention_heads", "attention.head_count", true, true);
-  put("num_key_value_heads", "attention.head_count_kv", false, true);
-  put("max_position_embeddings", "context_length", true, true);
-  put("rms_norm_eps", "attention.layer_norm_rms_epsilon", true, false);
-  // (llama.cpp's own default where the file has none.)
+  w.add("model_type",
+        "\"" + std::string(mixtral ? "mixtral" : family->modelType) + "\"");
+  // (llama.cpp's own default base where the file has none.)
   const double theta = 10000;
-  put("rope_theta", "rope.freq_base", false, false, &theta);
-  if (mixtral) {
-    put("num_local_experts", "expert_count", true, true);
-    put("num_experts_per_tok", "expert_used_count", true, true);
-  }
-  if (bad)
-    return false;
+  if (!w.put("hidden_size", "embedding_length", true, true) ||
+      !w.put("num_hidden_layers", "block_count", true, true) ||
+      !w.put("intermediate_size", "feed_forward_length", true, true) ||
+      !w.put("num_attention_heads", "attention.head_count", true, true) ||
+      !w.put("num_key_value_heads", "attention.head_count_kv", false, true) ||
+      !w.put("max_position_embeddings", "context_length", true, true) ||
+      !w.put("rms_norm_eps", "attention.layer_norm_rms_epsilon", true,
+             false) ||
+      !w.put("rope_theta", "rope.freq_base", false, false, &theta) ||
+      (mixtral &&
+       (!w.put("num_local_experts", "expert_count", true, true) ||
+        !w.put("num_experts_per_tok", "expert_used_count", true, true))))
+    return failed();
   // A head's width: key_length, else d / heads (llama.cpp's default; a
   // config without head_dim would give Qwen 3 its class's 128).
-  const double *keyLength = num("attention.key_length");
-  const double *valueLength = num("attention.value_length");
-  double heads = *num("attention.head_count");
-  double headDim = keyLength ? *keyLength : *num("embedding_length") / heads;
+  const double *keyLength = w.num("attention.key_length");
+  const double *valueLength = w.num("attention.value_length");
+  double heads = *w.num("attention.head_count");
+  double headDim =
+      keyLength ? *keyLength : *w.num("embedding_length") / heads;
   if (headDim != std::floor(headDim) || headDim <= 0 ||
-      (valueLength && *valueLength != headDim)) {
-    error = path + ": a head " + jsonNumber(headDim) + " wide" +
-            (valueLength && *valueLength != headDim
-                 ? " for keys and " + jsonNumber(*valueLength) +
-                       " for values (" + key("attention.value_length") +
-                       "), which a config cannot say"
-                 : " (" + key("embedding_length") + " / " +
-                       key("attention.head_count") + "), not an integer");
-    return false;
-  }
-  fields.push_back({"head_dim", jsonNumber(headDim)});
-  // RoPE over part of the head, or scaled: what the config can say.
-  const double *ropeDims = num("rope.dimension_count");
+      (valueLength && *valueLength != headDim))
+    return fail(
+        "a head " + jsonNumber(headDim) + " wide" +
+        (valueLength && *valueLength != headDim
+             ? " for keys and " + jsonNumber(*valueLength) + " for values (" +
+                   w.key("attention.value_length") +
+                   "), which a config cannot say"
+             : " (" + w.key("embedding_length") + " / " +
+                   w.key("attention.head_count") + "), not an integer"));
+  w.add("head_dim", jsonNumber(headDim));
+  // RoPE over part of the head (Phi-3's config can say it), or scaled.
+  const double *ropeDims = w.num("rope.dimension_count");
   if (ropeDims && *ropeDims != headDim) {
-    error = path + ": " + key("rope.dimension_count") + " " +
-            jsonNumber(*ropeDims) + " rotates part of a head of " +
-            jsonNumber(headDim) + ", which archc does not import for " + arch;
-    return false;
+    double factor = *ropeDims / headDim;
+    if (!phi3 || !(*ropeDims > 0 && *ropeDims < headDim) ||
+        *ropeDims != std::floor(*ropeDims) ||
+        double(int64_t(headDim * factor)) != *ropeDims)
+      return fail(w.key("rope.dimension_count") + " " +
+                  jsonNumber(*ropeDims) + " rotates part of a head of " +
+                  jsonNumber(headDim) + ", which archc does not import for " +
+                  arch);
+    w.add("partial_rotary_factor", jsonNumber(factor));
   }
+  // Phi-3's LongRoPE keeps its factors as two tensors.
+  if (m.tensors.count("rope_factors_long.weight") ||
+      m.tensors.count("rope_factors_short.weight"))
+    return fail("rope_factors_long.weight / rope_factors_short.weight: "
+                "LongRoPE scaling (Phi-3 128k, Phi-3.5), which archc does "
+                "not import");
   // Llama 3.1's RoPE scaling, kept as a factor per frequency: the
   // parameters that give that table (as llama.cpp's converter computes
   // it), with the low and high frequency factors and original length all
   // Llama 3.x models use.
   std::string llama3Scaling;
   if (m.tensors.count("rope_freqs.weight")) {
-    double theta = num("rope.freq_base") ? *num("rope.freq_base") : 10000;
-    if (!llama3Factors(m.ropeFreqs, theta, headDim, llama3Scaling)) {
-      error = path + ": a rope_freqs.weight tensor (RoPE scaling, kept as a "
-              "factor per frequency) that is not Llama 3.1's scaling with "
-              "low_freq_factor 1, high_freq_factor 4 and an original "
-              "context of 8192: archc does not import it (give the model's "
-              "config.json, and the file as --weights)";
-      return false;
-    }
-    fields.push_back({"rope_scaling", llama3Scaling});
+    double base = w.num("rope.freq_base") ? *w.num("rope.freq_base") : theta;
+    if (!llama3Factors(m.ropeFreqs, base, headDim, llama3Scaling))
+      return fail("a rope_freqs.weight tensor (RoPE scaling, kept as a "
+                  "factor per frequency) that is not Llama 3.1's scaling "
+                  "with low_freq_factor 1, high_freq_factor 4 and an "
+                  "original context of 8192: archc does not import it (give "
+                  "the model's config.json, and the file as --weights)");
+    w.add("rope_scaling", llama3Scaling);
   }
   // (llama.cpp: a factor without a type, or the older scale_linear, is
   // linear scaling; YaRN's original length defaults to context_length.)
-  auto scaling = m.strings.find(key("rope.scaling.type"));
-  const double *factor = num("rope.scaling.factor");
+  auto scaling = m.strings.find(w.key("rope.scaling.type"));
+  const double *factor = w.num("rope.scaling.factor");
   if (!factor)
-    factor = num("rope.scale_linear");
+    factor = w.num("rope.scale_linear");
   std::string type = scaling != m.strings.end() ? scaling->second
                      : factor                  ? "linear"
                                                : "none";
-  if (!llama3Scaling.empty() && type != "none") {
-    error = path + ": both a rope_freqs.weight tensor and " +
-            key("rope.scaling.type") + " \"" + type.substr(0, 40) +
-            "\": which scales is not clear";
-    return false;
-  }
+  if (!llama3Scaling.empty() && type != "none")
+    return fail("both a rope_freqs.weight tensor and " +
+                w.key("rope.scaling.type") + " \"" + type.substr(0, 40) +
+                "\": which scales is not clear");
   if (type != "none" && !(factor && *factor == 1 && type == "linear")) {
     if (!factor || !std::isfinite(*factor) || *factor <= 0 ||
-        (type != "linear" && type != "yarn")) {
-      error = path + ": " + key("rope.scaling.type") + " \"" +
-              type.substr(0, 40) + "\"" +
-              (factor ? "" : " without " + key("rope.scaling.factor")) +
-              ": archc imports linear and yarn scaling";
-      return false;
-    }
+        (type != "linear" && type != "yarn"))
+      return fail(w.key("rope.scaling.type") + " \"" + type.substr(0, 40) +
+                  "\"" +
+                  (factor ? "" : " without " + w.key("rope.scaling.factor")) +
+                  ": archc imports linear and yarn scaling");
     std::string rs = "{\"type\": \"" + type +
                      "\", \"factor\": " + jsonNumber(*factor);
     if (type == "yarn") {
-      const double *orig = num("rope.scaling.original_context_length");
+      const double *orig = w.num("rope.scaling.original_context_length");
       rs += ", \"original_max_position_embeddings\": " +
-            jsonNumber(orig ? *orig : *num("context_length"));
+            jsonNumber(orig ? *orig : *w.num("context_length"));
     }
-    fields.push_back({"rope_scaling", rs + "}"});
+    w.add("rope_scaling", rs + "}");
   }
   // The vocabulary: the embedding's rows (a tokenizer may have fewer).
   auto embed = m.tensors.find("token_embd.weight");
-  if (embed == m.tensors.end() || embed->second.size() != 2) {
-    error = path + ": no token_embd.weight of 2 dims (the vocabulary)";
-    return false;
-  }
-  fields.push_back({"vocab_size", jsonNumber(double(embed->second[1]))});
-  fields.push_back({"tie_word_embeddings",
-                    m.tensors.count("output.weight") ? "false" : "true"});
+  if (embed == m.tensors.end() || embed->second.size() != 2)
+    return fail("no token_embd.weight of 2 dims (the vocabulary)");
+  w.add("vocab_size", jsonNumber(double(embed->second[1])));
+  w.add("tie_word_embeddings",
+        m.tensors.count("output.weight") ? "false" : "true");
   // Biases, as the tensor table has them (Qwen 2's q/k/v ones are the
   // family's own).
   if (arch == "llama") {
     bool qBias = m.tensors.count("blk.0.attn_q.bias") != 0;
     bool oBias = m.tensors.count("blk.0.attn_output.bias") != 0;
-    if (qBias != oBias) {
-      error = path + ": blk.0.attn_q.bias and blk.0.attn_output.bias: one "
-              "without the other, which a llama config cannot say";
-      return false;
-    }
+    if (qBias != oBias)
+      return fail("blk.0.attn_q.bias and blk.0.attn_output.bias: one "
+                  "without the other, which a llama config cannot say");
     if (qBias)
-      fields.push_back({"attention_bias", "true"});
+      w.add("attention_bias", "true");
   }
   if (m.tensors.count("blk.0.ffn_up.bias"))
-    fields.push_back({"mlp_bias", "true"});
-  json = "{";
-  for (size_t i = 0; i < fields.size(); ++i)
-    json += (i ? ", \"" : "\"") + fields[i].first + "\": " + fields[i].second;
-  json += "}\n";
+    w.add("mlp_bias", "true");
+  // The sliding window where the family has one (llama.cpp's Phi-3 takes
+  // the file's; the model's Hugging Face code slides it).
+  if (phi3 && w.num("attention.sliding_window") &&
+      *w.num("attention.sliding_window") != 0 &&
+      !w.put("sliding_window", "attention.sliding_window", true, true))
+    return failed();
+  if ((gemma && !gemmaFields(w, headDim)) ||
+      ((arch == "qwen2moe" || arch == "qwen3moe") && !qwenMoeFields(w)))
+    return failed();
+  json = w.json();
   return true;
 }
 

@@ -7,7 +7,10 @@
 // importHFConfig then makes a spec: the model llama.cpp runs from the file
 // (so a Mistral 7B v0.1 file, converted as llama, has no sliding window,
 // as in llama.cpp). The architectures: llama (Llama, Mistral, and Mixtral
-// where it has experts), qwen2, qwen3; others are refused by name.
+// where it has experts), qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3
+// and phi3, each with the defaults and rules llama.cpp applies where the
+// metadata is silent (Gemma's sliding-window pattern and query scale,
+// Qwen-MoE's renormalization); others are refused by name.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_IMPORT_GGUFCONFIG_H

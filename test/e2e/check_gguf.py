@@ -313,6 +313,37 @@ def kv(key, vtype, value):
     return out + struct.pack(fmt, value)
 
 
+def family_meta(spec, arch):
+    """The keys llama.cpp's converter writes for `arch` beside the shared
+    ones, from the spec's values."""
+    meta = {}
+    overrides = [o.get("attention", {}) for o in spec.overrides]
+    window = spec.window or max([o.get("window", 0) for o in overrides] + [0])
+    if arch.startswith("gemma"):  # (Gemma's converters: always a head's width)
+        meta[f"{arch}.attention.key_length"] = (4, spec.head_dim)
+        meta[f"{arch}.attention.value_length"] = (4, spec.head_dim)
+    if arch in ("gemma2", "gemma3", "phi3") and window:
+        meta[f"{arch}.attention.sliding_window"] = (4, window)
+    if arch == "gemma2":
+        for key, cap in (("attn", spec.softcap), ("final", spec.final_softcap)):
+            if cap:
+                meta[f"gemma2.{key}_logit_softcapping"] = (6, cap)
+    if arch == "gemma3":  # (the global layers' base and scaling)
+        for o in overrides:
+            pos = o.get("position", {})
+            if "theta" in pos:
+                meta["gemma3.rope.freq_base"] = (6, pos["theta"])
+            if pos.get("scaling") == "linear":
+                meta["gemma3.rope.scaling.type"] = (8, "linear")
+                meta["gemma3.rope.scaling.factor"] = (6, pos["factor"])
+    if arch in ("qwen2moe", "qwen3moe") and spec.moe:
+        meta[f"{arch}.expert_feed_forward_length"] = (4, spec.expert_d_ff)
+        if spec.n_shared:
+            meta[f"{arch}.expert_shared_feed_forward_length"] = (
+                4, spec.shared_d_ff)
+    return meta
+
+
 def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
                drop=None, extra=None, arch="llama", alignment=32,
                tokenizer=None, spare_expert=False):
@@ -337,6 +368,7 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
     if spec.head_dim * spec.heads != spec.d:
         meta[f"{arch}.attention.key_length"] = (4, spec.head_dim)
         meta[f"{arch}.attention.value_length"] = (4, spec.head_dim)
+    meta.update(family_meta(spec, arch))
     meta.update(meta_override or {})
     meta = {k: v for k, v in meta.items() if v is not None}
     entries = [kv("general.architecture", 8, arch),
@@ -482,14 +514,52 @@ def spm_tokenizer(vocab, gemma=False):
 
 def main():
     args = archrt.script_args(__doc__, "write-tokenized", "write-all", "arch",
-                              "kinds", "write-import")
+                              "kinds", "write-import", "same-as", "weights")
+    if args.same_as:  # two libraries of one model: a GGUF's import, a spec
+        case = archrt.Cases()
+        spec = archref.Spec(args.spec)
+        tokens = [int(t) for t in
+                  np.random.default_rng(3).integers(0, spec.vocab, 12)]
+        got = logits(archrt.Lib(os.path.abspath(args.lib)), args.weights,
+                     spec, tokens)
+        want = logits(archrt.Lib(os.path.abspath(args.same_as)), args.weights,
+                      spec, tokens)
+        case(f"{spec.name}: logits equal, bit for bit, the spec's library's "
+             f"(spread {want.std():.3g})", np.array_equal(got, want),
+             f"max diff {np.abs(got - want).max()}")
+        return case.summary()
     if args.write_import:  # files archc cannot make a spec of
         spec = archref.Spec(args.spec)
         weights = archref.random_weights(spec, 7)
         out = args.write_import
         a = "llama"
-        write_gguf(os.path.join(out, "gemma2.gguf"), spec, weights, "F32",
-                   arch="gemma2")
+        write_gguf(os.path.join(out, "falcon.gguf"), spec, weights, "F32",
+                   arch="falcon")
+        # (The families' own keys, on this spec's tensors: the import reads
+        # the metadata and the tensor table's names.)
+        write_gguf(os.path.join(out, "gemma2-no-window.gguf"), spec, weights,
+                   "F32", arch="gemma2")
+        narrow = {"gemma2.attention.key_length": (4, spec.head_dim // 2),
+                  "gemma2.attention.value_length": (4, spec.head_dim // 2),
+                  "gemma2.rope.dimension_count": (4, spec.head_dim // 2),
+                  "gemma2.attention.sliding_window": (4, 4096)}
+        write_gguf(os.path.join(out, "gemma2-27b.gguf"), spec, weights, "F32",
+                   arch="gemma2",
+                   meta_override=dict(narrow, **{"gemma2.block_count": (4, 46)}))
+        write_gguf(os.path.join(out, "gemma2-9b.gguf"), spec, weights, "F32",
+                   arch="gemma2",
+                   meta_override=dict(narrow, **{"gemma2.block_count": (4, 42)}))
+        write_gguf(os.path.join(out, "gemma3-global.gguf"), spec, weights,
+                   "F32", arch="gemma3",
+                   meta_override={"gemma3.final_logit_softcapping": (6, 0.0)})
+        write_gguf(os.path.join(out, "phi3-longrope.gguf"), spec, weights,
+                   "F32", arch="phi3",
+                   extra=[("rope_factors_long.weight", [spec.head_dim // 2],
+                           "F32", b"\0" * (2 * spec.head_dim))])
+        write_gguf(os.path.join(out, "qwen2moe-no-width.gguf"), spec, weights,
+                   "F32", arch="qwen2moe",
+                   meta_override={"qwen2moe.expert_count": (4, 4),
+                                  "qwen2moe.expert_used_count": (4, 2)})
         write_gguf(os.path.join(out, "no-ctx.gguf"), spec, weights, "F32",
                    meta_override={f"{a}.context_length": None})
         write_gguf(os.path.join(out, "rope-freqs.gguf"), spec, weights, "F32",
@@ -557,6 +627,9 @@ def main():
         spec = archref.Spec(args.spec)
         weights = archref.random_weights(spec, 7)
         arch = args.arch or "llama"
+        # (Phi-3's GGUF tensors are its checkpoint's fused ones.)
+        if spec.naming == "hf-phi3":
+            weights = archref.hf_checkpoint(spec, weights)
         for kind in (args.kinds or "F32,F16,BF16,Q8_0").split(","):
             write_gguf(os.path.join(args.write_all, f"w-{kind}.gguf"), spec,
                        weights, kind, alignment=64 if kind == "Q8_0" else 32,
