@@ -231,22 +231,26 @@ struct Family {
 };
 
 const Family *familyOf(const std::string &arch) {
-  static const std::vector<const char *> moe = {
-      "expert_count", "expert_used_count", "expert_feed_forward_length",
-      "expert_shared_feed_forward_length", "expert_weights_norm"};
   static const Family families[] = {
       {"llama", "llama", {"expert_count", "expert_used_count"}},
       {"qwen2", "qwen2", {}},
-      {"qwen2moe", "qwen2_moe", moe},
+      {"qwen2moe",
+       "qwen2_moe",
+       {"expert_count", "expert_used_count", "expert_feed_forward_length",
+        "expert_shared_feed_forward_length"}},
       {"qwen3", "qwen3", {}},
-      {"qwen3moe", "qwen3_moe", moe},
+      {"qwen3moe",
+       "qwen3_moe",
+       {"expert_count", "expert_used_count", "expert_feed_forward_length"}},
       {"gemma2",
        "gemma2",
        {"attention.sliding_window", "attn_logit_softcapping",
         "final_logit_softcapping"}},
       {"gemma3", "gemma3_text",
        {"attention.sliding_window", "final_logit_softcapping"}},
-      {"phi3", "phi3", {"attention.sliding_window"}}};
+      // (Its attention.sliding_window is named unread: llama.cpp turns
+      // Phi-3's window off.)
+      {"phi3", "phi3", {}}};
   for (const Family &f : families)
     if (arch == f.arch)
       return &f;
@@ -255,12 +259,12 @@ const Family *familyOf(const std::string &arch) {
 
 /// The config.json fields made from one file's metadata. A number read
 /// by key is checked (finite, positive, an integer where it counts) and
-/// named in the error where it is not.
-class ConfigWriter {
-public:
-  ConfigWriter(const GGUFMeta &m, const std::string &path,
-               const std::string &arch)
-      : m(m), path(path), arch(arch) {}
+/// named in the error where it is not; the first error is kept.
+struct Config {
+  const GGUFMeta &m;
+  const std::string &path, &arch;
+  std::vector<std::pair<std::string, std::string>> fields;
+  std::string error;
 
   /// The architecture's key `suffix` (llama.cpp's names).
   std::string key(const std::string &suffix) const {
@@ -290,6 +294,13 @@ public:
     add(field, jsonNumber(*v));
     return true;
   }
+  /// put() where the file has the key and it is not 0 (llama.cpp's "none"
+  /// for a window or a soft-cap); whether it was put.
+  bool putIfSet(const std::string &field, const std::string &suffix,
+                bool count) {
+    const double *v = num(suffix);
+    return v && *v != 0 && put(field, suffix, true, count);
+  }
   void add(const std::string &field, const std::string &value) {
     fields.push_back({field, value});
   }
@@ -305,69 +316,250 @@ public:
       out += (i ? ", \"" : "\"") + fields[i].first + "\": " + fields[i].second;
     return out + "}\n";
   }
-
-  const GGUFMeta &m;
-  const std::string &path, &arch;
-  std::string error;
-
-private:
-  std::vector<std::pair<std::string, std::string>> fields;
 };
 
 /// Gemma 2 and 3 as llama.cpp runs them: the sliding window (Gemma 2's
-/// even layers; Gemma 3's five layers of six, none where the file has no
-/// window), Gemma 3's local layers at RoPE base 10000, the soft-caps the
+/// even layers, 4096 where the file has none; Gemma 3's five layers of
+/// six, none where the file has no window), Gemma 3's local layers at RoPE
+/// base 10000 and only its global ones scaled (linearly), the soft-caps the
 /// file has (Gemma 2's defaults 50 and 30 where it has none), and the
 /// query scale llama.cpp picks by size: d / heads for its 27B models
 /// (46 layers for Gemma 2, 62 for Gemma 3), the head's width otherwise.
-bool gemmaFields(ConfigWriter &w, double headDim) {
-  const bool g2 = w.arch == "gemma2";
-  double layers = *w.num("block_count");
-  double d = *w.num("embedding_length"), heads = *w.num("attention.head_count");
+bool gemmaFields(Config &c, double headDim) {
+  const bool g2 = c.arch == "gemma2";
+  double layers = *c.num("block_count");
+  double d = *c.num("embedding_length"), heads = *c.num("attention.head_count");
   bool big = layers == (g2 ? 46 : 62);
-  w.add("query_pre_attn_scalar", jsonNumber(big ? std::floor(d / heads)
+  c.add("query_pre_attn_scalar", jsonNumber(big ? std::floor(d / heads)
                                                 : headDim));
+  const double window = 4096;
   if (g2)
-    return w.put("sliding_window", "attention.sliding_window", true, true) &&
-           w.put("attn_logit_softcapping", "attn_logit_softcapping", false,
+    return c.put("sliding_window", "attention.sliding_window", true, true,
+                 &window) &&
+           c.put("attn_logit_softcapping", "attn_logit_softcapping", false,
                  false) &&
-           w.put("final_logit_softcapping", "final_logit_softcapping", false,
+           c.put("final_logit_softcapping", "final_logit_softcapping", false,
                  false);
-  const double *window = w.num("attention.sliding_window");
-  const double *cap = w.num("final_logit_softcapping");
-  if (window && *window != 0 &&
-      !w.put("sliding_window", "attention.sliding_window", true, true))
+  auto scaling = c.m.strings.find(c.key("rope.scaling.type"));
+  if (scaling != c.m.strings.end() && scaling->second != "linear" &&
+      scaling->second != "none")
+    return c.fail(c.key("rope.scaling.type") + " \"" +
+                  scaling->second.substr(0, 40) +
+                  "\": Gemma 3's global layers scale linearly (archc imports "
+                  "no other scaling for them)");
+  bool slides = c.putIfSet("sliding_window", "attention.sliding_window", true);
+  if (!c.error.empty())
     return false;
-  w.add("sliding_window_pattern", window && *window != 0 ? "6" : "1");
-  w.add("rope_local_base_freq", "10000");
-  // (Gemma 3 has no attention soft-cap; a final one of 0 is none.)
-  return !cap || *cap == 0 ||
-         w.put("final_logit_softcapping", "final_logit_softcapping", true,
-               false);
+  c.add("sliding_window_pattern", slides ? "6" : "1");
+  c.add("rope_local_base_freq", "10000");
+  // (Gemma 3 has no attention soft-cap.)
+  c.putIfSet("final_logit_softcapping", "final_logit_softcapping", false);
+  return c.error.empty();
 }
 
 /// Qwen2-MoE and Qwen3-MoE as llama.cpp runs them: every layer routed, the
-/// top k renormalized for Qwen3-MoE only (unless the file says), Qwen2-MoE's
-/// shared expert where the file gives its width.
-bool qwenMoeFields(ConfigWriter &w) {
-  const bool q3 = w.arch == "qwen3moe";
-  if (!w.put("num_experts", "expert_count", true, true) ||
-      !w.put("num_experts_per_tok", "expert_used_count", true, true) ||
-      !w.put("moe_intermediate_size", "expert_feed_forward_length", true,
-             true))
+/// top k renormalized for Qwen3-MoE only, an expert feed_forward_length /
+/// expert_used_count wide and Qwen2-MoE's gated shared expert
+/// feed_forward_length wide where the file does not say.
+bool qwenMoeFields(Config &c) {
+  const bool q3 = c.arch == "qwen3moe";
+  if (!c.put("num_experts", "expert_count", true, true) ||
+      !c.put("num_experts_per_tok", "expert_used_count", true, true))
     return false;
-  w.add("decoder_sparse_step", "1");
-  w.add("mlp_only_layers", "[]");
-  auto norm = w.m.booleans.find(w.key("expert_weights_norm"));
-  bool normalize = norm != w.m.booleans.end() ? norm->second : q3;
-  w.add("norm_topk_prob", normalize ? "true" : "false");
+  double ff = *c.num("feed_forward_length");
+  const double expert = std::floor(ff / *c.num("expert_used_count"));
+  if (!c.put("moe_intermediate_size", "expert_feed_forward_length", true, true,
+             &expert))
+    return false;
+  c.add("decoder_sparse_step", "1");
+  c.add("mlp_only_layers", "[]");
+  c.add("norm_topk_prob", q3 ? "true" : "false");
   if (q3)
     return true;
-  w.add("qkv_bias", w.m.tensors.count("blk.0.attn_q.bias") ? "true" : "false");
-  if (w.num("expert_shared_feed_forward_length"))
-    return w.put("shared_expert_intermediate_size",
-                 "expert_shared_feed_forward_length", true, true);
-  w.add("shared_expert_intermediate_size", "0");
+  c.add("qkv_bias", c.m.tensors.count("blk.0.attn_q.bias") ? "true" : "false");
+  return c.put("shared_expert_intermediate_size",
+               "expert_shared_feed_forward_length", true, true, &ff);
+}
+
+/// The config of the file `c` reads, of architecture `family`; false with
+/// c.error on a value a config cannot say or archc does not import. The
+/// architecture's keys it does not read go to `unread`.
+bool writeConfig(Config &c, const Family &family,
+                 std::vector<std::string> &unread) {
+  const GGUFMeta &m = c.m;
+  const std::string &arch = c.arch;
+  // The keys this reads; any other of the architecture's is named in a
+  // warning, as config.json's unread fields are.
+  static const char *const shared[] = {
+      "embedding_length", "block_count", "feed_forward_length",
+      "attention.head_count", "attention.head_count_kv",
+      "attention.key_length", "attention.value_length", "context_length",
+      "attention.layer_norm_rms_epsilon", "rope.freq_base",
+      "rope.dimension_count", "rope.scaling.type", "rope.scaling.factor",
+      "rope.scale_linear", "rope.scaling.original_context_length",
+      "rope.scaling.finetuned", "vocab_size"};
+  auto isKnown = [&](const std::string &k) {
+    for (const char *suffix : shared)
+      if (k == c.key(suffix))
+        return true;
+    for (const char *suffix : family.keys)
+      if (k == c.key(suffix))
+        return true;
+    return false;
+  };
+  auto unknown = [&](const std::string &k) {
+    return k.rfind(arch + ".", 0) == 0 && !isKnown(k);
+  };
+  for (const auto &[k, v] : m.numbers)
+    if (unknown(k))
+      unread.push_back(k);
+  for (const auto &[k, v] : m.strings)
+    if (unknown(k))
+      unread.push_back(k);
+  for (const auto &[k, v] : m.booleans)
+    if (unknown(k))
+      unread.push_back(k);
+  for (const auto &[k, v] : m.arrays)
+    if (k.rfind(arch + ".", 0) == 0) {
+      // (A per-layer array where one value is expected.)
+      if (isKnown(k))
+        return c.fail(k + " is an array (a value a layer): archc imports "
+                          "one value for all layers");
+      unread.push_back(k);
+    }
+  const bool gemma = arch == "gemma2" || arch == "gemma3";
+  const bool phi3 = arch == "phi3";
+  double expertCount = c.num("expert_count") ? *c.num("expert_count") : 0;
+  bool mixtral = arch == "llama" && expertCount > 0;
+  c.add("model_type",
+        "\"" + std::string(mixtral ? "mixtral" : family.modelType) + "\"");
+  // (llama.cpp's own defaults where the file has none: a base of 10000,
+  // as many key/value heads as heads.)
+  const double theta = 10000;
+  const double *heads = c.num("attention.head_count");
+  if (!c.put("hidden_size", "embedding_length", true, true) ||
+      !c.put("num_hidden_layers", "block_count", true, true) ||
+      !c.put("intermediate_size", "feed_forward_length", true, true) ||
+      !c.put("num_attention_heads", "attention.head_count", true, true) ||
+      !c.put("num_key_value_heads", "attention.head_count_kv", true, true,
+             heads) ||
+      !c.put("max_position_embeddings", "context_length", true, true) ||
+      !c.put("rms_norm_eps", "attention.layer_norm_rms_epsilon", true,
+             false) ||
+      !c.put("rope_theta", "rope.freq_base", false, false, &theta) ||
+      (mixtral &&
+       (!c.put("num_local_experts", "expert_count", true, true) ||
+        !c.put("num_experts_per_tok", "expert_used_count", true, true))))
+    return false;
+  // A head's width: key_length, else d / heads (llama.cpp's default; a
+  // config without head_dim would give Qwen 3 its class's 128).
+  const double *keyLength = c.num("attention.key_length");
+  const double *valueLength = c.num("attention.value_length");
+  double headDim = keyLength ? *keyLength : *c.num("embedding_length") / *heads;
+  if (headDim != std::floor(headDim) || !(headDim > 0 && headDim <= 65536) ||
+      (valueLength && *valueLength != headDim))
+    return c.fail(
+        "a head " + jsonNumber(headDim) + " wide" +
+        (valueLength && *valueLength != headDim
+             ? " for keys and " + jsonNumber(*valueLength) + " for values (" +
+                   c.key("attention.value_length") +
+                   "), which a config cannot say"
+             : " (" +
+                   (keyLength ? c.key("attention.key_length")
+                              : c.key("embedding_length") + " / " +
+                                    c.key("attention.head_count")) +
+                   "), not an integer in [1, 65536]"));
+  c.add("head_dim", jsonNumber(headDim));
+  // RoPE over part of the head (Phi-3's config can say it), or scaled.
+  const double *ropeDims = c.num("rope.dimension_count");
+  if (ropeDims && *ropeDims != headDim) {
+    double dims = *ropeDims;
+    if (!(dims > 0 && dims < headDim) || dims != std::floor(dims) ||
+        std::fmod(dims, 2) != 0)
+      return c.fail(c.key("rope.dimension_count") + " " + jsonNumber(dims) +
+                    ": not an even width within the head of " +
+                    jsonNumber(headDim));
+    if (!phi3 || double(int64_t(headDim * (dims / headDim))) != dims)
+      return c.fail(c.key("rope.dimension_count") + " " + jsonNumber(dims) +
+                    " rotates part of a head of " + jsonNumber(headDim) +
+                    ", which archc does not import for " + arch);
+    c.add("partial_rotary_factor", jsonNumber(dims / headDim));
+  }
+  // Phi-3's LongRoPE keeps its factors as two tensors.
+  if (m.tensors.count("rope_factors_long.weight") ||
+      m.tensors.count("rope_factors_short.weight"))
+    return c.fail("rope_factors_long.weight / rope_factors_short.weight: "
+                  "LongRoPE scaling (Phi-3 128k, Phi-3.5), which archc does "
+                  "not import");
+  // Llama 3.1's RoPE scaling, kept as a factor per frequency: the
+  // parameters that give that table (as llama.cpp's converter computes
+  // it), with the low and high frequency factors and original length all
+  // Llama 3.x models use.
+  std::string llama3Scaling;
+  if (m.tensors.count("rope_freqs.weight")) {
+    double base = c.num("rope.freq_base") ? *c.num("rope.freq_base") : theta;
+    if (!llama3Factors(m.ropeFreqs, base, headDim, llama3Scaling))
+      return c.fail("a rope_freqs.weight tensor (RoPE scaling, kept as a "
+                    "factor per frequency) that is not Llama 3.1's scaling "
+                    "with low_freq_factor 1, high_freq_factor 4 and an "
+                    "original context of 8192: archc does not import it "
+                    "(give the model's config.json, and the file as "
+                    "--weights)");
+    c.add("rope_scaling", llama3Scaling);
+  }
+  // (llama.cpp: a factor without a type, or the older scale_linear, is
+  // linear scaling; YaRN's original length defaults to context_length.)
+  auto scaling = m.strings.find(c.key("rope.scaling.type"));
+  const double *factor = c.num("rope.scaling.factor");
+  if (!factor)
+    factor = c.num("rope.scale_linear");
+  std::string type = scaling != m.strings.end() ? scaling->second
+                     : factor                  ? "linear"
+                                               : "none";
+  if (!llama3Scaling.empty() && type != "none")
+    return c.fail("both a rope_freqs.weight tensor and " +
+                  c.key("rope.scaling.type") + " \"" + type.substr(0, 40) +
+                  "\": which scales is not clear");
+  if (type != "none" && !(factor && *factor == 1 && type == "linear")) {
+    if (!factor || !std::isfinite(*factor) || *factor <= 0 ||
+        (type != "linear" && type != "yarn"))
+      return c.fail(c.key("rope.scaling.type") + " \"" + type.substr(0, 40) +
+                    "\"" +
+                    (factor ? "" : " without " + c.key("rope.scaling.factor")) +
+                    ": archc imports linear and yarn scaling");
+    std::string rs = "{\"type\": \"" + type +
+                     "\", \"factor\": " + jsonNumber(*factor);
+    if (type == "yarn") {
+      const double *orig = c.num("rope.scaling.original_context_length");
+      rs += ", \"original_max_position_embeddings\": " +
+            jsonNumber(orig ? *orig : *c.num("context_length"));
+    }
+    c.add("rope_scaling", rs + "}");
+  }
+  // The vocabulary: the embedding's rows (a tokenizer may have fewer).
+  auto embed = m.tensors.find("token_embd.weight");
+  if (embed == m.tensors.end() || embed->second.size() != 2)
+    return c.fail("no token_embd.weight of 2 dims (the vocabulary)");
+  c.add("vocab_size", jsonNumber(double(embed->second[1])));
+  c.add("tie_word_embeddings",
+        m.tensors.count("output.weight") ? "false" : "true");
+  // Biases, as the tensor table has them (Qwen 2's q/k/v ones are the
+  // family's own).
+  if (arch == "llama") {
+    bool qBias = m.tensors.count("blk.0.attn_q.bias") != 0;
+    bool oBias = m.tensors.count("blk.0.attn_output.bias") != 0;
+    if (qBias != oBias)
+      return c.fail("blk.0.attn_q.bias and blk.0.attn_output.bias: one "
+                    "without the other, which a llama config cannot say");
+    if (qBias)
+      c.add("attention_bias", "true");
+  }
+  if (m.tensors.count("blk.0.ffn_up.bias"))
+    c.add("mlp_bias", "true");
+  if (gemma)
+    return gemmaFields(c, headDim);
+  if (arch == "qwen2moe" || arch == "qwen3moe")
+    return qwenMoeFields(c);
   return true;
 }
 
@@ -410,188 +602,12 @@ bool ggufConfigJSON(const std::string &path, std::string &json,
             "model's config.json, and the file as --weights)";
     return false;
   }
-  ConfigWriter w(m, path, arch);
-  auto fail = [&](const std::string &why) {
-    w.fail(why);
-    error = w.error;
+  Config c{m, path, arch, {}, {}};
+  if (!writeConfig(c, *family, unread)) {
+    error = c.error;
     return false;
-  };
-  // (What a failed put() left in w.)
-  auto failed = [&] {
-    error = w.error;
-    return false;
-  };
-  // The keys this reads; any other of the architecture's is named in a
-  // warning, as config.json's unread fields are.
-  static const char *const shared[] = {
-      "embedding_length", "block_count", "feed_forward_length",
-      "attention.head_count", "attention.head_count_kv",
-      "attention.key_length", "attention.value_length", "context_length",
-      "attention.layer_norm_rms_epsilon", "rope.freq_base",
-      "rope.dimension_count", "rope.scaling.type", "rope.scaling.factor",
-      "rope.scale_linear", "rope.scaling.original_context_length",
-      "rope.scaling.finetuned", "vocab_size"};
-  auto isKnown = [&](const std::string &k) {
-    for (const char *suffix : shared)
-      if (k == w.key(suffix))
-        return true;
-    for (const char *suffix : family->keys)
-      if (k == w.key(suffix))
-        return true;
-    return false;
-  };
-  auto unknown = [&](const std::string &k) {
-    return k.rfind(arch + ".", 0) == 0 && !isKnown(k);
-  };
-  for (const auto &[k, v] : m.numbers)
-    if (unknown(k))
-      unread.push_back(k);
-  for (const auto &[k, v] : m.strings)
-    if (unknown(k))
-      unread.push_back(k);
-  for (const auto &[k, v] : m.booleans)
-    if (unknown(k))
-      unread.push_back(k);
-  for (const auto &[k, v] : m.arrays)
-    if (k.rfind(arch + ".", 0) == 0) {
-      // (A per-layer array where one value is expected.)
-      if (isKnown(k))
-        return fail(k + " is an array (a value a layer): archc imports one "
-                        "value for all layers");
-      unread.push_back(k);
-    }
-  const bool gemma = arch == "gemma2" || arch == "gemma3";
-  const bool phi3 = arch == "phi3";
-  double expertCount = w.num("expert_count") ? *w.num("expert_count") : 0;
-  bool mixtral = arch == "llama" && expertCount > 0;
-  w.add("model_type",
-        "\"" + std::string(mixtral ? "mixtral" : family->modelType) + "\"");
-  // (llama.cpp's own default base where the file has none.)
-  const double theta = 10000;
-  if (!w.put("hidden_size", "embedding_length", true, true) ||
-      !w.put("num_hidden_layers", "block_count", true, true) ||
-      !w.put("intermediate_size", "feed_forward_length", true, true) ||
-      !w.put("num_attention_heads", "attention.head_count", true, true) ||
-      !w.put("num_key_value_heads", "attention.head_count_kv", false, true) ||
-      !w.put("max_position_embeddings", "context_length", true, true) ||
-      !w.put("rms_norm_eps", "attention.layer_norm_rms_epsilon", true,
-             false) ||
-      !w.put("rope_theta", "rope.freq_base", false, false, &theta) ||
-      (mixtral &&
-       (!w.put("num_local_experts", "expert_count", true, true) ||
-        !w.put("num_experts_per_tok", "expert_used_count", true, true))))
-    return failed();
-  // A head's width: key_length, else d / heads (llama.cpp's default; a
-  // config without head_dim would give Qwen 3 its class's 128).
-  const double *keyLength = w.num("attention.key_length");
-  const double *valueLength = w.num("attention.value_length");
-  double heads = *w.num("attention.head_count");
-  double headDim =
-      keyLength ? *keyLength : *w.num("embedding_length") / heads;
-  if (headDim != std::floor(headDim) || headDim <= 0 ||
-      (valueLength && *valueLength != headDim))
-    return fail(
-        "a head " + jsonNumber(headDim) + " wide" +
-        (valueLength && *valueLength != headDim
-             ? " for keys and " + jsonNumber(*valueLength) + " for values (" +
-                   w.key("attention.value_length") +
-                   "), which a config cannot say"
-             : " (" + w.key("embedding_length") + " / " +
-                   w.key("attention.head_count") + "), not an integer"));
-  w.add("head_dim", jsonNumber(headDim));
-  // RoPE over part of the head (Phi-3's config can say it), or scaled.
-  const double *ropeDims = w.num("rope.dimension_count");
-  if (ropeDims && *ropeDims != headDim) {
-    double factor = *ropeDims / headDim;
-    if (!phi3 || !(*ropeDims > 0 && *ropeDims < headDim) ||
-        *ropeDims != std::floor(*ropeDims) ||
-        double(int64_t(headDim * factor)) != *ropeDims)
-      return fail(w.key("rope.dimension_count") + " " +
-                  jsonNumber(*ropeDims) + " rotates part of a head of " +
-                  jsonNumber(headDim) + ", which archc does not import for " +
-                  arch);
-    w.add("partial_rotary_factor", jsonNumber(factor));
   }
-  // Phi-3's LongRoPE keeps its factors as two tensors.
-  if (m.tensors.count("rope_factors_long.weight") ||
-      m.tensors.count("rope_factors_short.weight"))
-    return fail("rope_factors_long.weight / rope_factors_short.weight: "
-                "LongRoPE scaling (Phi-3 128k, Phi-3.5), which archc does "
-                "not import");
-  // Llama 3.1's RoPE scaling, kept as a factor per frequency: the
-  // parameters that give that table (as llama.cpp's converter computes
-  // it), with the low and high frequency factors and original length all
-  // Llama 3.x models use.
-  std::string llama3Scaling;
-  if (m.tensors.count("rope_freqs.weight")) {
-    double base = w.num("rope.freq_base") ? *w.num("rope.freq_base") : theta;
-    if (!llama3Factors(m.ropeFreqs, base, headDim, llama3Scaling))
-      return fail("a rope_freqs.weight tensor (RoPE scaling, kept as a "
-                  "factor per frequency) that is not Llama 3.1's scaling "
-                  "with low_freq_factor 1, high_freq_factor 4 and an "
-                  "original context of 8192: archc does not import it (give "
-                  "the model's config.json, and the file as --weights)");
-    w.add("rope_scaling", llama3Scaling);
-  }
-  // (llama.cpp: a factor without a type, or the older scale_linear, is
-  // linear scaling; YaRN's original length defaults to context_length.)
-  auto scaling = m.strings.find(w.key("rope.scaling.type"));
-  const double *factor = w.num("rope.scaling.factor");
-  if (!factor)
-    factor = w.num("rope.scale_linear");
-  std::string type = scaling != m.strings.end() ? scaling->second
-                     : factor                  ? "linear"
-                                               : "none";
-  if (!llama3Scaling.empty() && type != "none")
-    return fail("both a rope_freqs.weight tensor and " +
-                w.key("rope.scaling.type") + " \"" + type.substr(0, 40) +
-                "\": which scales is not clear");
-  if (type != "none" && !(factor && *factor == 1 && type == "linear")) {
-    if (!factor || !std::isfinite(*factor) || *factor <= 0 ||
-        (type != "linear" && type != "yarn"))
-      return fail(w.key("rope.scaling.type") + " \"" + type.substr(0, 40) +
-                  "\"" +
-                  (factor ? "" : " without " + w.key("rope.scaling.factor")) +
-                  ": archc imports linear and yarn scaling");
-    std::string rs = "{\"type\": \"" + type +
-                     "\", \"factor\": " + jsonNumber(*factor);
-    if (type == "yarn") {
-      const double *orig = w.num("rope.scaling.original_context_length");
-      rs += ", \"original_max_position_embeddings\": " +
-            jsonNumber(orig ? *orig : *w.num("context_length"));
-    }
-    w.add("rope_scaling", rs + "}");
-  }
-  // The vocabulary: the embedding's rows (a tokenizer may have fewer).
-  auto embed = m.tensors.find("token_embd.weight");
-  if (embed == m.tensors.end() || embed->second.size() != 2)
-    return fail("no token_embd.weight of 2 dims (the vocabulary)");
-  w.add("vocab_size", jsonNumber(double(embed->second[1])));
-  w.add("tie_word_embeddings",
-        m.tensors.count("output.weight") ? "false" : "true");
-  // Biases, as the tensor table has them (Qwen 2's q/k/v ones are the
-  // family's own).
-  if (arch == "llama") {
-    bool qBias = m.tensors.count("blk.0.attn_q.bias") != 0;
-    bool oBias = m.tensors.count("blk.0.attn_output.bias") != 0;
-    if (qBias != oBias)
-      return fail("blk.0.attn_q.bias and blk.0.attn_output.bias: one "
-                  "without the other, which a llama config cannot say");
-    if (qBias)
-      w.add("attention_bias", "true");
-  }
-  if (m.tensors.count("blk.0.ffn_up.bias"))
-    w.add("mlp_bias", "true");
-  // The sliding window where the family has one (llama.cpp's Phi-3 takes
-  // the file's; the model's Hugging Face code slides it).
-  if (phi3 && w.num("attention.sliding_window") &&
-      *w.num("attention.sliding_window") != 0 &&
-      !w.put("sliding_window", "attention.sliding_window", true, true))
-    return failed();
-  if ((gemma && !gemmaFields(w, headDim)) ||
-      ((arch == "qwen2moe" || arch == "qwen3moe") && !qwenMoeFields(w)))
-    return failed();
-  json = w.json();
+  json = c.json();
   return true;
 }
 

@@ -549,14 +549,32 @@ def main():
         write_gguf(os.path.join(out, "gemma2-9b.gguf"), spec, weights, "F32",
                    arch="gemma2",
                    meta_override=dict(narrow, **{"gemma2.block_count": (4, 42)}))
+        write_gguf(os.path.join(out, "gemma3-27b.gguf"), spec, weights, "F32",
+                   arch="gemma3", meta_override={
+                       "gemma3.attention.key_length": (4, spec.head_dim // 2),
+                       "gemma3.attention.value_length": (4, spec.head_dim // 2),
+                       "gemma3.rope.dimension_count": (4, spec.head_dim // 2),
+                       "gemma3.block_count": (4, 62),
+                       "gemma3.attention.sliding_window": (4, 512),
+                       "gemma3.final_logit_softcapping": (6, 30.0)})
         write_gguf(os.path.join(out, "gemma3-global.gguf"), spec, weights,
                    "F32", arch="gemma3",
                    meta_override={"gemma3.final_logit_softcapping": (6, 0.0)})
+        write_gguf(os.path.join(out, "gemma3-yarn.gguf"), spec, weights,
+                   "F32", arch="gemma3",
+                   meta_override={"gemma3.rope.scaling.type": (8, "yarn"),
+                                  "gemma3.rope.scaling.factor": (6, 4.0)})
+        write_gguf(os.path.join(out, "phi3-window.gguf"), spec, weights,
+                   "F32", arch="phi3",
+                   meta_override={"phi3.attention.sliding_window": (4, 2047)})
+        write_gguf(os.path.join(out, "rope-dims-big.gguf"), spec, weights,
+                   "F32", meta_override={
+                       f"{a}.rope.dimension_count": (4, 2 * spec.head_dim)})
         write_gguf(os.path.join(out, "phi3-longrope.gguf"), spec, weights,
                    "F32", arch="phi3",
                    extra=[("rope_factors_long.weight", [spec.head_dim // 2],
                            "F32", b"\0" * (2 * spec.head_dim))])
-        write_gguf(os.path.join(out, "qwen2moe-no-width.gguf"), spec, weights,
+        write_gguf(os.path.join(out, "qwen2moe-widths.gguf"), spec, weights,
                    "F32", arch="qwen2moe",
                    meta_override={"qwen2moe.expert_count": (4, 4),
                                   "qwen2moe.expert_used_count": (4, 2)})
