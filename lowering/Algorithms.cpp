@@ -936,6 +936,11 @@ static std::vector<double> ropeFrequencies(const RopeKernel &r,
     mscale = m(r.mscale) / m(r.mscaleAllDim);
     break;
   }
+  case RopeScaling::longrope: // a factor per pair (checked: one each)
+    for (size_t p = 0; p < freq.size(); ++p)
+      freq[p] /= r.factors[p];
+    mscale = r.attentionFactor;
+    break;
   case RopeScaling::llama3: { // Llama 3.1
     double lowWavelen = orig / low, highWavelen = orig / high;
     for (double &f : freq) {

@@ -32,9 +32,17 @@ struct GGUFMeta {
   std::map<std::string, std::string> strings;
   std::map<std::string, uint64_t> arrays;
   std::map<std::string, std::vector<uint64_t>> tensors;
-  /// rope_freqs.weight's values, where it is F32 and inside the file.
-  std::vector<float> ropeFreqs;
+  /// The RoPE tables' values (rope_freqs.weight, Llama 3.1's scaling;
+  /// rope_factors_long.weight and rope_factors_short.weight, LongRoPE's),
+  /// by name, where one is F32, 1-D, of at most 4096 and inside the file.
+  std::map<std::string, std::vector<float>> ropeTables;
 };
+
+/// Whether `name` is one of the RoPE tables GGUFMeta keeps.
+bool isRopeTable(const std::string &name) {
+  return name == "rope_freqs.weight" || name == "rope_factors_long.weight" ||
+         name == "rope_factors_short.weight";
+}
 
 /// Reads `path`'s header into `m`; false with `why` on a malformed file.
 bool readMeta(const std::string &path, GGUFMeta &m, std::string &why) {
@@ -63,7 +71,9 @@ bool readMeta(const std::string &path, GGUFMeta &m, std::string &why) {
   uint32_t magic = 0, version = 0;
   uint64_t nTensors = 0, nKV = 0;
   bool ok = false;
-  uint64_t ropeOffset = 0, ropeCount = 0;
+  // (Each RoPE table's offset and count, read once the data's start is
+  // known.)
+  std::map<std::string, std::pair<uint64_t, uint64_t>> tables;
   auto text = [](const uint8_t *s, uint64_t n) {
     return std::string(reinterpret_cast<const char *>(s), size_t(n));
   };
@@ -140,12 +150,11 @@ bool readMeta(const std::string &path, GGUFMeta &m, std::string &why) {
         bad = true;
         break;
       }
-      m.tensors[text(name, nameLen)] = dims;
-      if (text(name, nameLen) == "rope_freqs.weight" && type == GGML_F32 &&
-          nDims == 1 && dims[0] <= 4096) {
-        ropeOffset = offset;
-        ropeCount = dims[0];
-      }
+      std::string tensor = text(name, nameLen);
+      m.tensors[tensor] = dims;
+      if (isRopeTable(tensor) && type == GGML_F32 && nDims == 1 &&
+          dims[0] <= 4096)
+        tables[tensor] = {offset, dims[0]};
     }
     if (bad) {
       why = std::string("tensor table: ") +
@@ -159,11 +168,14 @@ bool readMeta(const std::string &path, GGUFMeta &m, std::string &why) {
     uint64_t start = uint64_t(c.p - base);
     if (alignment >= 1 && alignment <= (1u << 20))
       start = (start + alignment - 1) / alignment * alignment;
-    if (ropeCount && ropeOffset <= size && start <= size - ropeOffset &&
-        ropeCount * 4 <= size - ropeOffset - start) {
-      m.ropeFreqs.resize(ropeCount);
-      std::memcpy(m.ropeFreqs.data(), base + start + ropeOffset,
-                  ropeCount * 4);
+    for (const auto &[tensor, at] : tables) {
+      auto [offset, count] = at;
+      if (start <= size && offset <= size - start &&
+          count * 4 <= size - start - offset) {
+        std::vector<float> &values = m.ropeTables[tensor];
+        values.resize(count);
+        std::memcpy(values.data(), base + start + offset, count * 4);
+      }
     }
     ok = true;
   } while (false);
@@ -250,7 +262,7 @@ const Family *familyOf(const std::string &arch) {
        {"attention.sliding_window", "final_logit_softcapping"}},
       // (Its attention.sliding_window is named unread: llama.cpp turns
       // Phi-3's window off.)
-      {"phi3", "phi3", {}}};
+      {"phi3", "phi3", {"rope.scaling.attn_factor"}}};
   for (const Family &f : families)
     if (arch == f.arch)
       return &f;
@@ -381,6 +393,45 @@ bool qwenMoeFields(Config &c) {
                "expert_shared_feed_forward_length", true, true, &ff);
 }
 
+/// Phi-3's LongRoPE as llama.cpp's converter keeps it: the factors as two
+/// F32 tensors of a factor per rotated pair, the original context as
+/// rope.scaling.original_context_length, the attention factor as
+/// rope.scaling.attn_factor (Hugging Face's own where absent).
+bool longRoPEFields(Config &c, bool phi3, double headDim) {
+  if (!phi3)
+    return c.fail("rope_factors_long.weight / rope_factors_short.weight: "
+                  "LongRoPE tables, which archc imports for phi3 files only");
+  const double *dims = c.num("rope.dimension_count");
+  double pairs = (dims ? *dims : headDim) / 2;
+  std::string lists;
+  for (const char *kind : {"short", "long"}) {
+    std::string tensor = std::string("rope_factors_") + kind + ".weight";
+    auto t = c.m.ropeTables.find(tensor);
+    if (t == c.m.ropeTables.end() || double(t->second.size()) != pairs)
+      return c.fail(tensor + ": LongRoPE needs it F32, a factor for each of "
+                    "the " + jsonNumber(pairs) + " rotated pairs");
+    std::string list;
+    for (float f : t->second) {
+      if (!(f > 0) || !std::isfinite(f))
+        return c.fail(tensor + ": a factor that is not positive and finite");
+      list += (list.empty() ? "" : ", ") + jsonNumber(f);
+    }
+    lists += std::string(", \"") + kind + "_factor\": [" + list + "]";
+  }
+  if (!c.put("original_max_position_embeddings",
+             "rope.scaling.original_context_length", true, true))
+    return false;
+  std::string scaling = "{\"type\": \"longrope\"" + lists;
+  if (const double *a = c.num("rope.scaling.attn_factor")) {
+    if (!(*a > 0) || !std::isfinite(*a))
+      return c.fail(c.key("rope.scaling.attn_factor") + " is " +
+                    jsonNumber(*a) + ", not a positive number");
+    scaling += ", \"attention_factor\": " + jsonNumber(*a);
+  }
+  c.add("rope_scaling", scaling + "}");
+  return true;
+}
+
 /// The config of the file `c` reads, of architecture `family`; false with
 /// c.error on a value a config cannot say or archc does not import. The
 /// architecture's keys it does not read go to `unread`.
@@ -485,12 +536,12 @@ bool writeConfig(Config &c, const Family &family,
                     ", which archc does not import for " + arch);
     c.add("partial_rotary_factor", jsonNumber(dims / headDim));
   }
-  // Phi-3's LongRoPE keeps its factors as two tensors.
-  if (m.tensors.count("rope_factors_long.weight") ||
-      m.tensors.count("rope_factors_short.weight"))
-    return c.fail("rope_factors_long.weight / rope_factors_short.weight: "
-                  "LongRoPE scaling (Phi-3 128k, Phi-3.5), which archc does "
-                  "not import");
+  // Phi-3's LongRoPE keeps its factors as two tensors, and its
+  // original context and attention factor as keys.
+  bool longRoPE = m.tensors.count("rope_factors_long.weight") ||
+                  m.tensors.count("rope_factors_short.weight");
+  if (longRoPE && !longRoPEFields(c, phi3, headDim))
+    return false;
   // Llama 3.1's RoPE scaling, kept as a factor per frequency: the
   // parameters that give that table (as llama.cpp's converter computes
   // it), with the low and high frequency factors and original length all
@@ -498,7 +549,9 @@ bool writeConfig(Config &c, const Family &family,
   std::string llama3Scaling;
   if (m.tensors.count("rope_freqs.weight")) {
     double base = c.num("rope.freq_base") ? *c.num("rope.freq_base") : theta;
-    if (!llama3Factors(m.ropeFreqs, base, headDim, llama3Scaling))
+    auto freqs = m.ropeTables.find("rope_freqs.weight");
+    if (freqs == m.ropeTables.end() ||
+        !llama3Factors(freqs->second, base, headDim, llama3Scaling))
       return c.fail("a rope_freqs.weight tensor (RoPE scaling, kept as a "
                     "factor per frequency) that is not Llama 3.1's scaling "
                     "with low_freq_factor 1, high_freq_factor 4 and an "
@@ -516,8 +569,10 @@ bool writeConfig(Config &c, const Family &family,
   std::string type = scaling != m.strings.end() ? scaling->second
                      : factor                  ? "linear"
                                                : "none";
-  if (!llama3Scaling.empty() && type != "none")
-    return c.fail("both a rope_freqs.weight tensor and " +
+  if ((!llama3Scaling.empty() || longRoPE) && type != "none")
+    return c.fail(std::string("both a ") +
+                  (longRoPE ? "rope_factors" : "rope_freqs.weight") +
+                  " tensor and " +
                   c.key("rope.scaling.type") + " \"" + type.substr(0, 40) +
                   "\": which scales is not clear");
   if (type != "none" && !(factor && *factor == 1 && type == "linear")) {

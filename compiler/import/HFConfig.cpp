@@ -267,6 +267,56 @@ std::string activation(const std::string &field, const std::string &hf) {
   return it->second;
 }
 
+/// LongRoPE's rope_scaling (Phi-3 128k, Phi-3.5, Phi-4-mini; "su" in the
+/// first configs) as Hugging Face computes it: the extension is
+/// max_position_embeddings / original_max_position_embeddings where the
+/// config has the latter (its own `factor` then unused), else `factor`
+/// over max_position_embeddings; the attention factor, unless given,
+/// sqrt(1 + ln(extension) / ln(original)) above an extension of 1.
+void longRoPE(Reader &r, Reader &sc, Spec &s, const std::string &table) {
+  const std::string from = "rope_scaling.";
+  s.setStr(table, "scaling", "longrope", from + "rope_type");
+  int64_t maxPos = r.positive("max_position_embeddings");
+  std::optional<int64_t> orig = r.intOpt("original_max_position_embeddings");
+  double extension;
+  if (orig) {
+    if (*orig < 1)
+      throw Failure{"original_max_position_embeddings: must be at least 1, "
+                    "got " + std::to_string(*orig)};
+    extension = double(maxPos) / double(*orig);
+    sc.known({"factor"});
+  } else {
+    orig = maxPos;
+    extension = sc.number("factor", 1.0);
+  }
+  s.setInt(table, "original_max_seq_len", *orig,
+           r.present("original_max_position_embeddings")
+               ? "original_max_position_embeddings"
+               : "max_position_embeddings");
+  for (const char *key : {"short_factor", "long_factor"}) {
+    const json::Array *list = sc.array(key);
+    if (!list)
+      throw Failure{from + key + ": missing (LongRoPE's factor per pair)"};
+    std::string text = "[";
+    for (const json::Value &v : *list) {
+      std::optional<double> f = v.getAsNumber();
+      if (!f || !(*f > 0) || !std::isfinite(*f))
+        throw Failure{from + key + ": expected positive numbers"};
+      text += (text.size() > 1 ? ", " : "") + real(*f);
+    }
+    s.set(table, key, text + "]", from + key);
+  }
+  if (auto a = sc.numberOpt("attention_factor"))
+    s.setReal(table, "attention_factor", *a, from + "attention_factor");
+  else
+    s.setReal(table, "attention_factor",
+              extension > 1 && *orig > 1
+                  ? std::sqrt(1 + std::log(extension) /
+                                      std::log(double(*orig)))
+                  : 1.0,
+              "sqrt(1 + ln(max / original) / ln(original)), LongRoPE's");
+}
+
 /// rope_theta and rope_scaling into [attention.position] (or an
 /// override's table, `table`).
 void rope(Reader &r, Spec &s, const std::string &table, double thetaDefault,
@@ -311,10 +361,12 @@ void rope(Reader &r, Spec &s, const std::string &table, double thetaDefault,
       s.setReal(table, "mscale", *m, from + "mscale");
     if (auto m = sc.numberOpt("mscale_all_dim"))
       s.setReal(table, "mscale_all_dim", *m, from + "mscale_all_dim");
+  } else if (type == "longrope" || type == "su") {
+    longRoPE(r, sc, s, table);
   } else if (type != "default") {
     throw Failure{"rope_scaling.rope_type: " + quoted(type) +
-                  " has no archc equivalent (linear, dynamic, llama3, "
-                  "yarn)"};
+                  " has no archc equivalent (linear, dynamic, llama3, yarn, "
+                  "longrope)"};
   }
   if (auto left = sc.unknown(); !left.empty())
     throw Failure{"rope_scaling: field " + quoted(left.front()) +
@@ -527,7 +579,7 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   }
   rope(r, s, "attention.position", type == "mixtral" ? 1e6 : 10000.0);
   if (phi3) {
-    // (Read by LongRoPE alone, which rope() refuses by name.)
+    // (Read by LongRoPE alone.)
     r.known({"original_max_position_embeddings"});
     partialRotary(r, s, headDim, 1.0);
   }

@@ -129,6 +129,14 @@ Value Importer::rope(Location l, Value x, Value pos, const AttentionSpec &a,
   RopeStyle style = ps.style == spec::RopeStyle::HalfSplit
                         ? RopeStyle::half_split
                         : RopeStyle::interleaved;
+  // LongRoPE: the long factors where the model's context exceeds the
+  // original one, else the short (llama.cpp's choice by its n_ctx).
+  bool longRoPE = ps.scaling == spec::RopeScaling::LongRoPE;
+  DenseF64ArrayAttr factors;
+  if (longRoPE)
+    factors = b.getDenseF64ArrayAttr(
+        spec.model.maxSeqLen > ps.originalMaxSeqLen ? ps.longFactor
+                                                    : ps.shortFactor);
   // spec::RopeScaling lists the dialect's cases in the same order.
   return b.create<RopeOp>(
       l, x.getType(), x, pos, style, heads, headDim, ps.rotaryDim,
@@ -136,7 +144,8 @@ Value Importer::rope(Location l, Value x, Value pos, const AttentionSpec &a,
       llvm::APFloat(ps.factor), ps.originalMaxSeqLen,
       llvm::APFloat(ps.lowFreqFactor), llvm::APFloat(ps.highFreqFactor),
       llvm::APFloat(ps.betaFast), llvm::APFloat(ps.betaSlow),
-      llvm::APFloat(ps.mscale), llvm::APFloat(ps.mscaleAllDim));
+      llvm::APFloat(ps.mscale), llvm::APFloat(ps.mscaleAllDim), factors,
+      llvm::APFloat(longRoPE ? ps.attentionFactor : 1.0));
 }
 
 /// Multi-head latent attention in its naive form (DeepSeek-V2 section

@@ -32,7 +32,7 @@ enum class PositionKind { None, Rope, Learned, Sinusoidal, ALiBi, T5Bias, Shaw }
 enum class RopeStyle { HalfSplit, Interleaved };
 /// Context extension of RoPE: position interpolation (linear), NTK-aware
 /// base scaling, YaRN, and Llama 3.1's per-frequency scaling.
-enum class RopeScaling { None, Linear, NTK, YaRN, Llama3 };
+enum class RopeScaling { None, Linear, NTK, YaRN, Llama3, LongRoPE };
 enum class FFNKind { GLU, MLP };
 /// The spelling of each in the spec is the same as in the dialect.
 enum class Activation {
@@ -91,6 +91,14 @@ struct PositionSpec {
   /// the softmax scale by m(mscale_all_dim)^2 when mscale_all_dim > 0, with
   /// m(x) = 0.1 x ln(factor) + 1. The defaults give YaRN's own factor.
   double mscale = 1.0, mscaleAllDim = 0.0;
+  /// LongRoPE (Phi-3 128k, Phi-3.5, Phi-4-mini): each pair's frequency
+  /// divided by its factor, the long list's where max_seq_len exceeds
+  /// original_max_seq_len, else the short one's (llama.cpp's rule, with
+  /// the library's context as its n_ctx); cos and sin times
+  /// attentionFactor (after validation: sqrt(1 + ln(s) / ln(original)) for
+  /// s = max_seq_len / original_max_seq_len above 1, else 1, unless set).
+  std::vector<double> shortFactor, longFactor;
+  double attentionFactor = 0.0;
   int64_t buckets = 32, maxDistance = 128;          ///< t5_bias
   int64_t clip = 16; ///< shaw: relative distances clipped to [-clip, clip]
 };

@@ -251,6 +251,9 @@ const std::vector<KeyBound> &keyBounds() {
       {"beta_slow", 1e-3, 1e6, false, "as factor"},
       {"mscale", 1e-3, 1e3, false, "as factor"},
       {"mscale_all_dim", 0, 1e3, false, "as factor (0 = YaRN's own factor)"},
+      {"short_factor", 1e-3, 1e6, false, "as factor"},
+      {"long_factor", 1e-3, 1e6, false, "as factor"},
+      {"attention_factor", 1e-3, 1e3, false, "as factor"},
       {"z_loss", 1e-12, 1e3, false, "reported only"},
       {"logit_scale", 1e-6, 1e6, false, "logits finite in f32"},
   };
@@ -503,6 +506,35 @@ public:
     return out;
   }
 
+  /// An array of positive finite numbers within the key's bound; none
+  /// (and an error) on a bad element.
+  std::optional<std::vector<double>> getFloatArray(const std::string &key) {
+    const toml::node *n = node(key);
+    if (!n)
+      return std::nullopt;
+    if (!n->is_array()) {
+      wrongType(n, key, "an array of numbers");
+      return std::nullopt;
+    }
+    std::vector<double> out;
+    for (const toml::node &e : *n->as_array()) {
+      std::optional<double> v;
+      if (e.is_floating_point())
+        v = *e.value<double>();
+      else if (e.is_integer())
+        v = static_cast<double>(*e.value<int64_t>());
+      if (!v || !(*v > 0) || !std::isfinite(*v)) {
+        p.error(p.loc(e.source()), full(key),
+                "expected positive finite numbers");
+        return std::nullopt;
+      }
+      if (!inBounds(e, key, *v))
+        return std::nullopt;
+      out.push_back(*v);
+    }
+    return out;
+  }
+
   const toml::table *subtable(const std::string &key) {
     const toml::node *n = node(key);
     if (!n)
@@ -575,7 +607,8 @@ void parseLayerAttention(Parser &p, TableReader &attn, AttentionSpec &a,
                   {"kind", "theta", "rotary_dim", "style", "offset", "scaling",
                    "factor", "original_max_seq_len", "low_freq_factor",
                    "high_freq_factor", "beta_fast", "beta_slow", "mscale",
-                   "mscale_all_dim", "buckets", "max_distance", "clip"});
+                   "mscale_all_dim", "short_factor", "long_factor",
+                   "attention_factor", "buckets", "max_distance", "clip"});
   PositionSpec &ps = a.position;
   if (auto k = pos.getEnum("kind", {"rope", "none", "learned", "sinusoidal",
                                     "alibi", "t5_bias", "shaw"}))
@@ -591,8 +624,15 @@ void parseLayerAttention(Parser &p, TableReader &attn, AttentionSpec &a,
     ps.maxDistance = *v;
   if (auto v = pos.getInt("offset", false))
     ps.offset = *v;
-  if (auto k = pos.getEnum("scaling", {"none", "linear", "ntk", "yarn", "llama3"}))
+  if (auto k = pos.getEnum("scaling", {"none", "linear", "ntk", "yarn",
+                                       "llama3", "longrope"}))
     ps.scaling = RopeScaling(*k);
+  if (auto v = pos.getFloatArray("short_factor"))
+    ps.shortFactor = *v;
+  if (auto v = pos.getFloatArray("long_factor"))
+    ps.longFactor = *v;
+  if (auto v = pos.getFloat("attention_factor", false))
+    ps.attentionFactor = *v;
   if (auto v = pos.getFloat("factor", false))
     ps.factor = *v;
   if (auto v = pos.getInt("original_max_seq_len", false))
@@ -879,13 +919,42 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
   if (has(".position.offset") && ps.kind != PositionKind::Learned)
     err(".position.offset", "offset applies only to learned positions");
   bool scaled = ps.scaling != RopeScaling::None;
-  if (scaled && !has(".position.factor") && ps.factor == 1.0)
+  const bool longRoPE = ps.scaling == RopeScaling::LongRoPE;
+  if (scaled && !longRoPE && !has(".position.factor") && ps.factor == 1.0)
     err(".position.scaling", "a RoPE scaling needs attention.position.factor");
+  if (longRoPE && has(".position.factor"))
+    err(".position.factor", "longrope scales each pair by short_factor or "
+                            "long_factor, not by factor");
   bool needsOriginal = ps.scaling == RopeScaling::YaRN ||
-                       ps.scaling == RopeScaling::Llama3;
+                       ps.scaling == RopeScaling::Llama3 || longRoPE;
   if (needsOriginal && ps.originalMaxSeqLen == 0)
-    err(".position.scaling",
-        "yarn and llama3 scaling need attention.position.original_max_seq_len");
+    err(".position.scaling", "yarn, llama3 and longrope scaling need "
+                             "attention.position.original_max_seq_len");
+  for (const char *key : {"short_factor", "long_factor", "attention_factor"})
+    if (has(std::string(".position.") + key) && !longRoPE)
+      err(std::string(".position.") + key,
+          std::string(key) + " applies only to longrope scaling");
+  if (longRoPE && ps.kind == PositionKind::Rope && ps.rotaryDim > 0) {
+    // A factor for each rotated pair, in each list.
+    size_t pairs = size_t(ps.rotaryDim / 2);
+    for (auto [key, list] : {std::pair{"short_factor", &ps.shortFactor},
+                             std::pair{"long_factor", &ps.longFactor}})
+      if (list->size() != pairs)
+        err(std::string(".position.") + (has(std::string(".position.") + key)
+                                             ? key
+                                             : "scaling"),
+            std::string("longrope needs ") + key + ": one factor per "
+                "rotated pair (rotary_dim / 2 = " + std::to_string(pairs) +
+                "), got " + std::to_string(list->size()));
+    // The attention factor of the context extension max_seq_len makes.
+    double extension = double(s.model.maxSeqLen) / double(ps.originalMaxSeqLen);
+    if (ps.attentionFactor == 0)
+      ps.attentionFactor =
+          extension > 1 && ps.originalMaxSeqLen > 1
+              ? std::sqrt(1 + std::log(extension) /
+                                  std::log(double(ps.originalMaxSeqLen)))
+              : 1.0;
+  }
   if (ps.scaling == RopeScaling::Llama3 &&
       ps.highFreqFactor <= ps.lowFreqFactor)
     err(".position.high_freq_factor",

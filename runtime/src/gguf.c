@@ -505,11 +505,14 @@ archrt_status archrt_load_gguf(archrt_model *m, const char *path) {
         tmp_floats = hd * cols;
     }
   }
-  /* Tensors no parameter reads (llama.cpp's rope_freqs is a table archc
-   * computes itself). */
+  /* Tensors no parameter reads (llama.cpp's rope_freqs, Llama 3.1's
+   * scaling, and rope_factors_long/short, LongRoPE's, are tables the
+   * spec's RoPE holds: archc import-hf FILE.gguf reads them into it). */
   for (uint64_t j = 0; j < n_tensors; ++j) {
     const gguf_tensor *t = &tensors[j];
-    if (!t->named && strcmp(t->name, "rope_freqs.weight"))
+    if (!t->named && strcmp(t->name, "rope_freqs.weight") &&
+        strcmp(t->name, "rope_factors_long.weight") &&
+        strcmp(t->name, "rope_factors_short.weight"))
       archrt_problem(&probs, "tensor '%s' is not a parameter of the model",
                      t->name);
     else if (t->used && t->n_dims == 3 && (uint64_t)t->used != t->dims[2])

@@ -58,7 +58,7 @@ func.func @f(%a: memref<4x2x4xf32>, %b: memref<4x8xf32>) {
 
 func.func @f(%x: memref<4x2x8xf32>, %pos: i32, %out: memref<4x2x8xf32>) {
   // expected-error @+1 {{'archk.call' op argument 1 ('pos') is 'i32', but the kernel takes index}}
-  archk.call "rope" {beta_fast = 32.0 : f64, beta_slow = 1.0 : f64, factor = 1.0 : f64, head_dim = 8 : i64, heads = 2 : i64, high_freq_factor = 4.0 : f64, low_freq_factor = 1.0 : f64, mscale = 1.0 : f64, mscale_all_dim = 0.0 : f64, original_max_seq_len = 0 : i64, rotary_dim = 8 : i64, scaling = "none", style = "interleaved", theta = 10000.0 : f64}(%x, %pos, %out) : memref<4x2x8xf32>, i32, memref<4x2x8xf32>
+  archk.call "rope" {attention_factor = 1.0 : f64, beta_fast = 32.0 : f64, beta_slow = 1.0 : f64, factor = 1.0 : f64, factors = array<f64>, head_dim = 8 : i64, heads = 2 : i64, high_freq_factor = 4.0 : f64, low_freq_factor = 1.0 : f64, mscale = 1.0 : f64, mscale_all_dim = 0.0 : f64, original_max_seq_len = 0 : i64, rotary_dim = 8 : i64, scaling = "none", style = "interleaved", theta = 10000.0 : f64}(%x, %pos, %out) : memref<4x2x8xf32>, i32, memref<4x2x8xf32>
   return
 }
 
@@ -337,5 +337,29 @@ func.func @glu_store_f16(%a: memref<?x8xf32>, %o: memref<?x8xf16>) {
 func.func @add_store(%a: memref<?x8xf32>, %o: memref<?x8xbf16>) {
   // expected-error @+1 {{'archk.call' op kernel description of 'add' has fields the kind does not have}}
   archk.call "add" {store = "bf16", width = 8 : i64}(%a, %a, %o) : memref<?x8xf32>, memref<?x8xf32>, memref<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<4x2x8xf32>, %pos: index, %out: memref<4x2x8xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'rope' has factors other than longrope's one per rotated pair}}
+  archk.call "rope" {attention_factor = 1.0 : f64, beta_fast = 32.0 : f64, beta_slow = 1.0 : f64, factor = 1.0 : f64, factors = array<f64: 1.0, 2.0, 3.0>, head_dim = 8 : i64, heads = 2 : i64, high_freq_factor = 4.0 : f64, low_freq_factor = 1.0 : f64, mscale = 1.0 : f64, mscale_all_dim = 0.0 : f64, original_max_seq_len = 0 : i64, rotary_dim = 8 : i64, scaling = "longrope", style = "interleaved", theta = 10000.0 : f64}(%x, %pos, %out) : memref<4x2x8xf32>, index, memref<4x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<4x2x8xf32>, %pos: index, %out: memref<4x2x8xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'rope' has factors other than longrope's one per rotated pair}}
+  archk.call "rope" {attention_factor = 1.0 : f64, beta_fast = 32.0 : f64, beta_slow = 1.0 : f64, factor = 1.0 : f64, factors = array<f64: 1.0>, head_dim = 8 : i64, heads = 2 : i64, high_freq_factor = 4.0 : f64, low_freq_factor = 1.0 : f64, mscale = 1.0 : f64, mscale_all_dim = 0.0 : f64, original_max_seq_len = 0 : i64, rotary_dim = 8 : i64, scaling = "none", style = "interleaved", theta = 10000.0 : f64}(%x, %pos, %out) : memref<4x2x8xf32>, index, memref<4x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<4x2x8xf32>, %pos: index, %out: memref<4x2x8xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'rope' has factors that are not positive and finite}}
+  archk.call "rope" {attention_factor = 1.0 : f64, beta_fast = 32.0 : f64, beta_slow = 1.0 : f64, factor = 1.0 : f64, factors = array<f64: 1.0, 2.0, -3.0, 4.0>, head_dim = 8 : i64, heads = 2 : i64, high_freq_factor = 4.0 : f64, low_freq_factor = 1.0 : f64, mscale = 1.0 : f64, mscale_all_dim = 0.0 : f64, original_max_seq_len = 0 : i64, rotary_dim = 8 : i64, scaling = "longrope", style = "interleaved", theta = 10000.0 : f64}(%x, %pos, %out) : memref<4x2x8xf32>, index, memref<4x2x8xf32>
   return
 }

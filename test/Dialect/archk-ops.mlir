@@ -27,7 +27,7 @@ module attributes {arch.max_seq_len = 32 : i64} {
     archk.call "linear" {K = 8 : i64, N = 16 : i64, bias = false, one_row = false, panel = 0 : i64}(%rows, %w, %out) : memref<?x8xf32, strided<[8, 1], offset: ?>>, memref<16x8xf32>, memref<?x16xf32>
     %h = memref.expand_shape %out [[0], [1, 2]] output_shape [%n, 2, 8] : memref<?x16xf32> into memref<?x2x8xf32>
     %r = memref.alloc(%n) : memref<?x2x8xf32>
-    archk.call "rope" {beta_fast = 32.0 : f64, beta_slow = 1.0 : f64, factor = 1.0 : f64, head_dim = 8 : i64, heads = 2 : i64, high_freq_factor = 4.0 : f64, low_freq_factor = 1.0 : f64, mscale = 1.0 : f64, mscale_all_dim = 0.0 : f64, original_max_seq_len = 0 : i64, rotary_dim = 8 : i64, scaling = "none", style = "interleaved", theta = 10000.0 : f64}(%h, %pos, %r) : memref<?x2x8xf32>, index, memref<?x2x8xf32>
+    archk.call "rope" {attention_factor = 1.0 : f64, beta_fast = 32.0 : f64, beta_slow = 1.0 : f64, factor = 1.0 : f64, factors = array<f64>, head_dim = 8 : i64, heads = 2 : i64, high_freq_factor = 4.0 : f64, low_freq_factor = 1.0 : f64, mscale = 1.0 : f64, mscale_all_dim = 0.0 : f64, original_max_seq_len = 0 : i64, rotary_dim = 8 : i64, scaling = "none", style = "interleaved", theta = 10000.0 : f64}(%h, %pos, %r) : memref<?x2x8xf32>, index, memref<?x2x8xf32>
     archk.release %w : memref<16x8xf32>
     return
   }

@@ -78,6 +78,30 @@ func.func @rope_odd(%x: tensor<?x8xf32>, %p: index) {
 
 // -----
 
+func.func @rope_longrope(%x: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{has 1 factors for 2 rotated pairs}}
+  %y = arch.rope interleaved scaling longrope %x, %p {n_heads = 2, head_dim = 4, rotary_dim = 4, theta = 1.0e4, original_max_seq_len = 16, factors = array<f64: 2.0>} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_none(%x: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{takes factors with longrope scaling and only then}}
+  %y = arch.rope interleaved scaling longrope %x, %p {n_heads = 2, head_dim = 4, rotary_dim = 4, theta = 1.0e4, original_max_seq_len = 16} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_attention(%x: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{attention_factor must be positive and finite}}
+  %y = arch.rope interleaved scaling longrope %x, %p {n_heads = 2, head_dim = 4, rotary_dim = 4, theta = 1.0e4, original_max_seq_len = 16, factors = array<f64: 2.0, 3.0>, attention_factor = -1.0} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @attention_groups(%q: tensor<?x12xf32>, %k: tensor<?x8xf32>, %p: index) {
   // expected-error @+1 {{n_heads (3) must be a multiple of n_kv_heads (2)}}
   %y = arch.attention %q, %k, %k, %p {n_heads = 3, n_kv_heads = 2, head_dim = 4, scale = 0.5} : (tensor<?x12xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> tensor<?x12xf32>

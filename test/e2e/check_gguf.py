@@ -6,6 +6,7 @@ matrices F32, F16, BF16 or Q8_0), loaded by the library, give logits
 identical (bit for bit) to the same values, rounded as each type rounds
 them, loaded from safetensors F32; and each malformed or mismatched file
 gets an error that names the problem."""
+import math
 import os
 import struct
 import sys
@@ -336,12 +337,29 @@ def family_meta(spec, arch):
             if pos.get("scaling") == "linear":
                 meta["gemma3.rope.scaling.type"] = (8, "linear")
                 meta["gemma3.rope.scaling.factor"] = (6, pos["factor"])
+    if arch == "phi3" and spec.scaling == "longrope":  # (and two tensors)
+        ratio = spec.max_seq / spec.orig_max
+        meta["phi3.rope.scaling.original_context_length"] = (4, spec.orig_max)
+        meta["phi3.rope.scaling.attn_factor"] = (6, spec.attention_factor or (
+            math.sqrt(1 + math.log(ratio) / math.log(spec.orig_max))
+            if ratio > 1 else 1.0))
     if arch in ("qwen2moe", "qwen3moe") and spec.moe:
         meta[f"{arch}.expert_feed_forward_length"] = (4, spec.expert_d_ff)
         if spec.n_shared:
             meta[f"{arch}.expert_shared_feed_forward_length"] = (
                 4, spec.shared_d_ff)
     return meta
+
+
+def family_tensors(spec, arch):
+    """The tables llama.cpp's converter adds as tensors beside the weights:
+    Phi-3's LongRoPE factors (F32, a factor per rotated pair)."""
+    if arch != "phi3" or spec.scaling != "longrope":
+        return []
+    return [(f"rope_factors_{k}.weight", [len(v)], "F32",
+             np.array(v, np.float32).tobytes())
+            for k, v in (("long", spec.long_factor),
+                         ("short", spec.short_factor))]
 
 
 def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
@@ -432,7 +450,7 @@ def write_gguf(path, spec, weights, kind, meta_override=None, version=3,
         pad = (-len(raw)) % alignment
         blobs.append(raw + b"\0" * pad)
         offset += len(raw) + pad
-    for name, dims, k, raw, *at in extra or []:
+    for name, dims, k, raw, *at in (extra or []) + family_tensors(spec, arch):
         # (`at`: the tensor's data at that offset, over another's.)
         infos.append(gstr(name) + struct.pack("<I", len(dims)) +
                      struct.pack(f"<{len(dims)}Q", *dims) +
@@ -570,10 +588,15 @@ def main():
         write_gguf(os.path.join(out, "rope-dims-big.gguf"), spec, weights,
                    "F32", meta_override={
                        f"{a}.rope.dimension_count": (4, 2 * spec.head_dim)})
+        ones = np.ones(spec.head_dim // 2, np.float32).tobytes()
         write_gguf(os.path.join(out, "phi3-longrope.gguf"), spec, weights,
                    "F32", arch="phi3",
                    extra=[("rope_factors_long.weight", [spec.head_dim // 2],
-                           "F32", b"\0" * (2 * spec.head_dim))])
+                           "F32", ones)])
+        write_gguf(os.path.join(out, "llama-longrope.gguf"), spec, weights,
+                   "F32", extra=[(f"rope_factors_{k}.weight",
+                                  [spec.head_dim // 2], "F32", ones)
+                                 for k in ("long", "short")])
         write_gguf(os.path.join(out, "qwen2moe-widths.gguf"), spec, weights,
                    "F32", arch="qwen2moe",
                    meta_override={"qwen2moe.expert_count": (4, 4),

@@ -103,6 +103,12 @@ class Spec:
         # m(mscale_all_dim)^2, m(x) = 0.1 x ln(factor) + 1.
         self.mscale = pos.get("mscale", 1.0)
         self.mscale_all_dim = pos.get("mscale_all_dim", 0.0)
+        # LongRoPE (Phi-3 128k): a factor per pair, the long list's where
+        # the context passes the original one; cos and sin times the
+        # attention factor.
+        self.short_factor = pos.get("short_factor")
+        self.long_factor = pos.get("long_factor")
+        self.attention_factor = pos.get("attention_factor")
         if ("scale" not in a and self.scaling == "yarn"
                 and self.mscale_all_dim and self.factor > 1):
             m = 0.1 * self.mscale_all_dim * math.log(self.factor) + 1.0
@@ -171,7 +177,10 @@ class Spec:
                               ("low_freq_factor", "low_freq"),
                               ("high_freq_factor", "high_freq"),
                               ("beta_fast", "beta_fast"),
-                              ("beta_slow", "beta_slow")]:
+                              ("beta_slow", "beta_slow"),
+                              ("short_factor", "short_factor"),
+                              ("long_factor", "long_factor"),
+                              ("attention_factor", "attention_factor")]:
                 if key in pos:
                     setattr(ls, attr, pos[key])
             ls.rope = ls.pos_kind == "rope"
@@ -662,6 +671,16 @@ def rope_frequencies(spec):
         def m(x):
             return 0.1 * x * math.log(s) + 1.0 if s > 1 and x > 0 else 1.0
         mscale = m(spec.mscale) / m(spec.mscale_all_dim)
+    elif spec.scaling == "longrope":  # Ding et al. 2024, as Phi-3 ships it
+        orig = spec.orig_max
+        ext = torch.tensor(spec.long_factor if spec.max_seq > orig
+                           else spec.short_factor, dtype=torch.float64)
+        freq = freq / ext
+        mscale = spec.attention_factor
+        if mscale is None:  # (the paper's, from the extension's ratio)
+            ratio = spec.max_seq / orig
+            mscale = (math.sqrt(1 + math.log(ratio) / math.log(orig))
+                      if ratio > 1 and orig > 1 else 1.0)
     return freq, mscale
 
 

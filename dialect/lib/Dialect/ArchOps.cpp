@@ -719,6 +719,22 @@ LogicalResult RopeOp::verify() {
     return emitOpError() << "theta must be positive";
   if (getResult().getType() != getInput().getType())
     return emitOpError() << "result type must equal the input type";
+  // LongRoPE's factor for each rotated pair; no list for another scaling.
+  std::optional<ArrayRef<double>> factors = getFactors();
+  bool longRoPE = getScaling() == RopeScaling::longrope;
+  if (longRoPE != factors.has_value())
+    return emitOpError() << "takes factors with longrope scaling and "
+                            "only then";
+  if (factors && int64_t(factors->size()) != rot / 2)
+    return emitOpError() << "has " << factors->size()
+                         << " factors for " << rot / 2 << " rotated pairs";
+  if (factors && llvm::any_of(*factors, [](double f) {
+        return !(f > 0) || !std::isfinite(f);
+      }))
+    return emitOpError() << "factors must be positive and finite";
+  double attn = getAttentionFactor().convertToDouble();
+  if (!(attn > 0) || !std::isfinite(attn))
+    return emitOpError() << "attention_factor must be positive and finite";
   return success();
 }
 

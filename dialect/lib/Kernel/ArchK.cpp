@@ -37,6 +37,9 @@ struct FieldWriter {
   void operator()(const char *name, const std::vector<int64_t> &v) {
     add(name, b.getDenseI64ArrayAttr(v));
   }
+  void operator()(const char *name, const std::vector<double> &v) {
+    add(name, b.getDenseF64ArrayAttr(v));
+  }
   template <class E> void operator()(const char *name, E v) {
     add(name, b.getStringAttr(stringifyEnum(v)));
   }
@@ -81,6 +84,10 @@ struct FieldReader {
   }
   void operator()(const char *name, std::vector<int64_t> &v) {
     if (auto a = get<DenseI64ArrayAttr>(name, "an array of i64"))
+      v.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+  }
+  void operator()(const char *name, std::vector<double> &v) {
+    if (auto a = get<DenseF64ArrayAttr>(name, "an array of f64"))
       v.assign(a.asArrayRef().begin(), a.asArrayRef().end());
   }
   template <class E> void operator()(const char *name, E &v) {
@@ -199,6 +206,19 @@ kernelSpec(StringRef kind, DictionaryAttr fields,
   if (const StoreType *s = spec->roundingStore();
       r.error.empty() && s && *s != StoreType::f32 && *s != StoreType::bf16)
     r.error = "stores other than f32 or bf16";
+  // RoPE's factors: longrope's, one per rotated pair, positive and finite;
+  // none for another scaling (ropeFrequencies indexes them by pair).
+  if (const RopeKernel *k = spec->get<RopeKernel>(); r.error.empty() && k) {
+    auto bad = [](double f) { return !(f > 0) || !std::isfinite(f); };
+    bool longRoPE = k->scaling == RopeScaling::longrope;
+    if (k->rotaryDim <= 0 || k->rotaryDim % 2 || k->rotaryDim > k->headDim)
+      r.error = "has a rotary_dim that is not even and in (0, head_dim]";
+    else if (longRoPE ? int64_t(k->factors.size()) != k->rotaryDim / 2
+                      : !k->factors.empty())
+      r.error = "has factors other than longrope's one per rotated pair";
+    else if (llvm::any_of(k->factors, bad) || bad(k->attentionFactor))
+      r.error = "has factors that are not positive and finite";
+  }
   if (const PackKernel *p = spec->get<PackKernel>(); r.error.empty() && p) {
     if (p->store == StoreType::i32)
       r.error = "stores i32";

@@ -50,6 +50,11 @@ struct Key {
     ints.push_back(int64_t(v.size()));
     ints.insert(ints.end(), v.begin(), v.end());
   }
+  // (Among the reals, hashed; their count follows from the ints: RoPE's
+  // factors are longrope's, one per rotated pair.)
+  void operator()(const char *, const std::vector<double> &v) {
+    reals.insert(reals.end(), v.begin(), v.end());
+  }
   template <class E> void operator()(const char *, E v) {
     static_assert(std::is_enum_v<E>, "a kernel field of another type");
     ints.push_back(int64_t(v));
@@ -72,6 +77,15 @@ struct Spelling {
     s += std::string(" ") + n + "=[";
     for (size_t i = 0; i < v.size(); ++i)
       s += (i ? "," : "") + std::to_string(v[i]);
+    s += "]";
+  }
+  void operator()(const char *n, const std::vector<double> &v) {
+    s += std::string(" ") + n + "=[";
+    char buf[40];
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%a", v[i]);
+      s += (i ? "," : "") + std::string(buf);
+    }
     s += "]";
   }
   template <class E> void operator()(const char *n, E v) {

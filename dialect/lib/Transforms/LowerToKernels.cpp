@@ -318,7 +318,11 @@ struct LowerRope : Lowering<RopeOp> {
                  op.getBetaFast().convertToDouble(),
                  op.getBetaSlow().convertToDouble(),
                  op.getMscale().convertToDouble(),
-                 op.getMscaleAllDim().convertToDouble()};
+                 op.getMscaleAllDim().convertToDouble(),
+                 {},
+                 op.getAttentionFactor().convertToDouble()};
+    if (std::optional<ArrayRef<double>> f = op.getFactors())
+      k.factors.assign(f->begin(), f->end());
     Value out = newRows(b, loc, rowsOf(b, loc, x), h * hd);
     call(b, loc, k,
          {{"x", heads(b, loc, x, h)},

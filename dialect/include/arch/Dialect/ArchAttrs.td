@@ -32,6 +32,9 @@ def Arch_RopeScaling : I32EnumAttr<"RopeScaling", "RoPE context extension", [
     I32EnumAttrCase<"yarn", 3>,
     // Llama 3.1: low frequencies / factor, high kept, smooth in between.
     I32EnumAttrCase<"llama3", 4>,
+    // LongRoPE (Phi-3 128k, Phi-3.5): each pair's frequency over its own
+    // factor (`factors`), cos/sin times `attention_factor`.
+    I32EnumAttrCase<"longrope", 5>,
   ]> {
   let cppNamespace = "::arch";
 }

@@ -613,7 +613,10 @@ def Arch_RopeOp : Arch_Op<"rope", [Pure]> {
     adjust the frequencies for context extension (see RopeScaling); with
     yarn, cos and sin are scaled by m(mscale) / m(mscale_all_dim), m(x) =
     0.1 x ln(factor) + 1 (1 for x = 0): YaRN's own factor by default, 1 as
-    DeepSeek sets them (it scales the softmax instead).
+    DeepSeek sets them (it scales the softmax instead). With longrope, pair
+    i's frequency is divided by `factors[i]` (one per rotated pair: the
+    spec's short or long list, as its context picks) and cos and sin are
+    scaled by `attention_factor`.
 
     ```mlir
     %qr = arch.rope interleaved %q, %pos {n_heads = 6, head_dim = 48,
@@ -637,7 +640,9 @@ def Arch_RopeOp : Arch_Op<"rope", [Pure]> {
                        DefaultValuedAttr<F64Attr, "32.0">:$beta_fast,
                        DefaultValuedAttr<F64Attr, "1.0">:$beta_slow,
                        DefaultValuedAttr<F64Attr, "1.0">:$mscale,
-                       DefaultValuedAttr<F64Attr, "0.0">:$mscale_all_dim);
+                       DefaultValuedAttr<F64Attr, "0.0">:$mscale_all_dim,
+                       OptionalAttr<DenseF64ArrayAttr>:$factors,
+                       DefaultValuedAttr<F64Attr, "1.0">:$attention_factor);
   let results = (outs Arch_F32Tensor:$result);
   let assemblyFormat = "$style (`scaling` $scaling^)? $input `,` $pos "
                        "attr-dict `:` functional-type(operands, results)";

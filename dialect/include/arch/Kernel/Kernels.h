@@ -218,6 +218,9 @@ struct RopeKernel {
   int64_t originalMaxSeqLen;
   double theta, factor, lowFreqFactor, highFreqFactor, betaFast, betaSlow;
   double mscale = 1.0, mscaleAllDim = 0.0; ///< yarn's factor on cos and sin
+  /// longrope: each rotated pair's factor, and the factor on cos and sin.
+  std::vector<double> factors;
+  double attentionFactor = 1.0;
   template <class F> void fields(F &&f) {
     f("heads", heads), f("head_dim", headDim), f("rotary_dim", rotaryDim),
         f("style", style), f("scaling", scaling),
@@ -225,7 +228,8 @@ struct RopeKernel {
         f("factor", factor), f("low_freq_factor", lowFreqFactor),
         f("high_freq_factor", highFreqFactor), f("beta_fast", betaFast),
         f("beta_slow", betaSlow), f("mscale", mscale),
-        f("mscale_all_dim", mscaleAllDim);
+        f("mscale_all_dim", mscaleAllDim), f("factors", factors),
+        f("attention_factor", attentionFactor);
   }
 };
 
@@ -416,8 +420,8 @@ public:
   template <class T> const T *get() const { return std::get_if<T>(&desc); }
   const Description &description() const { return desc; }
   /// Calls `f(name, field)` for each static value, in declaration order:
-  /// int64_t, bool, double, std::vector<int64_t> or one of the dialect's
-  /// enums.
+  /// int64_t, bool, double, std::vector<int64_t>, std::vector<double> or
+  /// one of the dialect's enums.
   template <class F> void forEachField(F &&f) {
     std::visit([&](auto &d) { d.fields(f); }, desc);
   }
