@@ -261,8 +261,9 @@ const Family *familyOf(const std::string &arch) {
       {"gemma3", "gemma3_text",
        {"attention.sliding_window", "final_logit_softcapping"}},
       // (Its attention.sliding_window is named unread: llama.cpp turns
-      // Phi-3's window off.)
-      {"phi3", "phi3", {"rope.scaling.attn_factor"}}};
+      // Phi-3's window off; rope.scaling.attn_factor is read with
+      // LongRoPE's tables only.)
+      {"phi3", "phi3", {}}};
   for (const Family &f : families)
     if (arch == f.arch)
       return &f;
@@ -449,7 +450,13 @@ bool writeConfig(Config &c, const Family &family,
       "rope.dimension_count", "rope.scaling.type", "rope.scaling.factor",
       "rope.scale_linear", "rope.scaling.original_context_length",
       "rope.scaling.finetuned", "vocab_size"};
+  // Phi-3's LongRoPE keeps its factors as two tensors, and its
+  // original context and attention factor as keys.
+  bool longRoPE = m.tensors.count("rope_factors_long.weight") ||
+                  m.tensors.count("rope_factors_short.weight");
   auto isKnown = [&](const std::string &k) {
+    if (longRoPE && k == c.key("rope.scaling.attn_factor"))
+      return true;
     for (const char *suffix : shared)
       if (k == c.key(suffix))
         return true;
@@ -536,10 +543,9 @@ bool writeConfig(Config &c, const Family &family,
                     ", which archc does not import for " + arch);
     c.add("partial_rotary_factor", jsonNumber(dims / headDim));
   }
-  // Phi-3's LongRoPE keeps its factors as two tensors, and its
-  // original context and attention factor as keys.
-  bool longRoPE = m.tensors.count("rope_factors_long.weight") ||
-                  m.tensors.count("rope_factors_short.weight");
+  if (longRoPE && m.tensors.count("rope_freqs.weight"))
+    return c.fail("both rope_freqs.weight and LongRoPE's rope_factors "
+                  "tensors: which scales is not clear");
   if (longRoPE && !longRoPEFields(c, phi3, headDim))
     return false;
   // Llama 3.1's RoPE scaling, kept as a factor per frequency: the

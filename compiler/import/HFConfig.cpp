@@ -277,22 +277,24 @@ void longRoPE(Reader &r, Reader &sc, Spec &s, const std::string &table) {
   const std::string from = "rope_scaling.";
   s.setStr(table, "scaling", "longrope", from + "rope_type");
   int64_t maxPos = r.positive("max_position_embeddings");
-  std::optional<int64_t> orig = r.intOpt("original_max_position_embeddings");
+  // (Newer configs may keep the original context in rope_scaling.)
+  std::string origFrom = "original_max_position_embeddings";
+  std::optional<int64_t> orig = r.intOpt(origFrom);
+  if (!orig && (orig = sc.intOpt(origFrom)))
+    origFrom = from + origFrom;
   double extension;
   if (orig) {
     if (*orig < 1)
-      throw Failure{"original_max_position_embeddings: must be at least 1, "
-                    "got " + std::to_string(*orig)};
+      throw Failure{origFrom + ": must be at least 1, got " +
+                    std::to_string(*orig)};
     extension = double(maxPos) / double(*orig);
     sc.known({"factor"});
   } else {
     orig = maxPos;
+    origFrom = "max_position_embeddings";
     extension = sc.number("factor", 1.0);
   }
-  s.setInt(table, "original_max_seq_len", *orig,
-           r.present("original_max_position_embeddings")
-               ? "original_max_position_embeddings"
-               : "max_position_embeddings");
+  s.setInt(table, "original_max_seq_len", *orig, origFrom);
   for (const char *key : {"short_factor", "long_factor"}) {
     const json::Array *list = sc.array(key);
     if (!list)

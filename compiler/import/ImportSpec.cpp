@@ -145,7 +145,8 @@ Value Importer::rope(Location l, Value x, Value pos, const AttentionSpec &a,
       llvm::APFloat(ps.lowFreqFactor), llvm::APFloat(ps.highFreqFactor),
       llvm::APFloat(ps.betaFast), llvm::APFloat(ps.betaSlow),
       llvm::APFloat(ps.mscale), llvm::APFloat(ps.mscaleAllDim), factors,
-      llvm::APFloat(longRoPE ? ps.attentionFactor : 1.0));
+      llvm::APFloat(longRoPE ? longRoPEAttention(ps, spec.model.maxSeqLen)
+                             : 1.0));
 }
 
 /// Multi-head latent attention in its naive form (DeepSeek-V2 section

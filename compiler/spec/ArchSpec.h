@@ -31,7 +31,8 @@ enum class NormPlacement { Pre, Post, Sandwich, PostSublayer };
 enum class PositionKind { None, Rope, Learned, Sinusoidal, ALiBi, T5Bias, Shaw };
 enum class RopeStyle { HalfSplit, Interleaved };
 /// Context extension of RoPE: position interpolation (linear), NTK-aware
-/// base scaling, YaRN, and Llama 3.1's per-frequency scaling.
+/// base scaling, YaRN, Llama 3.1's per-frequency scaling, and LongRoPE's
+/// factor per pair (Phi-3 128k).
 enum class RopeScaling { None, Linear, NTK, YaRN, Llama3, LongRoPE };
 enum class FFNKind { GLU, MLP };
 /// The spelling of each in the spec is the same as in the dialect.
@@ -95,13 +96,19 @@ struct PositionSpec {
   /// divided by its factor, the long list's where max_seq_len exceeds
   /// original_max_seq_len, else the short one's (llama.cpp's rule, with
   /// the library's context as its n_ctx); cos and sin times
-  /// attentionFactor (after validation: sqrt(1 + ln(s) / ln(original)) for
-  /// s = max_seq_len / original_max_seq_len above 1, else 1, unless set).
+  /// attentionFactor, 0 where the spec leaves it to its default: each
+  /// layer's from its own original context (longRoPEAttention).
   std::vector<double> shortFactor, longFactor;
   double attentionFactor = 0.0;
   int64_t buckets = 32, maxDistance = 128;          ///< t5_bias
   int64_t clip = 16; ///< shaw: relative distances clipped to [-clip, clip]
 };
+
+/// LongRoPE's factor on cos and sin for a model of `maxSeqLen` positions:
+/// the spec's, else sqrt(1 + ln(s) / ln(original)) for the extension s =
+/// maxSeqLen / original_max_seq_len above 1, else 1 (the paper's, and
+/// Hugging Face's from its config).
+double longRoPEAttention(const PositionSpec &ps, int64_t maxSeqLen);
 
 struct AttentionSpec {
   int64_t nHeads = 0;

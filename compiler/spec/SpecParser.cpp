@@ -946,14 +946,6 @@ void validateLayerAttention(Parser &p, AttentionSpec &a,
             std::string("longrope needs ") + key + ": one factor per "
                 "rotated pair (rotary_dim / 2 = " + std::to_string(pairs) +
                 "), got " + std::to_string(list->size()));
-    // The attention factor of the context extension max_seq_len makes.
-    double extension = double(s.model.maxSeqLen) / double(ps.originalMaxSeqLen);
-    if (ps.attentionFactor == 0)
-      ps.attentionFactor =
-          extension > 1 && ps.originalMaxSeqLen > 1
-              ? std::sqrt(1 + std::log(extension) /
-                                  std::log(double(ps.originalMaxSeqLen)))
-              : 1.0;
   }
   if (ps.scaling == RopeScaling::Llama3 &&
       ps.highFreqFactor <= ps.lowFreqFactor)
@@ -1375,6 +1367,16 @@ std::optional<ArchSpec> parseWith(Parser &p, const std::string &text) {
 }
 
 } // namespace
+
+double longRoPEAttention(const PositionSpec &ps, int64_t maxSeqLen) {
+  if (ps.attentionFactor > 0)
+    return ps.attentionFactor;
+  if (ps.originalMaxSeqLen <= 1 || maxSeqLen <= ps.originalMaxSeqLen)
+    return 1.0;
+  double extension = double(maxSeqLen) / double(ps.originalMaxSeqLen);
+  return std::sqrt(1 + std::log(extension) /
+                           std::log(double(ps.originalMaxSeqLen)));
+}
 
 std::optional<ArchSpec> parseSpecString(const std::string &text,
                                         const std::string &path,

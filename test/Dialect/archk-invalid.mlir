@@ -359,7 +359,15 @@ func.func @f(%x: memref<4x2x8xf32>, %pos: index, %out: memref<4x2x8xf32>) {
 // -----
 
 func.func @f(%x: memref<4x2x8xf32>, %pos: index, %out: memref<4x2x8xf32>) {
-  // expected-error @+1 {{'archk.call' op kernel description of 'rope' has factors that are not positive and finite}}
+  // expected-error @+1 {{'archk.call' op kernel description of 'rope' has factors that are not positive and finite, or an attention_factor other than 1 without longrope}}
   archk.call "rope" {attention_factor = 1.0 : f64, beta_fast = 32.0 : f64, beta_slow = 1.0 : f64, factor = 1.0 : f64, factors = array<f64: 1.0, 2.0, -3.0, 4.0>, head_dim = 8 : i64, heads = 2 : i64, high_freq_factor = 4.0 : f64, low_freq_factor = 1.0 : f64, mscale = 1.0 : f64, mscale_all_dim = 0.0 : f64, original_max_seq_len = 0 : i64, rotary_dim = 8 : i64, scaling = "longrope", style = "interleaved", theta = 10000.0 : f64}(%x, %pos, %out) : memref<4x2x8xf32>, index, memref<4x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<4x2x8xf32>, %pos: index, %out: memref<4x2x8xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'rope' has factors that are not positive and finite, or an attention_factor other than 1 without longrope}}
+  archk.call "rope" {attention_factor = 2.0 : f64, beta_fast = 32.0 : f64, beta_slow = 1.0 : f64, factor = 1.0 : f64, factors = array<f64>, head_dim = 8 : i64, heads = 2 : i64, high_freq_factor = 4.0 : f64, low_freq_factor = 1.0 : f64, mscale = 1.0 : f64, mscale_all_dim = 0.0 : f64, original_max_seq_len = 0 : i64, rotary_dim = 8 : i64, scaling = "none", style = "interleaved", theta = 10000.0 : f64}(%x, %pos, %out) : memref<4x2x8xf32>, index, memref<4x2x8xf32>
   return
 }

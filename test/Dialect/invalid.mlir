@@ -94,6 +94,22 @@ func.func @rope_longrope_none(%x: tensor<?x8xf32>, %p: index) {
 
 // -----
 
+func.func @rope_factors_none(%x: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{takes factors with longrope scaling and only then}}
+  %y = arch.rope interleaved %x, %p {n_heads = 2, head_dim = 4, rotary_dim = 4, theta = 1.0e4, factors = array<f64: 2.0, 3.0>} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_attention_none(%x: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{attention_factor must be positive and finite, and 1 but with longrope}}
+  %y = arch.rope interleaved %x, %p {n_heads = 2, head_dim = 4, rotary_dim = 4, theta = 1.0e4, attention_factor = 2.0} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @rope_longrope_attention(%x: tensor<?x8xf32>, %p: index) {
   // expected-error @+1 {{attention_factor must be positive and finite}}
   %y = arch.rope interleaved scaling longrope %x, %p {n_heads = 2, head_dim = 4, rotary_dim = 4, theta = 1.0e4, original_max_seq_len = 16, factors = array<f64: 2.0, 3.0>, attention_factor = -1.0} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>

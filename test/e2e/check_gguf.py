@@ -584,7 +584,8 @@ def main():
                                   "gemma3.rope.scaling.factor": (6, 4.0)})
         write_gguf(os.path.join(out, "phi3-window.gguf"), spec, weights,
                    "F32", arch="phi3",
-                   meta_override={"phi3.attention.sliding_window": (4, 2047)})
+                   meta_override={"phi3.attention.sliding_window": (4, 2047),
+                                  "phi3.rope.scaling.attn_factor": (6, 1.19)})
         write_gguf(os.path.join(out, "rope-dims-big.gguf"), spec, weights,
                    "F32", meta_override={
                        f"{a}.rope.dimension_count": (4, 2 * spec.head_dim)})
@@ -593,6 +594,28 @@ def main():
                    "F32", arch="phi3",
                    extra=[("rope_factors_long.weight", [spec.head_dim // 2],
                            "F32", ones)])
+        half = spec.head_dim // 2
+        def tables(long=None, short=None, more=()):
+            return [("rope_factors_long.weight", [len(long or [1.0] * half)],
+                     "F32", np.array(long or [1.0] * half, np.float32).tobytes()),
+                    ("rope_factors_short.weight", [half], "F32",
+                     np.array(short or [1.0] * half, np.float32).tobytes())
+                    ] + list(more)
+        orig = {"phi3.rope.scaling.original_context_length": (
+            4, spec.max_seq // 4)}
+        write_gguf(os.path.join(out, "phi3-lr-no-orig.gguf"), spec, weights,
+                   "F32", arch="phi3", extra=tables())
+        write_gguf(os.path.join(out, "phi3-lr-default.gguf"), spec, weights,
+                   "F32", arch="phi3", extra=tables(), meta_override=orig)
+        write_gguf(os.path.join(out, "phi3-lr-nan.gguf"), spec, weights,
+                   "F32", arch="phi3", meta_override=orig,
+                   extra=tables(long=[1.0] * (half - 1) + [float("nan")]))
+        write_gguf(os.path.join(out, "phi3-lr-length.gguf"), spec, weights,
+                   "F32", arch="phi3", meta_override=orig,
+                   extra=tables(long=[1.0] * (half // 2)))
+        write_gguf(os.path.join(out, "phi3-lr-freqs.gguf"), spec, weights,
+                   "F32", arch="phi3", meta_override=orig, extra=tables(
+                       more=[("rope_freqs.weight", [half], "F32", ones)]))
         write_gguf(os.path.join(out, "llama-longrope.gguf"), spec, weights,
                    "F32", extra=[(f"rope_factors_{k}.weight",
                                   [spec.head_dim // 2], "F32", ones)

@@ -116,7 +116,7 @@ def main():
         i += 1
 
     for name in ["llama-gqa-half-split", "gemma2", "falcon", "t5-bias", "command",
-                 "linear-hybrid"]:
+                 "linear-hybrid", "rope-longrope"]:
         shutil.copy(os.path.join(root, "specs", "tiny", name + ".toml"),
                     os.path.join(here, "corpus", "spec", name))
 

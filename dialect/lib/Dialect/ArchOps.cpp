@@ -733,8 +733,9 @@ LogicalResult RopeOp::verify() {
       }))
     return emitOpError() << "factors must be positive and finite";
   double attn = getAttentionFactor().convertToDouble();
-  if (!(attn > 0) || !std::isfinite(attn))
-    return emitOpError() << "attention_factor must be positive and finite";
+  if (!(attn > 0) || !std::isfinite(attn) || (!longRoPE && attn != 1))
+    return emitOpError() << "attention_factor must be positive and finite, "
+                            "and 1 but with longrope";
   return success();
 }
 

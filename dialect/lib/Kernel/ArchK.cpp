@@ -216,8 +216,10 @@ kernelSpec(StringRef kind, DictionaryAttr fields,
     else if (longRoPE ? int64_t(k->factors.size()) != k->rotaryDim / 2
                       : !k->factors.empty())
       r.error = "has factors other than longrope's one per rotated pair";
-    else if (llvm::any_of(k->factors, bad) || bad(k->attentionFactor))
-      r.error = "has factors that are not positive and finite";
+    else if (llvm::any_of(k->factors, bad) || bad(k->attentionFactor) ||
+             (!longRoPE && k->attentionFactor != 1))
+      r.error = "has factors that are not positive and finite, or an "
+                "attention_factor other than 1 without longrope";
   }
   if (const PackKernel *p = spec->get<PackKernel>(); r.error.empty() && p) {
     if (p->store == StoreType::i32)

@@ -50,8 +50,9 @@ struct Key {
     ints.push_back(int64_t(v.size()));
     ints.insert(ints.end(), v.begin(), v.end());
   }
-  // (Among the reals, hashed; their count follows from the ints: RoPE's
-  // factors are longrope's, one per rotated pair.)
+  // (Among the reals, hashed; their count follows from the ints once
+  // kernelSpec has checked them: RoPE's factors are longrope's, one per
+  // rotated pair. The cache's key, signature(), spells each.)
   void operator()(const char *, const std::vector<double> &v) {
     reals.insert(reals.end(), v.begin(), v.end());
   }
