@@ -561,7 +561,8 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
     std::optional<int64_t> w = r.intOpt("sliding_window");
     if (!w && type == "mistral" && !r.present("sliding_window"))
       w = 4096;
-    if (w)
+    // (A window as long as the context slides nothing: Phi-3.5's 262144.)
+    if (w && *w < r.integer("max_position_embeddings"))
       s.setInt("attention", "window", *w, "sliding_window");
   } else if (qwen2 || qwen3) {
     bool sliding = r.boolean("use_sliding_window", false);
