@@ -17,7 +17,7 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 seconds="${1:?usage: scripts/fuzz.sh SECONDS [NAME ...]}"
 shift
-all=(spec hfconfig safetensors index llama2c gguf tokenizer abi)
+all=(spec hfconfig ggufconfig safetensors index llama2c gguf tokenizer abi)
 names=("$@")
 [ "${#names[@]}" -gt 0 ] || names=("${all[@]}")
 build="${ARCHC_BUILD:-build}"
@@ -58,7 +58,7 @@ inc=(-Iruntime/include -Iruntime/src -I/usr/include/halide14 -Itest/fuzz)
 unicode_tables="$build/runtime/unicode_tables.c"
 
 # The runtime and the tiny model's glue are the same in every C harness,
-# the spec parser in both C++ ones: compiled once (instrumented for the
+# the spec parser in the C++ ones: compiled once (instrumented for the
 # fuzzer, not linked with its main).
 nolink=("${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}"
         -fdebug-compilation-dir=.)
@@ -86,14 +86,17 @@ tiny_objs=""
 build_one() {
   local name=$1 bin="$out/fuzz_$1"
   case "$name" in
-    spec|hfconfig)
+    spec|hfconfig|ggufconfig)
       # shellcheck disable=SC2086
       [ -n "$spec_objs" ] || spec_objs=$(objects "$out/obj/spec" \
         compiler/spec/SpecParser.cpp compiler/spec/Checkpoint.cpp)
       local own=(test/fuzz/fuzz_spec.cpp) libs=()
-      if [ "$name" = hfconfig ]; then
-        # The importer's JSON parser is LLVM's (libLLVM, uninstrumented).
-        own=(compiler/import/HFConfig.cpp test/fuzz/fuzz_hfconfig.cpp)
+      if [ "$name" != spec ]; then
+        # The importer's JSON parser is LLVM's (libLLVM, uninstrumented);
+        # a GGUF file's config goes through it too.
+        own=(compiler/import/HFConfig.cpp "test/fuzz/fuzz_$name.cpp")
+        [ "$name" = hfconfig ] ||
+          own=(compiler/import/GGUFConfig.cpp "${own[@]}")
         libs=(-L/usr/lib/llvm-19/lib -lLLVM-19
               -Wl,-rpath,/usr/lib/llvm-19/lib)
       fi

@@ -44,29 +44,14 @@ bool isRopeTable(const std::string &name) {
          name == "rope_factors_short.weight";
 }
 
-/// Reads `path`'s header into `m`; false with `why` on a malformed file.
-bool readMeta(const std::string &path, GGUFMeta &m, std::string &why) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    why = std::strerror(errno);
+/// Reads the header of a file's `size` bytes at `base` into `m`; false
+/// with `why` on a malformed one.
+bool readMeta(const uint8_t *base, size_t size, GGUFMeta &m,
+              std::string &why) {
+  if (!size) {
+    why = "an empty file";
     return false;
   }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    why = "not a regular file";
-    return false;
-  }
-  size_t size = size_t(st.st_size);
-  void *data = size ? mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0)
-                    : MAP_FAILED;
-  close(fd);
-  if (data == MAP_FAILED) {
-    why = size ? std::string("cannot map: ") + std::strerror(errno)
-               : "an empty file";
-    return false;
-  }
-  const uint8_t *base = static_cast<const uint8_t *>(data);
   cursor c = {base, base + size, nullptr};
   uint32_t magic = 0, version = 0;
   uint64_t nTensors = 0, nKV = 0;
@@ -163,14 +148,18 @@ bool readMeta(const std::string &path, GGUFMeta &m, std::string &why) {
       break;
     }
     // The data section starts at the next multiple of general.alignment.
+    // (A value of any type, as the runtime's reader takes it; one out of
+    // [1, 2^20] aligns nothing.)
     auto align = m.numbers.find("general.alignment");
-    uint64_t alignment = align == m.numbers.end() ? 32 : uint64_t(align->second);
+    double alignment = align == m.numbers.end() ? 32 : align->second;
     uint64_t start = uint64_t(c.p - base);
-    if (alignment >= 1 && alignment <= (1u << 20))
-      start = (start + alignment - 1) / alignment * alignment;
+    if (alignment >= 1 && alignment <= (1u << 20)) {
+      uint64_t a = uint64_t(alignment);
+      start = (start + a - 1) / a * a;
+    }
     for (const auto &[tensor, at] : tables) {
       auto [offset, count] = at;
-      if (start <= size && offset <= size - start &&
+      if (count && start <= size && offset <= size - start &&
           count * 4 <= size - start - offset) {
         std::vector<float> &values = m.ropeTables[tensor];
         values.resize(count);
@@ -179,7 +168,6 @@ bool readMeta(const std::string &path, GGUFMeta &m, std::string &why) {
     }
     ok = true;
   } while (false);
-  munmap(data, size);
   return ok;
 }
 
@@ -640,9 +628,40 @@ bool isGGUFFile(const std::string &path) {
 
 bool ggufConfigJSON(const std::string &path, std::string &json,
                     std::vector<std::string> &unread, std::string &error) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    error = path + ": not a regular file";
+    return false;
+  }
+  size_t size = size_t(st.st_size);
+  void *data = size ? mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0)
+                    : MAP_FAILED;
+  close(fd);
+  if (size && data == MAP_FAILED) {
+    error = path + ": cannot map: " + std::strerror(errno);
+    return false;
+  }
+  bool ok = ggufConfigJSONFromBytes(
+      size ? static_cast<const uint8_t *>(data) : nullptr, size, path, json,
+      unread, error);
+  if (size)
+    munmap(data, size);
+  return ok;
+}
+
+bool ggufConfigJSONFromBytes(const uint8_t *data, size_t size,
+                             const std::string &path, std::string &json,
+                             std::vector<std::string> &unread,
+                             std::string &error) {
   GGUFMeta m;
   std::string why;
-  if (!readMeta(path, m, why)) {
+  if (!readMeta(data, size, m, why)) {
     error = path + ": " + why;
     return false;
   }

@@ -16,6 +16,8 @@
 #ifndef ARCHC_IMPORT_GGUFCONFIG_H
 #define ARCHC_IMPORT_GGUFCONFIG_H
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,14 @@ bool isGGUFFile(const std::string &path);
 /// failure `error` names the file and the key or tensor at fault.
 bool ggufConfigJSON(const std::string &path, std::string &json,
                     std::vector<std::string> &unread, std::string &error);
+
+/// The same of a file's `size` bytes at `data`, `path` naming it in the
+/// errors (what ggufConfigJSON runs on the mapped file; the fuzzer's
+/// entry).
+bool ggufConfigJSONFromBytes(const uint8_t *data, size_t size,
+                             const std::string &path, std::string &json,
+                             std::vector<std::string> &unread,
+                             std::string &error);
 
 } // namespace arch
 

@@ -81,6 +81,41 @@ def tokenizer_json_seeds():
         struct.pack("<HBB", 299, 0xfd, len(text)) + text + special)
 
 
+def gguf_config_seeds():
+    """GGUF headers of each family archc import-hf reads, as llama.cpp's
+    converter writes them (test/e2e/check_gguf.py), with the one tensor
+    the import reads the vocabulary from (16 rows) and a family's tables
+    (Phi-3's LongRoPE factors)."""
+    sys.path.insert(0, os.path.join(root, "test", "reference"))
+    import archref
+    import check_gguf
+    import torch
+    phi3 = open(os.path.join(root, "specs", "tiny", "phi3.toml")).read()
+    longrope = phi3.replace(
+        'kind = "rope"\n', 'kind = "rope"\nrotary_dim = 8\n'
+        'scaling = "longrope"\noriginal_max_seq_len = 16\n'
+        'short_factor = [1.0, 1.25, 1.5, 1.75]\n'
+        'long_factor = [1.0, 3.0, 5.5, 9.0]\n')
+    with tempfile.TemporaryDirectory() as tmp:
+        spec_path = os.path.join(tmp, "phi3-longrope.toml")
+        with open(spec_path, "w") as f:
+            f.write(longrope)
+        for spec, arch in [("llama-gqa-half-split", "llama"),
+                           ("mixtral", "llama"), ("qwen2", "qwen2"),
+                           ("qwen3", "qwen3"), ("moe-qwen", "qwen2moe"),
+                           ("gemma2", "gemma2"), ("gemma3", "gemma3"),
+                           (spec_path, "phi3")]:
+            path = spec if os.path.isabs(spec) else os.path.join(
+                root, "specs", "tiny", spec + ".toml")
+            sp = archref.Spec(path)
+            out = os.path.join(tmp, "seed.gguf")
+            check_gguf.write_gguf(out, sp, {"model.embed_tokens.weight":
+                                            torch.zeros(16, sp.d)}, "F32",
+                                  arch=arch)
+            name = os.path.basename(spec).replace(".toml", "")
+            put("ggufconfig", f"{arch}-{name}", open(out, "rb").read())
+
+
 def put(harness, name, data):
     d = os.path.join(here, "corpus", harness)
     os.makedirs(d, exist_ok=True)
@@ -152,6 +187,7 @@ def main():
     text = b"ab abba"
     put("tokenizer", "small", struct.pack("<HBB", vocab, 0xff, len(text)) + text + tok)
     tokenizer_json_seeds()
+    gguf_config_seeds()
 
     put("abi", "prefill-sample", bytes([0x00, 0x02, 7, 0x03, 16, 0x05, 4, 1, 2, 3, 4,
                                         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, 50,
