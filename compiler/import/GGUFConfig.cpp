@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +38,25 @@ struct GGUFMeta {
   /// by name, where one is F32, 1-D, of at most 4096 and inside the file.
   std::map<std::string, std::vector<float>> ropeTables;
 };
+
+/// `v` as JSON: integers without a fraction; reals in the fewest digits
+/// that give v back (as a float where v is one: llama.cpp keeps most reals
+/// as F32, so rms_norm_eps 1e-5 reads 9.99999975e-06).
+std::string jsonNumber(double v) {
+  char buf[40];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+  }
+  bool single = std::fabs(v) <= FLT_MAX && double(float(v)) == v;
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    double back = std::strtod(buf, nullptr);
+    if (single ? float(back) == float(v) : back == v)
+      break;
+  }
+  return buf;
+}
 
 /// Whether `name` is one of the RoPE tables GGUFMeta keeps.
 bool isRopeTable(const std::string &name) {
@@ -148,15 +168,18 @@ bool readMeta(const uint8_t *base, size_t size, GGUFMeta &m,
       break;
     }
     // The data section starts at the next multiple of general.alignment.
-    // (A value of any type, as the runtime's reader takes it; one out of
-    // [1, 2^20] aligns nothing.)
+    // (Of any number type, a power of two in [1, 65536], as the runtime's
+    // reader takes it.)
     auto align = m.numbers.find("general.alignment");
     double alignment = align == m.numbers.end() ? 32 : align->second;
-    uint64_t start = uint64_t(c.p - base);
-    if (alignment >= 1 && alignment <= (1u << 20)) {
-      uint64_t a = uint64_t(alignment);
-      start = (start + a - 1) / a * a;
+    if (!(alignment >= 1 && alignment <= 65536) ||
+        std::exp2(std::floor(std::log2(alignment))) != alignment) {
+      why = "general.alignment " + jsonNumber(alignment) +
+            " is not a power of two in [1, 65536]";
+      break;
     }
+    uint64_t a = uint64_t(alignment), start = uint64_t(c.p - base);
+    start = (start + a - 1) / a * a;
     for (const auto &[tensor, at] : tables) {
       auto [offset, count] = at;
       if (count && start <= size && offset <= size - start &&
@@ -169,25 +192,6 @@ bool readMeta(const uint8_t *base, size_t size, GGUFMeta &m,
     ok = true;
   } while (false);
   return ok;
-}
-
-/// `v` as JSON: integers without a fraction; reals in the fewest digits
-/// that give v back (as a float where v is one: llama.cpp keeps most reals
-/// as F32, so rms_norm_eps 1e-5 reads 9.99999975e-06).
-std::string jsonNumber(double v) {
-  char buf[40];
-  if (v == std::floor(v) && std::fabs(v) < 1e15) {
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-    return buf;
-  }
-  bool single = double(float(v)) == v;
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-    double back = std::strtod(buf, nullptr);
-    if (single ? float(back) == float(v) : back == v)
-      break;
-  }
-  return buf;
 }
 
 /// Whether `freqs` (rope_freqs.weight: a factor dividing each of the
@@ -580,6 +584,9 @@ bool writeConfig(Config &c, const Family &family,
                      "\", \"factor\": " + jsonNumber(*factor);
     if (type == "yarn") {
       const double *orig = c.num("rope.scaling.original_context_length");
+      if (orig && (!(*orig >= 1 && *orig <= 1e12) || *orig != std::floor(*orig)))
+        return c.fail(c.key("rope.scaling.original_context_length") + " is " +
+                      jsonNumber(*orig) + ", not a positive integer");
       rs += ", \"original_max_position_embeddings\": " +
             jsonNumber(orig ? *orig : *c.num("context_length"));
     }

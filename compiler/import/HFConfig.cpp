@@ -517,8 +517,9 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   const bool qwen2 = type == "qwen2" || type == "qwen2_moe";
   const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
   const bool phi3 = type == "phi3";
+  const int64_t maxPos = phi3 ? 4096 : qwen2 || qwen3 ? 32768 : 2048;
   int64_t d = modelTable(r, s, phi3 ? 32064 : qwen2 || qwen3 ? 151936 : 32000,
-                         phi3 ? 4096 : qwen2 || qwen3 ? 32768 : 2048, false);
+                         maxPos, false);
   const int64_t layers = r.integer("num_hidden_layers");
   s.setStr("norm", "kind", "rmsnorm", "");
   // (The families' own defaults where they differ from Llama's.)
@@ -562,7 +563,7 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
     if (!w && type == "mistral" && !r.present("sliding_window"))
       w = 4096;
     // (A window as long as the context slides nothing: Phi-3.5's 262144.)
-    if (w && *w < r.integer("max_position_embeddings"))
+    if (w && *w < r.integer("max_position_embeddings", maxPos))
       s.setInt("attention", "window", *w, "sliding_window");
   } else if (qwen2 || qwen3) {
     bool sliding = r.boolean("use_sliding_window", false);

@@ -661,6 +661,14 @@ def main():
         write_gguf(os.path.join(out, "llama3.gguf"), spec, weights, "F32",
                    extra=[("rope_freqs.weight", [dim // 2], "F32",
                            np.array(factors, np.float32).tobytes())])
+        write_gguf(os.path.join(out, "align.gguf"), spec, weights, "F32",
+                   alignment=48)
+        write_gguf(os.path.join(out, "yarn-nan.gguf"), spec, weights, "F32",
+                   meta_override={
+                       f"{a}.rope.scaling.type": (8, "yarn"),
+                       f"{a}.rope.scaling.factor": (6, 4.0),
+                       f"{a}.rope.scaling.original_context_length": (
+                           6, float("nan"))})
         write_gguf(os.path.join(out, "yarn.gguf"), spec, weights, "F32",
                    meta_override={f"{a}.rope.scaling.type": (8, "yarn"),
                                   f"{a}.rope.scaling.factor": (6, 4.0)})

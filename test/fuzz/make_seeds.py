@@ -96,11 +96,17 @@ def gguf_config_seeds():
         'scaling = "longrope"\noriginal_max_seq_len = 16\n'
         'short_factor = [1.0, 1.25, 1.5, 1.75]\n'
         'long_factor = [1.0, 3.0, 5.5, 9.0]\n')
+    qwen3moe = open(os.path.join(root, "specs", "tiny", "qwen3.toml")).read() + (
+        '\n[moe]\nn_experts = 8\ntop_k = 2\nd_ff = 32\n'
+        'router = "softmax_topk"\nnormalize = true\n')
     with tempfile.TemporaryDirectory() as tmp:
         spec_path = os.path.join(tmp, "phi3-longrope.toml")
         with open(spec_path, "w") as f:
             f.write(longrope)
-        for spec, arch in [("llama-gqa-half-split", "llama"),
+        moe_path = os.path.join(tmp, "qwen3-moe.toml")
+        with open(moe_path, "w") as f:
+            f.write(qwen3moe)
+        for spec, arch in [("llama-gqa-half-split", "llama"), (moe_path, "qwen3moe"),
                            ("mixtral", "llama"), ("qwen2", "qwen2"),
                            ("qwen3", "qwen3"), ("moe-qwen", "qwen2moe"),
                            ("gemma2", "gemma2"), ("gemma3", "gemma3"),
