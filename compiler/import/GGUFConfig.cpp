@@ -291,13 +291,19 @@ struct Config {
     if (!v)
       return !required || fail("the metadata has no " + key(suffix) +
                                " (a number), which the spec needs");
-    if (!std::isfinite(*v) || *v <= 0 ||
-        (count && (*v != std::floor(*v) || *v > 1e12)))
-      return fail(key(suffix) + " is " + jsonNumber(*v) +
-                  (count ? ", not a positive integer"
-                         : ", not a positive number"));
+    if (!valid(*v, suffix, count))
+      return false;
     add(field, jsonNumber(*v));
     return true;
+  }
+  /// Whether `v`, key `suffix`'s value, is finite and positive (a whole
+  /// number up to 1e12 where `count`); else the error naming the key.
+  bool valid(double v, const std::string &suffix, bool count) {
+    if (std::isfinite(v) && v > 0 &&
+        (!count || (v == std::floor(v) && v <= 1e12)))
+      return true;
+    return fail(key(suffix) + " is " + jsonNumber(v) +
+                (count ? ", not a positive integer" : ", not a positive number"));
   }
   /// put() where the file has the key and it is not 0 (llama.cpp's "none"
   /// for a window or a soft-cap); whether it was put.
@@ -326,10 +332,11 @@ struct Config {
 /// Gemma 2 and 3 as llama.cpp runs them: the sliding window (Gemma 2's
 /// even layers, 4096 where the file has none; Gemma 3's five layers of
 /// six, none where the file has no window), Gemma 3's local layers at RoPE
-/// base 10000 and only its global ones scaled (linearly), the soft-caps the
-/// file has (Gemma 2's defaults 50 and 30 where it has none), and the
-/// query scale llama.cpp picks by size: d / heads for its 27B models
-/// (46 layers for Gemma 2, 62 for Gemma 3), the head's width otherwise.
+/// base 10000 and only its global ones scaled (writeConfig takes linear
+/// scaling alone for them), the soft-caps the file has (Gemma 2's
+/// defaults 50 and 30 where it has none), and the query scale llama.cpp
+/// picks by size: d / heads for its 27B models (46 layers for Gemma 2, 62
+/// for Gemma 3), the head's width otherwise.
 bool gemmaFields(Config &c, double headDim) {
   const bool g2 = c.arch == "gemma2";
   double layers = *c.num("block_count");
@@ -345,13 +352,6 @@ bool gemmaFields(Config &c, double headDim) {
                  false) &&
            c.put("final_logit_softcapping", "final_logit_softcapping", false,
                  false);
-  auto scaling = c.m.strings.find(c.key("rope.scaling.type"));
-  if (scaling != c.m.strings.end() && scaling->second != "linear" &&
-      scaling->second != "none")
-    return c.fail(c.key("rope.scaling.type") + " \"" +
-                  scaling->second.substr(0, 40) +
-                  "\": Gemma 3's global layers scale linearly (archc imports "
-                  "no other scaling for them)");
   bool slides = c.putIfSet("sliding_window", "attention.sliding_window", true);
   if (!c.error.empty())
     return false;
@@ -416,9 +416,8 @@ bool longRoPEFields(Config &c, bool phi3, double headDim) {
     return false;
   std::string scaling = "{\"type\": \"longrope\"" + lists;
   if (const double *a = c.num("rope.scaling.attn_factor")) {
-    if (!(*a > 0) || !std::isfinite(*a))
-      return c.fail(c.key("rope.scaling.attn_factor") + " is " +
-                    jsonNumber(*a) + ", not a positive number");
+    if (!c.valid(*a, "rope.scaling.attn_factor", false))
+      return false;
     scaling += ", \"attention_factor\": " + jsonNumber(*a);
   }
   c.add("rope_scaling", scaling + "}");
@@ -580,13 +579,16 @@ bool writeConfig(Config &c, const Family &family,
                     "\"" +
                     (factor ? "" : " without " + c.key("rope.scaling.factor")) +
                     ": archc imports linear and yarn scaling");
+    if (arch == "gemma3" && type != "linear")
+      return c.fail(c.key("rope.scaling.type") + " \"" + type.substr(0, 40) +
+                    "\": Gemma 3's global layers scale linearly (archc "
+                    "imports no other scaling for them)");
     std::string rs = "{\"type\": \"" + type +
                      "\", \"factor\": " + jsonNumber(*factor);
     if (type == "yarn") {
       const double *orig = c.num("rope.scaling.original_context_length");
-      if (orig && (!(*orig >= 1 && *orig <= 1e12) || *orig != std::floor(*orig)))
-        return c.fail(c.key("rope.scaling.original_context_length") + " is " +
-                      jsonNumber(*orig) + ", not a positive integer");
+      if (orig && !c.valid(*orig, "rope.scaling.original_context_length", true))
+        return false;
       rs += ", \"original_max_position_embeddings\": " +
             jsonNumber(orig ? *orig : *c.num("context_length"));
     }

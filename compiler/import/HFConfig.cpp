@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/import/HFConfig.h"
+#include "compiler/spec/ArchSpec.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -312,10 +313,7 @@ void longRoPE(Reader &r, Reader &sc, Spec &s, const std::string &table) {
     s.setReal(table, "attention_factor", *a, from + "attention_factor");
   else
     s.setReal(table, "attention_factor",
-              extension > 1 && *orig > 1
-                  ? std::sqrt(1 + std::log(extension) /
-                                      std::log(double(*orig)))
-                  : 1.0,
+              longRoPEAttentionOf(extension, double(*orig)),
               "sqrt(1 + ln(max / original) / ln(original)), LongRoPE's");
 }
 

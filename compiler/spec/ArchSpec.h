@@ -104,10 +104,14 @@ struct PositionSpec {
   int64_t clip = 16; ///< shaw: relative distances clipped to [-clip, clip]
 };
 
-/// LongRoPE's factor on cos and sin for a model of `maxSeqLen` positions:
-/// the spec's, else sqrt(1 + ln(s) / ln(original)) for the extension s =
-/// maxSeqLen / original_max_seq_len above 1, else 1 (the paper's, and
+/// LongRoPE's factor on cos and sin for a context extended `extension`
+/// times over `original` positions: sqrt(1 + ln(extension) /
+/// ln(original)) for an extension above 1, else 1 (the paper's, and
 /// Hugging Face's from its config).
+double longRoPEAttentionOf(double extension, double original);
+
+/// The spec's attention factor for a model of `maxSeqLen` positions, else
+/// longRoPEAttentionOf(maxSeqLen / original_max_seq_len).
 double longRoPEAttention(const PositionSpec &ps, int64_t maxSeqLen);
 
 struct AttentionSpec {

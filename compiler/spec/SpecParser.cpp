@@ -482,21 +482,25 @@ public:
     return std::nullopt;
   }
 
-  /// An array of integers >= 0; false (and an error) on a bad element.
-  std::optional<std::vector<int64_t>> getIntArray(const std::string &key) {
+  /// Key `key`'s array, each element read by `element` (none where it is
+  /// not one: an error saying `expected`) within the key's bound; none
+  /// (and an error) on a bad element or a value of another type (`what`).
+  template <class T, class F>
+  std::optional<std::vector<T>> getArray(const std::string &key,
+                                         const char *what,
+                                         const char *expected, F element) {
     const toml::node *n = node(key);
     if (!n)
       return std::nullopt;
     if (!n->is_array()) {
-      wrongType(n, key, "an array of integers");
+      wrongType(n, key, what);
       return std::nullopt;
     }
-    std::vector<int64_t> out;
+    std::vector<T> out;
     for (const toml::node &e : *n->as_array()) {
-      auto v = e.value_exact<int64_t>();
-      if (!e.is_integer() || !v || *v < 0) {
-        p.error(p.loc(e.source()), full(key),
-                "expected non-negative integers");
+      std::optional<T> v = element(e);
+      if (!v) {
+        p.error(p.loc(e.source()), full(key), expected);
         return std::nullopt;
       }
       if (!inBounds(e, key, double(*v)))
@@ -506,33 +510,33 @@ public:
     return out;
   }
 
+  /// An array of integers >= 0; none (and an error) on a bad element.
+  std::optional<std::vector<int64_t>> getIntArray(const std::string &key) {
+    return getArray<int64_t>(
+        key, "an array of integers", "expected non-negative integers",
+        [](const toml::node &e) -> std::optional<int64_t> {
+          auto v = e.value_exact<int64_t>();
+          if (!e.is_integer() || !v || *v < 0)
+            return std::nullopt;
+          return *v;
+        });
+  }
+
   /// An array of positive finite numbers within the key's bound; none
   /// (and an error) on a bad element.
   std::optional<std::vector<double>> getFloatArray(const std::string &key) {
-    const toml::node *n = node(key);
-    if (!n)
-      return std::nullopt;
-    if (!n->is_array()) {
-      wrongType(n, key, "an array of numbers");
-      return std::nullopt;
-    }
-    std::vector<double> out;
-    for (const toml::node &e : *n->as_array()) {
-      std::optional<double> v;
-      if (e.is_floating_point())
-        v = *e.value<double>();
-      else if (e.is_integer())
-        v = static_cast<double>(*e.value<int64_t>());
-      if (!v || !(*v > 0) || !std::isfinite(*v)) {
-        p.error(p.loc(e.source()), full(key),
-                "expected positive finite numbers");
-        return std::nullopt;
-      }
-      if (!inBounds(e, key, *v))
-        return std::nullopt;
-      out.push_back(*v);
-    }
-    return out;
+    return getArray<double>(
+        key, "an array of numbers", "expected positive finite numbers",
+        [](const toml::node &e) -> std::optional<double> {
+          std::optional<double> v;
+          if (e.is_floating_point())
+            v = *e.value<double>();
+          else if (e.is_integer())
+            v = static_cast<double>(*e.value<int64_t>());
+          if (!v || !(*v > 0) || !std::isfinite(*v))
+            return std::nullopt;
+          return v;
+        });
   }
 
   const toml::table *subtable(const std::string &key) {
@@ -1368,14 +1372,19 @@ std::optional<ArchSpec> parseWith(Parser &p, const std::string &text) {
 
 } // namespace
 
+double longRoPEAttentionOf(double extension, double original) {
+  if (!(extension > 1) || !(original > 1))
+    return 1.0;
+  return std::sqrt(1 + std::log(extension) / std::log(original));
+}
+
 double longRoPEAttention(const PositionSpec &ps, int64_t maxSeqLen) {
   if (ps.attentionFactor > 0)
     return ps.attentionFactor;
-  if (ps.originalMaxSeqLen <= 1 || maxSeqLen <= ps.originalMaxSeqLen)
+  if (ps.originalMaxSeqLen <= 0)
     return 1.0;
-  double extension = double(maxSeqLen) / double(ps.originalMaxSeqLen);
-  return std::sqrt(1 + std::log(extension) /
-                           std::log(double(ps.originalMaxSeqLen)));
+  return longRoPEAttentionOf(double(maxSeqLen) / double(ps.originalMaxSeqLen),
+                             double(ps.originalMaxSeqLen));
 }
 
 std::optional<ArchSpec> parseSpecString(const std::string &text,
