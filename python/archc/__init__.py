@@ -190,6 +190,13 @@ class Sequence:
         """Back to an empty sequence (linear attention's states zeroed)."""
         self._lib.check(self._lib.c.archrt_seq_reset(self._s), "seq_reset")
 
+    def truncate(self, n):
+        """Keep the first n positions (archrt_seq_truncate: refused where a
+        linear-attention state or a sliding window's ring cannot go back
+        that far)."""
+        self._lib.check(self._lib.c.archrt_seq_truncate(self._s, n),
+                        "seq_truncate")
+
     def close(self):
         if getattr(self, "_s", None):
             self._lib.c.archrt_seq_free(self._s)

@@ -48,6 +48,7 @@ SIGNATURES = {
     "archrt_seq_create": (_st, [_vp, _i32, C.POINTER(_vp)]),
     "archrt_seq_free": (None, [_vp]),
     "archrt_seq_reset": (_st, [_vp]),
+    "archrt_seq_truncate": (_st, [_vp, _i32]),
     "archrt_seq_length": (_i32, [_vp]),
     "archrt_prefill": (_st, [_vp, C.POINTER(_i32), _i32]),
     "archrt_decode": (_st, [_vp, _i32]),

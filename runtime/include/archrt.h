@@ -132,6 +132,16 @@ archrt_status archrt_seq_create(archrt_model *model, int32_t max_tokens,
                                 archrt_seq **out);
 void archrt_seq_free(archrt_seq *seq);
 archrt_status archrt_seq_reset(archrt_seq *seq);
+/* Keeps a sequence's first n_tokens positions (0 <= n_tokens <= its
+ * length): the next prefill or decode goes on from there, as if the later
+ * ones had never been appended (a chat whose next prompt shares only a
+ * prefix with what the sequence holds). It has no logits after it, unless
+ * n_tokens is its length (nothing changes). A linear-attention layer's
+ * state cannot go back, nor can a sliding-window layer's ring past the
+ * library's prefill chunk (max_chunk positions, the ring's slack): those
+ * refuse with ARCHRT_ERR_STATE and leave the sequence as it was (reset it
+ * and prefill again). n_tokens 0 is a reset. */
+archrt_status archrt_seq_truncate(archrt_seq *seq, int32_t n_tokens);
 int32_t archrt_seq_length(const archrt_seq *seq);
 archrt_status archrt_prefill(archrt_seq *seq, const int32_t *tokens,
                              int32_t n_tokens);

@@ -522,6 +522,48 @@ archrt_status archrt_seq_reset(archrt_seq *s) {
   return ARCHRT_OK;
 }
 
+archrt_status archrt_seq_truncate(archrt_seq *s, int32_t n) {
+  if (!s)
+    return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                       "archrt_seq_truncate: seq is NULL");
+  if (n < 0 || n > s->length)
+    return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT,
+                       "archrt_seq_truncate: n_tokens must be in [0, %d] (the "
+                       "sequence's length), got %d",
+                       s->length, n);
+  if (n == s->length)
+    return ARCHRT_OK;
+  if (n == 0 || s->broken)
+    return n == 0 ? archrt_seq_reset(s)
+                  : archrt_fail(ARCHRT_ERR_STATE,
+                                "archrt_seq_truncate: the sequence is broken "
+                                "by a failed call; call archrt_seq_reset");
+  /* A token cache's rows past n are rewritten by the next call. A ring
+   * of W + max_chunk - 1 rows still holds the W - 1 positions before n
+   * while at most max_chunk positions came after them; a recurrent state
+   * holds no earlier one. */
+  const archrt_gen_model *d = s->model->desc;
+  for (int i = 0; i < d->n_caches; ++i) {
+    if (d->caches[i].layout == ARCHRT_GEN_CACHE_STATE)
+      return archrt_fail(ARCHRT_ERR_STATE,
+                         "archrt_seq_truncate: cache '%s' is a recurrent "
+                         "state (linear attention), which cannot go back to "
+                         "position %d; reset the sequence",
+                         d->caches[i].name, n);
+    if (d->caches[i].layout == ARCHRT_GEN_CACHE_RING &&
+        s->length - n > d->max_chunk)
+      return archrt_fail(ARCHRT_ERR_STATE,
+                         "archrt_seq_truncate: the ring cache '%s' (a "
+                         "sliding window) no longer holds the positions "
+                         "before %d: it keeps %d positions back from the "
+                         "length %d; reset the sequence",
+                         d->caches[i].name, n, d->max_chunk, s->length);
+  }
+  s->length = n;
+  s->has_logits = 0;
+  return ARCHRT_OK;
+}
+
 int32_t archrt_seq_length(const archrt_seq *s) { return s ? s->length : 0; }
 
 const float *archrt_logits(const archrt_seq *s) {

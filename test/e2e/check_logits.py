@@ -65,6 +65,15 @@ def parser():
                     "closer together than max_seq_len does")
     ap.add_argument("--reset", action="store_true",
                     help="then archrt_seq_reset and the first prefill again")
+    ap.add_argument("--truncate", type=int,
+                    help="then archrt_seq_truncate to this many positions, "
+                    "a prefill of other tokens, the truncation again and "
+                    "the prefill of the rest of the tokens: the last "
+                    "logits again")
+    ap.add_argument("--truncate-refused", type=int,
+                    help="then archrt_seq_truncate to this many positions "
+                    "must fail with ARCHRT_ERR_STATE (a state or ring "
+                    "cache), the sequence unchanged")
     ap.add_argument("--tie-experts", action="store_true",
                     help="give experts 0 and 1 the same router row (and "
                     "selection bias): every token's scores tie, and the "
@@ -210,6 +219,33 @@ def run(args, lib, model, ref, tokens, vocab, name):
         failures += err > args.tol
         print(f"after reset: prefill [0, {args.split}) rel L2 error "
               f"{err:.3e} {'ok' if err <= args.tol else 'FAIL'}")
+    if args.truncate is not None:
+        # Positions [k, total) again, over other tokens' rows first.
+        k = args.truncate
+        lib.check(lib.lib.archrt_seq_truncate(seq, k), "truncate")
+        if lib.lib.archrt_logits(seq) or lib.lib.archrt_seq_length(seq) != k:
+            print("FAILED: a truncated sequence keeps its logits or length")
+            failures += 1
+        lib.prefill(seq, [(t * 7 + 3) % vocab for t in tokens[k:total]])
+        lib.check(lib.lib.archrt_seq_truncate(seq, k), "truncate")
+        lib.prefill(seq, tokens[k:total])
+        got = np.array(lib.logits(seq, vocab), dtype=np.float64)
+        want = ref[total - 1]
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        worst = max(worst, err)
+        failures += err > args.tol
+        print(f"after truncate to {k}: prefill [{k}, {total}) rel L2 error "
+              f"{err:.3e} {'ok' if err <= args.tol else 'FAIL'}")
+    if args.truncate_refused is not None:
+        length = lib.lib.archrt_seq_length(seq)
+        st = lib.lib.archrt_seq_truncate(seq, args.truncate_refused)
+        message = lib.lib.archrt_last_error().decode()
+        kept = lib.lib.archrt_seq_length(seq) == length and \
+            lib.lib.archrt_logits(seq)
+        ok = st == 6 and kept  # ARCHRT_ERR_STATE
+        failures += not ok
+        print(f"truncate to {args.truncate_refused} refused: status {st}, "
+              f"'{message}' {'ok' if ok else 'FAIL'}")
     lib.lib.archrt_seq_free(seq)
     lib.lib.archrt_model_free(model)
     print(f"{name}: worst rel L2 error {worst:.3e} (tolerance "

@@ -89,6 +89,17 @@ def main():
          first.shape == (32000,) and np.array_equal(first, want1))
     case("decode logits as the C host's", np.array_equal(second, want2))
     case("sequence length", len(seq) == len(ids) + 1, str(len(seq)))
+    seq.truncate(len(ids) - 1)
+    again = seq.prefill(ids[-1:])
+    case("truncate, then the last prompt token again", len(seq) == len(ids)
+         and np.allclose(again, first, rtol=1e-5, atol=1e-4),
+         f"max difference {np.abs(again - first).max()}")
+    try:
+        seq.truncate(len(ids) + 1)
+        case("truncate past the length is refused", False)
+    except archc.Error as e:
+        case("truncate past the length is refused",
+             "n_tokens must be in [0, " in str(e), str(e))
     seq.reset()
     case("reset", len(seq) == 0 and np.array_equal(seq.prefill(ids), first))
     # The kernel profile: nothing counted until on, then each site once a

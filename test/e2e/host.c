@@ -59,6 +59,12 @@ int main(int argc, char **argv) {
     CHECK(archrt_decode(seq, token));
   }
   printf("\nlength %d\n", archrt_seq_length(seq));
+  if (archrt_seq_truncate(seq, 100) != ARCHRT_OK)
+    printf("error: %s\n", archrt_last_error());
+  CHECK(archrt_seq_truncate(seq, 3));
+  printf("truncated: length %d, logits %s\n", archrt_seq_length(seq),
+         archrt_logits(seq) ? "kept" : "none");
+  CHECK(archrt_decode(seq, prompt[0]));
   CHECK(archrt_seq_reset(seq));
   CHECK(archrt_prefill(seq, prompt, 2));
   archrt_sampler_free(sampler);

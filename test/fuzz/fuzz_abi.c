@@ -93,7 +93,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       archrt_set_num_threads((int8_t)NEXT());
       break;
     case 13:
-      (void)archrt_seq_length(seqs[q]);
+      if (NEXT() & 1)
+        (void)archrt_seq_length(seqs[q]);
+      else
+        st = archrt_seq_truncate(seqs[q], (int8_t)NEXT());
       break;
     case 14:
       st = archrt_seq_set_profiling(seqs[q], NEXT() & 1);
