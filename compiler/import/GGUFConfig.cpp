@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <map>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -635,8 +636,12 @@ bool isGGUFFile(const std::string &path) {
   return yes;
 }
 
-bool ggufConfigJSON(const std::string &path, std::string &json,
-                    std::vector<std::string> &unread, std::string &error) {
+namespace {
+
+/// Runs `read` on file `path`'s bytes, mapped for the call; false with
+/// `error` where the file cannot be opened or mapped, or `read` fails.
+bool withMappedFile(const std::string &path, std::string &error,
+                    const std::function<bool(const uint8_t *, size_t)> &read) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     error = path + ": " + std::strerror(errno);
@@ -656,12 +661,90 @@ bool ggufConfigJSON(const std::string &path, std::string &json,
     error = path + ": cannot map: " + std::strerror(errno);
     return false;
   }
-  bool ok = ggufConfigJSONFromBytes(
-      size ? static_cast<const uint8_t *>(data) : nullptr, size, path, json,
-      unread, error);
+  bool ok = read(size ? static_cast<const uint8_t *>(data) : nullptr, size);
   if (size)
     munmap(data, size);
   return ok;
+}
+
+} // namespace
+
+bool ggufConfigJSON(const std::string &path, std::string &json,
+                    std::vector<std::string> &unread, std::string &error) {
+  return withMappedFile(path, error, [&](const uint8_t *data, size_t size) {
+    return ggufConfigJSONFromBytes(data, size, path, json, unread, error);
+  });
+}
+
+bool ggufChatTemplate(const std::string &path, std::string &tmpl,
+                      std::string &bos, std::string &eos, std::string &error) {
+  return withMappedFile(path, error, [&](const uint8_t *base, size_t size) {
+    cursor c = {base, base + size, nullptr};
+    uint32_t magic = 0, version = 0;
+    uint64_t nTensors = 0, nKV = 0;
+    if (!u32(&c, &magic) || std::memcmp(&magic, "GGUF", 4) ||
+        !u32(&c, &version) || version != 3 || !u64(&c, &nTensors) ||
+        !u64(&c, &nKV) || nKV > GGUF_MAX_KV) {
+      error = path + ": not a GGUF version 3 file";
+      return false;
+    }
+    bool found = false;
+    double ids[2] = {-1, -1}; // BOS, EOS
+    cursor tokens = {nullptr, nullptr, nullptr};
+    uint64_t nTokens = 0;
+    for (uint64_t i = 0; i < nKV && !c.err; ++i) {
+      const uint8_t *key, *s;
+      uint64_t keyLen, n;
+      uint32_t type, et;
+      if (!str(&c, &key, &keyLen) || !u32(&c, &type))
+        break;
+      std::string k(reinterpret_cast<const char *>(key), size_t(keyLen));
+      const uint8_t *at = c.p;
+      double v;
+      if (k == "tokenizer.chat_template" && type == GV_STRING &&
+          str(&c, &s, &n)) {
+        tmpl.assign(reinterpret_cast<const char *>(s), size_t(n));
+        found = true;
+        continue;
+      }
+      if ((k == "tokenizer.ggml.bos_token_id" ||
+           k == "tokenizer.ggml.eos_token_id") &&
+          number(&c, type, &v)) {
+        ids[k == "tokenizer.ggml.eos_token_id"] = v;
+        continue;
+      }
+      if (k == "tokenizer.ggml.tokens" && type == GV_ARRAY) {
+        cursor head = c;
+        if (u32(&head, &et) && u64(&head, &n) && et == GV_STRING) {
+          tokens = head;
+          nTokens = n;
+        }
+      }
+      c.p = at;
+      c.err = nullptr;
+      skip_value(&c, type, 0);
+    }
+    if (c.err) {
+      error = path + ": metadata: " + c.err;
+      return false;
+    }
+    if (!found) {
+      error = path + ": no tokenizer.chat_template in the metadata";
+      return false;
+    }
+    // The special tokens' texts, by id in tokenizer.ggml.tokens.
+    std::string *texts[2] = {&bos, &eos};
+    for (uint64_t i = 0; tokens.p && i < nTokens; ++i) {
+      const uint8_t *s;
+      uint64_t n;
+      if (!str(&tokens, &s, &n))
+        break;
+      for (int j = 0; j < 2; ++j)
+        if (ids[j] == double(i))
+          texts[j]->assign(reinterpret_cast<const char *>(s), size_t(n));
+    }
+    return true;
+  });
 }
 
 bool ggufConfigJSONFromBytes(const uint8_t *data, size_t size,

@@ -40,6 +40,13 @@ bool ggufConfigJSONFromBytes(const uint8_t *data, size_t size,
                              std::vector<std::string> &unread,
                              std::string &error);
 
+/// GGUF file `path`'s chat template (tokenizer.chat_template) and the
+/// texts of its BOS and EOS tokens (tokenizer.ggml.bos_token_id and
+/// eos_token_id in tokenizer.ggml.tokens; "" where the file names none);
+/// false with `error` where the file has no template or is malformed.
+bool ggufChatTemplate(const std::string &path, std::string &tmpl,
+                      std::string &bos, std::string &eos, std::string &error);
+
 } // namespace arch
 
 #endif // ARCHC_IMPORT_GGUFCONFIG_H

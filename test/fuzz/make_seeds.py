@@ -122,6 +122,16 @@ def gguf_config_seeds():
             put("ggufconfig", f"{arch}-{name}", open(out, "rb").read())
 
 
+def chat_template_seeds():
+    """The templates of test/Chat/Inputs: the published ones, and
+    features.jinja, which uses each statement and most filters and tests."""
+    inputs = os.path.join(root, "test", "Chat", "Inputs")
+    for name in sorted(os.listdir(inputs)):
+        if name.endswith(".jinja"):
+            with open(os.path.join(inputs, name), "rb") as f:
+                put("chattemplate", name[:-len(".jinja")], f.read())
+
+
 def put(harness, name, data):
     d = os.path.join(here, "corpus", harness)
     os.makedirs(d, exist_ok=True)
@@ -194,6 +204,7 @@ def main():
     put("tokenizer", "small", struct.pack("<HBB", vocab, 0xff, len(text)) + text + tok)
     tokenizer_json_seeds()
     gguf_config_seeds()
+    chat_template_seeds()
 
     put("abi", "prefill-sample", bytes([0x00, 0x02, 7, 0x03, 16, 0x05, 4, 1, 2, 3, 4,
                                         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, 50,

@@ -22,6 +22,7 @@
 // options, so `archc SUB --help` lists only what SUB takes.
 //
 //===----------------------------------------------------------------------===//
+#include "Chat.h"
 #include "ModelLib.h"
 #include "arch/Analysis/ModelFigures.h"
 #include "arch/Dialect/ArchDialect.h"
@@ -64,6 +65,12 @@
 
 using namespace arch;
 namespace cl = llvm::cl;
+
+int arch::fail(const std::string &msg) {
+  llvm::errs() << "archc: error: " << msg << "\n";
+  return 1;
+}
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -77,11 +84,6 @@ double since(Clock::time_point t0) {
 
 /// Halide's pool takes at most this many threads (and so does --threads).
 constexpr int kMaxThreads = 256;
-
-int fail(const std::string &msg) {
-  llvm::errs() << "archc: error: " << msg << "\n";
-  return 1;
-}
 
 std::string withCommas(int64_t v) {
   std::string s = std::to_string(v);
@@ -929,8 +931,27 @@ int cmdRun(int argc, char **argv) {
                        cl::cat(archcCat), cl::sub(sub));
   cl::opt<bool> quiet("quiet", cl::desc("print only the generated text"),
                       cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> chat("chat",
+                     cl::desc("a conversation in the model's chat template: "
+                              "--prompt, then each line of standard input, "
+                              "is a user message; -n tokens a reply at most"),
+                     cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> system("system", cl::desc("--chat: a system message"),
+                              cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> chatTemplate(
+      "chat-template",
+      cl::desc("--chat: the template (a .jinja file, tokenizer_config.json, "
+               "model directory or GGUF file) in place of the model's"),
+      cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> verbosePrompt(
+      "verbose-prompt",
+      cl::desc("--chat: print each turn's new text and token ids to stderr"),
+      cl::cat(archcCat), cl::sub(sub));
   cl::HideUnrelatedOptions(archcCat, sub);
   cl::ParseCommandLineOptions(argc, argv, "archc run: generate text\n");
+  if (!chat && (!system.empty() || !chatTemplate.empty() || verbosePrompt))
+    return fail("--system, --chat-template and --verbose-prompt go with "
+                "--chat");
 
   if (steps < 0)
     return fail("-n must be >= 0");
@@ -972,33 +993,71 @@ int cmdRun(int argc, char **argv) {
   CHECK_RT(lib, lib.archrt_model_info_get(m.model, &info));
   CHECK_RT(lib, lib.archrt_load_weights(m.model, weights.c_str()));
 
+  struct Cleanup {
+    ModelLib &lib;
+    archrt_tokenizer *tok = nullptr;
+    archrt_seq *seq = nullptr;
+    archrt_sampler *sampler = nullptr;
+    ~Cleanup() {
+      lib.archrt_tokenizer_free(tok);
+      lib.archrt_seq_free(seq);
+      lib.archrt_sampler_free(sampler);
+    }
+  } c{lib};
   std::vector<int32_t> tokens(size_t(info.max_seq_len) + 2);
   int32_t n = 0;
-  archrt_tokenizer *tok = nullptr;
   // A GGUF checkpoint usually carries its tokenizer: used when none is
   // given (and the prompt is token ids when it has none; why not is said
   // where the prompt is not).
   std::string ggufTokenizer;
-  if (tokenizer.empty() && !fs::is_directory(std::string(weights), ec)) {
-    std::ifstream f(std::string(weights), std::ios::binary);
-    char magic[4] = {0};
-    if (f.read(magic, 4) && !memcmp(magic, "GGUF", 4) &&
-        lib.archrt_tokenizer_load(weights.c_str(), info.vocab_size, &tok) !=
-            ARCHRT_OK) {
-      tok = nullptr;
-      ggufTokenizer = std::string(" (the weights' GGUF tokenizer: ") +
-                      lib.archrt_last_error() + ")";
-    }
+  bool ggufWeights = !fs::is_directory(std::string(weights), ec) &&
+                     isGGUFFile(weights);
+  if (tokenizer.empty() && ggufWeights &&
+      lib.archrt_tokenizer_load(weights.c_str(), info.vocab_size, &c.tok) !=
+          ARCHRT_OK) {
+    c.tok = nullptr;
+    ggufTokenizer = std::string(" (the weights' GGUF tokenizer: ") +
+                    lib.archrt_last_error() + ")";
   }
-  if (tok || !tokenizer.empty()) {
+  if (!c.tok && !tokenizer.empty())
+    CHECK_RT(lib, lib.archrt_tokenizer_load(tokenizer.c_str(),
+                                            info.vocab_size, &c.tok));
+  archrt_tokenizer *tok = c.tok;
+  if (chat) {
     if (!tok)
-      CHECK_RT(lib, lib.archrt_tokenizer_load(tokenizer.c_str(),
-                                              info.vocab_size, &tok));
+      return fail("--chat needs a tokenizer: a model directory's "
+                  "tokenizer.json, --tokenizer, or a GGUF file's" +
+                  ggufTokenizer);
+    // Where the template and the special tokens are: the model directory,
+    // the tokenizer's, the GGUF weights.
+    std::vector<std::string> places;
+    if (directory)
+      places.push_back(input);
+    if (!tokenizer.empty())
+      places.push_back(fs::path(std::string(tokenizer)).parent_path().string());
+    if (ggufWeights)
+      places.push_back(weights);
+    for (std::string &p : places)
+      if (p.empty())
+        p = ".";
+    ChatFormat format;
+    if (!loadChatFormat(places, chatTemplate, format, error))
+      return fail(error);
+    CHECK_RT(lib, lib.archrt_seq_create(m.model, 0, &c.seq));
+    CHECK_RT(lib, lib.archrt_sampler_create(info.vocab_size, temperature,
+                                            topP, seed, &c.sampler));
+    ChatOptions opts;
+    opts.system = system;
+    opts.firstPrompt = prompt;
+    opts.maxReply = steps;
+    opts.verbosePrompt = verbosePrompt;
+    opts.quiet = quiet;
+    return runChat(lib, c.seq, tok, c.sampler, info, format, opts);
+  }
+  if (tok) {
     if (lib.archrt_tokenizer_encode(tok, prompt.c_str(), 1, 0, tokens.data(),
-                                    info.max_seq_len, &n) != ARCHRT_OK) {
-      lib.archrt_tokenizer_free(tok);
+                                    info.max_seq_len, &n) != ARCHRT_OK)
       return fail(lib.archrt_last_error());
-    }
   } else {
     std::stringstream ss(prompt);
     std::string item;
@@ -1022,22 +1081,9 @@ int cmdRun(int argc, char **argv) {
     if (n == 0)
       tokens[size_t(n++)] = 1;
   }
-  if (n == 0) {
-    lib.archrt_tokenizer_free(tok);
+  if (n == 0)
     return fail("--prompt: the text encodes to no tokens (the tokenizer "
                 "adds none before it): give a prompt");
-  }
-  struct Cleanup {
-    ModelLib &lib;
-    archrt_tokenizer *tok = nullptr;
-    archrt_seq *seq = nullptr;
-    archrt_sampler *sampler = nullptr;
-    ~Cleanup() {
-      lib.archrt_tokenizer_free(tok);
-      lib.archrt_seq_free(seq);
-      lib.archrt_sampler_free(sampler);
-    }
-  } c{lib, tok};
   CHECK_RT(lib, lib.archrt_seq_create(m.model, 0, &c.seq));
   CHECK_RT(lib, lib.archrt_sampler_create(info.vocab_size, temperature, topP,
                                           seed, &c.sampler));
@@ -1548,13 +1594,19 @@ int usage(int rc) {
          "shared library (--emit=mlir|halide|c|obj|lib)\n"
          "  check SPEC      parameter count, KV-cache bytes, FLOPs per token "
          "(of the optimized IR)\n"
-         "  run SPEC|LIB    generate tokens with real weights\n"
+         "  run SPEC|LIB    generate tokens with real weights (--chat: a "
+         "conversation\n"
+         "                  in the model's chat template)\n"
          "  bench SPEC|LIB  prefill and decode throughput\n"
          "  import-hf DIR   a Hugging Face config.json (or a GGUF file's "
          "metadata) as a\n"
          "                  spec (compile, check, run and bench take the "
          "model directory\n"
-         "                  or the GGUF file as SPEC too)\n\n"
+         "                  or the GGUF file as SPEC too)\n"
+         "  chat-template MODEL\n"
+         "                  a conversation (JSON messages) rendered in the "
+         "model's chat\n"
+         "                  template, as Hugging Face's apply_chat_template\n\n"
          "'archc <command> --help' lists the options of a command.\n";
   return rc;
 }
@@ -1578,6 +1630,8 @@ int main(int argc, char **argv) {
     return cmdBench(argc, argv);
   if (cmd == "import-hf")
     return cmdImportHF(argc, argv);
+  if (cmd == "chat-template")
+    return cmdChatTemplate(argc, argv, archcCat);
   if (cmd == "compile") {
     // compile takes MLIR's top-level pass-manager options: parse it as a
     // program of its own named "archc compile".

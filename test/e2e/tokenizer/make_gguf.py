@@ -8,14 +8,15 @@ metadata (a GGUF of version 3 with no tensors):
   make_gguf.py bpe TOKENIZER.JSON PRE OUT.gguf   tokenizer.ggml.model
       "gpt2": the tokens by id, merges as "a b", token types (3 for the
       special added tokens, 4 for the other added ones), tokenizer.ggml.pre
-  make_gguf.py spm-json TOKENIZER.JSON OUT.gguf BOS EOS SPACE
+  make_gguf.py spm-json TOKENIZER.JSON OUT.gguf BOS EOS SPACE [TEMPLATE]
       tokenizer.ggml.model "llama" from a Hugging Face BPE tokenizer.json
       with byte fallback (as converted from a SentencePiece model): its
       pieces by id, each piece's score minus the rank of the first merge
       that makes it (-1e10 for a piece no merge makes: never merged), the
       added tokens as control (special) or user-defined (other) ones, the
       unknown token 2, byte tokens 6; BOS and EOS ids, add_space_prefix
-      SPACE (0 or 1), add_bos_token true
+      SPACE (0 or 1), add_bos_token true; TEMPLATE: a file whose text is
+      tokenizer.chat_template
   make_gguf.py spm-phi3 OUT.gguf NAME   a small SentencePiece one with
       Phi-3's chat tokens, general.name NAME
   make_gguf.py bare OUT.gguf    metadata without a tokenizer
@@ -144,7 +145,7 @@ def spm_phi3(out, name):
                 kv("tokenizer.ggml.token_type", ARRAY, types, I32)])
 
 
-def spm_json(src, out, bos, eos, space):
+def spm_json(src, out, bos, eos, space, template=None):
     doc = json.load(open(src, encoding="utf-8"))
     model = doc["model"]
     by_id = {i: t for t, i in model["vocab"].items()}
@@ -174,7 +175,10 @@ def spm_json(src, out, bos, eos, space):
         kv("tokenizer.ggml.bos_token_id", U32, bos),
         kv("tokenizer.ggml.eos_token_id", U32, eos),
         kv("tokenizer.ggml.add_bos_token", BOOL, True),
-        kv("tokenizer.ggml.add_space_prefix", BOOL, bool(space))])
+        kv("tokenizer.ggml.add_space_prefix", BOOL, bool(space))] +
+          ([] if template is None else
+           [kv("tokenizer.chat_template", STRING,
+               open(template, encoding="utf-8", newline="").read())]))
 
 
 def spm_control(out):
@@ -221,7 +225,8 @@ if __name__ == "__main__":
     elif sys.argv[1] == "spm-phi3":
         spm_phi3(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "spm-json":
-        spm_json(sys.argv[2], sys.argv[3], *map(int, sys.argv[4:7]))
+        spm_json(sys.argv[2], sys.argv[3], *map(int, sys.argv[4:7]),
+                 *sys.argv[7:8])
     elif sys.argv[1] == "spm":
         spm(sys.argv[2], sys.argv[3])
     else:

@@ -5,6 +5,9 @@
 //   node reference.mjs TOKENIZER_DIR CORPUS            ids, one line per record
 //   node reference.mjs TOKENIZER_DIR CORPUS --decode   JSON.stringify(decode(encode(x)))
 //   node reference.mjs TOKENIZER_DIR CORPUS --bench    encode MB/s on stderr
+//   node reference.mjs TOKENIZER_DIR CORPUS --no-special
+//                      ids of encode(x, {add_special_tokens: false}), as a
+//                      rendered chat template is tokenized
 //
 // TOKENIZER_DIR holds tokenizer.json and tokenizer_config.json
 // (scripts/fetch-tokenizers.sh puts them in CACHE/tokenizers/NAME). The
@@ -46,15 +49,17 @@ function die(msg, code = 1) {
   process.exit(code);
 }
 
-const usage = "usage: node reference.mjs TOKENIZER_DIR CORPUS [--decode | --bench]";
+const usage = "usage: node reference.mjs TOKENIZER_DIR CORPUS [--decode | --bench | --no-special]";
 const positional = process.argv.slice(2).filter((a) => !a.startsWith("--"));
 const flags = new Set(process.argv.slice(2).filter((a) => a.startsWith("--")));
 for (const f of flags) {
-  if (f !== "--decode" && f !== "--bench") die(`unknown option ${f}\n${usage}`, 2);
+  if (f !== "--decode" && f !== "--bench" && f !== "--no-special")
+    die(`unknown option ${f}\n${usage}`, 2);
 }
 if (positional.length !== 2 || flags.size > 1) die(usage, 2);
 const [tokDir, corpusPath] = positional;
 const mode = flags.has("--bench") ? "bench" : flags.has("--decode") ? "decode" : "ids";
+const special = !flags.has("--no-special");
 
 // The library: its package.json's "exports" maps "." to dist/main.mjs for
 // import; it has no runtime dependencies (core-js is bundled into dist/).
@@ -123,7 +128,7 @@ if (mode === "bench") {
   );
 } else {
   const lines = texts.map((text) => {
-    const ids = tokenizer.encode(text);
+    const ids = tokenizer.encode(text, { add_special_tokens: special });
     if (mode === "ids") return ids.join(" ");
     const out = ids.length ? tokenizer.decode(ids, { skip_special_tokens: false }) : "";
     return JSON.stringify(out);

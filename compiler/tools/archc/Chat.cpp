@@ -1,0 +1,469 @@
+//===- Chat.cpp - archc run --chat and archc chat-template ----------------===//
+#include "Chat.h"
+
+#include "ModelLib.h"
+#include "compiler/chat/ChatTemplate.h"
+#include "compiler/import/GGUFConfig.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace arch {
+
+ChatFormat::ChatFormat() = default;
+ChatFormat::~ChatFormat() = default;
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace cl = llvm::cl;
+namespace json = llvm::json;
+
+bool readText(const std::string &path, std::string &text, std::string &error) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  if (f)
+    ss << f.rdbuf();
+  if (!f || f.bad()) {
+    error = path + ": cannot read";
+    return false;
+  }
+  text = ss.str();
+  return true;
+}
+
+/// `s` as a JSON string; bytes that are not UTF-8 pass as they are (the
+/// template's reader takes them, and a reply cut inside a character must
+/// come back byte for byte).
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  return out + "\"";
+}
+
+/// The special tokens Hugging Face passes a template (its
+/// special_tokens_map), where tokenizer_config.json has them.
+const char *const kSpecialKeys[] = {"bos_token", "eos_token", "unk_token",
+                                    "sep_token", "pad_token", "cls_token",
+                                    "mask_token"};
+
+/// A tokenizer_config.json or chat_template.json: its chat_template (a
+/// string, or named templates of which "default") into `tmpl` when not
+/// null, its special tokens into `specials` when not null. False with
+/// `error` on a malformed file or, where `tmpl` is asked for, none there.
+bool readConfigJSON(const std::string &path, std::string *tmpl,
+                    std::vector<std::pair<std::string, std::string>> *specials,
+                    std::string &error) {
+  std::string text;
+  if (!readText(path, text, error))
+    return false;
+  auto parsed = json::parse(text);
+  if (!parsed) {
+    error = path + ": " + llvm::toString(parsed.takeError());
+    return false;
+  }
+  const json::Object *root = parsed->getAsObject();
+  if (!root) {
+    error = path + ": not a JSON object";
+    return false;
+  }
+  if (specials)
+    for (const char *key : kSpecialKeys) {
+      const json::Value *v = root->get(key);
+      std::optional<llvm::StringRef> s;
+      if (v && v->getAsString())
+        s = v->getAsString();
+      else if (v && v->getAsObject()) // an AddedToken: {"content": ...}
+        s = v->getAsObject()->getString("content");
+      if (s)
+        specials->emplace_back(key, s->str());
+    }
+  if (!tmpl)
+    return true;
+  const json::Value *t = root->get("chat_template");
+  if (!t) {
+    error = path + " has no chat_template";
+    return false;
+  }
+  if (auto s = t->getAsString()) {
+    *tmpl = s->str();
+    return true;
+  }
+  // transformers' named templates: [{"name": ..., "template": ...}].
+  std::string names;
+  if (const json::Array *list = t->getAsArray())
+    for (const json::Value &e : *list) {
+      const json::Object *o = e.getAsObject();
+      auto name = o ? o->getString("name") : std::nullopt;
+      auto body = o ? o->getString("template") : std::nullopt;
+      if (name && body && *name == "default") {
+        *tmpl = body->str();
+        return true;
+      }
+      if (name)
+        names += (names.empty() ? "" : ", ") + name->str();
+    }
+  error = path + ": chat_template is neither a string nor a list holding "
+                 "one named \"default\"" +
+          (names.empty() ? "" : " (it names " + names + ")");
+  return false;
+}
+
+/// The template at `place`; `found` false (and no error) where a
+/// directory has none.
+bool templateAt(const std::string &place, std::string &tmpl,
+                std::string &source, bool &found, std::string &error) {
+  std::error_code ec;
+  found = true;
+  source = place;
+  if (fs::is_directory(place, ec)) {
+    fs::path dir(place);
+    if (fs::is_regular_file(dir / "chat_template.jinja", ec)) {
+      source = (dir / "chat_template.jinja").string();
+      return readText(source, tmpl, error);
+    }
+    for (const char *name : {"chat_template.json", "tokenizer_config.json"}) {
+      fs::path p = dir / name;
+      if (!fs::is_regular_file(p, ec))
+        continue;
+      std::string text, err;
+      // A tokenizer_config.json without a template is not an error here:
+      // the next place may have one.
+      auto parsed = readText(p.string(), text, err) ? json::parse(text)
+                                                    : json::parse("null");
+      if (!parsed) {
+        llvm::consumeError(parsed.takeError());
+      } else if (const json::Object *o = parsed->getAsObject();
+                 o && !o->get("chat_template")) {
+        continue;
+      }
+      source = p.string() + " (chat_template)";
+      return readConfigJSON(p.string(), &tmpl, nullptr, error);
+    }
+    found = false;
+    return true;
+  }
+  if (isGGUFFile(place)) {
+    std::string bos, eos;
+    source = place + " (tokenizer.chat_template)";
+    return ggufChatTemplate(place, tmpl, bos, eos, error);
+  }
+  if (llvm::StringRef(place).ends_with(".json")) {
+    source = place + " (chat_template)";
+    return readConfigJSON(place, &tmpl, nullptr, error);
+  }
+  return readText(place, tmpl, error);
+}
+
+} // namespace
+
+bool loadChatFormat(const std::vector<std::string> &places,
+                    const std::string &override, ChatFormat &format,
+                    std::string &error) {
+  std::error_code ec;
+  // The special tokens: the first tokenizer_config.json or GGUF file.
+  for (const std::string &place : places) {
+    fs::path config = fs::path(place) / "tokenizer_config.json";
+    if (fs::is_directory(place, ec) && fs::is_regular_file(config, ec)) {
+      if (!readConfigJSON(config.string(), nullptr, &format.specials, error))
+        return false;
+      break;
+    }
+    std::string tmpl, bos, eos, err;
+    if (!fs::is_directory(place, ec) && isGGUFFile(place)) {
+      // (A file without a template still names its special tokens.)
+      ggufChatTemplate(place, tmpl, bos, eos, err);
+      if (!bos.empty())
+        format.specials.emplace_back("bos_token", bos);
+      if (!eos.empty())
+        format.specials.emplace_back("eos_token", eos);
+      break;
+    }
+  }
+  std::string tmpl;
+  bool found = false;
+  if (!override.empty()) {
+    if (!templateAt(override, tmpl, format.source, found, error))
+      return false;
+    if (!found) {
+      error = override + ": the directory has no chat_template.jinja, "
+              "chat_template.json or tokenizer_config.json with a "
+              "chat_template";
+      return false;
+    }
+  }
+  for (size_t i = 0; !found && i < places.size(); ++i)
+    if (!templateAt(places[i], tmpl, format.source, found, error))
+      return false;
+  if (!found) {
+    std::string where;
+    for (const std::string &p : places)
+      where += (where.empty() ? "" : ", ") + p;
+    error = "no chat template: " +
+            (where.empty() ? std::string("no model directory or GGUF file")
+                           : where + " holds no chat_template.jinja, "
+                                     "chat_template.json or "
+                                     "tokenizer_config.json with a "
+                                     "chat_template") +
+            "; give one with --chat-template FILE";
+    return false;
+  }
+  format.tmpl = ChatTemplate::parse(tmpl, format.source, error);
+  return format.tmpl != nullptr;
+}
+
+std::string chatContext(
+    const std::vector<std::pair<std::string, std::string>> &messages,
+    bool addGenerationPrompt) {
+  std::string out = "{\"messages\": [";
+  for (size_t i = 0; i < messages.size(); ++i)
+    out += std::string(i ? ", " : "") + "{\"role\": " +
+           jsonString(messages[i].first) +
+           ", \"content\": " + jsonString(messages[i].second) + "}";
+  out += "], \"add_generation_prompt\": ";
+  out += addGenerationPrompt ? "true" : "false";
+  return out + "}";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// The next user message: the first prompt, then a line of standard input
+/// (lines ending in '\' joined, the '\' made a newline). False at the end.
+bool nextMessage(const ChatOptions &opts, int turn, std::string &msg) {
+  if (turn == 0 && !opts.firstPrompt.empty()) {
+    msg = opts.firstPrompt;
+    return true;
+  }
+  bool tty = isatty(0);
+  msg.clear();
+  std::string line;
+  for (;;) {
+    if (tty) {
+      llvm::errs() << (msg.empty() ? "> " : ". ");
+      llvm::errs().flush();
+    }
+    if (!std::getline(std::cin, line))
+      return !msg.empty();
+    if (!line.empty() && line.back() == '\\') {
+      line.back() = '\n';
+      msg += line;
+      continue;
+    }
+    msg += line;
+    return true;
+  }
+}
+
+std::string idList(const std::vector<int32_t> &ids) {
+  std::string s;
+  for (int32_t id : ids)
+    s += " " + std::to_string(id);
+  return s;
+}
+
+} // namespace
+
+int runChat(ModelLib &lib, archrt_seq *seq, archrt_tokenizer *tok,
+            archrt_sampler *sampler, const archrt_model_info &info,
+            const ChatFormat &format, const ChatOptions &opts) {
+  std::vector<std::pair<std::string, std::string>> messages;
+  if (!opts.system.empty())
+    messages.emplace_back("system", opts.system);
+  // The tokens the sequence's positions hold.
+  std::vector<int32_t> held;
+  std::vector<int32_t> ids(size_t(info.max_seq_len));
+  std::string msg;
+  for (int turn = 1; nextMessage(opts, turn - 1, msg); ++turn) {
+    std::string at = "turn " + std::to_string(turn) + ": ";
+    messages.emplace_back("user", msg);
+    std::string rendered, error;
+    if (!format.tmpl->render(chatContext(messages, true), format.specials,
+                             rendered, error))
+      return fail(error);
+    // The whole conversation's tokens, as apply_chat_template gives them
+    // (the template writes the special tokens; the tokenizer adds none).
+    int32_t n = 0;
+    if (lib.archrt_tokenizer_encode(tok, rendered.c_str(), 0, 0, ids.data(),
+                                    int32_t(ids.size()), &n) != ARCHRT_OK) {
+      if (n <= int32_t(ids.size()))
+        return fail(lib.archrt_last_error());
+    }
+    if (n >= info.max_seq_len)
+      return fail(at + "the conversation is " + std::to_string(n) +
+                  " tokens; with a reply's first it needs more than the "
+                  "library's max_seq_len (" +
+                  std::to_string(info.max_seq_len) + ")");
+    if (n == 0)
+      return fail(at + "the template renders no text");
+    // What the cache holds of them is kept: the longest common prefix (a
+    // template that renders the history as it was keeps all of it), less
+    // the last token where that is all, so that a prefill makes logits.
+    size_t common = 0;
+    while (common < held.size() && common + 1 < size_t(n) &&
+           held[common] == ids[common])
+      ++common;
+    bool reset = false;
+    if (common < held.size() &&
+        lib.archrt_seq_truncate(seq, int32_t(common)) != ARCHRT_OK) {
+      // (A linear-attention state or a ring past its slack.)
+      if (lib.archrt_seq_reset(seq) != ARCHRT_OK)
+        return fail(lib.archrt_last_error());
+      common = 0;
+      reset = true;
+    }
+    held.resize(common);
+    std::vector<int32_t> prompt(ids.begin() + long(common), ids.begin() + n);
+    if (opts.verbosePrompt)
+      llvm::errs() << "[archc] " << at << "prompt " << jsonString(rendered)
+                   << "\n[archc] " << at << "prefill " << prompt.size()
+                   << " tokens after " << common << (reset ? " (reset)" : "")
+                   << ":" << idList(prompt) << "\n";
+    auto t0 = Clock::now();
+    if (lib.archrt_prefill(seq, prompt.data(), int32_t(prompt.size())) !=
+        ARCHRT_OK)
+      return fail(lib.archrt_last_error());
+    double prefillS = since(t0);
+    held.insert(held.end(), prompt.begin(), prompt.end());
+    t0 = Clock::now();
+    std::string reply;
+    std::vector<int32_t> replyIds;
+    int32_t prev = prompt.back();
+    for (int i = 0; i < opts.maxReply; ++i) {
+      int32_t next;
+      if (lib.archrt_sample(sampler, lib.archrt_logits(seq), &next) !=
+          ARCHRT_OK)
+        return fail(lib.archrt_last_error());
+      if (lib.archrt_tokenizer_is_stop(tok, next))
+        break;
+      const char *piece = lib.archrt_tokenizer_decode(tok, prev, next);
+      reply += piece;
+      llvm::outs() << piece;
+      llvm::outs().flush();
+      replyIds.push_back(next);
+      prev = next;
+      // A reply's last token (at -n, or where the cache is full) is not
+      // decoded: the next turn's prompt holds it.
+      if (i + 1 == opts.maxReply ||
+          lib.archrt_seq_length(seq) + 1 >= info.max_seq_len)
+        break;
+      if (lib.archrt_decode(seq, next) != ARCHRT_OK)
+        return fail(lib.archrt_last_error());
+      held.push_back(next);
+    }
+    llvm::outs() << "\n";
+    llvm::outs().flush();
+    double decodeS = since(t0);
+    if (opts.verbosePrompt)
+      llvm::errs() << "[archc] " << at << "reply " << jsonString(reply)
+                   << "\n[archc] " << at << "reply " << replyIds.size()
+                   << " tokens:" << idList(replyIds) << "\n";
+    if (!opts.quiet)
+      fprintf(stderr,
+              "[archc] turn %d: %zu tokens prefilled at %.1f tok/s (%zu "
+              "kept in the cache%s); %zu generated at %.1f tok/s\n",
+              turn, prompt.size(),
+              double(prompt.size()) / std::max(prefillS, 1e-9), common,
+              reset ? ", which could not go back: reset" : "",
+              replyIds.size(),
+              double(replyIds.size()) / std::max(decodeS, 1e-9));
+    messages.emplace_back("assistant", reply);
+  }
+  return 0;
+}
+
+int cmdChatTemplate(int argc, char **argv, cl::OptionCategory &cat) {
+  cl::SubCommand sub("chat-template", "render a conversation");
+  cl::opt<std::string> input(
+      cl::Positional, cl::Required,
+      cl::desc("<model directory | model.gguf | tokenizer_config.json | "
+               "template.jinja>"),
+      cl::cat(cat), cl::sub(sub));
+  cl::opt<std::string> messagesPath(
+      "messages",
+      cl::desc("a JSON array of messages ({\"role\", \"content\"}), or an "
+               "object of the template's variables (\"-\": standard input)"),
+      cl::init("-"), cl::cat(cat), cl::sub(sub));
+  cl::opt<std::string> chatTemplate(
+      "chat-template",
+      cl::desc("the template (a .jinja file, tokenizer_config.json, model "
+               "directory or GGUF file) in place of the model's; the "
+               "special tokens stay the model's"),
+      cl::cat(cat), cl::sub(sub));
+  cl::opt<bool> addGeneration(
+      "add-generation-prompt",
+      cl::desc("end with the assistant's turn opened (where the messages "
+               "are an array)"),
+      cl::cat(cat), cl::sub(sub));
+  cl::HideUnrelatedOptions(cat, sub);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "archc chat-template: a conversation in a "
+                              "model's prompt format, as Hugging Face's "
+                              "apply_chat_template renders it\n");
+  ChatFormat format;
+  std::string error;
+  std::error_code ec;
+  // The special tokens are a directory's or a GGUF file's, or those of
+  // the directory a template or config file is in.
+  std::vector<std::string> places = {input};
+  std::string override = chatTemplate;
+  if (!fs::is_directory(std::string(input), ec) && !isGGUFFile(input)) {
+    places = {fs::path(std::string(input)).parent_path().string()};
+    if (override.empty())
+      override = input;
+  }
+  if (places[0].empty())
+    places[0] = ".";
+  if (!loadChatFormat(places, override, format, error))
+    return fail(error);
+  std::string text;
+  if (messagesPath == "-") {
+    std::stringstream ss;
+    ss << std::cin.rdbuf();
+    text = ss.str();
+  } else if (!readText(messagesPath, text, error)) {
+    return fail("--messages " + error);
+  }
+  if (!ChatTemplate::checkJSON(text, "--messages " + messagesPath, error))
+    return fail(error);
+  // An array is the messages; an object the whole context.
+  size_t first = text.find_first_not_of(" \t\r\n");
+  std::string context = text;
+  if (first != std::string::npos && text[first] == '[')
+    context = "{\"messages\": " + text + ", \"add_generation_prompt\": " +
+              (addGeneration ? "true" : "false") + "}";
+  else if (first == std::string::npos || text[first] != '{')
+    return fail("--messages: expected a JSON array of messages or an "
+                "object");
+  std::string out;
+  if (!format.tmpl->render(context, format.specials, out, error))
+    return fail(error);
+  llvm::outs() << out;
+  return 0;
+}
+
+} // namespace arch
