@@ -34,9 +34,21 @@ struct TemplateError {
 /// Output, a string's repetition and range() stop here: a template is a
 /// prompt's format, not a program.
 constexpr size_t kMaxOutput = size_t(64) << 20;
-constexpr int64_t kMaxRange = 1 << 20;
-/// Nesting of expressions and blocks (the parser recurses).
+/// jinja2's sandbox refuses a range() longer (MAX_RANGE).
+constexpr int64_t kMaxRange = 100000;
+/// Nesting of blocks and of the render context's JSON (the parsers
+/// recurse), and of an expression's parse (about ten levels a pair of
+/// parentheses, one a step of a chain such as a + b + c: the evaluator and
+/// the destructor recurse as deep as its tree); and of values (lists and
+/// dicts in lists and dicts: the printers and the comparison recurse).
 constexpr int kMaxDepth = 200;
+constexpr int kMaxExprDepth = 1000;
+constexpr uint32_t kMaxValueDepth = 256;
+/// Items of a list made at once (a split, a string's characters, a sum).
+constexpr size_t kMaxItems = size_t(1) << 20;
+/// Element comparisons one == may make (a list that holds the same list
+/// twice, nested 40 times, has 2^40 leaves).
+constexpr int64_t kMaxCompares = 10000000;
 
 //===----------------------------------------------------------------------===//
 // Values
@@ -48,7 +60,9 @@ using Fields = std::vector<std::pair<std::string, Value>>;
 
 /// A Python value as a template sees it. Lists, tuples and dicts are
 /// immutable here (the sandbox's rule) and shared; a namespace's fields
-/// change in place, seen by every copy of it.
+/// change in place, seen by every copy of it, and hold no namespace (so no
+/// value holds itself). A container knows its nesting (`depth`) and
+/// whether a namespace is in it.
 struct Value {
   enum Kind : uint8_t {
     Undefined, // s: the jinja2 message its use raises
@@ -71,6 +85,8 @@ struct Value {
   std::string s;
   std::shared_ptr<List> items;
   std::shared_ptr<Fields> fields;
+  uint32_t depth = 0;
+  bool holdsNamespace = false;
 
   static Value undefined(std::string why) {
     Value v;
@@ -98,15 +114,30 @@ struct Value {
     v.s = std::move(x);
     return v;
   }
+  /// (Past kMaxItems or kMaxValueDepth: an error the interpreter places at
+  /// the expression that made it.)
   static Value list(List x, Kind k = ListV) {
     Value v = make(k);
+    if (x.size() > kMaxItems)
+      fail(0, 0, "a list of more than 2^20 items");
+    for (const Value &e : x)
+      v.contain(e);
     v.items = std::make_shared<List>(std::move(x));
     return v;
   }
   static Value dict(Fields x, Kind k = DictV) {
     Value v = make(k);
+    v.holdsNamespace = k == Namespace;
+    for (const auto &f : x)
+      v.contain(f.second);
     v.fields = std::make_shared<Fields>(std::move(x));
     return v;
+  }
+  void contain(const Value &e) {
+    depth = std::max(depth, e.depth + 1);
+    holdsNamespace |= e.holdsNamespace;
+    if (depth > kMaxValueDepth)
+      fail(0, 0, "lists and dicts nested more than 256 deep");
   }
   static Value make(Kind k) {
     Value v;
@@ -241,6 +272,55 @@ void appendUtf8(std::string &out, uint32_t cp) {
   }
 }
 
+/// The code point of the UTF-8 sequence at s[k] and its length; 0 where
+/// the bytes there are not one.
+size_t decodeUtf8(const std::string &s, size_t k, uint32_t &cp) {
+  unsigned char c = uint8_t(s[k]);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
+                                           : (c >> 3) == 30 ? 4 : 0;
+  if (!n || k + n > s.size())
+    return 0;
+  cp = n == 1 ? c : c & (0xFF >> (n + 1));
+  for (size_t j = 1; j < n; ++j) {
+    unsigned char d = uint8_t(s[k + j]);
+    if ((d & 0xC0) != 0x80)
+      return 0;
+    cp = cp << 6 | (d & 0x3F);
+  }
+  static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000))
+    return 0;
+  return n;
+}
+
+/// Whether code point `cp` is whitespace to Python (str.isspace: what
+/// strip(), split() and the template's own whitespace control take).
+bool isPySpace(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) ||
+         cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+         cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+/// The length of the whitespace code point at s[k] (0 where none).
+size_t spaceAt(const std::string &s, size_t k) {
+  uint32_t cp;
+  size_t n = decodeUtf8(s, k, cp);
+  return n && isPySpace(cp) ? n : 0;
+}
+
+/// The length of the whitespace code point that ends at s[end] (0 where
+/// none).
+size_t spaceBefore(const std::string &s, size_t end) {
+  size_t k = end;
+  for (size_t n = 1; n <= 4 && k > 0; ++n) {
+    --k;
+    if ((uint8_t(s[k]) & 0xC0) != 0x80)
+      return spaceAt(s, k) == n ? n : 0;
+  }
+  return 0;
+}
+
 /// Byte offsets of a UTF-8 string's code points, and its length last
 /// (Python indexes and slices strings by code point).
 std::vector<size_t> codePoints(const std::string &s) {
@@ -277,58 +357,88 @@ std::string strRepr(const std::string &s) {
   return out + q;
 }
 
-std::string toStr(const Value &v);
+void appendStr(std::string &out, const Value &v);
 
-std::string repr(const Value &v) {
+/// Python's repr of `v`, appended to `out` (64 MiB at most: a value can
+/// share one list many times over).
+void appendRepr(std::string &out, const Value &v) {
+  if (out.size() > kMaxOutput)
+    fail(0, 0, "a value printed past 64 MiB");
   switch (v.kind) {
   case Value::Str:
-    return strRepr(v.s);
+    out += strRepr(v.s);
+    return;
+  case Value::Undefined:
+    out += "Undefined";
+    return;
   case Value::ListV:
-  case Value::TupleV: {
-    std::string out = v.kind == Value::ListV ? "[" : "(";
-    for (size_t k = 0; k < v.items->size(); ++k)
-      out += (k ? ", " : "") + repr((*v.items)[k]);
+  case Value::TupleV:
+    out += v.kind == Value::ListV ? "[" : "(";
+    for (size_t k = 0; k < v.items->size(); ++k) {
+      if (k)
+        out += ", ";
+      appendRepr(out, (*v.items)[k]);
+    }
     if (v.kind == Value::TupleV && v.items->size() == 1)
       out += ",";
-    return out + (v.kind == Value::ListV ? "]" : ")");
-  }
+    out += v.kind == Value::ListV ? "]" : ")";
+    return;
   case Value::DictV:
-  case Value::Namespace: {
-    std::string out = v.kind == Value::DictV ? "{" : "<Namespace {";
-    for (size_t k = 0; k < v.fields->size(); ++k)
-      out += (k ? ", " : "") + strRepr((*v.fields)[k].first) + ": " +
-             repr((*v.fields)[k].second);
-    return out + (v.kind == Value::DictV ? "}" : "}>");
-  }
+  case Value::Namespace:
+    out += v.kind == Value::DictV ? "{" : "<Namespace {";
+    for (size_t k = 0; k < v.fields->size(); ++k) {
+      if (k)
+        out += ", ";
+      out += strRepr((*v.fields)[k].first) + ": ";
+      appendRepr(out, (*v.fields)[k].second);
+    }
+    out += v.kind == Value::DictV ? "}" : "}>";
+    return;
   default:
-    return toStr(v);
+    appendStr(out, v);
   }
 }
 
 /// str(): what {{ }} prints.
-std::string toStr(const Value &v) {
+void appendStr(std::string &out, const Value &v) {
   switch (v.kind) {
   case Value::Undefined:
-    return "";
+    return;
   case Value::None:
-    return "None";
+    out += "None";
+    return;
   case Value::Bool:
-    return v.b ? "True" : "False";
+    out += v.b ? "True" : "False";
+    return;
   case Value::Int:
-    return std::to_string(v.i);
+    out += std::to_string(v.i);
+    return;
   case Value::Float:
-    return floatRepr(v.f);
+    out += floatRepr(v.f);
+    return;
   case Value::Str:
-    return v.s;
+    out += v.s;
+    return;
   case Value::Function:
   case Value::Method:
-    return "<function " + v.s + ">";
+    out += "<function " + v.s + ">";
+    return;
   default:
-    return repr(v);
+    appendRepr(out, v);
   }
 }
 
-bool equal(const Value &a, const Value &b) {
+std::string toStr(const Value &v) {
+  if (v.kind == Value::Str)
+    return v.s;
+  std::string out;
+  appendStr(out, v);
+  return out;
+}
+
+bool equalWithin(const Value &a, const Value &b, int64_t &budget) {
+  if (--budget < 0)
+    fail(0, 0, "a comparison of more than 10^7 elements");
   if (a.isNumber() && b.isNumber()) {
     if (a.kind == Value::Float || b.kind == Value::Float)
       return a.asDouble() == b.asDouble();
@@ -336,10 +446,12 @@ bool equal(const Value &a, const Value &b) {
            (b.kind == Value::Bool ? int64_t(b.b) : b.i);
   }
   if (a.isSeq() && b.isSeq()) {
+    if (a.items == b.items && a.kind == b.kind)
+      return true;
     if (a.kind != b.kind || a.items->size() != b.items->size())
       return false;
     for (size_t k = 0; k < a.items->size(); ++k)
-      if (!equal((*a.items)[k], (*b.items)[k]))
+      if (!equalWithin((*a.items)[k], (*b.items)[k], budget))
         return false;
     return true;
   }
@@ -357,7 +469,7 @@ bool equal(const Value &a, const Value &b) {
       return false;
     for (const auto &[k, v] : *a.fields) {
       const Value *w = b.field(k);
-      if (!w || !equal(v, *w))
+      if (!w || !equalWithin(v, *w, budget))
         return false;
     }
     return true;
@@ -367,17 +479,37 @@ bool equal(const Value &a, const Value &b) {
   }
 }
 
-/// JSON as Python's json.dumps(x, ensure_ascii=False) writes it (what
-/// transformers' tojson is), `indent` < 0 for none.
-void toJSON(const Value &v, int indent, int depth, std::string &out, int line,
-            int col) {
+bool equal(const Value &a, const Value &b) {
+  int64_t budget = kMaxCompares;
+  return equalWithin(a, b, budget);
+}
+
+std::string repr(const Value &v) {
+  std::string out;
+  appendRepr(out, v);
+  return out;
+}
+
+/// How tojson writes: transformers' json.dumps(x, ensure_ascii, indent,
+/// separators, sort_keys).
+struct JSONStyle {
+  bool ascii = false;
+  int indent = -1; // none
+  std::string itemSep = ", ", keySep = ": ";
+  bool sortKeys = false;
+};
+
+/// `v` as json.dumps writes it, appended to `out` (64 MiB at most).
+void toJSON(const Value &v, const JSONStyle &style, int depth,
+            std::string &out) {
+  if (out.size() > kMaxOutput)
+    fail(0, 0, "tojson: the text passes 64 MiB");
   auto newline = [&](int d) {
-    if (indent >= 0) {
+    if (style.indent >= 0) {
       out += '\n';
-      out.append(size_t(indent) * size_t(d), ' ');
+      out.append(size_t(style.indent) * size_t(d), ' ');
     }
   };
-  const char *sep = indent >= 0 ? "," : ", ";
   switch (v.kind) {
   case Value::None:
     out += "null";
@@ -393,9 +525,15 @@ void toJSON(const Value &v, int indent, int depth, std::string &out, int line,
            : std::isinf(v.f) ? (v.f < 0 ? "-Infinity" : "Infinity")
                              : floatRepr(v.f);
     return;
-  case Value::Str:
+  case Value::Str: {
     out += '"';
-    for (unsigned char c : v.s) {
+    auto hex4 = [&](uint32_t u) {
+      char b[8];
+      snprintf(b, sizeof b, "\\u%04x", u);
+      out += b;
+    };
+    for (size_t k = 0; k < v.s.size(); ++k) {
+      unsigned char c = uint8_t(v.s[k]);
       switch (c) {
       case '"':
         out += "\\\"";
@@ -420,16 +558,32 @@ void toJSON(const Value &v, int indent, int depth, std::string &out, int line,
         break;
       default:
         if (c < 0x20) {
-          char b[8];
-          snprintf(b, sizeof b, "\\u%04x", c);
-          out += b;
-        } else {
+          hex4(c);
+        } else if (c < 0x80 || !style.ascii) {
           out += char(c);
+        } else {
+          // ensure_ascii: a code point as \uXXXX, past U+FFFF as a
+          // surrogate pair (a byte that is not UTF-8 as itself).
+          uint32_t cp;
+          size_t n = decodeUtf8(v.s, k, cp);
+          if (!n) {
+            hex4(c);
+            continue;
+          }
+          k += n - 1;
+          if (cp >= 0x10000) {
+            cp -= 0x10000;
+            hex4(0xD800 + (cp >> 10));
+            hex4(0xDC00 + (cp & 0x3FF));
+          } else {
+            hex4(cp);
+          }
         }
       }
     }
     out += '"';
     return;
+  }
   case Value::ListV:
   case Value::TupleV:
     if (v.items->empty()) {
@@ -439,35 +593,42 @@ void toJSON(const Value &v, int indent, int depth, std::string &out, int line,
     out += '[';
     for (size_t k = 0; k < v.items->size(); ++k) {
       if (k)
-        out += sep;
+        out += style.itemSep;
       newline(depth + 1);
-      toJSON((*v.items)[k], indent, depth + 1, out, line, col);
+      toJSON((*v.items)[k], style, depth + 1, out);
     }
     newline(depth);
     out += ']';
     return;
   case Value::DictV:
-  case Value::Namespace:
+  case Value::Namespace: {
     if (v.fields->empty()) {
       out += "{}";
       return;
     }
+    std::vector<const std::pair<std::string, Value> *> order;
+    for (const auto &f : *v.fields)
+      order.push_back(&f);
+    if (style.sortKeys) // (UTF-8's byte order is code point order)
+      std::stable_sort(order.begin(), order.end(), [](auto *x, auto *y) {
+        return x->first < y->first;
+      });
     out += '{';
-    for (size_t k = 0; k < v.fields->size(); ++k) {
+    for (size_t k = 0; k < order.size(); ++k) {
       if (k)
-        out += sep;
+        out += style.itemSep;
       newline(depth + 1);
-      toJSON(Value::str((*v.fields)[k].first), indent, depth + 1, out, line,
-             col);
-      out += ": ";
-      toJSON((*v.fields)[k].second, indent, depth + 1, out, line, col);
+      toJSON(Value::str(order[k]->first), style, depth + 1, out);
+      out += style.keySep;
+      toJSON(order[k]->second, style, depth + 1, out);
     }
     newline(depth);
     out += '}';
     return;
+  }
   default:
-    fail(line, col,
-         std::string("tojson: Object of type ") + typeName(v) +
+    fail(0, 0,
+         std::string("Object of type ") + typeName(v) +
              " is not JSON serializable");
   }
 }
@@ -741,19 +902,23 @@ struct Lexer {
       char kind = src[open + 1];
       std::string text = src.substr(pos, open - pos);
       char mod = open + 2 < src.size() ? src[open + 2] : 0;
+      if (mod == '+' && kind == '{')
+        mod = 0; // ({{+ is a unary plus: only {% and {# keep spaces)
       if (mod == '-') {
+        // (Python's rstrip: any whitespace.)
         size_t end = text.size();
-        while (end && space(text[end - 1]))
-          --end;
+        while (size_t n = spaceBefore(text, end))
+          end -= n;
         text.resize(end);
       } else if (kind != '{' && mod != '+') {
-        // lstrip_blocks: spaces between a line's start and a block or
-        // comment tag go.
+        // lstrip_blocks: whitespace between a line's start and a block or
+        // comment tag goes.
         size_t l = text.rfind('\n');
         l = l == std::string::npos ? 0 : l + 1;
-        if ((l > 0 || lineStarting) && l < text.size() &&
-            std::all_of(text.begin() + long(l), text.end(),
-                        [](char c) { return space(c); }))
+        size_t k = l;
+        while (size_t n = spaceAt(text, k))
+          k += n;
+        if ((l > 0 || lineStarting) && l < text.size() && k == text.size())
           text.resize(l);
       }
       if (!text.empty())
@@ -765,9 +930,11 @@ struct Lexer {
         size_t close = src.find("#}", pos);
         if (close == std::string::npos)
           fail(tagLine, tagCol, "unclosed comment: no '#}'");
+        // (A '-' or '+' before the '#}', not the opener's own.)
         bool strip = close > pos && src[close - 1] == '-';
+        bool keep = close > pos && src[close - 1] == '+';
         advance(close + 2 - pos);
-        lineStarting = endTag(strip, src[close - 1] == '+');
+        lineStarting = endTag(strip, keep);
         continue;
       }
       Segment seg{kind == '{' ? Segment::Print : Segment::Block, "", {},
@@ -784,7 +951,9 @@ struct Lexer {
                std::string("unclosed tag: no '") + closer + "'");
         endLine = line;
         endCol = col();
-        if (brackets == 0 && (src[pos] == '-' || src[pos] == '+') &&
+        // ('+%}' keeps the newline after a block; '}}' has no '+'.)
+        if (brackets == 0 &&
+            (src[pos] == '-' || (src[pos] == '+' && kind == '%')) &&
             src.compare(pos + 1, 2, closer) == 0) {
           strip = src[pos] == '-';
           keep = src[pos] == '+';
@@ -825,8 +994,8 @@ struct Lexer {
   }
   bool skipSpace() {
     size_t start = pos;
-    while (pos < src.size() && space(src[pos]))
-      advance(1);
+    while (size_t n = spaceAt(src, pos))
+      advance(n);
     return pos > start && src[pos - 1] == '\n';
   }
 
@@ -1058,7 +1227,7 @@ const char *const kFilters[] = {
     "title",   "capitalize", "string", "safe", "default",   "d",
     "first",   "last",   "list",   "reverse", "join",       "int",
     "float",   "abs",    "replace", "items",  "selectattr", "rejectattr",
-    "map"};
+    "select",  "reject", "map"};
 const char *const kTests[] = {
     "defined", "undefined", "none",   "string",  "number", "integer",
     "float",   "boolean",   "true",   "false",   "mapping", "iterable",
@@ -1114,13 +1283,19 @@ public:
     return e;
   }
 
+  /// Counts a level of the tree being built (a nested expression, or a
+  /// step of a chain such as a + b + c, whose tree is as deep as it is
+  /// long): the evaluator and the destructor recurse as deep.
   struct Depth {
     int &d;
-    Depth(int &d, const Token &t) : d(d) {
-      if (++d > kMaxDepth)
+    int levels = 0;
+    Depth(int &d, const Token &t) : d(d) { add(t); }
+    void add(const Token &t) {
+      ++levels;
+      if (++d > kMaxExprDepth)
         fail(t.line, t.col, "expressions nested too deeply");
     }
-    ~Depth() { --d; }
+    ~Depth() { d -= levels; }
   };
 
   /// A whole expression: `a if c else b`, or a tuple without parentheses
@@ -1149,6 +1324,7 @@ public:
     ExprPtr e = orExpr();
     while (isName("if")) {
       const Token &t = next();
+      guard.add(t);
       ExprPtr c = make(Expr::Cond, t);
       c->kids.push_back(orExpr());
       c->kids.push_back(std::move(e));
@@ -1173,17 +1349,21 @@ public:
   }
 
   ExprPtr orExpr() {
+    Depth guard(depth, peek());
     ExprPtr e = andExpr();
     while (isName("or")) {
       const Token &t = next();
+      guard.add(t);
       e = binary(Expr::Or, t, std::move(e), andExpr());
     }
     return e;
   }
   ExprPtr andExpr() {
+    Depth guard(depth, peek());
     ExprPtr e = notExpr();
     while (isName("and")) {
       const Token &t = next();
+      guard.add(t);
       e = binary(Expr::And, t, std::move(e), notExpr());
     }
     return e;
@@ -1220,6 +1400,8 @@ public:
         e = make(Expr::Compare, start);
         e->kids.push_back(std::move(first));
       }
+      if (e->kids.size() > size_t(kMaxExprDepth))
+        fail(start.line, start.col, "expressions nested too deeply");
       e->names.push_back(op);
       e->kids.push_back(arithmetic());
     }
@@ -1233,6 +1415,7 @@ public:
         {"+", "-"}, {"~"}, {"*", "/", "//", "%"}, {"**"}};
     if (level == levels.size())
       return unary();
+    Depth guard(depth, peek());
     ExprPtr e = arithmetic(level + 1);
     for (;;) {
       auto op = std::find_if(levels[level].begin(), levels[level].end(),
@@ -1240,19 +1423,24 @@ public:
       if (op == levels[level].end())
         return e;
       const Token &t = next();
+      guard.add(t);
       e = binary(Expr::Binary, t, std::move(e), arithmetic(level + 1),
                  t.text);
     }
   }
-  ExprPtr unary() {
+  /// jinja2's parse_unary: a sign's operand takes no filter, so that
+  /// `-3|abs` filters -3.
+  ExprPtr unary(bool withFilters = true) {
     Depth guard(depth, peek());
+    ExprPtr e;
     if (isOp("-") || isOp("+")) {
       const Token &t = next();
-      ExprPtr e = make(t.text == "-" ? Expr::Neg : Expr::Pos, t);
-      e->kids.push_back(unary());
-      return filters(std::move(e));
+      e = make(t.text == "-" ? Expr::Neg : Expr::Pos, t);
+      e->kids.push_back(unary(false));
+    } else {
+      e = postfix(primary());
     }
-    return filters(postfix(primary()));
+    return withFilters ? filters(std::move(e)) : std::move(e);
   }
 
   ExprPtr primary() {
@@ -1368,7 +1556,8 @@ public:
   }
 
   ExprPtr postfix(ExprPtr e) {
-    for (;;) {
+    Depth guard(depth, peek());
+    for (;; guard.add(peek())) {
       if (isOp(".")) {
         const Token &t = next();
         ExprPtr a = make(Expr::Attr, t);
@@ -1421,7 +1610,8 @@ public:
   }
 
   ExprPtr filters(ExprPtr e) {
-    for (;;) {
+    Depth guard(depth, peek());
+    for (;; guard.add(peek())) {
       if (isOp("|")) {
         next();
         const Token &t = peek();
@@ -1456,11 +1646,12 @@ public:
           arguments(*x);
         } else if (!atEnd() &&
                    (peek().kind == Token::Str || peek().kind == Token::Int ||
-                    peek().kind == Token::Float ||
+                    peek().kind == Token::Float || isOp("[") || isOp("{") ||
                     (peek().kind == Token::Name && !isName("and") &&
                      !isName("or") && !isName("if") && !isName("else") &&
                      !isName("in") && !isName("not") && !isName("is")))) {
-          // `is divisibleby 3`, `is sameas none`: one argument.
+          // `is divisibleby 3`, `is sameas none`, `is in [1, 2]`: one
+          // argument.
           x->names.push_back("");
           x->kids.push_back(postfix(primary()));
         }
@@ -1691,7 +1882,15 @@ public:
       emit(n.text, n);
       return Flow::Normal;
     case Node::Print:
-      emit(toStr(eval(*n.expr, scope)), n);
+      try {
+        emit(toStr(eval(*n.expr, scope)), n);
+      } catch (TemplateError &err) { // (a value printed past 64 MiB)
+        if (!err.line) {
+          err.line = n.line;
+          err.col = n.col;
+        }
+        throw;
+      }
       return Flow::Normal;
     case Node::Body:
       for (const auto &c : n.children) {
@@ -1718,6 +1917,11 @@ public:
         fail(n.line, n.col,
              "cannot assign attribute on non-namespace object '" +
                  n.targets[0] + "'");
+      // (So that no value holds itself: jinja2 allows it, templates do
+      // not need it.)
+      if (v.holdsNamespace)
+        fail(n.line, n.col, "a namespace's field cannot hold a namespace "
+                            "in archc's template interpreter");
       for (auto &[k, old] : *ns->fields)
         if (k == n.targets[1]) {
           old = std::move(v);
@@ -1766,6 +1970,9 @@ private:
     case Value::Str: {
       List chars;
       std::vector<size_t> at = codePoints(v.s);
+      if (at.size() - 1 > kMaxItems)
+        fail(e.line, e.col, "a string of more than 2^20 characters to "
+                            "iterate");
       for (size_t k = 0; k + 1 < at.size(); ++k)
         chars.push_back(Value::str(v.s.substr(at[k], at[k + 1] - at[k])));
       return chars;
@@ -1820,6 +2027,8 @@ private:
           {"first", Value::boolean(k == 0)},
           {"last", Value::boolean(k == len - 1)},
           {"length", Value::integer(len)},
+          {"depth", Value::integer(1)}, // (no recursive loops)
+          {"depth0", Value::integer(0)},
           {"previtem",
            k ? items[size_t(k - 1)] : Value::undefined("there is no previous item")},
           {"nextitem", k + 1 < len ? items[size_t(k + 1)]
@@ -1865,8 +2074,14 @@ private:
     }
     if (obj.isSeq() && !name.empty() && isdigit((unsigned char)name[0]))
       return getItem(obj, Value::integer(atoll(name.c_str())), e);
-    return Value::undefined("'" + std::string(typeName(obj)) +
-                            " object' has no attribute '" + name + "'");
+    return Value::undefined(objectName(obj) + " has no attribute '" + name +
+                            "'");
+  }
+
+  /// How jinja2 names an object in its messages (object_type_repr).
+  static std::string objectName(const Value &v) {
+    return v.kind == Value::None ? "'None'"
+                                 : "'" + std::string(typeName(v)) + " object'";
   }
 
   static Value method(const Value &obj, const std::string &name) {
@@ -1909,8 +2124,8 @@ private:
     }
     if (key.kind == Value::Str)
       return getAttr(obj, key.s, e);
-    return Value::undefined("'" + std::string(typeName(obj)) +
-                            " object' has no attribute " + repr(key));
+    return Value::undefined(objectName(obj) + " has no attribute " +
+                            repr(key));
   }
 
   /// Python's slice indices (PySlice_AdjustIndices).
@@ -1940,9 +2155,15 @@ private:
                         : std::min(start, n - 1);
       stop = stop < 0 ? std::max<int64_t>(stop + n, -1) : std::min(stop, n - 1);
     }
+    // (Counted first: a step near 2^63 must not overflow the index.)
     std::vector<int64_t> idx;
-    for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step)
-      idx.push_back(k);
+    uint64_t ustep = step > 0 ? uint64_t(step) : 0 - uint64_t(step);
+    uint64_t span = step > 0 ? (stop > start ? uint64_t(stop - start) : 0)
+                             : (start > stop ? uint64_t(start - stop) : 0);
+    uint64_t count = span ? (span - 1) / ustep + 1 : 0;
+    for (uint64_t k = 0; k < count; ++k)
+      idx.push_back(step > 0 ? start + int64_t(k * ustep)
+                             : start - int64_t(k * ustep));
     return idx;
   }
 
@@ -1973,44 +2194,72 @@ private:
          std::string("'") + typeName(obj) + "' object is not subscriptable");
   }
 
+  /// str.strip(chars): whitespace, or the code points of `chars`.
   static std::string stripChars(const std::string &s, const Value *chars,
                                 bool left, bool right) {
-    auto strip = [&](char c) {
-      if (!chars || chars->kind == Value::None)
-        return Lexer::space(c);
-      return chars->s.find(c) != std::string::npos;
+    std::vector<uint32_t> set;
+    bool spaces = !chars || chars->kind == Value::None;
+    if (!spaces)
+      for (size_t k = 0; k < chars->s.size();) {
+        uint32_t cp = uint8_t(chars->s[k]);
+        size_t n = decodeUtf8(chars->s, k, cp);
+        set.push_back(n ? cp : uint8_t(chars->s[k]));
+        k += n ? n : 1;
+      }
+    // The length of the code point to strip at s[k] (0: keep it).
+    auto stripAt = [&](size_t k) -> size_t {
+      uint32_t cp;
+      size_t n = decodeUtf8(s, k, cp);
+      if (!n)
+        return 0;
+      return (spaces ? isPySpace(cp)
+                     : std::find(set.begin(), set.end(), cp) != set.end())
+                 ? n
+                 : 0;
     };
     size_t b = 0, e = s.size();
     if (left)
-      while (b < e && strip(s[b]))
-        ++b;
+      while (size_t n = b < e ? stripAt(b) : 0)
+        b += n;
     if (right)
-      while (e > b && strip(s[e - 1]))
-        --e;
+      while (e > b) {
+        size_t k = e - 1; // the last code point's first byte
+        while (k > b && (uint8_t(s[k]) & 0xC0) == 0x80)
+          --k;
+        size_t n = stripAt(k);
+        if (!n || k + n != e)
+          break;
+        e = k;
+      }
     return s.substr(b, e - b);
   }
 
+  /// str.split(sep, maxsplit): on runs of whitespace where sep is None,
+  /// the remainder after maxsplit parts kept as it is but for its leading
+  /// whitespace.
   static List split(const std::string &s, const Value *sep, int64_t max,
                     const Expr &e) {
     List parts;
+    auto add = [&](std::string part) {
+      if (parts.size() >= kMaxItems)
+        fail(e.line, e.col, "split: more than 2^20 parts");
+      parts.push_back(Value::str(std::move(part)));
+    };
     if (!sep || sep->kind == Value::None) {
       size_t k = 0;
       while (k < s.size()) {
-        while (k < s.size() && Lexer::space(s[k]))
-          ++k;
+        while (size_t n = spaceAt(s, k))
+          k += n;
         if (k >= s.size())
           break;
-        size_t j = k;
         if (max >= 0 && int64_t(parts.size()) == max) {
-          size_t end = s.size();
-          while (end > k && Lexer::space(s[end - 1]))
-            --end;
-          parts.push_back(Value::str(s.substr(k, end - k)));
+          add(s.substr(k));
           break;
         }
-        while (j < s.size() && !Lexer::space(s[j]))
+        size_t j = k;
+        while (j < s.size() && !spaceAt(s, j))
           ++j;
-        parts.push_back(Value::str(s.substr(k, j - k)));
+        add(s.substr(k, j - k));
         k = j;
       }
       return parts;
@@ -2024,12 +2273,20 @@ private:
       size_t j = s.find(sep->s, k);
       if (j == std::string::npos ||
           (max >= 0 && int64_t(parts.size()) == max)) {
-        parts.push_back(Value::str(s.substr(k)));
+        add(s.substr(k));
         return parts;
       }
-      parts.push_back(Value::str(s.substr(k, j - k)));
+      add(s.substr(k, j - k));
       k = j + sep->s.size();
     }
+  }
+
+  /// str.islower() (`lower`) or str.isupper(): a cased character, and
+  /// none of the other case (ASCII letters).
+  static bool cased(const std::string &s, bool lower) {
+    bool any = std::any_of(s.begin(), s.end(),
+                           [](char c) { return isalpha(uint8_t(c)); });
+    return any && caseMap(s, lower ? 1 : 0) == s;
   }
 
   static std::string caseMap(const std::string &s, int mode) {
@@ -2076,6 +2333,13 @@ private:
         a.kw.emplace_back(e.names[k], std::move(v));
     }
     return a;
+  }
+
+  static const Value &wantValue(const Value *v, const Expr &e,
+                                const std::string &what) {
+    if (!v)
+      fail(e.line, e.col, what + ": an argument is missing");
+    return *v;
   }
 
   static const Value &wantStr(const Value *v, const Expr &e, const char *what) {
@@ -2206,11 +2470,7 @@ private:
       return all(isalpha);
     if (n == "isalnum")
       return all(isalnum);
-    bool hasCased = std::any_of(s.begin(), s.end(),
-                                [](char c) { return isalpha(uint8_t(c)); });
-    if (n == "islower")
-      return Value::boolean(hasCased && caseMap(s, 1) == s);
-    return Value::boolean(hasCased && caseMap(s, 0) == s); // isupper
+    return Value::boolean(cased(s, n == "islower")); // islower, isupper
   }
 
   static std::string replace(const std::string &s, const std::string &from,
@@ -2261,12 +2521,19 @@ private:
         step = a.pos[2].i;
       if (a.pos.empty() || a.pos.size() > 3 || step == 0)
         fail(e.line, e.col, "range() takes 1 to 3 integers, step not 0");
+      // Its length first (in unsigned arithmetic: no step overflows).
+      uint64_t span = step > 0 ? (hi > lo ? uint64_t(hi) - uint64_t(lo) : 0)
+                               : (lo > hi ? uint64_t(lo) - uint64_t(hi) : 0);
+      uint64_t ustep = step > 0 ? uint64_t(step) : 0 - uint64_t(step);
+      uint64_t count = span ? (span - 1) / ustep + 1 : 0;
+      if (count > uint64_t(kMaxRange))
+        fail(e.line, e.col, "Range too big. The sandbox blocks ranges "
+                            "larger than MAX_RANGE (100000).");
       List r;
-      for (int64_t k = lo; step > 0 ? k < hi : k > hi; k += step) {
-        if (int64_t(r.size()) >= kMaxRange)
-          fail(e.line, e.col, "range() past 2^20 items");
-        r.push_back(Value::integer(k));
-      }
+      for (uint64_t k = 0; k < count; ++k)
+        r.push_back(Value::integer(
+            int64_t(step > 0 ? uint64_t(lo) + k * ustep
+                             : uint64_t(lo) - k * ustep)));
       return Value::list(std::move(r));
     }
     // strftime_now(format): the local time now, as transformers gives it.
@@ -2279,19 +2546,91 @@ private:
     return Value::str(std::string(buf, len));
   }
 
+  /// jinja2's attribute path ("function.name", "a.0"): each part an item
+  /// (a number an index), as its make_attrgetter.
+  static Value attrPath(const Value &item, const std::string &path,
+                        const Expr &e) {
+    Value v = item;
+    size_t k = 0;
+    for (;;) {
+      size_t dot = path.find('.', k);
+      std::string part = path.substr(k, dot == std::string::npos
+                                            ? std::string::npos
+                                            : dot - k);
+      bool digits = !part.empty() &&
+                    std::all_of(part.begin(), part.end(), [](char c) {
+                      return c >= '0' && c <= '9';
+                    });
+      v = digits && part.size() < 18
+              ? getItem(v, Value::integer(atoll(part.c_str())), e)
+              : getItem(v, Value::str(part), e);
+      if (dot == std::string::npos)
+        return v;
+      k = dot + 1;
+    }
+  }
+
+  /// Python's int() and float() of a string: whitespace around, '_'
+  /// between digits; false where it is not one.
+  static bool parseNumber(const std::string &text, bool integer, double &f,
+                          int64_t &i) {
+    std::string t = stripChars(text, nullptr, true, true), d;
+    for (size_t k = 0; k < t.size(); ++k) {
+      if (t[k] != '_') {
+        d += t[k];
+        continue;
+      }
+      if (!k || k + 1 >= t.size() || !isdigit(uint8_t(t[k - 1])) ||
+          !isdigit(uint8_t(t[k + 1])))
+        return false;
+    }
+    if (d.empty() || d.find_first_of("xXpP") != std::string::npos)
+      return false; // (strtod reads hex; Python's int and float do not)
+    char *end;
+    errno = 0;
+    if (integer) {
+      long long v = strtoll(d.c_str(), &end, 10);
+      i = v;
+      return !*end && errno != ERANGE;
+    }
+    f = strtod(d.c_str(), &end);
+    return !*end;
+  }
+
+  /// jinja2's title filter: each run after '-', whitespace, '(', '{', '['
+  /// or '<' capitalized, the rest lowered (not str.title()).
+  static std::string titleFilter(const std::string &s) {
+    std::string r = s;
+    bool start = true;
+    for (size_t k = 0; k < r.size(); ++k) {
+      unsigned char c = uint8_t(r[k]);
+      bool sep = strchr("-({[<", c) != nullptr || spaceAt(r, k);
+      if (sep) {
+        start = true;
+        continue;
+      }
+      if ((c & 0xC0) == 0x80)
+        continue; // (a character's later bytes)
+      r[k] = char(start ? toupper(c) : tolower(c));
+      start = false;
+    }
+    return r;
+  }
+
   Value applyFilter(const Expr &e, Scope &scope) {
     Value v = eval(*e.kids[0], scope);
-    Args a = evalArgs(e, scope, 1);
-    const std::string &n = e.name;
-    auto needStr = [&]() -> const std::string & {
-      if (v.kind == Value::Undefined)
-        undefinedUse(v, e);
+    return filter(e.name, v, evalArgs(e, scope, 1), e);
+  }
+
+  Value filter(const std::string &n, Value v, const Args &a, const Expr &e) {
+    // jinja2's soft_str: an undefined value is "".
+    auto text = [&]() -> const std::string & {
       if (v.kind != Value::Str)
         v = Value::str(toStr(v));
       return v.s;
     };
     if (n == "trim")
-      return Value::str(stripChars(needStr(), a.get(0, "chars"), true, true));
+      return Value::str(stripChars(text(), a.get(0, "chars"), true, true));
     if (n == "length" || n == "count") {
       if (v.kind == Value::Str)
         return Value::integer(int64_t(codePoints(v.s).size()) - 1);
@@ -2305,21 +2644,44 @@ private:
            std::string("object of type '") + typeName(v) + "' has no len()");
     }
     if (n == "tojson") {
-      const Value *ind = a.get(0, "indent");
-      int indent = ind && ind->kind == Value::Int
-                       ? int(std::clamp<int64_t>(ind->i, 0, 64))
-                       : -1;
+      // transformers' tojson(x, ensure_ascii, indent, separators,
+      // sort_keys).
+      JSONStyle style;
+      if (const Value *x = a.get(0, "ensure_ascii"))
+        style.ascii = truthy(*x);
+      if (const Value *x = a.get(1, "indent"); x && x->kind != Value::None) {
+        if (x->kind != Value::Int)
+          fail(e.line, e.col, "tojson: indent must be an integer here");
+        style.indent = int(std::clamp<int64_t>(x->i, 0, 64));
+        style.itemSep = ",";
+      }
+      if (const Value *x = a.get(2, "separators");
+          x && x->kind != Value::None) {
+        if (!x->isSeq() || x->items->size() != 2 ||
+            (*x->items)[0].kind != Value::Str ||
+            (*x->items)[1].kind != Value::Str)
+          fail(e.line, e.col, "tojson: separators must be two strings");
+        style.itemSep = (*x->items)[0].s;
+        style.keySep = (*x->items)[1].s;
+      }
+      if (const Value *x = a.get(3, "sort_keys"))
+        style.sortKeys = truthy(*x);
+      for (const auto &[k, x] : a.kw)
+        if (k != "ensure_ascii" && k != "indent" && k != "separators" &&
+            k != "sort_keys")
+          fail(e.line, e.col, "tojson: unknown argument '" + k + "'");
       if (v.kind == Value::Undefined)
-        undefinedUse(v, e);
+        fail(e.line, e.col,
+             "Object of type Undefined is not JSON serializable");
       std::string r;
-      toJSON(v, indent, 0, r, e.line, e.col);
+      toJSON(v, style, 0, r);
       return Value::str(std::move(r));
     }
-    if (n == "upper" || n == "lower" || n == "title" || n == "capitalize")
-      return Value::str(caseMap(needStr(), n == "upper"   ? 0
-                                           : n == "lower" ? 1
-                                           : n == "title" ? 2
-                                                          : 3));
+    if (n == "upper" || n == "lower" || n == "capitalize")
+      return Value::str(caseMap(text(), n == "upper" ? 0 : n == "lower" ? 1
+                                                                        : 3));
+    if (n == "title")
+      return Value::str(titleFilter(text()));
     if (n == "string")
       return Value::str(toStr(v));
     if (n == "safe")
@@ -2357,92 +2719,117 @@ private:
       std::string r;
       List items = iterate(v, e);
       for (size_t k = 0; k < items.size(); ++k) {
-        Value x = attr ? getItem(items[k], *attr, e) : items[k];
-        r += (k && sep ? toStr(*sep) : "") + toStr(x);
+        if (k && sep)
+          appendStr(r, *sep);
+        appendStr(r, attr ? attrPath(items[k], toStr(*attr), e) : items[k]);
+        if (r.size() > kMaxOutput)
+          fail(e.line, e.col, "join: the text passes 64 MiB");
       }
       return Value::str(std::move(r));
     }
-    if (n == "int") {
-      if (v.kind == Value::Int)
-        return v;
+    if (n == "int" || n == "float") {
+      if (v.kind == Value::Undefined)
+        undefinedUse(v, e);
+      const Value *d = a.get(0, "default");
+      Value dflt = d ? *d : n == "int" ? Value::integer(0) : Value::number(0);
+      double f = 0;
+      int64_t i = 0;
+      if (v.kind == Value::Int || v.kind == Value::Bool)
+        return n == "int" ? Value::integer(v.kind == Value::Bool ? v.b : v.i)
+                          : Value::number(v.asDouble());
       if (v.kind == Value::Float)
-        return Value::integer(int64_t(v.f));
-      if (v.kind == Value::Bool)
-        return Value::integer(v.b);
-      if (v.kind == Value::Str) {
-        char *end;
-        errno = 0;
-        long long x = strtoll(v.s.c_str(), &end, 10);
-        if (!v.s.empty() && !*end && errno != ERANGE)
-          return Value::integer(x);
-      }
-      const Value *d = a.get(0, "default");
-      return d ? *d : Value::integer(0);
-    }
-    if (n == "float") {
-      if (v.isNumber())
-        return Value::number(v.asDouble());
-      if (v.kind == Value::Str) {
-        char *end;
-        double x = strtod(v.s.c_str(), &end);
-        if (!v.s.empty() && !*end)
-          return Value::number(x);
-      }
-      const Value *d = a.get(0, "default");
-      return d ? *d : Value::number(0);
+        f = v.f;
+      else if (v.kind == Value::Str && n == "int" &&
+               parseNumber(v.s, true, f, i))
+        return Value::integer(i);
+      else if (v.kind != Value::Str || !parseNumber(v.s, false, f, i))
+        return dflt;
+      if (n == "float")
+        return Value::number(f);
+      if (std::isnan(f))
+        return dflt;
+      if (!(std::fabs(f) < 9.2e18))
+        fail(e.line, e.col, "int: " + floatRepr(f) + " past 64 bits");
+      return Value::integer(int64_t(f));
     }
     if (n == "abs") {
-      if (v.kind == Value::Int)
+      if (v.kind == Value::Int && v.i != INT64_MIN)
         return Value::integer(v.i < 0 ? -v.i : v.i);
+      if (v.kind == Value::Int)
+        fail(e.line, e.col, "integer overflow");
+      if (v.kind == Value::Bool)
+        return Value::integer(v.b);
       if (v.kind == Value::Float)
         return Value::number(std::fabs(v.f));
-      fail(e.line, e.col, "abs: not a number");
+      fail(e.line, e.col, std::string("bad operand type for abs(): '") +
+                              typeName(v) + "'");
     }
     if (n == "replace") {
-      const std::string &s = needStr();
-      return Value::str(replace(s, wantStr(a.get(0, "old"), e, "replace: old").s,
-                                wantStr(a.get(1, "new"), e, "replace: new").s,
-                                -1, e));
+      const std::string &s = text();
+      const Value *count = a.get(2, "count");
+      return Value::str(replace(s, toStr(wantValue(a.get(0, "old"), e, n)),
+                                toStr(wantValue(a.get(1, "new"), e, n)),
+                                count && count->kind == Value::Int ? count->i
+                                                                   : -1,
+                                e));
     }
     if (n == "items") {
+      List r;
+      if (v.kind == Value::Undefined)
+        return Value::list(std::move(r));
       if (!v.isMap())
         fail(e.line, e.col, "items: not a mapping");
-      List r;
       for (const auto &[k, x] : *v.fields)
         r.push_back(Value::list({Value::str(k), x}, Value::TupleV));
       return Value::list(std::move(r));
     }
-    if (n == "selectattr" || n == "rejectattr") {
-      if (a.pos.empty() || a.pos[0].kind != Value::Str)
+    if (n == "selectattr" || n == "rejectattr" || n == "select" ||
+        n == "reject") {
+      // (select/reject test the items themselves, *attr an attribute.)
+      bool attr = n.size() > 6;
+      size_t first = attr ? 1 : 0;
+      if (attr && (a.pos.empty() || a.pos[0].kind != Value::Str))
         fail(e.line, e.col, n + " takes an attribute name");
+      if (a.pos.size() > first && a.pos[first].kind != Value::Str)
+        fail(e.line, e.col, n + ": the test's name must be a string");
+      if (a.pos.size() > first &&
+          !known(kTests, std::size(kTests), a.pos[first].s))
+        fail(e.line, e.col, "no test named '" + a.pos[first].s + "'");
       List r;
       for (const Value &item : iterate(v, e)) {
-        Value x = item.isMap() ? getAttr(item, a.pos[0].s, e)
-                               : Value::undefined("");
-        bool pass;
-        if (a.pos.size() >= 2) {
-          if (a.pos[1].kind != Value::Str)
-            fail(e.line, e.col, n + ": the test's name must be a string");
-          pass = test(a.pos[1].s, x,
-                      std::vector<Value>(a.pos.begin() + 2, a.pos.end()), e);
-        } else {
-          pass = truthy(x);
-        }
-        if (pass == (n == "selectattr"))
+        Value x = attr ? attrPath(item, a.pos[0].s, e) : item;
+        bool pass = a.pos.size() > first
+                        ? test(a.pos[first].s, x,
+                               std::vector<Value>(a.pos.begin() + long(first) +
+                                                      1,
+                                                  a.pos.end()),
+                               e)
+                        : truthy(x);
+        if (pass == (n == "selectattr" || n == "select"))
           r.push_back(item);
       }
       return Value::list(std::move(r));
     }
     if (n == "map") {
-      const Value *attr = a.get(99, "attribute");
       List r;
-      if (!attr) {
-        if (a.pos.empty() || a.pos[0].kind != Value::Str)
-          fail(e.line, e.col, "map takes attribute= or a filter's name");
-        fail(e.line, e.col, "map with a filter is not supported");
+      if (const Value *attr = a.get(99, "attribute")) {
+        const Value *dflt = a.get(99, "default");
+        for (const Value &item : iterate(v, e)) {
+          Value x = attrPath(item, toStr(*attr), e);
+          r.push_back(x.kind == Value::Undefined && dflt ? *dflt : x);
+        }
+        return Value::list(std::move(r));
       }
+      // map('filter', args...): the filter on each item.
+      if (a.pos.empty() || a.pos[0].kind != Value::Str)
+        fail(e.line, e.col, "map takes attribute= or a filter's name");
+      if (!known(kFilters, std::size(kFilters), a.pos[0].s))
+        fail(e.line, e.col, "no filter named '" + a.pos[0].s + "'");
+      Args rest;
+      rest.pos.assign(a.pos.begin() + 1, a.pos.end());
+      rest.kw = a.kw;
       for (const Value &item : iterate(v, e))
-        r.push_back(getItem(item, *attr, e));
+        r.push_back(filter(a.pos[0].s, item, rest, e));
       return Value::list(std::move(r));
     }
     fail(e.line, e.col, "unknown filter '" + n + "'");
@@ -2463,8 +2850,8 @@ private:
       return v.kind == Value::None;
     if (n == "string")
       return v.kind == Value::Str;
-    if (n == "number")
-      return v.kind == Value::Int || v.kind == Value::Float;
+    if (n == "number") // (a bool is a Python number)
+      return v.isNumber();
     if (n == "integer")
       return v.kind == Value::Int;
     if (n == "float")
@@ -2484,6 +2871,9 @@ private:
       return v.isSeq() || v.kind == Value::DictV || v.kind == Value::Str;
     if (n == "callable")
       return v.kind == Value::Function || v.kind == Value::Method;
+    if ((n == "even" || n == "odd" || n == "divisibleby") &&
+        v.kind == Value::Undefined)
+      undefinedUse(v, e);
     if (n == "even" || n == "odd") {
       if (v.kind != Value::Int)
         fail(e.line, e.col, "the test '" + n + "' takes an integer");
@@ -2493,7 +2883,7 @@ private:
       const Value &d = arg();
       if (v.kind != Value::Int || d.kind != Value::Int || d.i == 0)
         fail(e.line, e.col, "divisibleby takes non-zero integers");
-      return v.i % d.i == 0;
+      return d.i == -1 || v.i % d.i == 0; // (INT64_MIN % -1 traps)
     }
     if (n == "eq" || n == "equalto" || n == "==")
       return equal(v, arg());
@@ -2510,8 +2900,8 @@ private:
     }
     if (n == "in")
       return contains(arg(), v, e);
-    if (n == "lower" || n == "upper")
-      return v.kind == Value::Str && caseMap(v.s, n == "lower" ? 1 : 0) == v.s;
+    if (n == "lower" || n == "upper") // str(v).islower(), .isupper()
+      return cased(toStr(v), n == "lower");
     fail(e.line, e.col, "unknown test '" + n + "'");
   }
 
@@ -2528,8 +2918,8 @@ private:
                          [&](const Value &x) { return equal(x, needle); });
     if (hay.isMap())
       return needle.kind == Value::Str && hay.field(needle.s);
-    if (hay.kind == Value::Undefined)
-      undefinedUse(hay, e);
+    if (hay.kind == Value::Undefined) // (it iterates as empty)
+      return false;
     fail(e.line, e.col, std::string("argument of type '") + typeName(hay) +
                             "' is not iterable");
   }
@@ -2568,8 +2958,14 @@ private:
 
   static Value arith(const std::string &op, const Value &a, const Value &b,
                      const Expr &e) {
-    if (op == "~")
-      return Value::str(toStr(a) + toStr(b));
+    if (op == "~") {
+      std::string r;
+      appendStr(r, a);
+      appendStr(r, b);
+      if (r.size() > kMaxOutput)
+        fail(e.line, e.col, "a string past 64 MiB");
+      return Value::str(std::move(r));
+    }
     if (a.kind == Value::Undefined)
       undefinedUse(a, e);
     if (b.kind == Value::Undefined)
@@ -2635,8 +3031,11 @@ private:
       if (y == 0)
         fail(e.line, e.col, "integer division or modulo by zero");
       if (ints) {
-        if (p == INT64_MIN && q == -1)
+        if (p == INT64_MIN && q == -1) { // (the one quotient past 64 bits)
+          if (op == "%")
+            return Value::integer(0);
           overflow();
+        }
         int64_t d = p / q, m = p % q;
         if (m != 0 && ((m < 0) != (q < 0))) {
           d -= 1;
@@ -2647,19 +3046,37 @@ private:
       double d = std::floor(x / y), m = x - d * y;
       return Value::number(op == "//" ? d : m);
     }
-    // **
+    // ** (by squaring: an exponent of 2^40 takes 40 steps)
     if (ints && q >= 0) {
-      int64_t r = 1;
-      for (int64_t k = 0; k < q; ++k)
-        if (__builtin_mul_overflow(r, p, &r))
+      int64_t r = 1, base = p;
+      for (int64_t k = q; k; k >>= 1) {
+        if ((k & 1) && __builtin_mul_overflow(r, base, &r))
           overflow();
+        // (Once base * base overflows, so does any higher power left.)
+        if (k > 1 && __builtin_mul_overflow(base, base, &base))
+          overflow();
+      }
       return Value::integer(r);
     }
     return Value::number(std::pow(x, y));
   }
 
 public:
+  /// An error a value raised without a place (a list too long, a value
+  /// nested too deep) is placed at the innermost expression.
   Value eval(const Expr &e, Scope &scope) {
+    try {
+      return evalHere(e, scope);
+    } catch (TemplateError &err) {
+      if (!err.line) {
+        err.line = e.line;
+        err.col = e.col;
+      }
+      throw;
+    }
+  }
+
+  Value evalHere(const Expr &e, Scope &scope) {
     switch (e.kind) {
     case Expr::Literal:
       return e.value;
@@ -2812,6 +3229,9 @@ std::unique_ptr<ChatTemplate> ChatTemplate::parse(const std::string &source,
   } catch (const TemplateError &e) {
     error = located(name, e);
     return nullptr;
+  } catch (const std::exception &e) { // (std::bad_alloc)
+    error = name + ": cannot parse the template: " + e.what();
+    return nullptr;
   }
   return t;
 }
@@ -2837,6 +3257,9 @@ bool ChatTemplate::render(
                           "'break' or 'continue' outside a loop"};
   } catch (const TemplateError &e) {
     error = e.line ? located(name, e) : e.message;
+    return false;
+  } catch (const std::exception &e) { // (std::bad_alloc)
+    error = name + ": cannot render the template: " + e.what();
     return false;
   }
   out = std::move(interp.out);

@@ -137,10 +137,11 @@ archrt_status archrt_seq_reset(archrt_seq *seq);
  * ones had never been appended (a chat whose next prompt shares only a
  * prefix with what the sequence holds). It has no logits after it, unless
  * n_tokens is its length (nothing changes). A linear-attention layer's
- * state cannot go back, nor can a sliding-window layer's ring past the
- * library's prefill chunk (max_chunk positions, the ring's slack): those
- * refuse with ARCHRT_ERR_STATE and leave the sequence as it was (reset it
- * and prefill again). n_tokens 0 is a reset. */
+ * state cannot go back, nor can a sliding-window layer's ring further
+ * than the library's prefill chunk (max_chunk positions, the ring's slack)
+ * from the furthest position written since the last reset: those refuse
+ * with ARCHRT_ERR_STATE and leave the sequence as it was (reset it and
+ * prefill again). n_tokens 0 is a reset. */
 archrt_status archrt_seq_truncate(archrt_seq *seq, int32_t n_tokens);
 int32_t archrt_seq_length(const archrt_seq *seq);
 archrt_status archrt_prefill(archrt_seq *seq, const int32_t *tokens,

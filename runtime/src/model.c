@@ -339,6 +339,9 @@ archrt_status archrt_init_random(archrt_model *m, uint64_t seed) {
 struct archrt_seq {
   archrt_model *model;
   int32_t capacity, length;
+  /* The furthest position any call has written since the last reset (a
+   * truncation does not lower it): a ring holds the rows before it. */
+  int32_t written;
   int has_logits;
   /* A call failed after it had updated a state cache (linear attention):
    * the sequence is unusable until archrt_seq_reset. */
@@ -511,6 +514,7 @@ archrt_status archrt_seq_reset(archrt_seq *s) {
   if (!s)
     return archrt_fail(ARCHRT_ERR_INVALID_ARGUMENT, "archrt_seq_reset: seq is NULL");
   s->length = 0;
+  s->written = 0;
   s->has_logits = 0;
   s->broken = 0;
   /* Token and ring caches are written before they are read; a state
@@ -540,8 +544,10 @@ archrt_status archrt_seq_truncate(archrt_seq *s, int32_t n) {
                                 "by a failed call; call archrt_seq_reset");
   /* A token cache's rows past n are rewritten by the next call. A ring
    * of W + max_chunk - 1 rows still holds the W - 1 positions before n
-   * while at most max_chunk positions came after them; a recurrent state
-   * holds no earlier one. */
+   * while at most max_chunk positions were written after them (counted
+   * to the furthest written: truncations in a row, or one after a shorter
+   * prefill, go back from there); a recurrent state holds no earlier
+   * one. */
   const archrt_gen_model *d = s->model->desc;
   for (int i = 0; i < d->n_caches; ++i) {
     if (d->caches[i].layout == ARCHRT_GEN_CACHE_STATE)
@@ -551,13 +557,13 @@ archrt_status archrt_seq_truncate(archrt_seq *s, int32_t n) {
                          "position %d; reset the sequence",
                          d->caches[i].name, n);
     if (d->caches[i].layout == ARCHRT_GEN_CACHE_RING &&
-        s->length - n > d->max_chunk)
+        s->written - n > d->max_chunk)
       return archrt_fail(ARCHRT_ERR_STATE,
                          "archrt_seq_truncate: the ring cache '%s' (a "
                          "sliding window) no longer holds the positions "
                          "before %d: it keeps %d positions back from the "
-                         "length %d; reset the sequence",
-                         d->caches[i].name, n, d->max_chunk, s->length);
+                         "furthest written, %d; reset the sequence",
+                         d->caches[i].name, n, d->max_chunk, s->written);
   }
   s->length = n;
   s->has_logits = 0;
@@ -616,6 +622,8 @@ archrt_status archrt_prefill(archrt_seq *s, const int32_t *tokens,
         .profile = s->profiling ? s->profile : NULL,
     };
     s->has_logits = 0;
+    if (s->written < s->length + chunk)
+      s->written = s->length + chunk;
     int rc = archrt_gen_forward(&call);
     if (rc != 0) {
       /* None of the call's tokens went in: the sequence keeps its length

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """archc chat-template against jinja2 (reference.py), every template over
-every context: the same text byte for byte, or both raising (archc's
-message then holds the template's own, where it raised one).
+every context: the same text byte for byte, or both failing with the same
+message (jinja2's, or the template's own raise_exception message, within
+archc's, which adds the place).
 
   compare.py --contexts DIR SOURCE...
 
 SOURCE: a .jinja file (rendered with bos_token "<s>" and eos_token "</s>")
 or a model directory (its tokenizer_config.json's template and special
-tokens). Prints a line a case and 'agree: N of M'; exits 1 on a mismatch.
+tokens). Prints a line a case and 'agree: N of M (K fail in both)'; exits 1 on a
+mismatch.
 """
 import argparse
 import glob
@@ -31,7 +33,7 @@ def main():
     ap.add_argument("sources", nargs="+")
     args = ap.parse_args()
     contexts = sorted(glob.glob(os.path.join(args.contexts, "*.json")))
-    total = agree = 0
+    total = agree = failing = 0
     with tempfile.TemporaryDirectory() as tmp:
         for source in args.sources:
             is_dir = os.path.isdir(source)
@@ -58,19 +60,20 @@ def main():
                     agree += 1
                     print(f"ok {case}")
                 elif rc_ref != 0 and rc != 0:
-                    raised = err_ref.strip().removeprefix("error: ")
-                    if "template raised" in err and raised not in err:
-                        print(f"MISMATCH {case}: archc raised '{err.strip()}'"
-                              f", jinja2 '{raised}'")
-                    else:
+                    message = err_ref.strip().removeprefix("error: ")
+                    if message and message in err:
                         agree += 1
-                        print(f"ok {case} (both fail)")
+                        failing += 1
+                        print(f"ok {case} (both fail: {message})")
+                    else:
+                        print(f"MISMATCH {case}: archc '{err.strip()}', "
+                              f"jinja2 '{message}'")
                 else:
                     print(f"MISMATCH {case}: archc rc {rc}, jinja2 rc "
                           f"{rc_ref}")
                     print(f"  archc:  {out[:300]!r} {err.strip()}")
                     print(f"  jinja2: {out_ref[:300]!r} {err_ref.strip()}")
-    print(f"agree: {agree} of {total}")
+    print(f"agree: {agree} of {total} ({failing} fail in both)")
     sys.exit(0 if agree == total else 1)
 
 

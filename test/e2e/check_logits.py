@@ -70,10 +70,11 @@ def parser():
                     "a prefill of other tokens, the truncation again and "
                     "the prefill of the rest of the tokens: the last "
                     "logits again")
-    ap.add_argument("--truncate-refused", type=int,
-                    help="then archrt_seq_truncate to this many positions "
-                    "must fail with ARCHRT_ERR_STATE (a state or ring "
-                    "cache), the sequence unchanged")
+    ap.add_argument("--truncate-refused",
+                    help="then archrt_seq_truncate to each of these "
+                    "comma-separated positions in turn: each but the last "
+                    "must succeed, the last fail with ARCHRT_ERR_STATE (a "
+                    "state or ring cache), the sequence unchanged")
     ap.add_argument("--tie-experts", action="store_true",
                     help="give experts 0 and 1 the same router row (and "
                     "selection bias): every token's scores tie, and the "
@@ -237,11 +238,15 @@ def run(args, lib, model, ref, tokens, vocab, name):
         print(f"after truncate to {k}: prefill [{k}, {total}) rel L2 error "
               f"{err:.3e} {'ok' if err <= args.tol else 'FAIL'}")
     if args.truncate_refused is not None:
+        *steps, last = [int(k) for k in args.truncate_refused.split(",")]
+        for k in steps:
+            lib.check(lib.lib.archrt_seq_truncate(seq, k), "truncate")
         length = lib.lib.archrt_seq_length(seq)
-        st = lib.lib.archrt_seq_truncate(seq, args.truncate_refused)
+        logits = bool(lib.lib.archrt_logits(seq))
+        st = lib.lib.archrt_seq_truncate(seq, last)
         message = lib.lib.archrt_last_error().decode()
         kept = lib.lib.archrt_seq_length(seq) == length and \
-            lib.lib.archrt_logits(seq)
+            bool(lib.lib.archrt_logits(seq)) == logits
         ok = st == 6 and kept  # ARCHRT_ERR_STATE
         failures += not ok
         print(f"truncate to {args.truncate_refused} refused: status {st}, "

@@ -269,6 +269,8 @@ bool nextMessage(const ChatOptions &opts, int turn, std::string &msg) {
     }
     if (!std::getline(std::cin, line))
       return !msg.empty();
+    if (!line.empty() && line.back() == '\r') // (CRLF input)
+      line.pop_back();
     if (!line.empty() && line.back() == '\\') {
       line.back() = '\n';
       msg += line;
@@ -313,10 +315,9 @@ int runChat(ModelLib &lib, archrt_seq *seq, archrt_tokenizer *tok,
       if (n <= int32_t(ids.size()))
         return fail(lib.archrt_last_error());
     }
-    if (n >= info.max_seq_len)
+    if (n > info.max_seq_len)
       return fail(at + "the conversation is " + std::to_string(n) +
-                  " tokens; with a reply's first it needs more than the "
-                  "library's max_seq_len (" +
+                  " tokens, more than the library's max_seq_len (" +
                   std::to_string(info.max_seq_len) + ")");
     if (n == 0)
       return fail(at + "the template renders no text");
@@ -369,7 +370,7 @@ int runChat(ModelLib &lib, archrt_seq *seq, archrt_tokenizer *tok,
       // A reply's last token (at -n, or where the cache is full) is not
       // decoded: the next turn's prompt holds it.
       if (i + 1 == opts.maxReply ||
-          lib.archrt_seq_length(seq) + 1 >= info.max_seq_len)
+          lib.archrt_seq_length(seq) >= info.max_seq_len)
         break;
       if (lib.archrt_decode(seq, next) != ARCHRT_OK)
         return fail(lib.archrt_last_error());
