@@ -232,20 +232,29 @@ bool loadChatFormat(const std::vector<std::string> &places,
   return format.tmpl != nullptr;
 }
 
+namespace {
+
+/// The render context's JSON text: the members of `kwargs` (a JSON
+/// object's text, or ""), then `messages` (role, content) and
+/// add_generation_prompt, which a kwarg of the same name does not replace
+/// (the later of two keys wins).
 std::string chatContext(
     const std::vector<std::pair<std::string, std::string>> &messages,
-    bool addGenerationPrompt) {
-  std::string out = "{\"messages\": [";
+    const std::string &kwargs) {
+  std::string out = "{";
+  size_t open = kwargs.find('{'), close = kwargs.rfind('}');
+  if (open != std::string::npos && close != std::string::npos) {
+    std::string inner = kwargs.substr(open + 1, close - open - 1);
+    if (inner.find_first_not_of(" \t\r\n") != std::string::npos)
+      out += inner + ", ";
+  }
+  out += "\"messages\": [";
   for (size_t i = 0; i < messages.size(); ++i)
     out += std::string(i ? ", " : "") + "{\"role\": " +
            jsonString(messages[i].first) +
            ", \"content\": " + jsonString(messages[i].second) + "}";
-  out += "], \"add_generation_prompt\": ";
-  out += addGenerationPrompt ? "true" : "false";
-  return out + "}";
+  return out + "], \"add_generation_prompt\": true}";
 }
-
-namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) {
@@ -304,8 +313,8 @@ int runChat(ModelLib &lib, archrt_seq *seq, archrt_tokenizer *tok,
     std::string at = "turn " + std::to_string(turn) + ": ";
     messages.emplace_back("user", msg);
     std::string rendered, error;
-    if (!format.tmpl->render(chatContext(messages, true), format.specials,
-                             rendered, error))
+    if (!format.tmpl->render(chatContext(messages, opts.templateKwargs),
+                             format.specials, rendered, error))
       return fail(error);
     // The whole conversation's tokens, as apply_chat_template gives them
     // (the template writes the special tokens; the tokenizer adds none).

@@ -49,16 +49,13 @@ bool loadChatFormat(const std::vector<std::string> &places,
                     const std::string &override, ChatFormat &format,
                     std::string &error);
 
-/// The render context's JSON text: `messages` (role, content) and the
-/// flag.
-std::string chatContext(
-    const std::vector<std::pair<std::string, std::string>> &messages,
-    bool addGenerationPrompt);
-
 struct ChatOptions {
   std::string system;      // a system message first, if not empty
   std::string firstPrompt; // the first user message, if not empty
   int maxReply = 64;       // tokens a reply, at most
+  /// The template's other variables, a JSON object's text (checked), or
+  /// "" (llama.cpp's --chat-template-kwargs: {"enable_thinking": false}).
+  std::string templateKwargs;
   bool verbosePrompt = false;
   bool quiet = false;
 };

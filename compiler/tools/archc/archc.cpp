@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Chat.h"
+#include "compiler/chat/ChatTemplate.h"
 #include "ModelLib.h"
 #include "arch/Analysis/ModelFigures.h"
 #include "arch/Dialect/ArchDialect.h"
@@ -943,15 +944,31 @@ int cmdRun(int argc, char **argv) {
       cl::desc("--chat: the template (a .jinja file, tokenizer_config.json, "
                "model directory or GGUF file) in place of the model's"),
       cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> templateKwargs(
+      "chat-template-kwargs",
+      cl::desc("--chat: the template's other variables, a JSON object "
+               "(e.g. '{\"enable_thinking\": false}')"),
+      cl::cat(archcCat), cl::sub(sub));
   cl::opt<bool> verbosePrompt(
       "verbose-prompt",
       cl::desc("--chat: print each turn's new text and token ids to stderr"),
       cl::cat(archcCat), cl::sub(sub));
   cl::HideUnrelatedOptions(archcCat, sub);
   cl::ParseCommandLineOptions(argc, argv, "archc run: generate text\n");
-  if (!chat && (!system.empty() || !chatTemplate.empty() || verbosePrompt))
-    return fail("--system, --chat-template and --verbose-prompt go with "
-                "--chat");
+  if (!chat && (!system.empty() || !chatTemplate.empty() || verbosePrompt ||
+                !templateKwargs.empty()))
+    return fail("--system, --chat-template, --chat-template-kwargs and "
+                "--verbose-prompt go with --chat");
+  if (!templateKwargs.empty()) {
+    std::string error;
+    size_t first = templateKwargs.find_first_not_of(" \t\r\n");
+    if (!ChatTemplate::checkJSON(templateKwargs, "--chat-template-kwargs",
+                                 error))
+      return fail(error);
+    if (first == std::string::npos || templateKwargs[first] != '{')
+      return fail("--chat-template-kwargs: expected a JSON object, got " +
+                  templateKwargs.getValue());
+  }
 
   if (steps < 0)
     return fail("-n must be >= 0");
@@ -1050,6 +1067,7 @@ int cmdRun(int argc, char **argv) {
     opts.system = system;
     opts.firstPrompt = prompt;
     opts.maxReply = steps;
+    opts.templateKwargs = templateKwargs;
     opts.verbosePrompt = verbosePrompt;
     opts.quiet = quiet;
     return runChat(lib, c.seq, tok, c.sampler, info, format, opts);
