@@ -1348,25 +1348,23 @@ public:
     return e;
   }
 
-  ExprPtr orExpr() {
+  /// `operand (word operand)*`, left-associative: `or`, `and`.
+  ExprPtr keywordChain(const char *word, Expr::Kind kind,
+                       ExprPtr (ExprParser::*operand)()) {
     Depth guard(depth, peek());
-    ExprPtr e = andExpr();
-    while (isName("or")) {
+    ExprPtr e = (this->*operand)();
+    while (isName(word)) {
       const Token &t = next();
       guard.add(t);
-      e = binary(Expr::Or, t, std::move(e), andExpr());
+      e = binary(kind, t, std::move(e), (this->*operand)());
     }
     return e;
   }
+  ExprPtr orExpr() {
+    return keywordChain("or", Expr::Or, &ExprParser::andExpr);
+  }
   ExprPtr andExpr() {
-    Depth guard(depth, peek());
-    ExprPtr e = notExpr();
-    while (isName("and")) {
-      const Token &t = next();
-      guard.add(t);
-      e = binary(Expr::And, t, std::move(e), notExpr());
-    }
-    return e;
+    return keywordChain("and", Expr::And, &ExprParser::notExpr);
   }
   ExprPtr notExpr() {
     if (isName("not")) {

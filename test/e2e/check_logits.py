@@ -192,6 +192,18 @@ def run(args, lib, model, ref, tokens, vocab, name):
     seq = lib.seq(model, args.max_tokens)
 
     worst, failures = 0.0, 0
+
+    def compare(what, position):
+        """The last call's logits against the reference's at `position`."""
+        nonlocal worst, failures
+        got = np.array(lib.logits(seq, vocab), dtype=np.float64)
+        want = ref[position]
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        worst = max(worst, err)
+        ok = err <= args.tol
+        failures += not ok
+        print(f"{what} rel L2 error {err:.3e} {'ok' if ok else 'FAIL'}")
+
     steps = [(0, args.split), (args.split, args.prompt_len)]
     steps += [(n, n + 1) for n in range(args.prompt_len, total)]
     for begin, end in steps:
@@ -203,23 +215,11 @@ def run(args, lib, model, ref, tokens, vocab, name):
         else:
             lib.prefill(seq, tokens[begin:end])
             what = f"prefill [{begin}, {end})"
-        got = np.array(lib.logits(seq, vocab), dtype=np.float64)
-        want = ref[end - 1]
-        err = np.linalg.norm(got - want) / np.linalg.norm(want)
-        worst = max(worst, err)
-        ok = err <= args.tol
-        failures += not ok
-        print(f"{what:20s} rel L2 error {err:.3e} {'ok' if ok else 'FAIL'}")
+        compare(f"{what:20s}", end - 1)
     if args.reset:  # the sequence starts over: its states zeroed again
         lib.check(lib.lib.archrt_seq_reset(seq), "reset")
         lib.prefill(seq, tokens[:args.split])
-        got = np.array(lib.logits(seq, vocab), dtype=np.float64)
-        want = ref[args.split - 1]
-        err = np.linalg.norm(got - want) / np.linalg.norm(want)
-        worst = max(worst, err)
-        failures += err > args.tol
-        print(f"after reset: prefill [0, {args.split}) rel L2 error "
-              f"{err:.3e} {'ok' if err <= args.tol else 'FAIL'}")
+        compare(f"after reset: prefill [0, {args.split})", args.split - 1)
     if args.truncate is not None:
         # Positions [k, total) again, over other tokens' rows first.
         k = args.truncate
@@ -230,13 +230,7 @@ def run(args, lib, model, ref, tokens, vocab, name):
         lib.prefill(seq, [(t * 7 + 3) % vocab for t in tokens[k:total]])
         lib.check(lib.lib.archrt_seq_truncate(seq, k), "truncate")
         lib.prefill(seq, tokens[k:total])
-        got = np.array(lib.logits(seq, vocab), dtype=np.float64)
-        want = ref[total - 1]
-        err = np.linalg.norm(got - want) / np.linalg.norm(want)
-        worst = max(worst, err)
-        failures += err > args.tol
-        print(f"after truncate to {k}: prefill [{k}, {total}) rel L2 error "
-              f"{err:.3e} {'ok' if err <= args.tol else 'FAIL'}")
+        compare(f"after truncate to {k}: prefill [{k}, {total})", total - 1)
     if args.truncate_refused is not None:
         *steps, last = [int(k) for k in args.truncate_refused.split(",")]
         for k in steps:

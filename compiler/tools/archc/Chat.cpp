@@ -2,6 +2,7 @@
 #include "Chat.h"
 
 #include "ModelLib.h"
+#include "Tool.h"
 #include "compiler/chat/ChatTemplate.h"
 #include "compiler/import/GGUFConfig.h"
 
@@ -41,39 +42,23 @@ bool readText(const std::string &path, std::string &text, std::string &error) {
   return true;
 }
 
-/// `s` as a JSON string; bytes that are not UTF-8 pass as they are (the
-/// template's reader takes them, and a reply cut inside a character must
-/// come back byte for byte).
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\"";
-}
-
 /// The special tokens Hugging Face passes a template (its
 /// special_tokens_map), where tokenizer_config.json has them.
 const char *const kSpecialKeys[] = {"bos_token", "eos_token", "unk_token",
                                     "sep_token", "pad_token", "cls_token",
                                     "mask_token"};
 
+using Strings = std::vector<std::pair<std::string, std::string>>;
+
 /// A tokenizer_config.json or chat_template.json: its chat_template (a
 /// string, or named templates of which "default") into `tmpl` when not
-/// null, its special tokens into `specials` when not null. False with
-/// `error` on a malformed file or, where `tmpl` is asked for, none there.
+/// null, its special tokens into `specials` when not null. `hasTemplate`
+/// says whether it had a chat_template; false with `error` on a malformed
+/// file or template.
 bool readConfigJSON(const std::string &path, std::string *tmpl,
-                    std::vector<std::pair<std::string, std::string>> *specials,
+                    Strings *specials, bool &hasTemplate,
                     std::string &error) {
+  hasTemplate = false;
   std::string text;
   if (!readText(path, text, error))
     return false;
@@ -98,13 +83,10 @@ bool readConfigJSON(const std::string &path, std::string *tmpl,
       if (s)
         specials->emplace_back(key, s->str());
     }
-  if (!tmpl)
+  const json::Value *t = tmpl ? root->get("chat_template") : nullptr;
+  if (!t)
     return true;
-  const json::Value *t = root->get("chat_template");
-  if (!t) {
-    error = path + " has no chat_template";
-    return false;
-  }
+  hasTemplate = true;
   if (auto s = t->getAsString()) {
     *tmpl = s->str();
     return true;
@@ -129,50 +111,86 @@ bool readConfigJSON(const std::string &path, std::string *tmpl,
   return false;
 }
 
-/// The template at `place`; `found` false (and no error) where a
-/// directory has none.
-bool templateAt(const std::string &place, std::string &tmpl,
-                std::string &source, bool &found, std::string &error) {
+/// What one place holds, each file read once: its template, where `tmpl`
+/// is not null (`hasTemplate` and `source` say whether and where), and
+/// its special tokens, where `specials` is not null (`hasSpecials`: a
+/// directory's tokenizer_config.json, a GGUF file's BOS and EOS). A
+/// directory: chat_template.jinja, else chat_template.json, else
+/// tokenizer_config.json's chat_template; a GGUF file: its
+/// tokenizer.chat_template (an error where it has none); another file: a
+/// config's chat_template (.json) or the template's text.
+bool readPlace(const std::string &place, std::string *tmpl,
+               std::string &source, bool &hasTemplate, Strings *specials,
+               bool &hasSpecials, std::string &error) {
   std::error_code ec;
-  found = true;
-  source = place;
+  hasTemplate = hasSpecials = false;
   if (fs::is_directory(place, ec)) {
     fs::path dir(place);
-    if (fs::is_regular_file(dir / "chat_template.jinja", ec)) {
-      source = (dir / "chat_template.jinja").string();
-      return readText(source, tmpl, error);
+    fs::path jinja = dir / "chat_template.jinja",
+             chatJSON = dir / "chat_template.json",
+             config = dir / "tokenizer_config.json";
+    if (tmpl && fs::is_regular_file(jinja, ec)) {
+      source = jinja.string();
+      if (!readText(source, *tmpl, error))
+        return false;
+      hasTemplate = true;
     }
-    for (const char *name : {"chat_template.json", "tokenizer_config.json"}) {
-      fs::path p = dir / name;
-      if (!fs::is_regular_file(p, ec))
-        continue;
-      std::string text, err;
-      // A tokenizer_config.json without a template is not an error here:
-      // the next place may have one.
-      auto parsed = readText(p.string(), text, err) ? json::parse(text)
-                                                    : json::parse("null");
-      if (!parsed) {
-        llvm::consumeError(parsed.takeError());
-      } else if (const json::Object *o = parsed->getAsObject();
-                 o && !o->get("chat_template")) {
-        continue;
+    if (tmpl && !hasTemplate && fs::is_regular_file(chatJSON, ec)) {
+      if (!readConfigJSON(chatJSON.string(), tmpl, nullptr, hasTemplate,
+                          error))
+        return false;
+      if (hasTemplate)
+        source = chatJSON.string() + " (chat_template)";
+    }
+    std::string *configTemplate = tmpl && !hasTemplate ? tmpl : nullptr;
+    if ((configTemplate || specials) && fs::is_regular_file(config, ec)) {
+      bool has;
+      if (!readConfigJSON(config.string(), configTemplate, specials, has,
+                          error))
+        return false;
+      hasSpecials = specials != nullptr;
+      if (has) {
+        hasTemplate = true;
+        source = config.string() + " (chat_template)";
       }
-      source = p.string() + " (chat_template)";
-      return readConfigJSON(p.string(), &tmpl, nullptr, error);
     }
-    found = false;
     return true;
   }
   if (isGGUFFile(place)) {
-    std::string bos, eos;
-    source = place + " (tokenizer.chat_template)";
-    return ggufChatTemplate(place, tmpl, bos, eos, error);
+    std::string text, bos, eos, err;
+    bool ok = ggufChatTemplate(place, text, bos, eos, err);
+    if (specials) {
+      // (A file without a template still names its special tokens.)
+      if (!bos.empty())
+        specials->emplace_back("bos_token", bos);
+      if (!eos.empty())
+        specials->emplace_back("eos_token", eos);
+      hasSpecials = true;
+    }
+    if (tmpl) {
+      if (!ok) {
+        error = err;
+        return false;
+      }
+      *tmpl = std::move(text);
+      hasTemplate = true;
+      source = place + " (tokenizer.chat_template)";
+    }
+    return true;
   }
+  if (!tmpl)
+    return true;
+  source = place;
   if (llvm::StringRef(place).ends_with(".json")) {
     source = place + " (chat_template)";
-    return readConfigJSON(place, &tmpl, nullptr, error);
+    if (!readConfigJSON(place, tmpl, nullptr, hasTemplate, error))
+      return false;
+    if (!hasTemplate)
+      error = place + " has no chat_template";
+    return hasTemplate;
   }
-  return readText(place, tmpl, error);
+  hasTemplate = true;
+  return readText(place, *tmpl, error);
 }
 
 } // namespace
@@ -180,30 +198,12 @@ bool templateAt(const std::string &place, std::string &tmpl,
 bool loadChatFormat(const std::vector<std::string> &places,
                     const std::string &override, ChatFormat &format,
                     std::string &error) {
-  std::error_code ec;
-  // The special tokens: the first tokenizer_config.json or GGUF file.
-  for (const std::string &place : places) {
-    fs::path config = fs::path(place) / "tokenizer_config.json";
-    if (fs::is_directory(place, ec) && fs::is_regular_file(config, ec)) {
-      if (!readConfigJSON(config.string(), nullptr, &format.specials, error))
-        return false;
-      break;
-    }
-    std::string tmpl, bos, eos, err;
-    if (!fs::is_directory(place, ec) && isGGUFFile(place)) {
-      // (A file without a template still names its special tokens.)
-      ggufChatTemplate(place, tmpl, bos, eos, err);
-      if (!bos.empty())
-        format.specials.emplace_back("bos_token", bos);
-      if (!eos.empty())
-        format.specials.emplace_back("eos_token", eos);
-      break;
-    }
-  }
   std::string tmpl;
-  bool found = false;
+  bool found = false, hasSpecials = false;
   if (!override.empty()) {
-    if (!templateAt(override, tmpl, format.source, found, error))
+    bool none;
+    if (!readPlace(override, &tmpl, format.source, found, nullptr, none,
+                   error))
       return false;
     if (!found) {
       error = override + ": the directory has no chat_template.jinja, "
@@ -212,9 +212,17 @@ bool loadChatFormat(const std::vector<std::string> &places,
       return false;
     }
   }
-  for (size_t i = 0; !found && i < places.size(); ++i)
-    if (!templateAt(places[i], tmpl, format.source, found, error))
+  // The template from the first place with one; the special tokens from
+  // the first tokenizer_config.json or GGUF file.
+  for (size_t i = 0; (!found || !hasSpecials) && i < places.size(); ++i) {
+    bool placeTemplate, placeSpecials;
+    if (!readPlace(places[i], found ? nullptr : &tmpl, format.source,
+                   placeTemplate, hasSpecials ? nullptr : &format.specials,
+                   placeSpecials, error))
       return false;
+    found |= placeTemplate;
+    hasSpecials |= placeSpecials;
+  }
   if (!found) {
     std::string where;
     for (const std::string &p : places)

@@ -26,9 +26,6 @@ namespace arch {
 class ChatTemplate;
 struct ModelLib;
 
-/// Prints "archc: error: MSG" and returns 1.
-int fail(const std::string &msg);
-
 /// A model's chat template and the special tokens' texts it is rendered
 /// with (bos_token, eos_token, ...).
 struct ChatFormat {

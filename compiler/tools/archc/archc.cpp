@@ -25,6 +25,7 @@
 #include "Chat.h"
 #include "compiler/chat/ChatTemplate.h"
 #include "ModelLib.h"
+#include "Tool.h"
 #include "arch/Analysis/ModelFigures.h"
 #include "arch/Dialect/ArchDialect.h"
 #include "arch/Transforms/Passes.h"
@@ -70,6 +71,24 @@ namespace cl = llvm::cl;
 int arch::fail(const std::string &msg) {
   llvm::errs() << "archc: error: " << msg << "\n";
   return 1;
+}
+
+std::string arch::jsonString(const std::string &text) {
+  std::string s = "\"";
+  for (char ch : text) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      s += '\\';
+      s += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\u%04x", c);
+      s += buf;
+    } else {
+      s += ch;
+    }
+  }
+  return s + "\"";
 }
 
 namespace fs = std::filesystem;
@@ -192,24 +211,6 @@ std::optional<ArchSpec> loadSpec(const std::string &path, std::string &text) {
   return spec;
 }
 
-/// `text` as a JSON string literal.
-std::string jsonString(const std::string &text) {
-  std::string s = "\"";
-  for (char ch : text) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      s += '\\';
-      s += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      snprintf(buf, sizeof buf, "\\u%04x", c);
-      s += buf;
-    } else {
-      s += ch;
-    }
-  }
-  return s + "\"";
-}
 
 /// ARCHC_SANITIZE=1: every library archc builds carries the sanitized
 /// runtime (the sanitizer test suite sets it).
