@@ -881,10 +881,6 @@ struct Lexer {
         lineStart = pos + 1;
       }
   }
-  static bool space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
-           c == '\v';
-  }
 
   std::vector<Segment> run() {
     std::vector<Segment> out;
@@ -944,8 +940,9 @@ struct Lexer {
       int brackets = 0; // a closer inside brackets is a dict's braces
       int endLine = line, endCol = col();
       for (;;) {
-        while (pos < src.size() && space(src[pos]))
-          advance(1);
+        // (Inside a tag jinja2 skips any Unicode whitespace, as \s.)
+        while (size_t n = spaceAt(src, pos))
+          advance(n);
         if (pos >= src.size())
           fail(tagLine, tagCol,
                std::string("unclosed tag: no '") + closer + "'");
@@ -2435,8 +2432,13 @@ private:
         fail(e.line, e.col, "join takes one argument");
       std::string r;
       List list = iterate(*items, e);
-      for (size_t k = 0; k < list.size(); ++k)
-        r += (k ? s : "") + wantStr(&list[k], e, "join: each item").s;
+      for (size_t k = 0; k < list.size(); ++k) {
+        if (k)
+          r += s;
+        r += wantStr(&list[k], e, "join: each item").s;
+        if (r.size() > kMaxOutput)
+          fail(e.line, e.col, "join: the text passes 64 MiB");
+      }
       return Value::str(std::move(r));
     }
     if (n == "splitlines") {

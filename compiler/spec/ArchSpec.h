@@ -285,6 +285,13 @@ constexpr size_t kMaxModelNameLength = 64;
 /// Spec files larger than this are rejected before parsing.
 constexpr size_t kMaxSpecBytes = 1 << 20;
 
+/// Reads a regular file of at most `maxBytes` into `text`. A FIFO or a
+/// device is refused without blocking; false with `error` ("cannot open:
+/// ...", "not a regular file", "is N bytes; at most M are read", "cannot
+/// read") otherwise, the caller naming the file.
+bool readRegularFile(const std::string &path, size_t maxBytes,
+                     std::string &text, std::string &error);
+
 /// Reads a spec file: a regular file of at most kMaxSpecBytes (a FIFO or a
 /// device is refused without blocking). False with `error` set otherwise.
 bool readSpecText(const std::string &path, std::string &text,

@@ -1394,24 +1394,24 @@ std::optional<ArchSpec> parseSpecString(const std::string &text,
   return parseWith(p, text);
 }
 
-bool readSpecText(const std::string &path, std::string &text,
-                  std::string &error) {
-  // O_NONBLOCK: a FIFO or device given as a spec must not block the open.
+bool readRegularFile(const std::string &path, size_t maxBytes,
+                     std::string &text, std::string &error) {
+  // O_NONBLOCK: a FIFO or device given as a file must not block the open.
   int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    error = std::string("cannot open spec file: ") + strerror(errno);
+    error = std::string("cannot open: ") + strerror(errno);
     return false;
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
-    error = "cannot open spec file: not a regular file";
+    error = "cannot open: not a regular file";
     return false;
   }
-  if (size_t(st.st_size) > kMaxSpecBytes) {
+  if (size_t(st.st_size) > maxBytes) {
     close(fd);
-    error = "spec is " + std::to_string(st.st_size) + " bytes; at most " +
-            std::to_string(kMaxSpecBytes) + " are read";
+    error = "is " + std::to_string(st.st_size) + " bytes; at most " +
+            std::to_string(maxBytes) + " are read";
     return false;
   }
   text.assign(size_t(st.st_size), '\0');
@@ -1426,10 +1426,24 @@ bool readSpecText(const std::string &path, std::string &text,
   }
   close(fd);
   if (got != text.size()) {
-    error = "cannot read spec file";
+    error = "cannot read";
     return false;
   }
   return true;
+}
+
+bool readSpecText(const std::string &path, std::string &text,
+                  std::string &error) {
+  if (readRegularFile(path, kMaxSpecBytes, text, error))
+    return true;
+  // The spec's own wording: "cannot open spec file: ...", "spec is N bytes".
+  if (error.rfind("cannot open", 0) == 0)
+    error.insert(11, " spec file");
+  else if (error == "cannot read")
+    error = "cannot read spec file";
+  else
+    error = "spec " + error;
+  return false;
 }
 
 std::optional<ArchSpec> parseSpecFile(const std::string &path,

@@ -5,6 +5,7 @@
 #include "Tool.h"
 #include "compiler/chat/ChatTemplate.h"
 #include "compiler/import/GGUFConfig.h"
+#include "compiler/spec/ArchSpec.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/JSON.h"
@@ -13,9 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <unistd.h>
 
 namespace arch {
@@ -29,17 +28,16 @@ namespace fs = std::filesystem;
 namespace cl = llvm::cl;
 namespace json = llvm::json;
 
+/// Templates, configs and message files are read whole; past this they are
+/// refused (a template's own output has the same bound).
+constexpr size_t kMaxChatFileBytes = size_t(64) << 20;
+
+/// A regular file's text (a FIFO or device refused without blocking).
 bool readText(const std::string &path, std::string &text, std::string &error) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  if (f)
-    ss << f.rdbuf();
-  if (!f || f.bad()) {
-    error = path + ": cannot read";
-    return false;
-  }
-  text = ss.str();
-  return true;
+  if (readRegularFile(path, kMaxChatFileBytes, text, error))
+    return true;
+  error = path + ": " + error;
+  return false;
 }
 
 /// The special tokens Hugging Face passes a template (its
@@ -129,13 +127,13 @@ bool readPlace(const std::string &place, std::string *tmpl,
     fs::path jinja = dir / "chat_template.jinja",
              chatJSON = dir / "chat_template.json",
              config = dir / "tokenizer_config.json";
-    if (tmpl && fs::is_regular_file(jinja, ec)) {
+    if (tmpl && fs::exists(jinja, ec)) {
       source = jinja.string();
       if (!readText(source, *tmpl, error))
         return false;
       hasTemplate = true;
     }
-    if (tmpl && !hasTemplate && fs::is_regular_file(chatJSON, ec)) {
+    if (tmpl && !hasTemplate && fs::exists(chatJSON, ec)) {
       if (!readConfigJSON(chatJSON.string(), tmpl, nullptr, hasTemplate,
                           error))
         return false;
@@ -143,7 +141,7 @@ bool readPlace(const std::string &place, std::string *tmpl,
         source = chatJSON.string() + " (chat_template)";
     }
     std::string *configTemplate = tmpl && !hasTemplate ? tmpl : nullptr;
-    if ((configTemplate || specials) && fs::is_regular_file(config, ec)) {
+    if ((configTemplate || specials) && fs::exists(config, ec)) {
       bool has;
       if (!readConfigJSON(config.string(), configTemplate, specials, has,
                           error))
@@ -460,9 +458,13 @@ int cmdChatTemplate(int argc, char **argv, cl::OptionCategory &cat) {
     return fail(error);
   std::string text;
   if (messagesPath == "-") {
-    std::stringstream ss;
-    ss << std::cin.rdbuf();
-    text = ss.str();
+    char buf[65536];
+    while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
+      text.append(buf, size_t(std::cin.gcount()));
+      if (text.size() > kMaxChatFileBytes)
+        return fail("--messages -: more than " +
+                    std::to_string(kMaxChatFileBytes) + " bytes on stdin");
+    }
   } else if (!readText(messagesPath, text, error)) {
     return fail("--messages " + error);
   }
