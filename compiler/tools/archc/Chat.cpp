@@ -240,28 +240,6 @@ bool loadChatFormat(const std::vector<std::string> &places,
 
 namespace {
 
-/// The render context's JSON text: the members of `kwargs` (a JSON
-/// object's text, or ""), then `messages` (role, content) and
-/// add_generation_prompt, which a kwarg of the same name does not replace
-/// (the later of two keys wins).
-std::string chatContext(
-    const std::vector<std::pair<std::string, std::string>> &messages,
-    const std::string &kwargs) {
-  std::string out = "{";
-  size_t open = kwargs.find('{'), close = kwargs.rfind('}');
-  if (open != std::string::npos && close != std::string::npos) {
-    std::string inner = kwargs.substr(open + 1, close - open - 1);
-    if (inner.find_first_not_of(" \t\r\n") != std::string::npos)
-      out += inner + ", ";
-  }
-  out += "\"messages\": [";
-  for (size_t i = 0; i < messages.size(); ++i)
-    out += std::string(i ? ", " : "") + "{\"role\": " +
-           jsonString(messages[i].first) +
-           ", \"content\": " + jsonString(messages[i].second) + "}";
-  return out + "], \"add_generation_prompt\": true}";
-}
-
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -303,7 +281,104 @@ std::string idList(const std::vector<int32_t> &ids) {
   return s;
 }
 
+/// Messages of a role and a string content, as a JSON array's text.
+std::string messagesJSON(
+    const std::vector<std::pair<std::string, std::string>> &messages) {
+  std::string out = "[";
+  for (size_t i = 0; i < messages.size(); ++i)
+    out += std::string(i ? ", " : "") + "{\"role\": " +
+           jsonString(messages[i].first) +
+           ", \"content\": " + jsonString(messages[i].second) + "}";
+  return out + "]";
+}
+
 } // namespace
+
+std::string chatContext(const std::string &messages,
+                        const std::string &kwargs) {
+  std::string out = "{";
+  size_t open = kwargs.find('{'), close = kwargs.rfind('}');
+  if (open != std::string::npos && close != std::string::npos) {
+    std::string inner = kwargs.substr(open + 1, close - open - 1);
+    if (inner.find_first_not_of(" \t\r\n") != std::string::npos)
+      out += inner + ", ";
+  }
+  return out + "\"messages\": " + messages +
+         ", \"add_generation_prompt\": true}";
+}
+
+bool HeldSequence::prefill(const std::vector<int32_t> &ids, Prefill &out,
+                           std::string &error) {
+  size_t common = 0;
+  while (common < held.size() && common + 1 < ids.size() &&
+         held[common] == ids[common])
+    ++common;
+  out.reset = false;
+  if (common < held.size() &&
+      lib.archrt_seq_truncate(seq, int32_t(common)) != ARCHRT_OK) {
+    // (A linear-attention state or a ring past its slack.)
+    if (lib.archrt_seq_reset(seq) != ARCHRT_OK) {
+      error = lib.archrt_last_error();
+      return false;
+    }
+    common = 0;
+    out.reset = true;
+  }
+  held.resize(common);
+  out.kept = common;
+  out.prompt.assign(ids.begin() + long(common), ids.end());
+  auto t0 = Clock::now();
+  if (lib.archrt_prefill(seq, out.prompt.data(), int32_t(out.prompt.size())) !=
+      ARCHRT_OK) {
+    // (What the positions hold after a failed prefill is not known.)
+    error = lib.archrt_last_error();
+    held.clear();
+    lib.archrt_seq_reset(seq);
+    return false;
+  }
+  out.seconds = since(t0);
+  held.insert(held.end(), out.prompt.begin(), out.prompt.end());
+  return true;
+}
+
+bool HeldSequence::generate(
+    archrt_tokenizer *tok, archrt_sampler *sampler, int maxTokens,
+    llvm::function_ref<bool(const char *, int32_t)> piece,
+    std::vector<int32_t> &ids, End &end, std::string &error) {
+  ids.clear();
+  end = End::Length;
+  int32_t prev = held.empty() ? 0 : held.back();
+  for (int i = 0; i < maxTokens; ++i) {
+    int32_t next;
+    if (lib.archrt_sample(sampler, lib.archrt_logits(seq), &next) !=
+        ARCHRT_OK) {
+      error = lib.archrt_last_error();
+      return false;
+    }
+    if (lib.archrt_tokenizer_is_stop(tok, next)) {
+      end = End::Stop;
+      return true;
+    }
+    ids.push_back(next);
+    if (!piece(lib.archrt_tokenizer_decode(tok, prev, next), next)) {
+      end = End::Caller;
+      return true;
+    }
+    prev = next;
+    // A generation's last token (at maxTokens, or where the cache is full)
+    // is not decoded: the next prompt holds it.
+    if (i + 1 == maxTokens || lib.archrt_seq_length(seq) >= maxSeqLen)
+      return true;
+    if (lib.archrt_decode(seq, next) != ARCHRT_OK) {
+      error = lib.archrt_last_error();
+      held.clear();
+      lib.archrt_seq_reset(seq);
+      return false;
+    }
+    held.push_back(next);
+  }
+  return true;
+}
 
 int runChat(ModelLib &lib, archrt_seq *seq, archrt_tokenizer *tok,
             archrt_sampler *sampler, const archrt_model_info &info,
@@ -311,20 +386,21 @@ int runChat(ModelLib &lib, archrt_seq *seq, archrt_tokenizer *tok,
   std::vector<std::pair<std::string, std::string>> messages;
   if (!opts.system.empty())
     messages.emplace_back("system", opts.system);
-  // The tokens the sequence's positions hold.
-  std::vector<int32_t> held;
+  HeldSequence cache{lib, seq, info.max_seq_len, {}};
   std::vector<int32_t> ids(size_t(info.max_seq_len));
   std::string msg;
   for (int turn = 1; nextMessage(opts, turn - 1, msg); ++turn) {
     std::string at = "turn " + std::to_string(turn) + ": ";
     messages.emplace_back("user", msg);
     std::string rendered, error;
-    if (!format.tmpl->render(chatContext(messages, opts.templateKwargs),
-                             format.specials, rendered, error))
+    if (!format.tmpl->render(
+            chatContext(messagesJSON(messages), opts.templateKwargs),
+            format.specials, rendered, error))
       return fail(error);
     // The whole conversation's tokens, as apply_chat_template gives them
     // (the template writes the special tokens; the tokenizer adds none).
     int32_t n = 0;
+    ids.resize(size_t(info.max_seq_len));
     if (lib.archrt_tokenizer_encode(tok, rendered.c_str(), 0, 0, ids.data(),
                                     int32_t(ids.size()), &n) != ARCHRT_OK) {
       if (n <= int32_t(ids.size()))
@@ -336,61 +412,30 @@ int runChat(ModelLib &lib, archrt_seq *seq, archrt_tokenizer *tok,
                   std::to_string(info.max_seq_len) + ")");
     if (n == 0)
       return fail(at + "the template renders no text");
-    // What the cache holds of them is kept: the longest common prefix (a
-    // template that renders the history as it was keeps all of it), less
-    // the last token where that is all, so that a prefill makes logits.
-    size_t common = 0;
-    while (common < held.size() && common + 1 < size_t(n) &&
-           held[common] == ids[common])
-      ++common;
-    bool reset = false;
-    if (common < held.size() &&
-        lib.archrt_seq_truncate(seq, int32_t(common)) != ARCHRT_OK) {
-      // (A linear-attention state or a ring past its slack.)
-      if (lib.archrt_seq_reset(seq) != ARCHRT_OK)
-        return fail(lib.archrt_last_error());
-      common = 0;
-      reset = true;
-    }
-    held.resize(common);
-    std::vector<int32_t> prompt(ids.begin() + long(common), ids.begin() + n);
+    ids.resize(size_t(n));
+    HeldSequence::Prefill pre;
+    if (!cache.prefill(ids, pre, error))
+      return fail(error);
     if (opts.verbosePrompt)
       llvm::errs() << "[archc] " << at << "prompt " << jsonString(rendered)
-                   << "\n[archc] " << at << "prefill " << prompt.size()
-                   << " tokens after " << common << (reset ? " (reset)" : "")
-                   << ":" << idList(prompt) << "\n";
+                   << "\n[archc] " << at << "prefill " << pre.prompt.size()
+                   << " tokens after " << pre.kept
+                   << (pre.reset ? " (reset)" : "") << ":"
+                   << idList(pre.prompt) << "\n";
     auto t0 = Clock::now();
-    if (lib.archrt_prefill(seq, prompt.data(), int32_t(prompt.size())) !=
-        ARCHRT_OK)
-      return fail(lib.archrt_last_error());
-    double prefillS = since(t0);
-    held.insert(held.end(), prompt.begin(), prompt.end());
-    t0 = Clock::now();
     std::string reply;
     std::vector<int32_t> replyIds;
-    int32_t prev = prompt.back();
-    for (int i = 0; i < opts.maxReply; ++i) {
-      int32_t next;
-      if (lib.archrt_sample(sampler, lib.archrt_logits(seq), &next) !=
-          ARCHRT_OK)
-        return fail(lib.archrt_last_error());
-      if (lib.archrt_tokenizer_is_stop(tok, next))
-        break;
-      const char *piece = lib.archrt_tokenizer_decode(tok, prev, next);
-      reply += piece;
-      llvm::outs() << piece;
-      llvm::outs().flush();
-      replyIds.push_back(next);
-      prev = next;
-      // A reply's last token (at -n, or where the cache is full) is not
-      // decoded: the next turn's prompt holds it.
-      if (i + 1 == opts.maxReply ||
-          lib.archrt_seq_length(seq) >= info.max_seq_len)
-        break;
-      if (lib.archrt_decode(seq, next) != ARCHRT_OK)
-        return fail(lib.archrt_last_error());
-      held.push_back(next);
-    }
+    HeldSequence::End end;
+    if (!cache.generate(
+            tok, sampler, opts.maxReply,
+            [&](const char *piece, int32_t) {
+              reply += piece;
+              llvm::outs() << piece;
+              llvm::outs().flush();
+              return true;
+            },
+            replyIds, end, error))
+      return fail(error);
     llvm::outs() << "\n";
     llvm::outs().flush();
     double decodeS = since(t0);
@@ -402,9 +447,9 @@ int runChat(ModelLib &lib, archrt_seq *seq, archrt_tokenizer *tok,
       fprintf(stderr,
               "[archc] turn %d: %zu tokens prefilled at %.1f tok/s (%zu "
               "kept in the cache%s); %zu generated at %.1f tok/s\n",
-              turn, prompt.size(),
-              double(prompt.size()) / std::max(prefillS, 1e-9), common,
-              reset ? ", which could not go back: reset" : "",
+              turn, pre.prompt.size(),
+              double(pre.prompt.size()) / std::max(pre.seconds, 1e-9),
+              pre.kept, pre.reset ? ", which could not go back: reset" : "",
               replyIds.size(),
               double(replyIds.size()) / std::max(decodeS, 1e-9));
     messages.emplace_back("assistant", reply);

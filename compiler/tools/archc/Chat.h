@@ -12,6 +12,8 @@
 
 #include "archrt.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -55,6 +57,51 @@ struct ChatOptions {
   std::string templateKwargs;
   bool verbosePrompt = false;
   bool quiet = false;
+};
+
+/// Chat::render's context: the members of `kwargs` (a JSON object's text,
+/// or ""), then `messages`, which is a JSON array's text, and
+/// add_generation_prompt true; a kwarg named messages or
+/// add_generation_prompt does not replace them (the later key wins).
+std::string chatContext(const std::string &messagesJSON,
+                        const std::string &kwargs);
+
+/// A sequence whose positions hold known tokens, so that the next prompt
+/// (a chat's turn, a server's request) prefills only what they do not
+/// share with it: the conversation's text tokenized whole each time, as
+/// apply_chat_template tokenizes it (docs/design.md "Chat").
+struct HeldSequence {
+  ModelLib &lib;
+  archrt_seq *seq;
+  int32_t maxSeqLen;
+  std::vector<int32_t> held; ///< the tokens the positions hold
+
+  /// What a prefill kept and made.
+  struct Prefill {
+    size_t kept = 0;   ///< positions kept from before
+    bool reset = false; ///< the cache could not go back: started over
+    std::vector<int32_t> prompt; ///< the tokens prefilled
+    double seconds = 0;
+  };
+  /// Keeps the longest prefix `held` shares with `ids` (less the last
+  /// token where they share all of it: a prefill makes the logits),
+  /// truncating the sequence, or resetting it where it cannot go back (a
+  /// linear-attention state, a ring past its slack), and prefills the
+  /// rest. `ids` is not empty and fits maxSeqLen. False with `error`.
+  bool prefill(const std::vector<int32_t> &ids, Prefill &out,
+               std::string &error);
+
+  /// Why a generation ended.
+  enum class End { Stop, Length, Caller };
+  /// Samples after a prefill, up to `maxTokens` tokens (fewer where the
+  /// cache fills), until a stop token (not given to `piece`), or until
+  /// `piece` returns false. Each token's text goes to `piece(text, id)`;
+  /// each token but the last is decoded into the cache (the next prompt
+  /// holds the last). `ids` gets the tokens given to `piece`. False with
+  /// `error` on the runtime's failure.
+  bool generate(archrt_tokenizer *tok, archrt_sampler *sampler, int maxTokens,
+                llvm::function_ref<bool(const char *, int32_t)> piece,
+                std::vector<int32_t> &ids, End &end, std::string &error);
 };
 
 /// archc run --chat: user messages from firstPrompt, then standard input's

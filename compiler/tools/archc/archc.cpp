@@ -900,6 +900,87 @@ struct LoadedModel {
   }
 };
 
+/// A model as run and serve open it: its library (compiled from a spec
+/// into a temporary directory where one is given), the model with its
+/// weights, its tokenizer where one is found or given, and the places its
+/// chat template may be.
+struct OpenedModel {
+  Runnable compiled;
+  ModelLib lib;
+  archrt_model *model = nullptr;
+  archrt_tokenizer *tok = nullptr;
+  archrt_model_info info{};
+  /// The model directory, the tokenizer's, the GGUF weights (where a chat
+  /// template and its special tokens are looked for, in that order).
+  std::vector<std::string> chatPlaces;
+  /// Why a GGUF weights file's tokenizer is not used: "" or " (...)".
+  std::string tokenizerWhy;
+  ~OpenedModel() {
+    if (tok)
+      lib.archrt_tokenizer_free(tok);
+    if (model)
+      lib.archrt_model_free(model);
+  }
+};
+
+/// Opens `input` (a spec, IR, library, model directory or GGUF file) with
+/// its weights and tokenizer: `weights` and `tokenizer` where given, else
+/// a model directory's or a GGUF file's own. 0, or the status after the
+/// error is printed.
+static int openModel(const std::string &input, std::string weights,
+                     std::string tokenizer, int threads, bool quiet,
+                     OpenedModel &m) {
+  // A model directory holds its weights (and maybe a tokenizer) too; a
+  // GGUF file is its own weights (and tokenizer).
+  std::error_code ec;
+  bool directory = fs::is_directory(input, ec);
+  if (weights.empty() && !directory && !isGGUFFile(input))
+    return fail("--weights is required (unless the input is a model "
+                "directory or a GGUF file)");
+  if (weights.empty())
+    weights = input;
+  // Its tokenizer: Hugging Face's tokenizer.json, else llama2.c's
+  // tokenizer.bin.
+  for (const char *name : {"tokenizer.json", "tokenizer.bin"})
+    if (tokenizer.empty() && directory &&
+        fs::is_regular_file(fs::path(input) / name, ec))
+      tokenizer = (fs::path(input) / name).string();
+  if (!m.compiled.prepare(input, quiet))
+    return 1;
+  ModelLib &lib = m.lib;
+  std::string error;
+  if (!lib.open(m.compiled.libPath, error))
+    return fail(error);
+  lib.archrt_set_num_threads(threads);
+  CHECK_RT(lib, lib.archrt_model_create(&m.model));
+  CHECK_RT(lib, lib.archrt_model_info_get(m.model, &m.info));
+  CHECK_RT(lib, lib.archrt_load_weights(m.model, weights.c_str()));
+  // A GGUF checkpoint usually carries its tokenizer: used when none is
+  // given (and the prompt is token ids when it has none; why not is said
+  // where the prompt is not).
+  bool ggufWeights = !fs::is_directory(weights, ec) && isGGUFFile(weights);
+  if (tokenizer.empty() && ggufWeights &&
+      lib.archrt_tokenizer_load(weights.c_str(), m.info.vocab_size,
+                                &m.tok) != ARCHRT_OK) {
+    m.tok = nullptr;
+    m.tokenizerWhy = std::string(" (the weights' GGUF tokenizer: ") +
+                     lib.archrt_last_error() + ")";
+  }
+  if (!m.tok && !tokenizer.empty())
+    CHECK_RT(lib, lib.archrt_tokenizer_load(tokenizer.c_str(),
+                                            m.info.vocab_size, &m.tok));
+  if (directory)
+    m.chatPlaces.push_back(input);
+  if (!tokenizer.empty())
+    m.chatPlaces.push_back(fs::path(tokenizer).parent_path().string());
+  if (ggufWeights)
+    m.chatPlaces.push_back(weights);
+  for (std::string &p : m.chatPlaces)
+    if (p.empty())
+      p = ".";
+  return 0;
+}
+
 int cmdRun(int argc, char **argv) {
   // A subcommand of its own: libLLVM registers a global -threads.
   cl::SubCommand sub("run", "generate text");
@@ -982,84 +1063,32 @@ int cmdRun(int argc, char **argv) {
                 std::to_string(temperature));
   if (!(topP > 0 && topP <= 1))
     return fail("--top-p must be in (0, 1], got " + std::to_string(topP));
-  // A model directory holds its weights (and maybe a tokenizer) too; a
-  // GGUF file is its own weights (and tokenizer).
-  std::error_code ec;
-  bool directory = fs::is_directory(std::string(input), ec);
-  if (weights.empty() && !directory && !isGGUFFile(input))
-    return fail("--weights is required (unless the input is a model "
-                "directory or a GGUF file)");
-  if (weights.empty())
-    weights.setValue(input);
-  // Its tokenizer: Hugging Face's tokenizer.json, else llama2.c's
-  // tokenizer.bin.
-  for (const char *name : {"tokenizer.json", "tokenizer.bin"})
-    if (tokenizer.empty() && directory &&
-        fs::is_regular_file(fs::path(std::string(input)) / name, ec))
-      tokenizer.setValue((fs::path(std::string(input)) / name).string());
-  Runnable r;
-  if (!r.prepare(input, quiet))
-    return 1;
-  ModelLib lib;
-  std::string error;
-  if (!lib.open(r.libPath, error))
-    return fail(error);
-  lib.archrt_set_num_threads(threads);
-  LoadedModel m(lib);
-  CHECK_RT(lib, lib.archrt_model_create(&m.model));
-  archrt_model_info info;
-  CHECK_RT(lib, lib.archrt_model_info_get(m.model, &info));
-  CHECK_RT(lib, lib.archrt_load_weights(m.model, weights.c_str()));
+  OpenedModel m;
+  if (int rc = openModel(input, weights, tokenizer, threads, quiet, m))
+    return rc;
+  ModelLib &lib = m.lib;
+  const archrt_model_info &info = m.info;
+  archrt_tokenizer *tok = m.tok;
+  std::string error, &ggufTokenizer = m.tokenizerWhy;
 
   struct Cleanup {
     ModelLib &lib;
-    archrt_tokenizer *tok = nullptr;
     archrt_seq *seq = nullptr;
     archrt_sampler *sampler = nullptr;
     ~Cleanup() {
-      lib.archrt_tokenizer_free(tok);
       lib.archrt_seq_free(seq);
       lib.archrt_sampler_free(sampler);
     }
   } c{lib};
   std::vector<int32_t> tokens(size_t(info.max_seq_len) + 2);
   int32_t n = 0;
-  // A GGUF checkpoint usually carries its tokenizer: used when none is
-  // given (and the prompt is token ids when it has none; why not is said
-  // where the prompt is not).
-  std::string ggufTokenizer;
-  bool ggufWeights = !fs::is_directory(std::string(weights), ec) &&
-                     isGGUFFile(weights);
-  if (tokenizer.empty() && ggufWeights &&
-      lib.archrt_tokenizer_load(weights.c_str(), info.vocab_size, &c.tok) !=
-          ARCHRT_OK) {
-    c.tok = nullptr;
-    ggufTokenizer = std::string(" (the weights' GGUF tokenizer: ") +
-                    lib.archrt_last_error() + ")";
-  }
-  if (!c.tok && !tokenizer.empty())
-    CHECK_RT(lib, lib.archrt_tokenizer_load(tokenizer.c_str(),
-                                            info.vocab_size, &c.tok));
-  archrt_tokenizer *tok = c.tok;
   if (chat) {
     if (!tok)
       return fail("--chat needs a tokenizer: a model directory's "
                   "tokenizer.json, --tokenizer, or a GGUF file's" +
                   ggufTokenizer);
-    // Where the template and the special tokens are: the model directory,
-    // the tokenizer's, the GGUF weights.
-    std::vector<std::string> places;
-    if (directory)
-      places.push_back(input);
-    if (!tokenizer.empty())
-      places.push_back(fs::path(std::string(tokenizer)).parent_path().string());
-    if (ggufWeights)
-      places.push_back(weights);
-    for (std::string &p : places)
-      if (p.empty())
-        p = ".";
     ChatFormat format;
-    if (!loadChatFormat(places, chatTemplate, format, error))
+    if (!loadChatFormat(m.chatPlaces, chatTemplate, format, error))
       return fail(error);
     CHECK_RT(lib, lib.archrt_seq_create(m.model, 0, &c.seq));
     CHECK_RT(lib, lib.archrt_sampler_create(info.vocab_size, temperature,
