@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks an `archc run --chat --verbose-prompt` conversation.
+"""Checks an `archc run --chat --verbose-prompt` conversation (or `archc
+serve --verbose-prompt`'s log of one, each completion a turn).
 
 Each turn's prompt must be the conversation so far as jinja2 renders the
 template (test/Chat/reference.py: Hugging Face's environment), with the
@@ -34,7 +35,9 @@ import reference  # noqa: E402
 
 def parse_log(path):
     turns = {}
-    pat = re.compile(r"^\[archc\] turn (\d+): (prompt|prefill|reply) (.*)$")
+    # (archc run --chat's turns; archc serve's completions.)
+    pat = re.compile(r"^\[archc\] (?:turn|completion) (\d+): "
+                     r"(prompt|prefill|reply) (.*)$")
     with open(path, encoding="utf-8", errors="surrogateescape") as f:
         for line in f:
             m = pat.match(line.rstrip("\n"))

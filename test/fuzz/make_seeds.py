@@ -132,6 +132,28 @@ def chat_template_seeds():
                 put("chattemplate", name[:-len(".jinja")], f.read())
 
 
+def serve_seeds():
+    """What a client sends archc serve, one of each kind (the first byte
+    picks the reader: fuzz_serve.cpp)."""
+    head = (b"POST /v1/chat/completions?x=1 HTTP/1.1\r\nHost: a\r\n"
+            b"Content-Length: 12\r\nExpect: 100-continue\r\n")
+    chat = (b'{"model": "m", "messages": [{"role": "user", "content": "Hi"},'
+            b' {"role": "assistant", "content": null, "tool_calls": []}],'
+            b' "tools": [{"type": "function"}], "chat_template_kwargs":'
+            b' {"enable_thinking": false}, "max_tokens": 8, "temperature":'
+            b' 0.5, "top_p": 0.9, "seed": -3, "stop": ["\\n", "x"],'
+            b' "stream": true, "stream_options": {"include_usage": true},'
+            b' "n": 1, "response_format": {"type": "text"}}')
+    put("serve", "head", b"\x00" + head)
+    put("serve", "chat", b"\x01" + chat)
+    put("serve", "completion", b"\x02" + b'{"prompt": [1, 2, 3], "echo":'
+        b' false, "max_tokens": 0, "stop": "\u00e9"}')
+    put("serve", "tokenize", b'\x03{"content": "a b", "add_special": true}')
+    put("serve", "detokenize", b'\x04{"tokens": [1, 2, 32000]}')
+    put("serve", "stops", b"\x05ab\x02\xc3\xa9c\x00x a\x01b\xc3\x01"
+        b"\xa9\x01c d\x01\xe2\x82")
+
+
 def put(harness, name, data):
     d = os.path.join(here, "corpus", harness)
     os.makedirs(d, exist_ok=True)
@@ -205,6 +227,7 @@ def main():
     tokenizer_json_seeds()
     gguf_config_seeds()
     chat_template_seeds()
+    serve_seeds()
 
     put("abi", "prefill-sample", bytes([0x00, 0x02, 7, 0x03, 16, 0x05, 4, 1, 2, 3, 4,
                                         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, 50,

@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Chat.h"
+#include "Serve.h"
 #include "compiler/chat/ChatTemplate.h"
 #include "ModelLib.h"
 #include "Tool.h"
@@ -67,29 +68,6 @@
 
 using namespace arch;
 namespace cl = llvm::cl;
-
-int arch::fail(const std::string &msg) {
-  llvm::errs() << "archc: error: " << msg << "\n";
-  return 1;
-}
-
-std::string arch::jsonString(const std::string &text) {
-  std::string s = "\"";
-  for (char ch : text) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      s += '\\';
-      s += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      snprintf(buf, sizeof buf, "\\u%04x", c);
-      s += buf;
-    } else {
-      s += ch;
-    }
-  }
-  return s + "\"";
-}
 
 namespace fs = std::filesystem;
 
@@ -900,6 +878,21 @@ struct LoadedModel {
   }
 };
 
+/// --chat-template-kwargs: "" or a JSON object's text. 0, or the status
+/// after the error is printed.
+static int checkTemplateKwargs(const std::string &kwargs) {
+  if (kwargs.empty())
+    return 0;
+  std::string error;
+  size_t first = kwargs.find_first_not_of(" \t\r\n");
+  if (!ChatTemplate::checkJSON(kwargs, "--chat-template-kwargs", error))
+    return fail(error);
+  if (first == std::string::npos || kwargs[first] != '{')
+    return fail("--chat-template-kwargs: expected a JSON object, got " +
+                kwargs);
+  return 0;
+}
+
 /// A model as run and serve open it: its library (compiled from a spec
 /// into a temporary directory where one is given), the model with its
 /// weights, its tokenizer where one is found or given, and the places its
@@ -1041,16 +1034,8 @@ int cmdRun(int argc, char **argv) {
                 !templateKwargs.empty()))
     return fail("--system, --chat-template, --chat-template-kwargs and "
                 "--verbose-prompt go with --chat");
-  if (!templateKwargs.empty()) {
-    std::string error;
-    size_t first = templateKwargs.find_first_not_of(" \t\r\n");
-    if (!ChatTemplate::checkJSON(templateKwargs, "--chat-template-kwargs",
-                                 error))
-      return fail(error);
-    if (first == std::string::npos || templateKwargs[first] != '{')
-      return fail("--chat-template-kwargs: expected a JSON object, got " +
-                  templateKwargs.getValue());
-  }
+  if (int rc = checkTemplateKwargs(templateKwargs))
+    return rc;
 
   if (steps < 0)
     return fail("-n must be >= 0");
@@ -1174,6 +1159,129 @@ int cmdRun(int argc, char **argv) {
             n, n / std::max(prefillS, 1e-9), generated,
             generated / std::max(decodeS, 1e-9));
   return 0;
+}
+
+int cmdServe(int argc, char **argv) {
+  cl::SubCommand sub("serve", "serve a model over HTTP");
+  cl::opt<std::string> input(cl::Positional, cl::Required,
+                             cl::desc("<spec.toml | model.mlir | lib.so | "
+                                      "model directory | model.gguf>"),
+                             cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> weights("weights",
+                               cl::desc("the checkpoint (default: a model "
+                                        "directory or GGUF file given as the "
+                                        "input)"),
+                               cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> tokenizer("tokenizer",
+                                 cl::desc("tokenizer.json or tokenizer.bin "
+                                          "(default: the model directory's "
+                                          "or the GGUF file's)"),
+                                 cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> host("host", cl::desc("the address to listen on"),
+                            cl::init("127.0.0.1"), cl::cat(archcCat),
+                            cl::sub(sub));
+  cl::opt<int> port("port", cl::desc("the port (0: any free one, printed)"),
+                    cl::init(8080), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> alias("alias",
+                             cl::desc("the model's id in responses "
+                                      "(default: its name)"),
+                             cl::cat(archcCat), cl::sub(sub));
+  cl::opt<int> steps("n",
+                     cl::desc("tokens a response at most where a request "
+                              "gives no max_tokens (-1: to the context)"),
+                     cl::init(-1), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<float> temperature("temperature",
+                             cl::desc("where a request gives none (0 = "
+                                      "greedy)"),
+                             cl::init(1.0f), cl::cat(archcCat),
+                             cl::sub(sub));
+  cl::opt<float> topP("top-p", cl::desc("where a request gives none"),
+                      cl::init(1.0f), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<int> threads("threads", cl::desc("0 = one per core"), cl::init(0),
+                       cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> chatTemplate(
+      "chat-template",
+      cl::desc("the template (a .jinja file, tokenizer_config.json, model "
+               "directory or GGUF file) in place of the model's"),
+      cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> templateKwargs(
+      "chat-template-kwargs",
+      cl::desc("the template's other variables for every request, a JSON "
+               "object (a request's chat_template_kwargs go after them)"),
+      cl::cat(archcCat), cl::sub(sub));
+  cl::opt<int> timeout("timeout",
+                       cl::desc("seconds to read a request, and to write "
+                                "each part of a response"),
+                       cl::init(30), cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> verbosePrompt(
+      "verbose-prompt",
+      cl::desc("print each completion's prompt, token ids and reply to "
+               "stderr"),
+      cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> quiet("quiet", cl::desc("no line a request"),
+                      cl::cat(archcCat), cl::sub(sub));
+  cl::HideUnrelatedOptions(archcCat, sub);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "archc serve: an OpenAI-style HTTP server "
+                              "(/v1/chat/completions, /v1/completions)\n");
+  if (port < 0 || port > 65535)
+    return fail("--port must be in [0, 65535], got " + std::to_string(port));
+  if (steps < -1)
+    return fail("-n must be -1 or more, got " + std::to_string(steps));
+  if (timeout < 1 || timeout > 3600)
+    return fail("--timeout must be in [1, 3600] seconds, got " +
+                std::to_string(timeout));
+  if (threads < 0 || threads > kMaxThreads)
+    return fail("--threads must be in [0, " + std::to_string(kMaxThreads) +
+                "], got " + std::to_string(threads));
+  if (!(temperature >= 0 && temperature <= 2))
+    return fail("--temperature must be in [0, 2], got " +
+                std::to_string(temperature));
+  if (!(topP > 0 && topP <= 1))
+    return fail("--top-p must be in (0, 1], got " + std::to_string(topP));
+  if (int rc = checkTemplateKwargs(templateKwargs))
+    return rc;
+  int bound = 0;
+  std::string error;
+  int listener = listenOn(host, port, bound, error);
+  if (listener < 0)
+    return fail(error);
+  struct CloseOnError {
+    int fd;
+    ~CloseOnError() {
+      if (fd >= 0)
+        close(fd);
+    }
+  } closeOnError{listener};
+  OpenedModel m;
+  if (int rc = openModel(input, weights, tokenizer, threads, true, m))
+    return rc;
+  if (!m.tok)
+    return fail("archc serve needs a tokenizer: a model directory's "
+                "tokenizer.json, --tokenizer, or a GGUF file's" +
+                m.tokenizerWhy);
+  // Without a chat template the completions endpoint still serves; chat
+  // requests are refused with the reason (an error in a template given
+  // with --chat-template ends the server before it starts).
+  ChatFormat format;
+  std::string noChat;
+  if (!loadChatFormat(m.chatPlaces, chatTemplate, format, noChat) &&
+      noChat.rfind("no chat template", 0) != 0)
+    return fail(noChat);
+  ServeOptions opts;
+  opts.host = host;
+  opts.alias = alias;
+  opts.temperature = temperature;
+  opts.topP = topP;
+  opts.maxTokens = steps;
+  opts.templateKwargs = templateKwargs;
+  opts.timeoutSeconds = timeout;
+  opts.verbosePrompt = verbosePrompt;
+  opts.quiet = quiet;
+  ServedModel served{m.lib,  m.model, m.tok, m.info,
+                     format.tmpl ? &format : nullptr, noChat};
+  closeOnError.fd = -1;
+  return runServer(listener, bound, served, opts);
 }
 
 /// Resident memory of this process now, in bytes (0 if unknown).
@@ -1645,6 +1753,8 @@ int usage(int rc) {
          "  run SPEC|LIB    generate tokens with real weights (--chat: a "
          "conversation\n"
          "                  in the model's chat template)\n"
+         "  serve SPEC|LIB  an OpenAI-style HTTP server (/v1/chat/completions,\n"
+         "                  /v1/completions; streamed or whole)\n"
          "  bench SPEC|LIB  prefill and decode throughput\n"
          "  import-hf DIR   a Hugging Face config.json (or a GGUF file's "
          "metadata) as a\n"
@@ -1680,6 +1790,8 @@ int main(int argc, char **argv) {
     return cmdImportHF(argc, argv);
   if (cmd == "chat-template")
     return cmdChatTemplate(argc, argv, archcCat);
+  if (cmd == "serve")
+    return cmdServe(argc, argv);
   if (cmd == "compile") {
     // compile takes MLIR's top-level pass-manager options: parse it as a
     // program of its own named "archc compile".

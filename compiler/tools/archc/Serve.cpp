@@ -1,0 +1,600 @@
+//===- Serve.cpp - archc serve: an OpenAI-style HTTP server ----------------===//
+#include "Serve.h"
+
+#include "Chat.h"
+#include "ModelLib.h"
+#include "ServeProtocol.h"
+#include "Tool.h"
+#include "compiler/chat/ChatTemplate.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <random>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace arch {
+
+using namespace serve;
+
+namespace {
+
+volatile sig_atomic_t stopping = 0;
+extern "C" void onStopSignal(int) { stopping = 1; }
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// One client's connection: one request read within a deadline, its
+/// response written; closed after it (Connection: close).
+class Connection {
+public:
+  Connection(int fd, int timeoutSeconds)
+      : fd(fd), deadline(Clock::now() + std::chrono::seconds(timeoutSeconds)) {
+    timeval tv{timeoutSeconds, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
+  /// Closed after the response is sent and what the client still sends
+  /// is read (up to 1 s and 1 MiB): closing with unread bytes would reset
+  /// the connection before the client has read the response.
+  ~Connection() {
+    shutdown(fd, SHUT_WR);
+    auto until = Clock::now() + std::chrono::seconds(1);
+    char chunk[65536];
+    for (size_t total = 0; total < (size_t(1) << 20);) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      until - Clock::now())
+                      .count();
+      pollfd p{fd, POLLIN, 0};
+      if (left <= 0 || poll(&p, 1, int(left)) <= 0)
+        break;
+      ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+      if (n <= 0)
+        break;
+      total += size_t(n);
+    }
+    close(fd);
+  }
+
+  /// Reads a request. 0; -1 where the client left before a whole head (no
+  /// answer); or the status to answer with `error`.
+  int read(HttpHead &head, std::string &body, std::string &error) {
+    size_t end, skip;
+    for (;;) {
+      size_t crlf = buf.find("\r\n\r\n"), lf = buf.find("\n\n");
+      end = std::min(crlf, lf);
+      skip = end == crlf ? 4 : 2;
+      if (end != std::string::npos)
+        break;
+      if (buf.size() > kMaxHeadBytes) {
+        error = "the request's head passes " + std::to_string(kMaxHeadBytes) +
+                " bytes";
+        return 431;
+      }
+      int got = receive(error);
+      if (got <= 0)
+        return got < 0 ? 408 : -1;
+    }
+    if (end > kMaxHeadBytes) {
+      error = "the request's head passes " + std::to_string(kMaxHeadBytes) +
+              " bytes";
+      return 431;
+    }
+    if (int status = parseHead(buf.substr(0, end), head, error))
+      return status;
+    body = buf.substr(end + skip);
+    if (head.expectContinue && body.size() < head.contentLength &&
+        !send("HTTP/1.1 100 Continue\r\n\r\n"))
+      return -1;
+    buf.clear();
+    while (body.size() < head.contentLength) {
+      int got = receive(error);
+      if (got <= 0) {
+        if (got < 0)
+          return 408;
+        error = "the body ended after " + std::to_string(body.size()) +
+                " of its " + std::to_string(head.contentLength) + " bytes";
+        return 400;
+      }
+      body += buf;
+      buf.clear();
+    }
+    body.resize(head.contentLength);
+    return 0;
+  }
+
+  /// Writes `data` whole; false (and broken) where the client is gone or
+  /// does not read within the timeout.
+  bool send(const std::string &data) {
+    for (size_t done = 0; !broken && done < data.size();) {
+      ssize_t n = ::send(fd, data.data() + done, data.size() - done,
+                         MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        broken = true;
+      else
+        done += size_t(n);
+    }
+    return !broken;
+  }
+
+  bool respond(int status, const std::string &body,
+               const std::string &extraHeaders = "") {
+    return send("HTTP/1.1 " + std::to_string(status) + " " +
+                statusText(status) +
+                "\r\nContent-Type: application/json\r\nContent-Length: " +
+                std::to_string(body.size()) + "\r\n" + extraHeaders +
+                "Connection: close\r\n\r\n" + body);
+  }
+
+  bool broken = false;
+
+private:
+  int fd;
+  Clock::time_point deadline;
+  std::string buf;
+
+  /// Appends what arrives to buf: its byte count, 0 at the end of the
+  /// stream, -1 past the deadline (with `error`).
+  int receive(std::string &error) {
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      deadline - Clock::now())
+                      .count();
+      pollfd p{fd, POLLIN, 0};
+      int ready = left > 0 ? poll(&p, 1, int(std::min<long>(left, 250))) : 0;
+      if (stopping || (ready == 0 && left <= 250)) {
+        error = "the request did not arrive in time";
+        return -1;
+      }
+      if (ready < 0 && errno != EINTR) {
+        error = std::string("poll: ") + strerror(errno);
+        return -1;
+      }
+      if (ready <= 0)
+        continue;
+      char chunk[65536];
+      ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        continue;
+      if (n <= 0)
+        return 0;
+      buf.append(chunk, size_t(n));
+      return int(n);
+    }
+  }
+};
+
+std::string idList(const std::vector<int32_t> &ids) {
+  std::string s;
+  for (int32_t id : ids)
+    s += " " + std::to_string(id);
+  return s;
+}
+
+/// The inner text of a JSON object's text ("" for "" or "{}").
+std::string innerOf(const std::string &object) {
+  size_t open = object.find('{'), close = object.rfind('}');
+  if (open == std::string::npos || close == std::string::npos)
+    return "";
+  std::string inner = object.substr(open + 1, close - open - 1);
+  return inner.find_first_not_of(" \t\r\n") == std::string::npos ? ""
+                                                                  : inner;
+}
+
+class Server {
+public:
+  Server(const ServedModel &m, const ServeOptions &opts, archrt_seq *seq)
+      : m(m), opts(opts),
+        model(opts.alias.empty() ? std::string(m.info.name) : opts.alias),
+        cache{m.lib, seq, m.info.max_seq_len, {}} {}
+
+  void handle(Connection &c) {
+    HttpHead head;
+    std::string body, error;
+    int status = c.read(head, body, error);
+    if (status < 0)
+      return;
+    if (status) {
+      finish(c, head, status, error);
+      return;
+    }
+    const char *allowed = nullptr;
+    if (head.path == "/health" || head.path == "/v1/models") {
+      if (head.method == "GET") {
+        c.respond(200, head.path == "/health" ? "{\"status\": \"ok\"}"
+                                              : modelsBody());
+        log(head, 200, "");
+        return;
+      }
+      allowed = "GET";
+    } else if (head.path == "/v1/chat/completions" ||
+               head.path == "/v1/completions" || head.path == "/tokenize" ||
+               head.path == "/detokenize") {
+      if (head.method == "POST") {
+        post(c, head, body);
+        return;
+      }
+      allowed = "POST";
+    }
+    if (allowed)
+      finish(c, head, 405, head.method + " is not served at " + head.path,
+             std::string("Allow: ") + allowed + "\r\n");
+    else
+      finish(c, head, 404, "no such endpoint: " + validUtf8(head.path));
+  }
+
+private:
+  const ServedModel &m;
+  const ServeOptions &opts;
+  std::string model;
+  HeldSequence cache;
+  int64_t requests = 0, completions = 0;
+
+  /// An error response, and its line in the log.
+  void finish(Connection &c, const HttpHead &head, int status,
+              const std::string &error, const std::string &headers = "") {
+    c.respond(status, errorBody(status, error), headers);
+    log(head, status, error);
+  }
+
+  void log(const HttpHead &head, int status, const std::string &what) {
+    ++requests;
+    if (!opts.quiet)
+      llvm::errs() << "[archc] request " << requests << ": "
+                   << validUtf8(head.method.substr(0, 16)) << " "
+                   << validUtf8(head.path.substr(0, 64)) << " " << status
+                   << (what.empty() ? "" : ": ") << what << "\n";
+  }
+
+  std::string modelsBody() const {
+    return "{\"object\": \"list\", \"data\": [{\"id\": " + jsonString(model) +
+           ", \"object\": \"model\", \"created\": " +
+           std::to_string(time(nullptr)) +
+           ", \"owned_by\": \"archc\", \"max_model_len\": " +
+           std::to_string(m.info.max_seq_len) + "}]}";
+  }
+
+  /// Token ids of `text`, as many as the tokenizer gives. False with
+  /// `error` (400 material: a NUL byte, the tokenizer's refusal).
+  bool encode(const std::string &text, bool special,
+              std::vector<int32_t> &ids, std::string &error) {
+    if (text.find('\0') != std::string::npos) {
+      error = "the prompt holds a NUL character";
+      return false;
+    }
+    ids.resize(std::min<size_t>(text.size() + 8, INT32_MAX / 2));
+    int32_t n = 0;
+    archrt_status st = m.lib.archrt_tokenizer_encode(
+        m.tok, text.c_str(), special, 0, ids.data(), int32_t(ids.size()), &n);
+    if (st != ARCHRT_OK && n > int32_t(ids.size())) {
+      ids.resize(size_t(n));
+      st = m.lib.archrt_tokenizer_encode(m.tok, text.c_str(), special, 0,
+                                         ids.data(), n, &n);
+    }
+    if (st != ARCHRT_OK) {
+      error = m.lib.archrt_last_error();
+      return false;
+    }
+    ids.resize(size_t(n));
+    return true;
+  }
+
+  void post(Connection &c, const HttpHead &head, const std::string &body) {
+    std::string error;
+    if (head.path == "/tokenize") {
+      std::string content;
+      bool special;
+      std::vector<int32_t> ids;
+      if (int status = parseTokenize(body, content, special, error))
+        return finish(c, head, status, error);
+      if (!encode(content, special, ids, error))
+        return finish(c, head, 400, error);
+      std::string out = "{\"tokens\": [";
+      for (size_t i = 0; i < ids.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(ids[i]);
+      c.respond(200, out + "]}");
+      return log(head, 200, "");
+    }
+    if (head.path == "/detokenize") {
+      std::vector<int64_t> ids;
+      if (int status = parseDetokenize(body, ids, error))
+        return finish(c, head, status, error);
+      std::string text;
+      int32_t prev = -1;
+      for (int64_t id : ids) {
+        if (id >= m.info.vocab_size)
+          return finish(c, head, 400,
+                        "'tokens': " + std::to_string(id) +
+                            " is outside the vocabulary [0, " +
+                            std::to_string(m.info.vocab_size) + ")");
+        text += m.lib.archrt_tokenizer_decode(m.tok, prev, int32_t(id));
+        prev = int32_t(id);
+      }
+      c.respond(200, "{\"content\": " + jsonString(validUtf8(text)) + "}");
+      return log(head, 200, "");
+    }
+    Request r;
+    bool chat = head.path == "/v1/chat/completions";
+    if (int status = parseRequest(body, chat, r, error))
+      return finish(c, head, status, error);
+    complete(c, head, r);
+  }
+
+  void complete(Connection &c, const HttpHead &head, const Request &r) {
+    std::string error, rendered;
+    std::vector<int32_t> ids;
+    const archrt_model_info &info = m.info;
+    if (r.chat) {
+      if (!m.format)
+        return finish(c, head, 400, m.noChat);
+      // The server's template variables, the request's after them.
+      std::string vars = innerOf(opts.templateKwargs),
+                  more = innerOf(r.templateVars);
+      if (!more.empty())
+        vars += (vars.empty() ? "" : ", ") + more;
+      if (!m.format->tmpl->render(chatContext(r.messages, "{" + vars + "}"),
+                                  m.format->specials, rendered, error))
+        return finish(c, head, 400, "the chat template: " + error);
+      // (The template writes the special tokens; the tokenizer adds none.)
+      if (!encode(rendered, false, ids, error))
+        return finish(c, head, 400, error);
+    } else if (r.promptIsIds) {
+      for (int64_t id : r.promptIds) {
+        if (id >= info.vocab_size)
+          return finish(c, head, 400,
+                        "'prompt': token " + std::to_string(id) +
+                            " is outside the vocabulary [0, " +
+                            std::to_string(info.vocab_size) + ")");
+        ids.push_back(int32_t(id));
+      }
+    } else if (!encode(r.prompt, true, ids, error)) {
+      return finish(c, head, 400, error);
+    }
+    if (ids.empty())
+      return finish(c, head, 400, "the prompt is empty: no tokens");
+    if (ids.size() > size_t(info.max_seq_len))
+      return finish(c, head, 400,
+                    "the prompt is " + std::to_string(ids.size()) +
+                        " tokens, more than the model's context (max_seq_len "
+                        + std::to_string(info.max_seq_len) + ")");
+    double temperature = r.temperature >= 0 ? r.temperature : opts.temperature;
+    double topP = r.topP >= 0 ? r.topP : opts.topP;
+    uint64_t seed = r.hasSeed ? r.seed : std::random_device()() * 0x9E3779B97F4A7C15ull;
+    archrt_sampler *sampler = nullptr;
+    if (m.lib.archrt_sampler_create(info.vocab_size, float(temperature),
+                                    float(topP), seed, &sampler) != ARCHRT_OK)
+      return finish(c, head, 400, m.lib.archrt_last_error());
+    struct FreeSampler {
+      ModelLib &lib;
+      archrt_sampler *s;
+      ~FreeSampler() { lib.archrt_sampler_free(s); }
+    } freeSampler{m.lib, sampler};
+
+    HeldSequence::Prefill pre;
+    if (!cache.prefill(ids, pre, error))
+      return finish(c, head, 500, error);
+    ++completions;
+    std::string at = "completion " + std::to_string(completions) + ": ";
+    if (opts.verbosePrompt)
+      llvm::errs() << "[archc] " << at << "prompt "
+                   << jsonString(r.chat ? rendered : r.prompt) << "\n[archc] "
+                   << at << "prefill " << pre.prompt.size() << " tokens after "
+                   << pre.kept << (pre.reset ? " (reset)" : "") << ":"
+                   << idList(pre.prompt) << "\n";
+
+    // The response's frame: an id, the time, the model.
+    std::string id = std::string(r.chat ? "chatcmpl-" : "cmpl-") + "archc-" +
+                     std::to_string(completions);
+    std::string frame = "{\"id\": " + jsonString(id) + ", \"object\": \"" +
+                        (r.chat ? (r.stream ? "chat.completion.chunk"
+                                            : "chat.completion")
+                                : "text_completion") +
+                        "\", \"created\": " + std::to_string(time(nullptr)) +
+                        ", \"model\": " + jsonString(model) + ", ";
+    auto choice = [&](const std::string &text, const char *finishReason,
+                      bool first) {
+      std::string fr = finishReason
+                           ? std::string("\"") + finishReason + "\""
+                           : "null";
+      if (!r.chat)
+        return "{\"index\": 0, \"text\": " + jsonString(text) +
+               ", \"logprobs\": null, \"finish_reason\": " + fr + "}";
+      std::string content = "\"content\": " + jsonString(text);
+      if (!r.stream)
+        return "{\"index\": 0, \"message\": {\"role\": \"assistant\", " +
+               content + "}, \"finish_reason\": " + fr + "}";
+      return "{\"index\": 0, \"delta\": {" +
+             std::string(first ? "\"role\": \"assistant\", " : "") +
+             (finishReason && text.empty() ? "" : content) +
+             "}, \"finish_reason\": " + fr + "}";
+    };
+    auto event = [&](const std::string &json) {
+      return c.send("data: " + json + "\n\n");
+    };
+    if (r.stream) {
+      c.send("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+             "Cache-Control: no-cache\r\nConnection: close\r\n\r\n");
+      if (r.chat)
+        event(frame + "\"choices\": [" + choice("", nullptr, true) + "]}");
+    }
+
+    StopScanner text(r.stop);
+    int64_t budget = r.maxTokens >= 0 ? r.maxTokens
+                     : opts.maxTokens >= 0 ? opts.maxTokens
+                                           : int64_t(INT_MAX);
+    std::vector<int32_t> generated;
+    HeldSequence::End end;
+    auto t0 = Clock::now();
+    bool ok = cache.generate(
+        m.tok, sampler, int(std::min<int64_t>(budget, INT_MAX)),
+        [&](const char *piece, int32_t) {
+          if (text.add(piece))
+            return false;
+          if (r.stream) {
+            std::string out = text.take(false);
+            if (!out.empty())
+              event(frame + "\"choices\": [" + choice(out, nullptr, false) +
+                    "]}");
+          }
+          return !c.broken && !stopping;
+        },
+        generated, end, error);
+    double decodeS = since(t0);
+    if (!ok) {
+      // (The runtime failed mid-generation: said in the stream, or as the
+      // response.)
+      if (r.stream)
+        event(errorBody(500, error));
+      else
+        c.respond(500, errorBody(500, error));
+      return log(head, 500, error);
+    }
+    // EOS or a stop string: "stop"; the budget, the context, or a client
+    // gone or the server stopping: "length".
+    const char *finishReason =
+        end == HeldSequence::End::Stop || text.hit() ? "stop" : "length";
+    std::string rest = text.take(true);
+    size_t prompt = ids.size(), completion = generated.size();
+    std::string usage =
+        "\"usage\": {\"prompt_tokens\": " + std::to_string(prompt) +
+        ", \"completion_tokens\": " + std::to_string(completion) +
+        ", \"total_tokens\": " + std::to_string(prompt + completion) +
+        ", \"prompt_tokens_details\": {\"cached_tokens\": " +
+        std::to_string(pre.kept) + "}}";
+    std::string timings =
+        "\"timings\": {\"prompt_n\": " + std::to_string(pre.prompt.size()) +
+        ", \"prompt_ms\": " + std::to_string(pre.seconds * 1e3) +
+        ", \"predicted_n\": " + std::to_string(completion) +
+        ", \"predicted_ms\": " + std::to_string(decodeS * 1e3) + "}";
+    if (r.stream) {
+      if (!rest.empty())
+        event(frame + "\"choices\": [" + choice(rest, nullptr, false) + "]}");
+      event(frame + "\"choices\": [" + choice("", finishReason, false) +
+            "], " + timings + "}");
+      if (r.includeUsage)
+        event(frame + "\"choices\": [], " + usage + "}");
+      c.send("data: [DONE]\n\n");
+    } else {
+      c.respond(200, frame + "\"choices\": [" +
+                         choice(validUtf8(text.text()), finishReason, false) +
+                         "], " + usage + ", " + timings + "}");
+    }
+    if (opts.verbosePrompt)
+      llvm::errs() << "[archc] " << at << "reply "
+                   << jsonString(validUtf8(text.text())) << "\n[archc] " << at
+                   << "reply " << generated.size()
+                   << " tokens:" << idList(generated) << "\n";
+    char line[256];
+    snprintf(line, sizeof line,
+             "%zu prompt tokens (%zu kept in the cache%s) prefilled at %.1f "
+             "tok/s; %zu generated at %.1f tok/s, finish %s%s",
+             prompt, pre.kept, pre.reset ? ", which could not go back: reset"
+                                         : "",
+             double(pre.prompt.size()) / std::max(pre.seconds, 1e-9),
+             completion, double(completion) / std::max(decodeS, 1e-9),
+             finishReason, c.broken ? " (the client left)" : "");
+    log(head, 200, line);
+  }
+};
+
+} // namespace
+
+int listenOn(const std::string &host, int port, int &bound,
+             std::string &error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo *addrs = nullptr;
+  std::string service = std::to_string(port);
+  if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &addrs)) {
+    error = "--host " + host + ": " + gai_strerror(rc);
+    return -1;
+  }
+  int listener = -1;
+  std::string why = "no address";
+  for (addrinfo *a = addrs; a && listener < 0; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
+                    a->ai_protocol);
+    int on = 1;
+    if (fd >= 0 &&
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == 0 &&
+        bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 64) == 0) {
+      listener = fd;
+      break;
+    }
+    why = strerror(errno);
+    if (fd >= 0)
+      close(fd);
+  }
+  freeaddrinfo(addrs);
+  if (listener < 0) {
+    error = "cannot listen on " + host + ":" + service + ": " + why;
+    return -1;
+  }
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  getsockname(listener, reinterpret_cast<sockaddr *>(&addr), &len);
+  bound = ntohs(addr.ss_family == AF_INET6
+                    ? reinterpret_cast<sockaddr_in6 *>(&addr)->sin6_port
+                    : reinterpret_cast<sockaddr_in *>(&addr)->sin_port);
+  return listener;
+}
+
+int runServer(int listener, int port, const ServedModel &m,
+              const ServeOptions &opts) {
+  archrt_seq *seq = nullptr;
+  if (m.lib.archrt_seq_create(m.model, 0, &seq) != ARCHRT_OK) {
+    close(listener);
+    return fail(m.lib.archrt_last_error());
+  }
+  // SIGINT and SIGTERM end the loop (not SA_RESTART: a wait returns).
+  struct sigaction sa {};
+  sa.sa_handler = onStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  {
+    Server server(m, opts, seq);
+    std::string host = opts.host.find(':') != std::string::npos
+                           ? "[" + opts.host + "]"
+                           : opts.host;
+    llvm::errs() << "archc serve: " << (opts.alias.empty() ? m.info.name : opts.alias)
+                 << " (context " << m.info.max_seq_len << " tokens"
+                 << (m.format ? ", chat template " + m.format->source
+                              : std::string(", no chat template"))
+                 << ") on http://" << host << ":" << port << "\n";
+    llvm::errs().flush();
+    while (!stopping) {
+      pollfd p{listener, POLLIN, 0};
+      if (poll(&p, 1, 250) <= 0)
+        continue;
+      int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0)
+        continue;
+      Connection c(fd, opts.timeoutSeconds);
+      server.handle(c);
+    }
+  }
+  m.lib.archrt_seq_free(seq);
+  close(listener);
+  llvm::errs() << "archc serve: stopped\n";
+  return 0;
+}
+
+} // namespace arch

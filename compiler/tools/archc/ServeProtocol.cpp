@@ -1,0 +1,521 @@
+//===- ServeProtocol.cpp - archc serve's requests, read and answered -------===//
+#include "ServeProtocol.h"
+
+#include "Tool.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/JSON.h"
+
+#include <cmath>
+#include <optional>
+
+namespace arch::serve {
+
+namespace json = llvm::json;
+
+namespace {
+
+bool isTokenChar(char c) {
+  return isalnum(static_cast<unsigned char>(c)) ||
+         llvm::StringRef("!#$%&'*+-.^_`|~").contains(c);
+}
+
+/// The end of the JSON value that starts at text[k] (the text is valid
+/// JSON: llvm::json parsed it).
+size_t valueEnd(const std::string &text, size_t k) {
+  int depth = 0;
+  for (; k < text.size(); ++k) {
+    char c = text[k];
+    if (c == '"') {
+      for (++k; k < text.size() && text[k] != '"'; ++k)
+        if (text[k] == '\\')
+          ++k;
+      if (depth == 0)
+        return k + 1;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ']' || c == '}') {
+      if (depth == 0)
+        return k; // (a scalar's end at its object's close)
+      if (--depth == 0)
+        return k + 1;
+    } else if (depth == 0 && (c == ',' || c == ' ' || c == '\t' ||
+                              c == '\n' || c == '\r')) {
+      return k;
+    }
+  }
+  return k;
+}
+
+/// The text of the top-level member `key`'s value in a JSON object's valid
+/// text, as it was sent (the last one where a key repeats, as llvm::json
+/// keeps it); "" where there is none.
+std::string rawMember(const std::string &text, llvm::StringRef key) {
+  std::string found;
+  size_t k = text.find('{');
+  if (k == std::string::npos)
+    return found;
+  auto skipSpace = [&] {
+    while (k < text.size() && llvm::StringRef(" \t\r\n").contains(text[k]))
+      ++k;
+  };
+  for (++k;;) {
+    skipSpace();
+    if (k >= text.size() || text[k] != '"')
+      return found;
+    size_t end = valueEnd(text, k);
+    std::string name = text.substr(k + 1, end - k - 2);
+    if (name.find('\\') != std::string::npos) {
+      // (An escaped key: decoded as the parser decodes it.)
+      auto v = json::parse(text.substr(k, end - k));
+      name = v && v->getAsString() ? v->getAsString()->str() : "";
+    }
+    k = end;
+    skipSpace();
+    ++k; // ':'
+    skipSpace();
+    end = valueEnd(text, k);
+    if (name == key)
+      found = text.substr(k, end - k);
+    k = end;
+    skipSpace();
+    if (k >= text.size() || text[k] != ',')
+      return found;
+    ++k;
+  }
+}
+
+/// The JSON object of a body, or an error.
+const json::Object *bodyObject(const std::string &body,
+                               std::optional<json::Value> &parsed,
+                               std::string &error) {
+  auto v = json::parse(body);
+  if (!v) {
+    error = "the body is not JSON: " + llvm::toString(v.takeError());
+    return nullptr;
+  }
+  parsed = std::move(*v);
+  const json::Object *o = parsed->getAsObject();
+  if (!o)
+    error = "the body is not a JSON object";
+  return o;
+}
+
+/// A number's text for messages: "0", "2", "0.5".
+std::string numberText(double d) {
+  std::string s = std::to_string(d);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (!s.empty() && s.back() == '.')
+    s.pop_back();
+  return s;
+}
+
+/// Reads the optional fields of a request object, each named in errors.
+struct Fields {
+  const json::Object &o;
+  std::string &error;
+
+  /// The member `key` where it is present and not null.
+  const json::Value *get(llvm::StringRef key) const {
+    const json::Value *v = o.get(key);
+    return v && v->kind() != json::Value::Null ? v : nullptr;
+  }
+  bool bad(llvm::StringRef key, const std::string &what) {
+    error = "'" + key.str() + "' " + what;
+    return false;
+  }
+  bool integer(llvm::StringRef key, int64_t lo, int64_t hi, int64_t &out) {
+    const json::Value *v = get(key);
+    if (!v)
+      return true;
+    std::optional<int64_t> i = v->getAsInteger();
+    if (!i || *i < lo || *i > hi)
+      return bad(key, "must be an integer in [" + std::to_string(lo) + ", " +
+                          std::to_string(hi) + "]");
+    out = *i;
+    return true;
+  }
+  bool number(llvm::StringRef key, double lo, double hi, bool openLo,
+              double &out) {
+    const json::Value *v = get(key);
+    if (!v)
+      return true;
+    std::optional<double> d = v->getAsNumber();
+    if (!d || !std::isfinite(*d) || *d > hi || *d < lo || (openLo && *d == lo))
+      return bad(key, std::string("must be a number in ") +
+                          (openLo ? "(" : "[") + numberText(lo) + ", " +
+                          numberText(hi) + "]");
+    out = *d;
+    return true;
+  }
+  bool boolean(llvm::StringRef key, bool &out) {
+    const json::Value *v = get(key);
+    if (!v)
+      return true;
+    if (!v->getAsBoolean())
+      return bad(key, "must be true or false");
+    out = *v->getAsBoolean();
+    return true;
+  }
+  /// A parameter archc does not implement: refused unless it has the
+  /// value that asks for nothing (`neutral`).
+  bool unsupported(llvm::StringRef key, const json::Value &neutral) {
+    const json::Value *v = get(key);
+    if (v && *v != neutral)
+      return bad(key, "is not supported by archc serve");
+    return true;
+  }
+};
+
+} // namespace
+
+int parseHead(const std::string &head, HttpHead &out, std::string &error) {
+  out = HttpHead();
+  llvm::StringRef rest(head);
+  auto line = [&] {
+    auto [l, r] = rest.split('\n');
+    rest = r;
+    return l.consume_back("\r"), l;
+  };
+  llvm::StringRef request = line();
+  llvm::SmallVector<llvm::StringRef, 4> parts;
+  request.split(parts, ' ');
+  if (parts.size() != 3 || parts[0].empty() || parts[1].empty() ||
+      !llvm::all_of(parts[0], isTokenChar)) {
+    error = "a malformed request line";
+    return 400;
+  }
+  if (parts[2] != "HTTP/1.1" && parts[2] != "HTTP/1.0") {
+    error = "HTTP/1.0 and HTTP/1.1 are served, not '" +
+            validUtf8(parts[2].take_front(32).str()) + "'";
+    return 505;
+  }
+  out.method = parts[0].str();
+  llvm::StringRef target = parts[1];
+  // (An absolute-form target's path; a query is not used.)
+  if (target.consume_front("http://"))
+    target = target.drop_until([](char c) { return c == '/'; });
+  out.path = target.take_until([](char c) { return c == '?'; }).str();
+  if (out.path.empty() || out.path[0] != '/') {
+    error = "the request target is not a path";
+    return 400;
+  }
+  bool hasLength = false;
+  while (!rest.empty()) {
+    llvm::StringRef h = line();
+    if (h.empty())
+      break;
+    auto [name, value] = h.split(':');
+    if (name.size() == h.size() || name.empty() ||
+        !llvm::all_of(name, isTokenChar)) {
+      error = "a malformed header line";
+      return 400;
+    }
+    value = value.trim(" \t");
+    if (name.equals_insensitive("content-length")) {
+      uint64_t n;
+      if (value.empty() || !llvm::all_of(value, isdigit) || value.size() > 18 ||
+          value.getAsInteger(10, n) || (hasLength && n != out.contentLength)) {
+        error = "Content-Length is not one decimal length";
+        return 400;
+      }
+      if (n > kMaxBodyBytes) {
+        error = "the body is " + std::to_string(n) + " bytes; at most " +
+                std::to_string(kMaxBodyBytes) + " are read";
+        return 413;
+      }
+      out.contentLength = size_t(n);
+      hasLength = true;
+    } else if (name.equals_insensitive("transfer-encoding")) {
+      error = "a Transfer-Encoding body is not read: send Content-Length";
+      return 501;
+    } else if (name.equals_insensitive("expect")) {
+      out.expectContinue = value.equals_insensitive("100-continue");
+    }
+  }
+  return 0;
+}
+
+int parseRequest(const std::string &body, bool chat, Request &out,
+                 std::string &error) {
+  out = Request();
+  out.chat = chat;
+  std::optional<json::Value> parsed;
+  const json::Object *o = bodyObject(body, parsed, error);
+  if (!o)
+    return 400;
+  Fields f{*o, error};
+  if (chat) {
+    const json::Array *messages =
+        f.get("messages") ? f.get("messages")->getAsArray() : nullptr;
+    if (!messages || messages->empty())
+      return f.bad("messages", "must be a non-empty array of messages"), 400;
+    for (size_t i = 0; i < messages->size(); ++i) {
+      const json::Object *m = (*messages)[i].getAsObject();
+      if (!m || !m->getString("role"))
+        return f.bad("messages",
+                     "[" + std::to_string(i) +
+                         "] must be an object with a string 'role'"),
+               400;
+    }
+    out.messages = rawMember(body, "messages");
+    // The template's other variables: chat_template_kwargs' members, then
+    // the tools (which a kwarg of that name does not replace).
+    std::string vars;
+    if (const json::Value *kw = f.get("chat_template_kwargs")) {
+      if (!kw->getAsObject())
+        return f.bad("chat_template_kwargs", "must be a JSON object"), 400;
+      std::string raw = rawMember(body, "chat_template_kwargs");
+      std::string inner = raw.substr(1, raw.size() - 2);
+      if (llvm::StringRef(inner).trim(" \t\r\n").size())
+        vars = inner;
+    }
+    if (const json::Value *tools = f.get("tools")) {
+      if (!tools->getAsArray())
+        return f.bad("tools", "must be an array"), 400;
+      vars += (vars.empty() ? "" : ", ") +
+              std::string("\"tools\": ") + rawMember(body, "tools");
+    }
+    out.templateVars = vars.empty() ? "" : "{" + vars + "}";
+    if (!f.integer("max_completion_tokens", 0, INT32_MAX, out.maxTokens))
+      return 400;
+  } else {
+    const json::Value *p = f.get("prompt");
+    const json::Array *list = p ? p->getAsArray() : nullptr;
+    if (list && list->size() == 1 && (*list)[0].getAsString())
+      p = &(*list)[0]; // (one prompt in a list)
+    if (p && p->getAsString()) {
+      out.prompt = p->getAsString()->str();
+    } else if (list && !list->empty() && (*list)[0].getAsArray()) {
+      return f.bad("prompt", "holds several prompts; archc serve takes one "
+                             "a request"),
+             400;
+    } else if (list && !list->empty()) {
+      for (const json::Value &id : *list) {
+        std::optional<int64_t> i = id.getAsInteger();
+        if (!i || *i < 0 || *i > INT32_MAX)
+          return f.bad("prompt", "must be a string or an array of token "
+                                 "ids (integers >= 0)"),
+                 400;
+        out.promptIds.push_back(*i);
+      }
+      out.promptIsIds = true;
+    } else {
+      return f.bad("prompt", "must be a string or an array of token ids"),
+             400;
+    }
+    for (llvm::StringRef key : {"suffix", "echo"})
+      if (!f.unsupported(key, key == "echo" ? json::Value(false)
+                                            : json::Value("")))
+        return 400;
+    if (!f.unsupported("best_of", 1))
+      return 400;
+  }
+  if (!f.integer("max_tokens", 0, INT32_MAX, out.maxTokens) ||
+      !f.number("temperature", 0, 2, false, out.temperature) ||
+      !f.number("top_p", 0, 1, true, out.topP) ||
+      !f.boolean("stream", out.stream))
+    return 400;
+  int64_t seed = 0;
+  if (!f.integer("seed", INT64_MIN, INT64_MAX, seed))
+    return 400;
+  out.hasSeed = f.get("seed") != nullptr;
+  out.seed = uint64_t(seed);
+  if (const json::Value *so = f.get("stream_options")) {
+    const json::Object *opts = so->getAsObject();
+    if (!opts)
+      return f.bad("stream_options", "must be an object"), 400;
+    Fields sf{*opts, error};
+    if (!sf.boolean("include_usage", out.includeUsage))
+      return error = "stream_options." + error, 400;
+  }
+  if (const json::Value *stop = f.get("stop")) {
+    if (stop->getAsString()) {
+      out.stop.push_back(stop->getAsString()->str());
+    } else if (const json::Array *list = stop->getAsArray()) {
+      for (const json::Value &s : *list) {
+        if (!s.getAsString())
+          return f.bad("stop", "must be a string or an array of strings"),
+                 400;
+        out.stop.push_back(s.getAsString()->str());
+      }
+    } else {
+      return f.bad("stop", "must be a string or an array of strings"), 400;
+    }
+    if (out.stop.size() > kMaxStops)
+      return f.bad("stop", "holds more than " + std::to_string(kMaxStops) +
+                               " strings"),
+             400;
+    for (const std::string &s : out.stop)
+      if (s.empty() || s.size() > kMaxStopBytes)
+        return f.bad("stop", "strings must be 1 to " +
+                                 std::to_string(kMaxStopBytes) + " bytes"),
+               400;
+  }
+  // What archc does not do is refused, not ignored.
+  if (!f.unsupported("n", 1) || !f.unsupported("logprobs", chat ? false : 0) ||
+      !f.unsupported("top_logprobs", 0) ||
+      !f.unsupported("presence_penalty", 0) ||
+      !f.unsupported("frequency_penalty", 0) ||
+      !f.unsupported("logit_bias", json::Object()))
+    return 400;
+  if (const json::Value *rf = f.get("response_format")) {
+    const json::Object *r = rf->getAsObject();
+    if (!r || r->getString("type") != std::optional<llvm::StringRef>("text"))
+      return f.bad("response_format",
+                   "other than {\"type\": \"text\"} is not supported by "
+                   "archc serve"),
+             400;
+  }
+  if (const json::Value *tc = f.get("tool_choice")) {
+    if (tc->getAsString() != std::optional<llvm::StringRef>("auto") &&
+        tc->getAsString() != std::optional<llvm::StringRef>("none"))
+      return f.bad("tool_choice", "other than \"auto\" or \"none\" is not "
+                                  "supported by archc serve"),
+             400;
+  }
+  return 0;
+}
+
+int parseTokenize(const std::string &body, std::string &content,
+                  bool &addSpecial, std::string &error) {
+  std::optional<json::Value> parsed;
+  const json::Object *o = bodyObject(body, parsed, error);
+  if (!o)
+    return 400;
+  Fields f{*o, error};
+  const json::Value *c = f.get("content");
+  if (!c || !c->getAsString())
+    return f.bad("content", "must be a string"), 400;
+  content = c->getAsString()->str();
+  addSpecial = false;
+  return f.boolean("add_special", addSpecial) ? 0 : 400;
+}
+
+int parseDetokenize(const std::string &body, std::vector<int64_t> &tokens,
+                    std::string &error) {
+  std::optional<json::Value> parsed;
+  const json::Object *o = bodyObject(body, parsed, error);
+  if (!o)
+    return 400;
+  Fields f{*o, error};
+  const json::Array *list = f.get("tokens") ? f.get("tokens")->getAsArray()
+                                            : nullptr;
+  if (!list)
+    return f.bad("tokens", "must be an array of token ids"), 400;
+  tokens.clear();
+  for (const json::Value &id : *list) {
+    std::optional<int64_t> i = id.getAsInteger();
+    if (!i || *i < 0 || *i > INT32_MAX)
+      return f.bad("tokens", "must be an array of token ids (integers >= 0)"),
+             400;
+    tokens.push_back(*i);
+  }
+  return 0;
+}
+
+std::string validUtf8(const std::string &text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t k = 0; k < text.size();) {
+    unsigned char c = uint8_t(text[k]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
+                                            : (c >> 3) == 30 ? 4 : 0;
+    bool ok = n && k + n <= text.size();
+    uint32_t cp = n == 1 ? c : c & (0xFF >> (n + 1));
+    for (size_t j = 1; ok && j < n; ++j) {
+      unsigned char d = uint8_t(text[k + j]);
+      ok = (d & 0xC0) == 0x80;
+      cp = cp << 6 | (d & 0x3F);
+    }
+    // (No overlong forms, surrogates or code points past U+10FFFF.)
+    ok = ok && !(n == 2 && cp < 0x80) && !(n == 3 && cp < 0x800) &&
+         !(n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) &&
+         !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (ok) {
+      out.append(text, k, n);
+      k += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++k;
+    }
+  }
+  return out;
+}
+
+std::string errorBody(int status, const std::string &message) {
+  return "{\"error\": {\"code\": " + std::to_string(status) +
+         ", \"message\": " + jsonString(validUtf8(message)) +
+         ", \"type\": " +
+         (status >= 500 ? "\"server_error\"" : "\"invalid_request_error\"") +
+         "}}";
+}
+
+const char *statusText(int status) {
+  switch (status) {
+  case 200: return "OK";
+  case 400: return "Bad Request";
+  case 404: return "Not Found";
+  case 405: return "Method Not Allowed";
+  case 408: return "Request Timeout";
+  case 413: return "Content Too Large";
+  case 431: return "Request Header Fields Too Large";
+  case 500: return "Internal Server Error";
+  case 501: return "Not Implemented";
+  case 503: return "Service Unavailable";
+  case 505: return "HTTP Version Not Supported";
+  default: return "Error";
+  }
+}
+
+StopScanner::StopScanner(std::vector<std::string> stops)
+    : stops(std::move(stops)) {
+  for (const std::string &s : this->stops)
+    longest = std::max(longest, s.size());
+}
+
+bool StopScanner::add(const char *piece) {
+  if (stopped)
+    return true;
+  size_t from = all.size() > longest ? all.size() - longest : 0;
+  from = std::max(from, released);
+  all += piece;
+  size_t cut = std::string::npos;
+  for (const std::string &s : stops)
+    cut = std::min(cut, all.find(s, from));
+  if (cut == std::string::npos)
+    return false;
+  all.resize(cut);
+  return stopped = true;
+}
+
+std::string StopScanner::take(bool end) {
+  size_t safe = all.size();
+  if (!end && !stopped) {
+    // Not the start of a stop string...
+    for (const std::string &s : stops)
+      for (size_t n = std::min(s.size() - 1, all.size()); n > 0; --n)
+        if (all.compare(all.size() - n, n, s, 0, n) == 0) {
+          safe = std::min(safe, all.size() - n);
+          break;
+        }
+    // ...nor a character's first bytes.
+    safe = std::max(safe, released);
+    for (size_t n = 1; n <= 3 && n <= safe - released; ++n) {
+      unsigned char c = uint8_t(all[safe - n]);
+      if ((c & 0xC0) == 0x80)
+        continue; // a continuation byte: look further back
+      size_t want = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+      if (want > n)
+        safe -= n;
+      break;
+    }
+  }
+  if (safe <= released)
+    return "";
+  std::string out = validUtf8(all.substr(released, safe - released));
+  released = safe;
+  return out;
+}
+
+} // namespace arch::serve

@@ -1,0 +1,111 @@
+//===- ServeProtocol.h - archc serve's requests, read and answered -*- C++ -*-===//
+//
+// What archc serve reads from a client and writes back, apart from the
+// sockets and the model (Serve.cpp): an HTTP/1.1 request's head, an
+// OpenAI-style completion request's body, the error and response bodies,
+// and the text a generation releases where stop strings and UTF-8
+// characters may still be incomplete. Each reader bounds what it takes and
+// answers an HTTP status with a message naming the field (fuzz_serve).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_TOOLS_SERVEPROTOCOL_H
+#define ARCHC_TOOLS_SERVEPROTOCOL_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace arch::serve {
+
+/// A request's head (the request line and the headers) is read to at most
+/// this many bytes; its body to at most kMaxBodyBytes.
+constexpr size_t kMaxHeadBytes = size_t(16) << 10;
+constexpr size_t kMaxBodyBytes = size_t(16) << 20;
+/// Stop strings a request, and their bytes each.
+constexpr size_t kMaxStops = 16;
+constexpr size_t kMaxStopBytes = 256;
+
+/// An HTTP/1.1 request's head as the server needs it.
+struct HttpHead {
+  std::string method;
+  std::string path; ///< the target without its query
+  size_t contentLength = 0;
+  bool expectContinue = false; ///< "Expect: 100-continue"
+};
+
+/// Parses a request's head: the text before the blank line, lines ended
+/// by CRLF (or LF). 0, or the HTTP status to answer (400, 413, 501, 505)
+/// with `error`.
+int parseHead(const std::string &head, HttpHead &out, std::string &error);
+
+/// A completion request (POST /v1/chat/completions or /v1/completions).
+struct Request {
+  bool chat = false;
+  /// Chat: the messages array's JSON text as sent (its members' order is
+  /// the template's), and the chat template's other variables as a JSON
+  /// object's text ("tools" and chat_template_kwargs' members; or "").
+  std::string messages, templateVars;
+  /// Completions: the prompt's text, or its token ids (promptIsIds).
+  std::string prompt;
+  std::vector<int64_t> promptIds;
+  bool promptIsIds = false;
+  int64_t maxTokens = -1; ///< -1: the server's default
+  double temperature = -1, topP = -1; ///< -1: the server's default
+  uint64_t seed = 0;
+  bool hasSeed = false;
+  std::vector<std::string> stop;
+  bool stream = false, includeUsage = false;
+};
+
+/// Reads a completion request's JSON body. 0, or 400 with `error` naming
+/// the field and what it should be. Parameters archc does not implement
+/// (n > 1, logprobs, penalties, response formats other than text, ...)
+/// are refused by name rather than ignored.
+int parseRequest(const std::string &body, bool chat, Request &out,
+                 std::string &error);
+
+/// Reads a /tokenize body ({"content": TEXT, "add_special": BOOL}) or a
+/// /detokenize body ({"tokens": [IDS]}). 0 or 400 with `error`.
+int parseTokenize(const std::string &body, std::string &content,
+                  bool &addSpecial, std::string &error);
+int parseDetokenize(const std::string &body, std::vector<int64_t> &tokens,
+                    std::string &error);
+
+/// `text` with each byte sequence that is not UTF-8 replaced by U+FFFD,
+/// so that it can go into a JSON string.
+std::string validUtf8(const std::string &text);
+
+/// An error's body, as OpenAI's API and llama.cpp's server write it.
+std::string errorBody(int status, const std::string &message);
+/// The reason phrase of an HTTP status.
+const char *statusText(int status);
+
+/// The text of a generation, released as far as it cannot be the start of
+/// a stop string and ends on a whole UTF-8 character: what a stream sends
+/// and what the whole response holds are the same text, cut before the
+/// first stop string.
+class StopScanner {
+public:
+  explicit StopScanner(std::vector<std::string> stops);
+  /// Adds a token's text; true where it completes a stop string (the text
+  /// is then cut where that string starts).
+  bool add(const char *piece);
+  /// The text that is safe to release since the last call (all of it at
+  /// `end`), made valid UTF-8.
+  std::string take(bool end);
+  /// All the text, cut at a stop string (not yet made valid).
+  const std::string &text() const { return all; }
+  /// Whether a stop string ended it.
+  bool hit() const { return stopped; }
+
+private:
+  std::vector<std::string> stops;
+  std::string all;
+  size_t released = 0, longest = 0;
+  bool stopped = false;
+};
+
+} // namespace arch::serve
+
+#endif // ARCHC_TOOLS_SERVEPROTOCOL_H

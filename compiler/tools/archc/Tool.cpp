@@ -1,0 +1,29 @@
+//===- Tool.cpp - What the archc command's sources share ------------------===//
+#include "Tool.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+
+int arch::fail(const std::string &msg) {
+  llvm::errs() << "archc: error: " << msg << "\n";
+  return 1;
+}
+
+std::string arch::jsonString(const std::string &text) {
+  std::string s = "\"";
+  for (char ch : text) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      s += '\\';
+      s += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\u%04x", c);
+      s += buf;
+    } else {
+      s += ch;
+    }
+  }
+  return s + "\"";
+}

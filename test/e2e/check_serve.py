@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""Drives an `archc serve` process as an OpenAI client would, and checks it.
+
+  check_serve.py MODE --log ERR [options] -- archc serve ... --port 0
+
+Starts the server (its stderr to ERR), waits for its listening line, runs
+MODE's requests, stops it with SIGTERM and requires exit status 0.
+
+conversation: --users JSON, -n N. A chat whose user messages are USERS and
+  whose assistant messages are the server's replies, max_tokens N,
+  temperature 0; the second turn streamed (its deltas the reply). The
+  prompts, token ids, kept positions and replies are then checked against
+  jinja2, the reference tokenizer and fresh runs by check_chat.py on ERR.
+protocol: --lib LIB --weights W --tokenizer DIR. Stop strings, max_tokens,
+  /v1/completions against `archc run`, seeded sampling, /tokenize against
+  the reference tokenizer and /detokenize, each error the server answers
+  (and that it still serves after each), a client that leaves mid-stream,
+  a client that sends nothing (the server started with --timeout 2).
+nochat: chat requests refused where the model has no chat template, while
+  /v1/completions serves.
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import check_chat  # noqa: E402
+
+
+def fail(msg):
+    sys.exit("check_serve: " + msg)
+
+
+class Server:
+    def __init__(self, cmd, log):
+        self.log = open(log, "wb")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
+        line = self.proc.stderr.readline()
+        self.log.write(line)
+        m = re.search(rb"on http://127\.0\.0\.1:(\d+)", line)
+        if not m:
+            self.proc.kill()
+            fail(f"no listening line: {line!r}")
+        self.port = int(m.group(1))
+
+    def request(self, method, path, body=None, raw=None):
+        """(status, headers, body bytes) of one request."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        data = raw if raw is not None else (
+            json.dumps(body).encode() if body is not None else None)
+        conn.request(method, path, body=data,
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        out = r.status, dict(r.getheaders()), r.read()
+        conn.close()
+        return out
+
+    def post(self, path, body, status=200):
+        st, _, data = self.request("POST", path, body)
+        if st != status:
+            fail(f"POST {path} {json.dumps(body)[:200]}: status {st}, "
+                 f"expected {status}: {data[:300]!r}")
+        return json.loads(data)
+
+    def stream(self, path, body):
+        """The events of a streamed response, parsed ('[DONE]' last)."""
+        st, headers, data = self.request("POST", path, dict(body, stream=True))
+        if st != 200 or headers.get("Content-Type") != "text/event-stream":
+            fail(f"stream: status {st}, headers {headers}: {data[:300]!r}")
+        events = []
+        for block in data.decode("utf-8").split("\n\n"):
+            if not block:
+                continue
+            if not block.startswith("data: "):
+                fail(f"stream: not an event: {block!r}")
+            payload = block[len("data: "):]
+            events.append(payload if payload == "[DONE]"
+                          else json.loads(payload))
+        if events[-1] != "[DONE]":
+            fail(f"stream: no [DONE] at the end: {events[-1]}")
+        return events[:-1]
+
+    def raw(self, data, read=True):
+        """Sends bytes on a socket of its own; the response's bytes."""
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=60)
+        s.sendall(data)
+        if not read:
+            s.close()
+            return None
+        resp = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            resp += chunk
+        s.close()
+        return resp
+
+    def healthy(self):
+        st, _, data = self.request("GET", "/health")
+        if st != 200 or json.loads(data) != {"status": "ok"}:
+            fail(f"/health: {st} {data!r}")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        rest = self.proc.stderr.read()
+        self.log.write(rest)
+        self.log.close()
+        rc = self.proc.wait(timeout=60)
+        if rc != 0:
+            fail(f"the server exited {rc} after SIGTERM")
+        if not rest.rstrip().endswith(b"archc serve: stopped"):
+            fail(f"no 'stopped' line: {rest[-200:]!r}")
+        print("stopped by SIGTERM: exit 0")
+
+
+def stream_text(events, chat):
+    """The text a stream's events make, its finish reason, its usage."""
+    text, finish, usage = "", None, None
+    for e in events:
+        if "usage" in e:
+            usage = e["usage"]
+        for c in e["choices"]:
+            text += (c["delta"].get("content", "") if chat else c["text"])
+            finish = c["finish_reason"] or finish
+    return text, finish, usage
+
+
+def conversation(srv, args):
+    users = json.loads(args.users)
+    messages = []
+    for i, user in enumerate(users, 1):
+        messages.append({"role": "user", "content": user})
+        body = {"model": "any", "messages": messages, "max_tokens": args.n,
+                "temperature": 0}
+        if i == 2:
+            # Streamed: the deltas make the reply; the usage comes last.
+            events = srv.stream("/v1/chat/completions",
+                                dict(body, stream_options={
+                                    "include_usage": True}))
+            if events[0]["choices"][0]["delta"] != {"role": "assistant",
+                                                    "content": ""}:
+                fail(f"the stream's first delta: {events[0]}")
+            text, finish, usage = stream_text(events, True)
+            if events[-1]["choices"] != [] or usage is None:
+                fail(f"the stream's last event: {events[-1]}")
+            print(f"turn {i}: streamed in {len(events)} events")
+            whole = {"object": "chat.completion", "usage": usage,
+                     "choices": [{"finish_reason": finish, "message": {
+                         "role": "assistant", "content": text}}]}
+        else:
+            whole = srv.post("/v1/chat/completions", body)
+        reply = whole["choices"][0]["message"]
+        if reply["role"] != "assistant" or \
+                whole["object"] != "chat.completion":
+            fail(f"turn {i}: {whole}")
+        u = whole["usage"]
+        print(f"turn {i}: {u['prompt_tokens']} prompt tokens, "
+              f"{u['prompt_tokens_details']['cached_tokens']} cached, "
+              f"{u['completion_tokens']} generated, finish "
+              f"{whole['choices'][0]['finish_reason']}")
+        messages.append({"role": "assistant", "content": reply["content"]})
+
+
+def expect_error(srv, path, body, status, needle, raw=None):
+    st, _, data = srv.request("POST", path, body, raw=raw)
+    try:
+        err = json.loads(data)["error"]
+    except (ValueError, KeyError):
+        fail(f"{path} {body}: not an error body: {data[:300]!r}")
+    if st != status or err["code"] != status or needle not in err["message"]:
+        fail(f"{path} {str(body)[:100]}: {st} {err}, expected {status} "
+             f"with {needle!r}")
+    print(f"{status}: {err['message']}")
+    srv.healthy()
+
+
+def protocol(srv, args):
+    chat = "/v1/chat/completions"
+    base = {"messages": [{"role": "user", "content": "Hello there"}],
+            "temperature": 0, "max_tokens": 12}
+    st, _, data = srv.request("GET", "/v1/models")
+    models = json.loads(data)["data"]
+    print(f"models: {models[0]['id']}, max_model_len "
+          f"{models[0]['max_model_len']}")
+
+    # A stream's deltas make the text of the whole response.
+    full = srv.post(chat, base)["choices"][0]["message"]["content"]
+    text, finish, _ = stream_text(srv.stream(chat, base), True)
+    if text != full:
+        fail(f"streamed {text!r}, whole {full!r}")
+    print(f"stream: the whole response's {len(full)} bytes")
+    # Stop strings cut the text where the first one starts, whole or
+    # streamed, held back across tokens.
+    stop = full[4:7]
+    cut = full[:full.find(stop)]
+    whole = srv.post(chat, dict(base, stop=["\u00e9\u00e9\u00e9", stop]))
+    text, finish, _ = stream_text(srv.stream(chat, dict(base, stop=stop)),
+                                  True)
+    if whole["choices"][0]["message"]["content"] != cut or text != cut or \
+            whole["choices"][0]["finish_reason"] != "stop" or \
+            finish != "stop":
+        fail(f"stop {stop!r}: {whole} / {text!r} {finish}, expected "
+             f"{cut!r} of {full!r}")
+    print(f"stop: cut at {len(cut)} of {len(full)} bytes, whole and streamed")
+    zero = srv.post(chat, dict(base, max_tokens=0))
+    if zero["choices"][0]["message"]["content"] != "" or \
+            zero["choices"][0]["finish_reason"] != "length":
+        fail(f"max_tokens 0: {zero}")
+    print("max_tokens 0: empty, finish length")
+
+    # /v1/completions: the text `archc run` generates from the same prompt
+    # (its stdout echoes the prompt first), from text and from token ids.
+    prompt = "Once upon a time"
+    run = subprocess.run(
+        ["archc", "run", args.lib, "--weights", args.weights, "--tokenizer",
+         os.path.join(args.tokenizer, "tokenizer.json"), "--prompt", prompt,
+         "-n", "8", "--temperature", "0", "--quiet"],
+        capture_output=True, check=True).stdout.decode("utf-8")
+    if not run.startswith(prompt):
+        fail(f"archc run: {run!r}")
+    expected = run[len(prompt):-1]
+    got = srv.post("/v1/completions", {"prompt": prompt, "max_tokens": 8,
+                                       "temperature": 0})
+    ids = srv.post("/tokenize", {"content": prompt, "add_special": True})
+    by_ids = srv.post("/v1/completions", {"prompt": ids["tokens"],
+                                          "max_tokens": 8, "temperature": 0})
+    streamed, _, _ = stream_text(srv.stream(
+        "/v1/completions", {"prompt": prompt, "max_tokens": 8,
+                            "temperature": 0}), False)
+    for name, text in (("text", got["choices"][0]["text"]),
+                       ("ids", by_ids["choices"][0]["text"]),
+                       ("stream", streamed)):
+        if text != expected:
+            fail(f"completions from {name}: {text!r}, archc run {expected!r}")
+    print(f"completions: archc run's {len(expected)} bytes, from text, ids "
+          f"and a stream")
+
+    # Sampling: a seed gives the same text again.
+    sampled = [srv.post(chat, dict(base, temperature=0.9, seed=7))
+               ["choices"][0]["message"]["content"] for _ in range(2)]
+    if sampled[0] != sampled[1]:
+        fail(f"seed 7 twice: {sampled}")
+    print("seed: the same text twice")
+
+    # /tokenize is the reference tokenizer's; /detokenize gives the text.
+    text = "Héllo wörld, 日本語 🙂  two  spaces"
+    toks = srv.post("/tokenize", {"content": text})["tokens"]
+    ref = check_chat.reference_ids(args.tokenizer, text)
+    back = srv.post("/detokenize", {"tokens": toks})["content"]
+    if toks != ref or back != text:
+        fail(f"tokenize: {toks} (reference {ref}), back {back!r}")
+    print(f"tokenize: {len(toks)} ids as the reference tokenizer's, and back")
+
+    # Errors: a status and a message naming the problem; served after.
+    expect_error(srv, chat, None, 400, "the body is not JSON", raw=b"{nope")
+    expect_error(srv, chat, None, 400, "not JSON", raw=b'{"a": "\xff"}')
+    expect_error(srv, chat, [1], 400, "not a JSON object")
+    expect_error(srv, chat, {"messages": []}, 400,
+                 "'messages' must be a non-empty array")
+    expect_error(srv, chat, {"messages": [{"content": "x"}]}, 400,
+                 "'messages' [0] must be an object with a string 'role'")
+    expect_error(srv, chat, dict(base, n=2), 400,
+                 "'n' is not supported by archc serve")
+    expect_error(srv, chat, dict(base, logprobs=True), 400,
+                 "'logprobs' is not supported")
+    expect_error(srv, chat, dict(base, temperature=5), 400,
+                 "'temperature' must be a number in [0, 2]")
+    expect_error(srv, chat, dict(base, top_p=0), 400,
+                 "'top_p' must be a number in (0, 1]")
+    expect_error(srv, chat, dict(base, max_tokens=-3), 400,
+                 "'max_tokens' must be an integer in [0, 2147483647]")
+    expect_error(srv, chat, dict(base, stop=["x"] * 17), 400,
+                 "'stop' holds more than 16 strings")
+    expect_error(srv, chat, dict(base, stop=[""]), 400,
+                 "'stop' strings must be 1 to 256 bytes")
+    expect_error(srv, chat, dict(base, response_format={
+        "type": "json_object"}), 400, "'response_format' other than")
+    expect_error(srv, chat, dict(base, messages=[
+        {"role": "system", "content": "x"},
+        {"role": "user", "content": "y"}]), 400,
+        "the chat template: ")
+    expect_error(srv, chat, dict(base, messages=[
+        {"role": "user", "content": "word " * 200}]), 400,
+        "more than the model's context (max_seq_len 160)")
+    expect_error(srv, chat, dict(base, messages=[
+        {"role": "user", "content": "a\u0000b"}]), 400, "NUL character")
+    expect_error(srv, "/v1/completions", {"prompt": [[1, 2], [3]]}, 400,
+                 "holds several prompts")
+    expect_error(srv, "/v1/completions", {"prompt": [1, 99999]}, 400,
+                 "'prompt': token 99999 is outside the vocabulary [0, 32000)")
+    expect_error(srv, "/v1/completions", {"prompt": "x", "echo": True},
+                 400, "'echo' is not supported")
+    expect_error(srv, "/detokenize", {"tokens": [5, -1]}, 400,
+                 "'tokens' must be an array of token ids")
+    st, headers, data = srv.request("GET", "/v1/chat/completions")
+    if st != 405 or headers.get("Allow") != "POST":
+        fail(f"GET on a POST endpoint: {st} {headers}")
+    st, _, _ = srv.request("GET", "/v2/nothing")
+    if st != 404:
+        fail(f"an unknown path: {st}")
+    print("405 with Allow: POST; 404")
+
+    # Hostile HTTP: each answered by its status; the server serves after.
+    raws = [
+        (b"GARBAGE\r\n\r\n", 400),
+        (b"GET /health HTTP/2.0\r\n\r\n", 505),
+        (b"GET /health HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n", 431),
+        (b"POST /tokenize HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n", 413),
+        (b"POST /tokenize HTTP/1.1\r\nContent-Length: 12x\r\n\r\n", 400),
+        (b"POST /tokenize HTTP/1.1\r\nContent-Length: 5\r\n"
+         b"Content-Length: 6\r\n\r\n", 400),
+        (b"POST /tokenize HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+         501),
+        (b"GET /health HTTP/1.1\r\nno colon\r\n\r\n", 400),
+    ]
+    for data, status in raws:
+        resp = srv.raw(data)
+        line = resp.split(b"\r\n", 1)[0].decode()
+        if not line.startswith(f"HTTP/1.1 {status} "):
+            fail(f"{data[:60]!r}: {line!r}, expected {status}")
+        print(f"raw {data[:24]!r}...: {line}")
+        srv.healthy()
+    # A body shorter than its length, the client gone: no answer, served.
+    srv.raw(b"POST /tokenize HTTP/1.1\r\nContent-Length: 100\r\n\r\n{",
+            read=False)
+    srv.healthy()
+    # Expect: 100-continue gets its interim response before the body.
+    body = b'{"content": "hi"}'
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+    s.sendall(b"POST /tokenize HTTP/1.1\r\nExpect: 100-continue\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body))
+    interim = s.recv(100)
+    s.sendall(body)
+    resp = s.makefile("rb").read()
+    s.close()
+    if interim != b"HTTP/1.1 100 Continue\r\n\r\n" or \
+            not resp.startswith(b"HTTP/1.1 200 OK\r\n"):
+        fail(f"Expect: 100-continue: {interim!r}, then {resp[:80]!r}")
+    print("Expect: 100-continue: 100 Continue, then 200")
+    # A client that sends nothing is answered 408 after --timeout (2 s).
+    t0 = time.time()
+    resp = srv.raw(b"POST /tokenize HTTP/1.1\r\n")
+    if not resp.startswith(b"HTTP/1.1 408 "):
+        fail(f"a silent client: {resp[:80]!r}")
+    print(f"a silent client: 408 after {time.time() - t0:.0f} s")
+    srv.healthy()
+    # A client that leaves mid-stream: the generation ends, served after.
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+    body = json.dumps(dict(base, max_tokens=140, stream=True)).encode()
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: %d"
+              b"\r\n\r\n%s" % (len(body), body))
+    s.recv(100)
+    s.close()
+    srv.healthy()
+    print("a client that left mid-stream: served after")
+
+
+def nochat(srv, args):
+    expect_error(srv, "/v1/chat/completions",
+                 {"messages": [{"role": "user", "content": "x"}]}, 400,
+                 "no chat template")
+    got = srv.post("/v1/completions", {"prompt": "Hi", "max_tokens": 2,
+                                       "temperature": 0})
+    print(f"completions without a template: "
+          f"{got['usage']['completion_tokens']} tokens")
+
+
+def main():
+    argv = sys.argv[1:]
+    if "--" not in argv:
+        fail("usage: check_serve.py MODE --log ERR [options] -- archc serve")
+    cut = argv.index("--")
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["conversation", "protocol", "nochat"])
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--users")
+    ap.add_argument("-n", type=int)
+    ap.add_argument("--lib")
+    ap.add_argument("--weights")
+    ap.add_argument("--tokenizer")
+    args = ap.parse_args(argv[:cut])
+    srv = Server(argv[cut + 1:], args.log)
+    try:
+        srv.healthy()
+        {"conversation": conversation, "protocol": protocol,
+         "nochat": nochat}[args.mode](srv, args)
+    except BaseException:
+        srv.proc.kill()
+        raise
+    srv.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+//===- fuzz_serve.cpp - archc serve's request readers ----------------------===//
+//
+// Any bytes as what a client sends archc serve: a request's head, a
+// completion request's body (chat or not), a /tokenize or /detokenize
+// body, each answered with 0 or an HTTP status and a message; and any
+// token texts and stop strings through the StopScanner, whose released
+// text must be valid UTF-8, hold no stop string, and be, in pieces, the
+// text it holds whole. Never a crash or undefined behaviour.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/tools/archc/ServeProtocol.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace arch::serve;
+
+namespace {
+
+void check(int status, const std::string &error,
+           std::initializer_list<int> allowed) {
+  if (status == 0)
+    return;
+  bool ok = false;
+  for (int s : allowed)
+    ok |= s == status;
+  if (!ok || error.empty())
+    abort();
+}
+
+/// Splits `text` at `sep`.
+std::vector<std::string> split(const std::string &text, char sep) {
+  std::vector<std::string> parts(1);
+  for (char c : text) {
+    if (c == sep)
+      parts.emplace_back();
+    else
+      parts.back() += c;
+  }
+  return parts;
+}
+
+void scan(const std::string &data) {
+  // Stops (valid UTF-8, as JSON gives them) before a 0x00, then pieces
+  // split at 0x01; bit 0 of the first byte: whether the pieces are taken
+  // one by one (a stream) or once at the end.
+  size_t cut = data.find('\0');
+  std::vector<std::string> stops;
+  if (cut != std::string::npos)
+    for (std::string &s : split(data.substr(0, cut), '\x02'))
+      if (!s.empty() && s.size() <= kMaxStopBytes && stops.size() < kMaxStops)
+        stops.push_back(validUtf8(s));
+  std::string rest = cut == std::string::npos ? data : data.substr(cut + 1);
+  bool stream = !data.empty() && (data[0] & 1);
+  StopScanner scanner(stops);
+  std::string released;
+  for (const std::string &piece : split(rest, '\x01')) {
+    if (scanner.add(piece.c_str()))
+      break;
+    if (stream)
+      released += scanner.take(false);
+  }
+  released += scanner.take(true);
+  if (released != validUtf8(scanner.text()) || validUtf8(released) != released)
+    abort();
+  for (const std::string &s : stops)
+    if (scanner.text().find(s) != std::string::npos)
+      abort();
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size == 0)
+    return 0;
+  std::string text(reinterpret_cast<const char *>(data) + 1, size - 1);
+  std::string error;
+  switch (data[0] % 6) {
+  case 0: {
+    HttpHead head;
+    check(parseHead(text, head, error), error, {400, 413, 501, 505});
+    break;
+  }
+  case 1:
+  case 2: {
+    Request r;
+    check(parseRequest(text, data[0] % 6 == 1, r, error), error, {400});
+    break;
+  }
+  case 3: {
+    std::string content;
+    bool special;
+    check(parseTokenize(text, content, special, error), error, {400});
+    break;
+  }
+  case 4: {
+    std::vector<int64_t> ids;
+    check(parseDetokenize(text, ids, error), error, {400});
+    break;
+  }
+  default:
+    scan(std::string(reinterpret_cast<const char *>(data), size));
+  }
+  return 0;
+}
