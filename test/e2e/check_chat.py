@@ -80,6 +80,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--weights", required=True)
+    # (The fresh runs' weights, the same values: a GGUF file whose
+    # tokenizer would read the prompt's ids as text has a twin without.)
+    ap.add_argument("--fresh-weights")
     ap.add_argument("--template", required=True)
     ap.add_argument("--tokenizer", required=True)
     ap.add_argument("--specials", default="{}")
@@ -124,7 +127,8 @@ def main():
             sys.exit(f"turn {i}: the kept and prefilled tokens are not the "
                      f"reference tokenizer's:\n{ids}")
         fresh = subprocess.run(
-            ["archc", "run", args.lib, "--weights", args.weights,
+            ["archc", "run", args.lib, "--weights",
+             args.fresh_weights or args.weights,
              "--prompt", ",".join(map(str, ids)), "-n", str(args.n),
              "--quiet"], capture_output=True, text=True, check=True)
         fresh_ids = [int(x) for x in fresh.stdout.split()]

@@ -532,7 +532,8 @@ def spm_tokenizer(vocab, gemma=False):
 
 def main():
     args = archrt.script_args(__doc__, "write-tokenized", "write-all", "arch",
-                              "kinds", "write-import", "same-as", "weights")
+                              "kinds", "write-import", "same-as", "weights",
+                              "tokenizer-json", "template")
     if args.same_as:  # two libraries of one model: a GGUF's import, a spec
         case = archrt.Cases()
         spec = archref.Spec(args.spec)
@@ -691,9 +692,15 @@ def main():
     if args.write_tokenized:  # an F32 GGUF with its tokenizer, for archc run
         spec = archref.Spec(args.spec)
         arch = args.arch or "llama"
+        tokenizer = spm_tokenizer(spec.vocab, gemma=arch.startswith("gemma"))
+        if args.tokenizer_json:  # a Llama 2 tokenizer.json's, as converted
+            sys.path.insert(0, os.path.join(os.path.dirname(__file__),
+                                            "tokenizer"))
+            import make_gguf
+            tokenizer = make_gguf.spm_json_entries(
+                args.tokenizer_json, 1, 2, 1, args.template)
         write_gguf(args.write_tokenized, spec, archref.random_weights(spec, 7),
-                   "F32", arch=arch, tokenizer=spm_tokenizer(
-                       spec.vocab, gemma=arch.startswith("gemma")))
+                   "F32", arch=arch, tokenizer=tokenizer)
         return 0
     if args.write_all:  # the files this script loads, for other readers
         spec = archref.Spec(args.spec)

@@ -146,6 +146,13 @@ def spm_phi3(out, name):
 
 
 def spm_json(src, out, bos, eos, space, template=None):
+    write(out, [kv("general.architecture", STRING, "llama")] +
+          spm_json_entries(src, bos, eos, space, template))
+
+
+def spm_json_entries(src, bos, eos, space, template=None):
+    """spm-json's metadata entries (check_gguf.py writes them beside a
+    model's tensors)."""
     doc = json.load(open(src, encoding="utf-8"))
     model = doc["model"]
     by_id = {i: t for t, i in model["vocab"].items()}
@@ -165,8 +172,7 @@ def spm_json(src, out, bos, eos, space, template=None):
         rank.setdefault(merged, r)
     tokens = [by_id.get(i, "[PAD%d]" % i) for i in range(n)]
     scores = [-1e10 if t not in rank else -1.0 - rank[t] for t in tokens]
-    write(out, [
-        kv("general.architecture", STRING, "llama"),
+    return [
         kv("tokenizer.ggml.model", STRING, "llama"),
         kv("tokenizer.ggml.tokens", ARRAY, tokens, STRING),
         kv("tokenizer.ggml.scores", ARRAY, scores, F32),
@@ -175,10 +181,10 @@ def spm_json(src, out, bos, eos, space, template=None):
         kv("tokenizer.ggml.bos_token_id", U32, bos),
         kv("tokenizer.ggml.eos_token_id", U32, eos),
         kv("tokenizer.ggml.add_bos_token", BOOL, True),
-        kv("tokenizer.ggml.add_space_prefix", BOOL, bool(space))] +
-          ([] if template is None else
-           [kv("tokenizer.chat_template", STRING,
-               open(template, encoding="utf-8", newline="").read())]))
+        kv("tokenizer.ggml.add_space_prefix", BOOL, bool(space))] + (
+            [] if template is None else
+            [kv("tokenizer.chat_template", STRING,
+                open(template, encoding="utf-8", newline="").read())])
 
 
 def spm_control(out):
