@@ -28,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -51,6 +52,15 @@ class Server:
             self.proc.kill()
             fail(f"no listening line: {line!r}")
         self.port = int(m.group(1))
+        # (The rest of its stderr to the log as it comes: a full pipe would
+        # block the server.)
+        self.copier = threading.Thread(target=self._copy, daemon=True)
+        self.copier.start()
+
+    def _copy(self):
+        for line in self.proc.stderr:
+            self.log.write(line)
+            self.log.flush()
 
     def request(self, method, path, body=None, raw=None):
         """(status, headers, body bytes) of one request."""
@@ -110,23 +120,34 @@ class Server:
         if st != 200 or json.loads(data) != {"status": "ok"}:
             fail(f"/health: {st} {data!r}")
 
-    def stop(self):
+    def stop(self, pending=None):
+        """SIGTERM; `pending`: a socket whose request the server is still
+        reading, which must be answered 503."""
         self.proc.send_signal(signal.SIGTERM)
-        rest = self.proc.stderr.read()
-        self.log.write(rest)
-        self.log.close()
+        if pending is not None:
+            resp = pending.makefile("rb").read()
+            pending.close()
+            if not resp.startswith(b"HTTP/1.1 503 "):
+                fail(f"a request cut by SIGTERM: {resp[:80]!r}")
+            print("a request being read at SIGTERM: 503")
         rc = self.proc.wait(timeout=60)
+        self.copier.join(timeout=60)
+        self.log.close()
         if rc != 0:
             fail(f"the server exited {rc} after SIGTERM")
-        if not rest.rstrip().endswith(b"archc serve: stopped"):
-            fail(f"no 'stopped' line: {rest[-200:]!r}")
+        with open(self.log.name, "rb") as f:
+            if not f.read().rstrip().endswith(b"archc serve: stopped"):
+                fail("no 'stopped' line at the log's end")
         print("stopped by SIGTERM: exit 0")
 
 
 def stream_text(events, chat):
     """The text a stream's events make, its finish reason, its usage."""
     text, finish, usage = "", None, None
+    kind = "chat.completion.chunk" if chat else "text_completion"
     for e in events:
+        if e["object"] != kind:
+            fail(f"a stream's event is not a {kind}: {e}")
         if "usage" in e:
             usage = e["usage"]
         for c in e["choices"]:
@@ -234,16 +255,20 @@ def protocol(srv, args):
     ids = srv.post("/tokenize", {"content": prompt, "add_special": True})
     by_ids = srv.post("/v1/completions", {"prompt": ids["tokens"],
                                           "max_tokens": 8, "temperature": 0})
+    in_list = srv.post("/v1/completions", {"prompt": [ids["tokens"]],
+                                           "max_tokens": 8, "temperature": 0,
+                                           "logprobs": False})
     streamed, _, _ = stream_text(srv.stream(
         "/v1/completions", {"prompt": prompt, "max_tokens": 8,
                             "temperature": 0}), False)
     for name, text in (("text", got["choices"][0]["text"]),
                        ("ids", by_ids["choices"][0]["text"]),
+                       ("ids in a list", in_list["choices"][0]["text"]),
                        ("stream", streamed)):
         if text != expected:
             fail(f"completions from {name}: {text!r}, archc run {expected!r}")
-    print(f"completions: archc run's {len(expected)} bytes, from text, ids "
-          f"and a stream")
+    print(f"completions: archc run's {len(expected)} bytes, from text, ids, "
+          f"ids in a list and a stream")
 
     # Sampling: a seed gives the same text again.
     sampled = [srv.post(chat, dict(base, temperature=0.9, seed=7))
@@ -264,6 +289,9 @@ def protocol(srv, args):
     # Errors: a status and a message naming the problem; served after.
     expect_error(srv, chat, None, 400, "the body is not JSON", raw=b"{nope")
     expect_error(srv, chat, None, 400, "not JSON", raw=b'{"a": "\xff"}')
+    expect_error(srv, chat, None, 400,
+                 "the body nests more than 128 arrays and objects",
+                 raw=b"[" * 100000)
     expect_error(srv, chat, [1], 400, "not a JSON object")
     expect_error(srv, chat, {"messages": []}, 400,
                  "'messages' must be a non-empty array")
@@ -295,6 +323,8 @@ def protocol(srv, args):
     expect_error(srv, chat, dict(base, messages=[
         {"role": "user", "content": "a\u0000b"}]), 400, "NUL character")
     expect_error(srv, "/v1/completions", {"prompt": [[1, 2], [3]]}, 400,
+                 "holds several prompts")
+    expect_error(srv, "/v1/completions", {"prompt": ["a", "b"]}, 400,
                  "holds several prompts")
     expect_error(srv, "/v1/completions", {"prompt": [1, 99999]}, 400,
                  "'prompt': token 99999 is outside the vocabulary [0, 32000)")
@@ -350,19 +380,21 @@ def protocol(srv, args):
     # A client that sends nothing is answered 408 after --timeout (2 s).
     t0 = time.time()
     resp = srv.raw(b"POST /tokenize HTTP/1.1\r\n")
-    if not resp.startswith(b"HTTP/1.1 408 "):
-        fail(f"a silent client: {resp[:80]!r}")
-    print(f"a silent client: 408 after {time.time() - t0:.0f} s")
+    waited = time.time() - t0
+    if not resp.startswith(b"HTTP/1.1 408 ") or not 1.5 < waited < 30:
+        fail(f"a silent client: {resp[:80]!r} after {waited:.1f} s")
+    print("a silent client: 408 after --timeout")
     srv.healthy()
-    # A client that leaves mid-stream: the generation ends, served after.
-    s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
-    body = json.dumps(dict(base, max_tokens=140, stream=True)).encode()
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: %d"
-              b"\r\n\r\n%s" % (len(body), body))
-    s.recv(100)
-    s.close()
-    srv.healthy()
-    print("a client that left mid-stream: served after")
+    # Clients that leave after their request, streamed or not: the
+    # generation (140 tokens asked) ends, and the server serves after.
+    for stream in (True, False):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+        body = json.dumps(dict(base, max_tokens=140, stream=stream)).encode()
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\n"
+                  b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        s.close()
+        srv.healthy()
+    print("clients that left after their request: served after")
 
 
 def nochat(srv, args):
@@ -394,10 +426,15 @@ def main():
         srv.healthy()
         {"conversation": conversation, "protocol": protocol,
          "nochat": nochat}[args.mode](srv, args)
+        # A request half sent when SIGTERM comes is answered 503.
+        pending = socket.create_connection(("127.0.0.1", srv.port),
+                                           timeout=60)
+        pending.sendall(b"POST /tokenize HTTP/1.1\r\n")
+        time.sleep(0.3)
     except BaseException:
         srv.proc.kill()
         raise
-    srv.stop()
+    srv.stop(pending)
 
 
 if __name__ == "__main__":

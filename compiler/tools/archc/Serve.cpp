@@ -18,6 +18,7 @@
 #include <ctime>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <random>
 #include <sys/socket.h>
@@ -42,9 +43,11 @@ double since(Clock::time_point t0) {
 class Connection {
 public:
   Connection(int fd, int timeoutSeconds)
-      : fd(fd), deadline(Clock::now() + std::chrono::seconds(timeoutSeconds)) {
-    timeval tv{timeoutSeconds, 0};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+      : fd(fd), deadline(Clock::now() + std::chrono::seconds(timeoutSeconds)),
+        sendBudget(timeoutSeconds) {
+    // (A streamed token goes out at once, not after the last one's ACK.)
+    int on = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
   }
   /// Closed after the response is sent and what the client still sends
   /// is read (up to 1 s and 1 MiB): closing with unread bytes would reset
@@ -85,7 +88,7 @@ public:
       }
       int got = receive(error);
       if (got <= 0)
-        return got < 0 ? 408 : -1;
+        return got == 0 ? -1 : got == -2 ? 503 : 408;
     }
     if (end > kMaxHeadBytes) {
       error = "the request's head passes " + std::to_string(kMaxHeadBytes) +
@@ -103,7 +106,7 @@ public:
       int got = receive(error);
       if (got <= 0) {
         if (got < 0)
-          return 408;
+          return got == -2 ? 503 : 408;
         error = "the body ended after " + std::to_string(body.size()) +
                 " of its " + std::to_string(head.contentLength) + " bytes";
         return 400;
@@ -115,20 +118,44 @@ public:
     return 0;
   }
 
-  /// Writes `data` whole; false (and broken) where the client is gone or
-  /// does not read within the timeout.
+  /// Writes `data` whole; false (and broken) where the client is gone,
+  /// the server is stopping, or the time spent waiting for the client to
+  /// take what is written passes the timeout, over the whole response (a
+  /// client that reads a little at a time cannot hold the server longer).
   bool send(const std::string &data) {
     for (size_t done = 0; !broken && done < data.size();) {
       ssize_t n = ::send(fd, data.data() + done, data.size() - done,
-                         MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        broken = true;
-      else
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
         done += size_t(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR && !stopping)
+        continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !stopping &&
+          sendBudget.count() > 0) {
+        auto t0 = Clock::now();
+        pollfd p{fd, POLLOUT, 0};
+        long ms = long(std::min(sendBudget.count() * 1e3, 250.0)) + 1;
+        poll(&p, 1, int(ms));
+        sendBudget -= Clock::now() - t0;
+        continue;
+      }
+      broken = true;
     }
     return !broken;
+  }
+
+  /// Whether the client has closed its side (or the connection failed):
+  /// a generation for it stops. (A client that half-closes after its
+  /// request is taken as gone.)
+  bool gone() {
+    if (broken)
+      return true;
+    pollfd p{fd, POLLRDHUP, 0};
+    if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+      broken = true;
+    return broken;
   }
 
   bool respond(int status, const std::string &body,
@@ -145,10 +172,12 @@ public:
 private:
   int fd;
   Clock::time_point deadline;
+  std::chrono::duration<double> sendBudget;
   std::string buf;
 
   /// Appends what arrives to buf: its byte count, 0 at the end of the
-  /// stream, -1 past the deadline (with `error`).
+  /// stream, -1 past the deadline, -2 where the server is stopping (with
+  /// `error`).
   int receive(std::string &error) {
     for (;;) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -156,7 +185,11 @@ private:
                       .count();
       pollfd p{fd, POLLIN, 0};
       int ready = left > 0 ? poll(&p, 1, int(std::min<long>(left, 250))) : 0;
-      if (stopping || (ready == 0 && left <= 250)) {
+      if (stopping) {
+        error = "the server is stopping";
+        return -2;
+      }
+      if (ready == 0 && left <= 250) {
         error = "the request did not arrive in time";
         return -1;
       }
@@ -255,8 +288,11 @@ private:
     ++requests;
     if (!opts.quiet)
       llvm::errs() << "[archc] request " << requests << ": "
-                   << validUtf8(head.method.substr(0, 16)) << " "
-                   << validUtf8(head.path.substr(0, 64)) << " " << status
+                   << (head.method.empty()
+                           ? std::string("(no request line)")
+                           : validUtf8(head.method.substr(0, 16)) + " " +
+                                 validUtf8(head.path.substr(0, 64)))
+                   << " " << status
                    << (what.empty() ? "" : ": ") << what << "\n";
   }
 
@@ -450,7 +486,7 @@ private:
               event(frame + "\"choices\": [" + choice(out, nullptr, false) +
                     "]}");
           }
-          return !c.broken && !stopping;
+          return !c.gone() && !stopping;
         },
         generated, end, error);
     double decodeS = since(t0);
@@ -588,7 +624,15 @@ int runServer(int listener, int port, const ServedModel &m,
       if (fd < 0)
         continue;
       Connection c(fd, opts.timeoutSeconds);
-      server.handle(c);
+      try {
+        server.handle(c);
+      } catch (const std::exception &e) {
+        // (Memory a request's JSON needs, mostly: it fails alone.)
+        c.respond(503, errorBody(503, std::string("the request could not "
+                                                  "be served: ") +
+                                          e.what()));
+        llvm::errs() << "[archc] a request failed: " << e.what() << "\n";
+      }
     }
   }
   m.lib.archrt_seq_free(seq);

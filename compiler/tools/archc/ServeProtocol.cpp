@@ -85,10 +85,28 @@ std::string rawMember(const std::string &text, llvm::StringRef key) {
   }
 }
 
-/// The JSON object of a body, or an error.
+/// The JSON object of a body, or an error. (llvm::json's parser and its
+/// values' destructor recurse once a level: the nesting is counted first.)
 const json::Object *bodyObject(const std::string &body,
                                std::optional<json::Value> &parsed,
                                std::string &error) {
+  size_t depth = 0;
+  for (size_t k = 0; k < body.size(); ++k) {
+    char c = body[k];
+    if (c == '"') {
+      for (++k; k < body.size() && body[k] != '"'; ++k)
+        if (body[k] == '\\')
+          ++k;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxBodyDepth) {
+        error = "the body nests more than " + std::to_string(kMaxBodyDepth) +
+                " arrays and objects";
+        return nullptr;
+      }
+    } else if ((c == ']' || c == '}') && depth) {
+      --depth;
+    }
+  }
   auto v = json::parse(body);
   if (!v) {
     error = "the body is not JSON: " + llvm::toString(v.takeError());
@@ -214,7 +232,8 @@ int parseHead(const std::string &head, HttpHead &out, std::string &error) {
     value = value.trim(" \t");
     if (name.equals_insensitive("content-length")) {
       uint64_t n;
-      if (value.empty() || !llvm::all_of(value, isdigit) || value.size() > 18 ||
+      if (value.empty() || value.size() > 18 ||
+          !llvm::all_of(value, [](char c) { return c >= '0' && c <= '9'; }) ||
           value.getAsInteger(10, n) || (hasLength && n != out.contentLength)) {
         error = "Content-Length is not one decimal length";
         return 400;
@@ -282,15 +301,24 @@ int parseRequest(const std::string &body, bool chat, Request &out,
   } else {
     const json::Value *p = f.get("prompt");
     const json::Array *list = p ? p->getAsArray() : nullptr;
-    if (list && list->size() == 1 && (*list)[0].getAsString())
-      p = &(*list)[0]; // (one prompt in a list)
+    // (One prompt in a list: its text, or its ids.)
+    if (list && list->size() == 1 &&
+        ((*list)[0].getAsString() || (*list)[0].getAsArray())) {
+      p = &(*list)[0];
+      list = p->getAsArray();
+    }
     if (p && p->getAsString()) {
       out.prompt = p->getAsString()->str();
-    } else if (list && !list->empty() && (*list)[0].getAsArray()) {
+    } else if (list && !list->empty() &&
+               ((*list)[0].getAsArray() || (*list)[0].getAsString())) {
       return f.bad("prompt", "holds several prompts; archc serve takes one "
                              "a request"),
              400;
     } else if (list && !list->empty()) {
+      if (list->size() > kMaxPromptIds)
+        return f.bad("prompt", "holds more than " +
+                                   std::to_string(kMaxPromptIds) + " ids"),
+               400;
       for (const json::Value &id : *list) {
         std::optional<int64_t> i = id.getAsInteger();
         if (!i || *i < 0 || *i > INT32_MAX)
@@ -353,7 +381,11 @@ int parseRequest(const std::string &body, bool chat, Request &out,
                400;
   }
   // What archc does not do is refused, not ignored.
-  if (!f.unsupported("n", 1) || !f.unsupported("logprobs", chat ? false : 0) ||
+  // (logprobs: a bool in chat, a count in completions; false and 0 ask for
+  // nothing in either.)
+  if (!f.unsupported("n", 1) ||
+      (f.get("logprobs") && *f.get("logprobs") != json::Value(false) &&
+       !f.unsupported("logprobs", 0)) ||
       !f.unsupported("top_logprobs", 0) ||
       !f.unsupported("presence_penalty", 0) ||
       !f.unsupported("frequency_penalty", 0) ||
@@ -403,6 +435,10 @@ int parseDetokenize(const std::string &body, std::vector<int64_t> &tokens,
                                             : nullptr;
   if (!list)
     return f.bad("tokens", "must be an array of token ids"), 400;
+  if (list->size() > kMaxPromptIds)
+    return f.bad("tokens", "holds more than " + std::to_string(kMaxPromptIds) +
+                               " ids"),
+           400;
   tokens.clear();
   for (const json::Value &id : *list) {
     std::optional<int64_t> i = id.getAsInteger();

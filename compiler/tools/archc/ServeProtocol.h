@@ -22,6 +22,10 @@ namespace arch::serve {
 /// this many bytes; its body to at most kMaxBodyBytes.
 constexpr size_t kMaxHeadBytes = size_t(16) << 10;
 constexpr size_t kMaxBodyBytes = size_t(16) << 20;
+/// Arrays and objects a body may nest (llvm::json recurses a level), and
+/// the token ids a prompt may hold.
+constexpr size_t kMaxBodyDepth = 128;
+constexpr size_t kMaxPromptIds = size_t(1) << 20;
 /// Stop strings a request, and their bytes each.
 constexpr size_t kMaxStops = 16;
 constexpr size_t kMaxStopBytes = 256;
