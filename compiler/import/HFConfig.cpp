@@ -536,9 +536,12 @@ void llamaFamily(Reader &r, Spec &s, const std::string &type) {
   int64_t headDim =
       headDimKey(r, s, d, heads,
                  type == "qwen3" ? std::optional<int64_t>(128) : std::nullopt);
-  // (Phi-3's modeling code has no biases: its keys change nothing.)
+  // (Phi-3's modeling code has no biases: its keys change nothing; nor
+  // does it read the three Phi-4 mini's config carries over from its
+  // multimodal sibling: lm_head_bias, full_attn_mod, interpolate_factor.)
   if (phi3)
-    r.known({"attention_bias", "mlp_bias"});
+    r.known({"attention_bias", "mlp_bias", "lm_head_bias", "full_attn_mod",
+             "interpolate_factor"});
   bool bias = !phi3 && r.boolean("attention_bias", false);
   // (Qwen2-MoE's config class has a qkv_bias key, Qwen 2's not.)
   if (qwen2 && (type == "qwen2" || r.boolean("qkv_bias", true))) {
