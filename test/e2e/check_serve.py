@@ -270,6 +270,14 @@ def protocol(srv, args):
     print(f"completions: archc run's {len(expected)} bytes, from text, ids, "
           f"ids in a list and a stream")
 
+    # ignore_eos: the budget, whatever the tokens (llama-server's, vLLM's).
+    got = srv.post("/v1/completions", {"prompt": "Once", "max_tokens": 40,
+                                       "temperature": 2, "seed": 3,
+                                       "ignore_eos": True})
+    if got["usage"]["completion_tokens"] != 40 or \
+            got["choices"][0]["finish_reason"] != "length":
+        fail(f"ignore_eos: {got}")
+    print("ignore_eos: 40 tokens of 40")
     # Sampling: a seed gives the same text again.
     sampled = [srv.post(chat, dict(base, temperature=0.9, seed=7))
                ["choices"][0]["message"]["content"] for _ in range(2)]

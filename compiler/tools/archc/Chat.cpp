@@ -344,7 +344,8 @@ bool HeldSequence::prefill(const std::vector<int32_t> &ids, Prefill &out,
 bool HeldSequence::generate(
     archrt_tokenizer *tok, archrt_sampler *sampler, int maxTokens,
     llvm::function_ref<bool(const char *, int32_t)> piece,
-    std::vector<int32_t> &ids, End &end, std::string &error) {
+    std::vector<int32_t> &ids, End &end, std::string &error,
+    bool ignoreStop) {
   ids.clear();
   end = End::Length;
   int32_t prev = held.empty() ? 0 : held.back();
@@ -355,7 +356,7 @@ bool HeldSequence::generate(
       error = lib.archrt_last_error();
       return false;
     }
-    if (lib.archrt_tokenizer_is_stop(tok, next)) {
+    if (!ignoreStop && lib.archrt_tokenizer_is_stop(tok, next)) {
       end = End::Stop;
       return true;
     }

@@ -488,7 +488,7 @@ private:
           }
           return !c.gone() && !stopping;
         },
-        generated, end, error);
+        generated, end, error, r.ignoreEos);
     double decodeS = since(t0);
     if (!ok) {
       // (The runtime failed mid-generation: said in the stream, or as the

@@ -342,7 +342,8 @@ int parseRequest(const std::string &body, bool chat, Request &out,
   if (!f.integer("max_tokens", 0, INT32_MAX, out.maxTokens) ||
       !f.number("temperature", 0, 2, false, out.temperature) ||
       !f.number("top_p", 0, 1, true, out.topP) ||
-      !f.boolean("stream", out.stream))
+      !f.boolean("stream", out.stream) ||
+      !f.boolean("ignore_eos", out.ignoreEos))
     return 400;
   int64_t seed = 0;
   if (!f.integer("seed", INT64_MIN, INT64_MAX, seed))

@@ -60,6 +60,7 @@ struct Request {
   bool hasSeed = false;
   std::vector<std::string> stop;
   bool stream = false, includeUsage = false;
+  bool ignoreEos = false; ///< llama-server's and vLLM's ignore_eos
 };
 
 /// Reads a completion request's JSON body. 0, or 400 with `error` naming

@@ -922,15 +922,17 @@ struct OpenedModel {
 /// error is printed.
 static int openModel(const std::string &input, std::string weights,
                      std::string tokenizer, int threads, bool quiet,
-                     OpenedModel &m) {
+                     OpenedModel &m, bool random = false) {
   // A model directory holds its weights (and maybe a tokenizer) too; a
   // GGUF file is its own weights (and tokenizer).
   std::error_code ec;
   bool directory = fs::is_directory(input, ec);
-  if (weights.empty() && !directory && !isGGUFFile(input))
+  if (random && !weights.empty())
+    return fail("--random-weights and --weights exclude each other");
+  if (weights.empty() && !random && !directory && !isGGUFFile(input))
     return fail("--weights is required (unless the input is a model "
                 "directory or a GGUF file)");
-  if (weights.empty())
+  if (weights.empty() && !random)
     weights = input;
   // Its tokenizer: Hugging Face's tokenizer.json, else llama2.c's
   // tokenizer.bin.
@@ -947,11 +949,16 @@ static int openModel(const std::string &input, std::string weights,
   lib.archrt_set_num_threads(threads);
   CHECK_RT(lib, lib.archrt_model_create(&m.model));
   CHECK_RT(lib, lib.archrt_model_info_get(m.model, &m.info));
-  CHECK_RT(lib, lib.archrt_load_weights(m.model, weights.c_str()));
+  // (Random weights: bench's seed, for benchmarks.)
+  if (random)
+    CHECK_RT(lib, lib.archrt_init_random(m.model, 1234));
+  else
+    CHECK_RT(lib, lib.archrt_load_weights(m.model, weights.c_str()));
   // A GGUF checkpoint usually carries its tokenizer: used when none is
   // given (and the prompt is token ids when it has none; why not is said
   // where the prompt is not).
-  bool ggufWeights = !fs::is_directory(weights, ec) && isGGUFFile(weights);
+  bool ggufWeights = !random && !fs::is_directory(weights, ec) &&
+                     isGGUFFile(weights);
   if (tokenizer.empty() && ggufWeights &&
       lib.archrt_tokenizer_load(weights.c_str(), m.info.vocab_size,
                                 &m.tok) != ARCHRT_OK) {
@@ -1220,6 +1227,10 @@ int cmdServe(int argc, char **argv) {
       cl::cat(archcCat), cl::sub(sub));
   cl::opt<bool> quiet("quiet", cl::desc("no line a request"),
                       cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> random("random-weights",
+                       cl::desc("seeded random weights, as archc bench's "
+                                "(for benchmarks: bench/serve.sh)"),
+                       cl::cat(archcCat), cl::sub(sub));
   cl::HideUnrelatedOptions(archcCat, sub);
   cl::ParseCommandLineOptions(argc, argv,
                               "archc serve: an OpenAI-style HTTP server "
@@ -1254,7 +1265,7 @@ int cmdServe(int argc, char **argv) {
     }
   } closeOnError{listener};
   OpenedModel m;
-  if (int rc = openModel(input, weights, tokenizer, threads, true, m))
+  if (int rc = openModel(input, weights, tokenizer, threads, true, m, random))
     return rc;
   if (!m.tok)
     return fail("archc serve needs a tokenizer: a model directory's "
