@@ -7,8 +7,9 @@
 # streamed greedily with ignore_eos. Printed for the server: its own
 # prefill rate (the response's timings.prompt_ms), the time to the first
 # token as the client sees it (the HTTP exchange, the prefill and the
-# first sample), and the decode rate as the server times it (the
-# generated tokens over timings.predicted_ms) and as the client sees it
+# first sample), and the decode rate as the server times it (its GEN − 1
+# decodes, the last token sampled not decoded, over timings.predicted_ms,
+# which holds the GEN samples too) and as the client sees it
 # (the tokens after the first over the time from the first event to the
 # last); each the median of RUNS requests after a warm-up, as a share of
 # archc bench's in the same round, over ROUNDS rounds (this VM's single
@@ -21,7 +22,11 @@ bench_round_options "${1:-}"
 tokenizer="${ARCHC_CACHE:-$HOME/.cache/archc}/tokenizers/llama2/tokenizer.json"
 [ -f "$tokenizer" ] || { echo "serve.sh: no $tokenizer: run scripts/fetch-tokenizers.sh" >&2; exit 2; }
 grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /'
+[ "$gen" -ge 2 ] || { echo "serve.sh: GEN must be 2 or more" >&2; exit 2; }
 "$archc" compile "$spec" -o "$out/lib.so" --quiet
+# (The server is stopped on any exit, a failed request's too.)
+pid=
+trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; rm -rf "$out"' EXIT
 for round in $(seq "$rounds"); do
 for t in 1 2; do
   "$archc" bench "$out/lib.so" --random-weights --prompt-len "$prompt" \
@@ -30,7 +35,7 @@ for t in 1 2; do
     --port 0 --threads "$t" --quiet 2> "$out/serve.$round.$t.err" &
   pid=$!
   for _ in $(seq 100); do
-    grep -q 'on http://' "$out/serve.$round.$t.err" 2>/dev/null && break
+    grep -q 'on http://127\.0\.0\.1:[0-9]' "$out/serve.$round.$t.err" 2>/dev/null && break
     sleep 0.1
   done
   port=$(sed -n 's/.*on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out/serve.$round.$t.err")
@@ -74,11 +79,14 @@ for run in range(runs + 1):  # the first warms up
     rows.append({"prefill": prompt / (timings["prompt_ms"] / 1e3),
                  "ttft_ms": (times[0] - t0) * 1e3,
                  "decode": (len(times) - 1) / (times[-1] - times[0]),
-                 "decode_server": gen / (timings["predicted_ms"] / 1e3)})
+                 # (The server samples GEN tokens and decodes all but the
+                 # last: archc bench's decode steps are the decodes.)
+                 "decode_server": (gen - 1) / (timings["predicted_ms"] / 1e3)})
 print(json.dumps({k: statistics.median(r[k] for r in rows) for k in rows[0]}))
 EOF
   kill "$pid"
   wait "$pid" || true
+  pid=
 done
 done
 /usr/bin/python3 - "$out" "$prompt" "$gen" "$rounds" <<'EOF'

@@ -18,6 +18,10 @@ protocol: --lib LIB --weights W --tokenizer DIR. Stop strings, max_tokens,
   a client that sends nothing (the server started with --timeout 2).
 nochat: chat requests refused where the model has no chat template, while
   /v1/completions serves.
+eos: --ids JSON, a prompt whose greedy next token the server's tokenizer
+  holds special (a stop token): the completion stops before it, and with
+  ignore_eos generates its budget.
+Every mode ends with a request being read when SIGTERM comes (503).
 """
 import argparse
 import http.client
@@ -270,14 +274,6 @@ def protocol(srv, args):
     print(f"completions: archc run's {len(expected)} bytes, from text, ids, "
           f"ids in a list and a stream")
 
-    # ignore_eos: the budget, whatever the tokens (llama-server's, vLLM's).
-    got = srv.post("/v1/completions", {"prompt": "Once", "max_tokens": 40,
-                                       "temperature": 2, "seed": 3,
-                                       "ignore_eos": True})
-    if got["usage"]["completion_tokens"] != 40 or \
-            got["choices"][0]["finish_reason"] != "length":
-        fail(f"ignore_eos: {got}")
-    print("ignore_eos: 40 tokens of 40")
     # Sampling: a seed gives the same text again.
     sampled = [srv.post(chat, dict(base, temperature=0.9, seed=7))
                ["choices"][0]["message"]["content"] for _ in range(2)]
@@ -405,6 +401,32 @@ def protocol(srv, args):
     print("clients that left after their request: served after")
 
 
+def eos(srv, args):
+    """The server's tokenizer makes the greedy first token after --ids a
+    special (stop) token: without ignore_eos the completion stops before
+    it; with it, the budget is generated, that token first."""
+    ids = json.loads(args.ids)
+    body = {"prompt": ids, "max_tokens": 5, "temperature": 0}
+    for stream in (False, True):
+        if stream:
+            text, finish, usage = stream_text(srv.stream(
+                "/v1/completions", dict(body, stream_options={
+                    "include_usage": True})), False)
+        else:
+            got = srv.post("/v1/completions", body)
+            text, finish, usage = (got["choices"][0]["text"],
+                                   got["choices"][0]["finish_reason"],
+                                   got["usage"])
+        if text != "" or finish != "stop" or usage["completion_tokens"]:
+            fail(f"at the stop token: {text!r} {finish} {usage}")
+    got = srv.post("/v1/completions", dict(body, ignore_eos=True))
+    if got["usage"]["completion_tokens"] != 5 or \
+            got["choices"][0]["finish_reason"] != "length":
+        fail(f"ignore_eos: {got}")
+    print("the stop token first: 0 tokens, finish stop (whole and "
+          "streamed); with ignore_eos 5 tokens, finish length")
+
+
 def nochat(srv, args):
     expect_error(srv, "/v1/chat/completions",
                  {"messages": [{"role": "user", "content": "x"}]}, 400,
@@ -421,7 +443,9 @@ def main():
         fail("usage: check_serve.py MODE --log ERR [options] -- archc serve")
     cut = argv.index("--")
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["conversation", "protocol", "nochat"])
+    ap.add_argument("mode", choices=["conversation", "protocol", "nochat",
+                                     "eos"])
+    ap.add_argument("--ids")
     ap.add_argument("--log", required=True)
     ap.add_argument("--users")
     ap.add_argument("-n", type=int)
@@ -433,12 +457,15 @@ def main():
     try:
         srv.healthy()
         {"conversation": conversation, "protocol": protocol,
-         "nochat": nochat}[args.mode](srv, args)
-        # A request half sent when SIGTERM comes is answered 503.
+         "nochat": nochat, "eos": eos}[args.mode](srv, args)
+        # A request being read when SIGTERM comes is answered 503 (the
+        # interim response says the server is reading it).
         pending = socket.create_connection(("127.0.0.1", srv.port),
                                            timeout=60)
-        pending.sendall(b"POST /tokenize HTTP/1.1\r\n")
-        time.sleep(0.3)
+        pending.sendall(b"POST /tokenize HTTP/1.1\r\nContent-Length: 10"
+                        b"\r\nExpect: 100-continue\r\n\r\n")
+        if pending.recv(100) != b"HTTP/1.1 100 Continue\r\n\r\n":
+            fail("no 100 Continue")
     except BaseException:
         srv.proc.kill()
         raise

@@ -309,6 +309,10 @@ std::string chatContext(const std::string &messages,
 
 bool HeldSequence::prefill(const std::vector<int32_t> &ids, Prefill &out,
                            std::string &error) {
+  // (Room for every position, so that recording one never allocates: a
+  // failed allocation after the runtime took a token would leave `held`
+  // behind the sequence.)
+  held.reserve(size_t(maxSeqLen) + 1);
   size_t common = 0;
   while (common < held.size() && common + 1 < ids.size() &&
          held[common] == ids[common])

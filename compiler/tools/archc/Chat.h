@@ -99,8 +99,8 @@ struct HeldSequence {
   /// each token but the last is decoded into the cache (the next prompt
   /// holds the last). `ids` gets the tokens given to `piece`. False with
   /// `error` on the runtime's failure.
-  /// (`ignoreStop`: stop tokens do not end it, as llama-server's
-  /// ignore_eos: benchmarks.)
+  /// (`ignoreStop`: stop tokens do not end it, and are given to `piece`
+  /// as any other, as vLLM's ignore_eos: benchmarks.)
   bool generate(archrt_tokenizer *tok, archrt_sampler *sampler, int maxTokens,
                 llvm::function_ref<bool(const char *, int32_t)> piece,
                 std::vector<int32_t> &ids, End &end, std::string &error,

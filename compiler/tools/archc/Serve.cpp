@@ -128,6 +128,7 @@ public:
                          MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         done += size_t(n);
+        started = true;
         continue;
       }
       if (n < 0 && errno == EINTR && !stopping)
@@ -147,8 +148,9 @@ public:
   }
 
   /// Whether the client has closed its side (or the connection failed):
-  /// a generation for it stops. (A client that half-closes after its
-  /// request is taken as gone.)
+  /// a whole response's generation for it stops. (A client that
+  /// half-closes after its request is taken as gone, as llama-server
+  /// takes it; a stream finds a client gone by its writes failing.)
   bool gone() {
     if (broken)
       return true;
@@ -168,6 +170,7 @@ public:
   }
 
   bool broken = false;
+  bool started = false; ///< some of a response is written
 
 private:
   int fd;
@@ -486,7 +489,7 @@ private:
               event(frame + "\"choices\": [" + choice(out, nullptr, false) +
                     "]}");
           }
-          return !c.gone() && !stopping;
+          return !(r.stream ? c.broken : c.gone()) && !stopping;
         },
         generated, end, error, r.ignoreEos);
     double decodeS = since(t0);
@@ -627,10 +630,12 @@ int runServer(int listener, int port, const ServedModel &m,
       try {
         server.handle(c);
       } catch (const std::exception &e) {
-        // (Memory a request's JSON needs, mostly: it fails alone.)
-        c.respond(503, errorBody(503, std::string("the request could not "
-                                                  "be served: ") +
-                                          e.what()));
+        // (Memory a request needs, mostly: it fails alone. A response
+        // begun is cut off rather than followed by another.)
+        if (!c.started)
+          c.respond(503, errorBody(503, std::string("the request could "
+                                                    "not be served: ") +
+                                            e.what()));
         llvm::errs() << "[archc] a request failed: " << e.what() << "\n";
       }
     }

@@ -86,13 +86,23 @@ std::string rawMember(const std::string &text, llvm::StringRef key) {
 }
 
 /// The JSON object of a body, or an error. (llvm::json's parser and its
-/// values' destructor recurse once a level: the nesting is counted first.)
+/// values' destructor recurse once a level, and a value takes about 40
+/// bytes however short its text: the nesting and the values are counted
+/// first. An allocation that fails inside libLLVM, which unwinds without
+/// destructors, would leak the tree built so far.)
 const json::Object *bodyObject(const std::string &body,
                                std::optional<json::Value> &parsed,
                                std::string &error) {
-  size_t depth = 0;
+  size_t depth = 0, values = 0;
   for (size_t k = 0; k < body.size(); ++k) {
     char c = body[k];
+    if (c == ',' || c == '[' || c == '{') {
+      if (++values > kMaxBodyValues) {
+        error = "the body holds more than " + std::to_string(kMaxBodyValues) +
+                " values";
+        return nullptr;
+      }
+    }
     if (c == '"') {
       for (++k; k < body.size() && body[k] != '"'; ++k)
         if (body[k] == '\\')

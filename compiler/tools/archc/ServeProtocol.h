@@ -26,6 +26,8 @@ constexpr size_t kMaxBodyBytes = size_t(16) << 20;
 /// the token ids a prompt may hold.
 constexpr size_t kMaxBodyDepth = 128;
 constexpr size_t kMaxPromptIds = size_t(1) << 20;
+/// Values (counted by their separators and openers) a body may hold.
+constexpr size_t kMaxBodyValues = size_t(1) << 21;
 /// Stop strings a request, and their bytes each.
 constexpr size_t kMaxStops = 16;
 constexpr size_t kMaxStopBytes = 256;
@@ -60,7 +62,7 @@ struct Request {
   bool hasSeed = false;
   std::vector<std::string> stop;
   bool stream = false, includeUsage = false;
-  bool ignoreEos = false; ///< llama-server's and vLLM's ignore_eos
+  bool ignoreEos = false; ///< vLLM's ignore_eos: stop tokens go on
 };
 
 /// Reads a completion request's JSON body. 0, or 400 with `error` naming
