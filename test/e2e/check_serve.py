@@ -296,6 +296,9 @@ def protocol(srv, args):
     expect_error(srv, chat, None, 400,
                  "the body nests more than 128 arrays and objects",
                  raw=b"[" * 100000)
+    expect_error(srv, "/v1/completions", None, 400,
+                 "the body holds more than 2097152 values",
+                 raw=b'{"prompt": [' + b"0," * (1 << 21) + b'0]}')
     expect_error(srv, chat, [1], 400, "not a JSON object")
     expect_error(srv, chat, {"messages": []}, 400,
                  "'messages' must be a non-empty array")
