@@ -384,14 +384,38 @@ def protocol(srv, args):
             not resp.startswith(b"HTTP/1.1 200 OK\r\n"):
         fail(f"Expect: 100-continue: {interim!r}, then {resp[:80]!r}")
     print("Expect: 100-continue: 100 Continue, then 200")
-    # A client that sends nothing is answered 408 after --timeout (2 s).
+    # A client that sends nothing is answered 408 after --timeout (2 s),
+    # and holds only its own connection: others are served meanwhile.
     t0 = time.time()
-    resp = srv.raw(b"POST /tokenize HTTP/1.1\r\n")
-    waited = time.time() - t0
-    if not resp.startswith(b"HTTP/1.1 408 ") or not 1.5 < waited < 30:
-        fail(f"a silent client: {resp[:80]!r} after {waited:.1f} s")
-    print("a silent client: 408 after --timeout")
+    silent = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+    silent.sendall(b"POST /tokenize HTTP/1.1\r\n")
     srv.healthy()
+    srv.post("/tokenize", {"content": "meanwhile"})
+    meanwhile = time.time() - t0
+    resp = silent.makefile("rb").read()
+    silent.close()
+    waited = time.time() - t0
+    if not resp.startswith(b"HTTP/1.1 408 ") or not 1.5 < waited < 30 or \
+            meanwhile > 1.5:
+        fail(f"a silent client: {resp[:80]!r} after {waited:.1f} s, others "
+             f"served after {meanwhile:.1f} s")
+    print("a silent client: 408 after --timeout, others served meanwhile")
+    srv.healthy()
+    # 32 connections at once are served; one more is answered 503.
+    held = []
+    for _ in range(32):
+        held.append(socket.create_connection(("127.0.0.1", srv.port),
+                                             timeout=60))
+        held[-1].sendall(b"GET /health HTTP/1.1\r\n")
+    resp = srv.raw(b"GET /health HTTP/1.1\r\n\r\n")
+    for s in held:
+        s.close()
+    if not resp.startswith(b"HTTP/1.1 503 ") or \
+            b"more than 32 connections at once" not in resp:
+        fail(f"the 33rd connection: {resp[:200]!r}")
+    time.sleep(0.5)
+    srv.healthy()
+    print("the 33rd connection at once: 503")
     # Clients that leave after their request, streamed or not: the
     # generation (140 tokens asked) ends, and the server serves after.
     for stream in (True, False):

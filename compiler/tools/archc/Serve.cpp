@@ -10,18 +10,22 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <random>
 #include <sys/socket.h>
+#include <system_error>
+#include <thread>
 #include <unistd.h>
 
 namespace arch {
@@ -30,8 +34,14 @@ using namespace serve;
 
 namespace {
 
-volatile sig_atomic_t stopping = 0;
-extern "C" void onStopSignal(int) { stopping = 1; }
+/// Set by SIGINT and SIGTERM; read by every connection's thread.
+std::atomic<bool> stopping{false};
+static_assert(std::atomic<bool>::is_always_lock_free,
+              "a signal handler sets it");
+extern "C" void onStopSignal(int) { stopping = true; }
+
+/// Connections read and answered at once; one more is answered 503.
+constexpr int kMaxConnections = 32;
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) {
@@ -261,6 +271,9 @@ public:
                head.path == "/v1/completions" || head.path == "/tokenize" ||
                head.path == "/detokenize") {
       if (head.method == "POST") {
+        // (The model, its sequence and its tokenizer serve one request
+        // at a time; the others' requests are read meanwhile.)
+        std::lock_guard<std::mutex> hold(modelLock);
         post(c, head, body);
         return;
       }
@@ -273,12 +286,23 @@ public:
       finish(c, head, 404, "no such endpoint: " + validUtf8(head.path));
   }
 
+  /// Writes `text` to stderr whole, between other threads' lines.
+  void say(const std::string &text) {
+    std::lock_guard<std::mutex> hold(logLock);
+    llvm::errs() << text;
+    llvm::errs().flush();
+  }
+
 private:
   const ServedModel &m;
   const ServeOptions &opts;
   std::string model;
   HeldSequence cache;
-  int64_t requests = 0, completions = 0;
+  std::mutex modelLock; ///< held by the request that uses the model
+  std::mutex logLock;   ///< held while a line is written, and its count
+  int64_t requests = 0; ///< (logLock's)
+  int64_t completions = 0; ///< (modelLock's)
+
 
   /// An error response, and its line in the log.
   void finish(Connection &c, const HttpHead &head, int status,
@@ -288,6 +312,7 @@ private:
   }
 
   void log(const HttpHead &head, int status, const std::string &what) {
+    std::lock_guard<std::mutex> hold(logLock);
     ++requests;
     if (!opts.quiet)
       llvm::errs() << "[archc] request " << requests << ": "
@@ -429,11 +454,11 @@ private:
     ++completions;
     std::string at = "completion " + std::to_string(completions) + ": ";
     if (opts.verbosePrompt)
-      llvm::errs() << "[archc] " << at << "prompt "
-                   << jsonString(r.chat ? rendered : r.prompt) << "\n[archc] "
-                   << at << "prefill " << pre.prompt.size() << " tokens after "
-                   << pre.kept << (pre.reset ? " (reset)" : "") << ":"
-                   << idList(pre.prompt) << "\n";
+      say("[archc] " + at + "prompt " +
+          jsonString(r.chat ? rendered : r.prompt) + "\n[archc] " + at +
+          "prefill " + std::to_string(pre.prompt.size()) + " tokens after " +
+          std::to_string(pre.kept) + (pre.reset ? " (reset)" : "") + ":" +
+          idList(pre.prompt) + "\n");
 
     // The response's frame: an id, the time, the model.
     std::string id = std::string(r.chat ? "chatcmpl-" : "cmpl-") + "archc-" +
@@ -533,10 +558,9 @@ private:
                          "], " + usage + ", " + timings + "}");
     }
     if (opts.verbosePrompt)
-      llvm::errs() << "[archc] " << at << "reply "
-                   << jsonString(validUtf8(text.text())) << "\n[archc] " << at
-                   << "reply " << generated.size()
-                   << " tokens:" << idList(generated) << "\n";
+      say("[archc] " + at + "reply " + jsonString(validUtf8(text.text())) +
+          "\n[archc] " + at + "reply " + std::to_string(generated.size()) +
+          " tokens:" + idList(generated) + "\n");
     char line[256];
     snprintf(line, sizeof line,
              "%zu prompt tokens (%zu kept in the cache%s) prefilled at %.1f "
@@ -619,6 +643,10 @@ int runServer(int listener, int port, const ServedModel &m,
                               : std::string(", no chat template"))
                  << ") on http://" << host << ":" << port << "\n";
     llvm::errs().flush();
+    // Each connection is read and answered by a thread of its own (a
+    // slow or silent client holds only its own); the model serves one
+    // request at a time (Server::modelLock).
+    std::atomic<int> active{0};
     while (!stopping) {
       pollfd p{listener, POLLIN, 0};
       if (poll(&p, 1, 250) <= 0)
@@ -626,19 +654,68 @@ int runServer(int listener, int port, const ServedModel &m,
       int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0)
         continue;
-      Connection c(fd, opts.timeoutSeconds);
+      if (active >= kMaxConnections) {
+        std::string body = errorBody(
+            503, "more than " + std::to_string(kMaxConnections) +
+                     " connections at once");
+        std::string busy = "HTTP/1.1 503 Service Unavailable\r\n"
+                           "Content-Type: application/json\r\n"
+                           "Content-Length: " +
+                           std::to_string(body.size()) +
+                           "\r\nConnection: close\r\n\r\n" + body;
+        (void)::send(fd, busy.data(), busy.size(),
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
+        // (Its request read first, 200 ms and 64 KiB at most, so that
+        // closing does not reset the connection before the client reads
+        // the answer.)
+        shutdown(fd, SHUT_WR);
+        char chunk[16384];
+        auto until = Clock::now() + std::chrono::milliseconds(200);
+        for (int reads = 0; reads < 4; ++reads) {
+          auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          until - Clock::now())
+                          .count();
+          pollfd q{fd, POLLIN, 0};
+          if (left <= 0 || poll(&q, 1, int(left)) <= 0 ||
+              recv(fd, chunk, sizeof chunk, MSG_DONTWAIT) <= 0)
+            break;
+        }
+        close(fd);
+        continue;
+      }
+      ++active;
+      auto serveOne = [&server, &active, fd, timeout = opts.timeoutSeconds] {
+        {
+          Connection c(fd, timeout);
+          try {
+            server.handle(c);
+          } catch (const std::exception &e) {
+            // (Memory a request needs, mostly: it fails alone. A response
+            // begun is cut off rather than followed by another.)
+            if (!c.started)
+              c.respond(503, errorBody(503, std::string("the request could "
+                                                        "not be served: ") +
+                                                e.what()));
+            server.say(std::string("[archc] a request failed: ") +
+                       e.what() + "\n");
+          }
+        }
+        --active;
+      };
       try {
-        server.handle(c);
-      } catch (const std::exception &e) {
-        // (Memory a request needs, mostly: it fails alone. A response
-        // begun is cut off rather than followed by another.)
-        if (!c.started)
-          c.respond(503, errorBody(503, std::string("the request could "
-                                                    "not be served: ") +
-                                            e.what()));
-        llvm::errs() << "[archc] a request failed: " << e.what() << "\n";
+        std::thread(serveOne).detach();
+      } catch (const std::system_error &e) {
+        // (No thread to be had: the connection closed unanswered.)
+        server.say(std::string("[archc] a connection dropped: ") + e.what() +
+                   "\n");
+        close(fd);
+        --active;
       }
     }
+    // (The connections see `stopping` and end: a request being read is
+    // answered 503, a generation stops at its next token.)
+    while (active > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   m.lib.archrt_seq_free(seq);
   close(listener);
