@@ -207,7 +207,7 @@ private:
         return -1;
       }
       if (ready < 0 && errno != EINTR) {
-        error = std::string("poll: ") + strerror(errno);
+        error = "poll: " + std::generic_category().message(errno);
         return -1;
       }
       if (ready <= 0)
@@ -261,9 +261,11 @@ public:
     const char *allowed = nullptr;
     if (head.path == "/health" || head.path == "/v1/models") {
       if (head.method == "GET") {
+        // (Logged first: a client answered may send its next request at
+        // once, and its lines keep their order.)
+        log(head, 200, "");
         c.respond(200, head.path == "/health" ? "{\"status\": \"ok\"}"
                                               : modelsBody());
-        log(head, 200, "");
         return;
       }
       allowed = "GET";
@@ -274,6 +276,12 @@ public:
         // (The model, its sequence and its tokenizer serve one request
         // at a time; the others' requests are read meanwhile.)
         std::lock_guard<std::mutex> hold(modelLock);
+        // (A request that waited its turn is not run for a server that is
+        // stopping, or for a client that has left.)
+        if (stopping)
+          return finish(c, head, 503, "the server is stopping");
+        if (c.gone())
+          return finish(c, head, 503, "the client left before its turn");
         post(c, head, body);
         return;
       }
@@ -307,8 +315,8 @@ private:
   /// An error response, and its line in the log.
   void finish(Connection &c, const HttpHead &head, int status,
               const std::string &error, const std::string &headers = "") {
-    c.respond(status, errorBody(status, error), headers);
     log(head, status, error);
+    c.respond(status, errorBody(status, error), headers);
   }
 
   void log(const HttpHead &head, int status, const std::string &what) {
@@ -665,27 +673,27 @@ int runServer(int listener, int port, const ServedModel &m,
                            "\r\nConnection: close\r\n\r\n" + body;
         (void)::send(fd, busy.data(), busy.size(),
                      MSG_NOSIGNAL | MSG_DONTWAIT);
-        // (Its request read first, 200 ms and 64 KiB at most, so that
-        // closing does not reset the connection before the client reads
-        // the answer.)
+        // (What of its request has arrived is read first, without
+        // waiting, so that closing does not reset the connection before
+        // the client reads the answer; the accept loop never waits here.)
         shutdown(fd, SHUT_WR);
         char chunk[16384];
-        auto until = Clock::now() + std::chrono::milliseconds(200);
-        for (int reads = 0; reads < 4; ++reads) {
-          auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          until - Clock::now())
-                          .count();
-          pollfd q{fd, POLLIN, 0};
-          if (left <= 0 || poll(&q, 1, int(left)) <= 0 ||
-              recv(fd, chunk, sizeof chunk, MSG_DONTWAIT) <= 0)
-            break;
+        for (int reads = 0;
+             reads < 4 && recv(fd, chunk, sizeof chunk, MSG_DONTWAIT) > 0;
+             ++reads) {
         }
         close(fd);
         continue;
       }
       ++active;
       auto serveOne = [&server, &active, fd, timeout = opts.timeoutSeconds] {
-        {
+        // (The count drops last, whatever happens: after the connection's
+        // close, so that the server outlives every use of it.)
+        struct Done {
+          std::atomic<int> &active;
+          ~Done() { --active; }
+        } done{active};
+        try {
           Connection c(fd, timeout);
           try {
             server.handle(c);
@@ -699,12 +707,13 @@ int runServer(int listener, int port, const ServedModel &m,
             server.say(std::string("[archc] a request failed: ") +
                        e.what() + "\n");
           }
+        } catch (...) {
+          // (Out of memory even for the answer: the connection closed.)
         }
-        --active;
       };
       try {
         std::thread(serveOne).detach();
-      } catch (const std::system_error &e) {
+      } catch (const std::exception &e) {
         // (No thread to be had: the connection closed unanswered.)
         server.say(std::string("[archc] a connection dropped: ") + e.what() +
                    "\n");
