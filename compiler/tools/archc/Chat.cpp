@@ -241,9 +241,6 @@ bool loadChatFormat(const std::vector<std::string> &places,
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 /// The next user message: the first prompt, then a line of standard input
 /// (lines ending in '\' joined, the '\' made a newline). False at the end.
@@ -274,13 +271,6 @@ bool nextMessage(const ChatOptions &opts, int turn, std::string &msg) {
   }
 }
 
-std::string idList(const std::vector<int32_t> &ids) {
-  std::string s;
-  for (int32_t id : ids)
-    s += " " + std::to_string(id);
-  return s;
-}
-
 /// Messages of a role and a string content, as a JSON array's text.
 std::string messagesJSON(
     const std::vector<std::pair<std::string, std::string>> &messages) {
@@ -295,11 +285,13 @@ std::string messagesJSON(
 } // namespace
 
 std::string chatContext(const std::string &messages,
-                        const std::string &kwargs) {
+                        std::initializer_list<std::string> kwargs) {
   std::string out = "{";
-  size_t open = kwargs.find('{'), close = kwargs.rfind('}');
-  if (open != std::string::npos && close != std::string::npos) {
-    std::string inner = kwargs.substr(open + 1, close - open - 1);
+  for (const std::string &object : kwargs) {
+    size_t open = object.find('{'), close = object.rfind('}');
+    if (open == std::string::npos || close == std::string::npos)
+      continue;
+    std::string inner = object.substr(open + 1, close - open - 1);
     if (inner.find_first_not_of(" \t\r\n") != std::string::npos)
       out += inner + ", ";
   }
@@ -399,7 +391,7 @@ int runChat(ModelLib &lib, archrt_seq *seq, archrt_tokenizer *tok,
     messages.emplace_back("user", msg);
     std::string rendered, error;
     if (!format.tmpl->render(
-            chatContext(messagesJSON(messages), opts.templateKwargs),
+            chatContext(messagesJSON(messages), {opts.templateKwargs}),
             format.specials, rendered, error))
       return fail(error);
     // The whole conversation's tokens, as apply_chat_template gives them

@@ -14,6 +14,7 @@
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -59,12 +60,12 @@ struct ChatOptions {
   bool quiet = false;
 };
 
-/// Chat::render's context: the members of `kwargs` (a JSON object's text,
-/// or ""), then `messages`, which is a JSON array's text, and
-/// add_generation_prompt true; a kwarg named messages or
+/// Chat::render's context: the members of each of `kwargs` (JSON objects'
+/// texts, or ""), in order, then `messages`, which is a JSON array's text,
+/// and add_generation_prompt true; a kwarg named messages or
 /// add_generation_prompt does not replace them (the later key wins).
 std::string chatContext(const std::string &messagesJSON,
-                        const std::string &kwargs);
+                        std::initializer_list<std::string> kwargs);
 
 /// A sequence whose positions hold known tokens, so that the next prompt
 /// (a chat's turn, a server's request) prefills only what they do not

@@ -44,8 +44,12 @@ extern "C" void onStopSignal(int) { stopping = true; }
 constexpr int kMaxConnections = 32;
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+
+/// Milliseconds from now to `t` (negative past it).
+long msUntil(Clock::time_point t) {
+  return long(std::chrono::duration_cast<std::chrono::milliseconds>(
+                  t - Clock::now())
+                  .count());
 }
 
 /// One client's connection: one request read within a deadline, its
@@ -67,9 +71,7 @@ public:
     auto until = Clock::now() + std::chrono::seconds(1);
     char chunk[65536];
     for (size_t total = 0; total < (size_t(1) << 20);) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      until - Clock::now())
-                      .count();
+      long left = msUntil(until);
       pollfd p{fd, POLLIN, 0};
       if (left <= 0 || poll(&p, 1, int(left)) <= 0)
         break;
@@ -193,9 +195,7 @@ private:
   /// `error`).
   int receive(std::string &error) {
     for (;;) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      deadline - Clock::now())
-                      .count();
+      long left = msUntil(deadline);
       pollfd p{fd, POLLIN, 0};
       int ready = left > 0 ? poll(&p, 1, int(std::min<long>(left, 250))) : 0;
       if (stopping) {
@@ -223,23 +223,6 @@ private:
     }
   }
 };
-
-std::string idList(const std::vector<int32_t> &ids) {
-  std::string s;
-  for (int32_t id : ids)
-    s += " " + std::to_string(id);
-  return s;
-}
-
-/// The inner text of a JSON object's text ("" for "" or "{}").
-std::string innerOf(const std::string &object) {
-  size_t open = object.find('{'), close = object.rfind('}');
-  if (open == std::string::npos || close == std::string::npos)
-    return "";
-  std::string inner = object.substr(open + 1, close - open - 1);
-  return inner.find_first_not_of(" \t\r\n") == std::string::npos ? ""
-                                                                  : inner;
-}
 
 class Server {
 public:
@@ -414,12 +397,9 @@ private:
       if (!m.format)
         return finish(c, head, 400, m.noChat);
       // The server's template variables, the request's after them.
-      std::string vars = innerOf(opts.templateKwargs),
-                  more = innerOf(r.templateVars);
-      if (!more.empty())
-        vars += (vars.empty() ? "" : ", ") + more;
-      if (!m.format->tmpl->render(chatContext(r.messages, "{" + vars + "}"),
-                                  m.format->specials, rendered, error))
+      if (!m.format->tmpl->render(
+              chatContext(r.messages, {opts.templateKwargs, r.templateVars}),
+              m.format->specials, rendered, error))
         return finish(c, head, 400, "the chat template: " + error);
       // (The template writes the special tokens; the tokenizer adds none.)
       if (!encode(rendered, false, ids, error))

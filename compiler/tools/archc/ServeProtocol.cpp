@@ -7,6 +7,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 
 namespace arch::serve {
@@ -20,6 +21,15 @@ bool isTokenChar(char c) {
          llvm::StringRef("!#$%&'*+-.^_`|~").contains(c);
 }
 
+/// The position of the '"' that closes the JSON string whose opening '"'
+/// is text[k] (the text's size where none does).
+size_t stringClose(const std::string &text, size_t k) {
+  for (++k; k < text.size() && text[k] != '"'; ++k)
+    if (text[k] == '\\')
+      ++k;
+  return k;
+}
+
 /// The end of the JSON value that starts at text[k] (the text is valid
 /// JSON: llvm::json parsed it).
 size_t valueEnd(const std::string &text, size_t k) {
@@ -27,9 +37,7 @@ size_t valueEnd(const std::string &text, size_t k) {
   for (; k < text.size(); ++k) {
     char c = text[k];
     if (c == '"') {
-      for (++k; k < text.size() && text[k] != '"'; ++k)
-        if (text[k] == '\\')
-          ++k;
+      k = stringClose(text, k);
       if (depth == 0)
         return k + 1;
     } else if (c == '[' || c == '{') {
@@ -104,9 +112,7 @@ const json::Object *bodyObject(const std::string &body,
       }
     }
     if (c == '"') {
-      for (++k; k < body.size() && body[k] != '"'; ++k)
-        if (body[k] == '\\')
-          ++k;
+      k = stringClose(body, k);
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxBodyDepth) {
         error = "the body nests more than " + std::to_string(kMaxBodyDepth) +
@@ -187,10 +193,27 @@ struct Fields {
   }
   /// A parameter archc does not implement: refused unless it has the
   /// value that asks for nothing (`neutral`).
-  bool unsupported(llvm::StringRef key, const json::Value &neutral) {
+  bool unsupported(llvm::StringRef key,
+                   std::initializer_list<json::Value> neutral) {
     const json::Value *v = get(key);
-    if (v && *v != neutral)
+    if (v && llvm::none_of(neutral,
+                           [&](const json::Value &n) { return *v == n; }))
       return bad(key, "is not supported by archc serve");
+    return true;
+  }
+  /// A list of token ids (`what` the member should be, for the message).
+  bool ids(llvm::StringRef key, const json::Array &list,
+           const std::string &what, std::vector<int64_t> &out) {
+    if (list.size() > kMaxPromptIds)
+      return bad(key, "holds more than " + std::to_string(kMaxPromptIds) +
+                          " ids");
+    out.clear();
+    for (const json::Value &id : list) {
+      std::optional<int64_t> i = id.getAsInteger();
+      if (!i || *i < 0 || *i > INT32_MAX)
+        return bad(key, "must be " + what + " (integers >= 0)");
+      out.push_back(*i);
+    }
     return true;
   }
 };
@@ -325,28 +348,16 @@ int parseRequest(const std::string &body, bool chat, Request &out,
                              "a request"),
              400;
     } else if (list && !list->empty()) {
-      if (list->size() > kMaxPromptIds)
-        return f.bad("prompt", "holds more than " +
-                                   std::to_string(kMaxPromptIds) + " ids"),
-               400;
-      for (const json::Value &id : *list) {
-        std::optional<int64_t> i = id.getAsInteger();
-        if (!i || *i < 0 || *i > INT32_MAX)
-          return f.bad("prompt", "must be a string or an array of token "
-                                 "ids (integers >= 0)"),
-                 400;
-        out.promptIds.push_back(*i);
-      }
+      if (!f.ids("prompt", *list, "a string or an array of token ids",
+                 out.promptIds))
+        return 400;
       out.promptIsIds = true;
     } else {
       return f.bad("prompt", "must be a string or an array of token ids"),
              400;
     }
-    for (llvm::StringRef key : {"suffix", "echo"})
-      if (!f.unsupported(key, key == "echo" ? json::Value(false)
-                                            : json::Value("")))
-        return 400;
-    if (!f.unsupported("best_of", 1))
+    if (!f.unsupported("suffix", {""}) || !f.unsupported("echo", {false}) ||
+        !f.unsupported("best_of", {1}))
       return 400;
   }
   if (!f.integer("max_tokens", 0, INT32_MAX, out.maxTokens) ||
@@ -394,13 +405,11 @@ int parseRequest(const std::string &body, bool chat, Request &out,
   // What archc does not do is refused, not ignored.
   // (logprobs: a bool in chat, a count in completions; false and 0 ask for
   // nothing in either.)
-  if (!f.unsupported("n", 1) ||
-      (f.get("logprobs") && *f.get("logprobs") != json::Value(false) &&
-       !f.unsupported("logprobs", 0)) ||
-      !f.unsupported("top_logprobs", 0) ||
-      !f.unsupported("presence_penalty", 0) ||
-      !f.unsupported("frequency_penalty", 0) ||
-      !f.unsupported("logit_bias", json::Object()))
+  if (!f.unsupported("n", {1}) || !f.unsupported("logprobs", {false, 0}) ||
+      !f.unsupported("top_logprobs", {0}) ||
+      !f.unsupported("presence_penalty", {0}) ||
+      !f.unsupported("frequency_penalty", {0}) ||
+      !f.unsupported("logit_bias", {json::Object()}))
     return 400;
   if (const json::Value *rf = f.get("response_format")) {
     const json::Object *r = rf->getAsObject();
@@ -446,19 +455,7 @@ int parseDetokenize(const std::string &body, std::vector<int64_t> &tokens,
                                             : nullptr;
   if (!list)
     return f.bad("tokens", "must be an array of token ids"), 400;
-  if (list->size() > kMaxPromptIds)
-    return f.bad("tokens", "holds more than " + std::to_string(kMaxPromptIds) +
-                               " ids"),
-           400;
-  tokens.clear();
-  for (const json::Value &id : *list) {
-    std::optional<int64_t> i = id.getAsInteger();
-    if (!i || *i < 0 || *i > INT32_MAX)
-      return f.bad("tokens", "must be an array of token ids (integers >= 0)"),
-             400;
-    tokens.push_back(*i);
-  }
-  return 0;
+  return f.ids("tokens", *list, "an array of token ids", tokens) ? 0 : 400;
 }
 
 std::string validUtf8(const std::string &text) {

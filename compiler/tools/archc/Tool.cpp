@@ -27,3 +27,15 @@ std::string arch::jsonString(const std::string &text) {
   }
   return s + "\"";
 }
+
+double arch::since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
+std::string arch::idList(const std::vector<int32_t> &ids) {
+  std::string s;
+  for (int32_t id : ids)
+    s += " " + std::to_string(id);
+  return s;
+}

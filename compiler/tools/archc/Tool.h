@@ -2,7 +2,10 @@
 #ifndef ARCHC_TOOLS_TOOL_H
 #define ARCHC_TOOLS_TOOL_H
 
+#include <chrono>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace arch {
 
@@ -13,6 +16,12 @@ int fail(const std::string &msg);
 /// every other byte as it is (text that is not UTF-8 comes back byte for
 /// byte).
 std::string jsonString(const std::string &text);
+
+/// Seconds on the steady clock since `t0`.
+double since(std::chrono::steady_clock::time_point t0);
+
+/// Token ids as " 1 2 3" (the --verbose-prompt logs' lists).
+std::string idList(const std::vector<int32_t> &ids);
 
 } // namespace arch
 

@@ -76,9 +76,6 @@ namespace {
 cl::OptionCategory archcCat("archc options");
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 /// Halide's pool takes at most this many threads (and so does --threads).
 constexpr int kMaxThreads = 256;
