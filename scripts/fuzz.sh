@@ -95,10 +95,11 @@ build_one() {
       # shellcheck disable=SC2086
       "$cxx" "${flags[@]}" $own_objs -o "$bin" ;;
     serve)
-      # archc serve's readers: their JSON is LLVM's (libLLVM, uninstrumented).
+      # archc serve's readers and tool-call parsers: their JSON is LLVM's (libLLVM, uninstrumented).
       local own_objs
       own_objs=$(objects "$out/obj/$name" compiler/tools/archc/ServeProtocol.cpp \
-        compiler/tools/archc/Tool.cpp "test/fuzz/fuzz_$name.cpp")
+        compiler/tools/archc/Tool.cpp compiler/tools/archc/ToolCalls.cpp \
+        "test/fuzz/fuzz_$name.cpp")
       # shellcheck disable=SC2086
       "$cxx" "${flags[@]}" $own_objs -o "$bin" -L/usr/lib/llvm-19/lib \
         -lLLVM-19 -Wl,-rpath,/usr/lib/llvm-19/lib ;;

@@ -21,6 +21,18 @@ nochat: chat requests refused where the model has no chat template, while
 eos: --ids JSON, a prompt whose greedy next token the server's tokenizer
   holds special (a stop token): the completion stops before it, and with
   ignore_eos generates its budget.
+tools: --format FILE (test/e2e/Inputs/tools/*.json), a model from
+  steer_model.py whose replies FILE's chains make. A request with tools gets
+  the reply's calls as tool_calls (names, arguments, content around them,
+  finish tool_calls), whole and streamed alike (no call's text streamed as
+  content); with tool_choice none, or without tools, the reply is content
+  as written; parallel_tool_calls false keeps the first call; a reply cut
+  by max_tokens stays content, and so does a malformed call (FILE's
+  "malformed" template kwargs lead to it). With
+  "second_turn", the calls go back with the tools' answers and the prompt
+  must be jinja2's rendering of that conversation (--template, the
+  tokenizer_config.json FILE's model directory holds: --model DIR).
+  --expect-content: a server without a parser, the calls left as content.
 Every mode ends with a request being read when SIGTERM comes (503).
 """
 import argparse
@@ -473,6 +485,179 @@ def eos(srv, args):
           "streamed); with ignore_eos 5 tokens, finish length")
 
 
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city"]}}},
+    {"type": "function", "function": {
+        "name": "get_time", "description": "The time in a time zone",
+        "parameters": {"type": "object", "properties": {
+            "timezone": {"type": "string"}}}}}]
+
+
+def stream_calls(events):
+    """A chat stream's content, tool calls (by index, their arguments'
+    pieces joined) and finish reason."""
+    content, calls, finish = "", {}, None
+    for e in events:
+        for c in e["choices"]:
+            delta = c["delta"]
+            content += delta.get("content") or ""
+            for t in delta.get("tool_calls", []):
+                call = calls.setdefault(t["index"], {
+                    "id": "", "type": "", "name": "", "arguments": ""})
+                call["id"] += t.get("id", "")
+                call["type"] += t.get("type", "")
+                call["name"] += t.get("function", {}).get("name", "")
+                call["arguments"] += t.get("function", {}).get("arguments",
+                                                               "")
+            finish = c["finish_reason"] or finish
+    return content, [calls[i] for i in sorted(calls)], finish
+
+
+def tools(srv, args):
+    with open(args.format, encoding="utf-8") as f:
+        fmt = json.load(f)
+    chat = "/v1/chat/completions"
+    chain = fmt["chains"][0]
+    written = "".join(chain[1:-1])  # the reply as the model writes it
+    want = [(n, a) for n, a in fmt["calls"]]
+    messages = [{"role": "user",
+                 "content": "What is the weather in Paris, and the time?"}]
+    body = {"messages": messages, "tools": TOOLS, "max_tokens": 32}
+
+    def check_calls(calls, content, finish, what):
+        got = [(c["function"]["name"], c["function"]["arguments"])
+               for c in calls]
+        if got != want or content != fmt["content"] or finish != "tool_calls":
+            fail(f"{what}: calls {got}, content {content!r}, finish {finish}; "
+                 f"expected {want}, {fmt['content']!r}, tool_calls")
+        for c in calls:
+            json.loads(c["function"]["arguments"])
+            if c["type"] != "function" or \
+                    not re.fullmatch(r"[A-Za-z0-9]{9}", c["id"]):
+                fail(f"{what}: a call's id or type: {c}")
+        if len({c["id"] for c in calls}) != len(calls):
+            fail(f"{what}: ids repeat: {calls}")
+
+    whole = srv.post(chat, body)
+    msg = whole["choices"][0]["message"]
+    if args.expect_content:
+        # (A server without a parser.)
+        if msg["content"] != written or msg.get("tool_calls") or \
+                whole["choices"][0]["finish_reason"] != "stop":
+            fail(f"no parser: {whole}")
+        print("--tool-call-parser none: the reply as written, finish stop")
+        return
+    check_calls(msg.get("tool_calls", []), msg["content"],
+                whole["choices"][0]["finish_reason"], "whole")
+    print(f"whole: {len(want)} tool calls " +
+          ", ".join(f"{n}({a})" for n, a in want) +
+          f", content {msg['content']!r}, finish tool_calls")
+
+    events = srv.stream(chat, body)
+    content, calls, finish = stream_calls(events)
+    for c in calls:
+        c["function"] = {"name": c["name"], "arguments": c["arguments"]}
+    check_calls(calls, content or None if fmt["content"] is None else content,
+                finish, "streamed")
+    print(f"streamed: the same calls and content in {len(events)} events")
+
+    # The reply as written: tool_choice none, no tools.
+    for what, b in (("tool_choice none", dict(body, tool_choice="none")),
+                    ("no tools", {"messages": messages, "max_tokens": 32})):
+        got = srv.post(chat, b)["choices"][0]
+        if got["message"]["content"] != written or \
+                got["message"].get("tool_calls") or \
+                got["finish_reason"] != "stop":
+            fail(f"{what}: {got}, expected the text {written!r}")
+        content, calls, finish = stream_calls(srv.stream(chat, b))
+        if content != written or calls or finish != "stop":
+            fail(f"{what}, streamed: {content!r} {calls} {finish}")
+    print("tool_choice none, and no tools: the reply as written, whole and "
+          "streamed")
+
+    if len(want) > 1:
+        got = srv.post(chat, dict(body, parallel_tool_calls=False))
+        calls = got["choices"][0]["message"]["tool_calls"]
+        if [c["function"]["name"] for c in calls] != [want[0][0]]:
+            fail(f"parallel_tool_calls false: {calls}")
+        print("parallel_tool_calls false: the first call only")
+
+    # A reply cut short by max_tokens is content, as written, whatever it
+    # holds.
+    cut = "".join(chain[1:-2])
+    b = dict(body, max_tokens=len(chain) - 3)
+    got = srv.post(chat, b)["choices"][0]
+    content, calls, finish = stream_calls(srv.stream(chat, b))
+    if got["message"]["content"] != cut or "tool_calls" in got["message"] \
+            or got["finish_reason"] != "length" or content != cut or calls \
+            or finish != "length":
+        fail(f"cut by max_tokens: {got}; streamed {content!r} {calls}")
+    print("cut short by max_tokens: content as written, finish length")
+
+    if "malformed" in fmt:
+        cut = "".join(fmt["chains"][1][1:-1])
+        b = dict(body, chat_template_kwargs=fmt["malformed"])
+        got = srv.post(chat, b)["choices"][0]
+        content, calls, finish = stream_calls(srv.stream(chat, b))
+        if got["message"]["content"] != cut or "tool_calls" in \
+                got["message"] or got["finish_reason"] != "stop" or \
+                content != cut or calls or finish != "stop":
+            fail(f"a malformed call: {got}; streamed {content!r} {calls}")
+        print("a malformed call: content as written, whole and streamed")
+
+    if fmt.get("second_turn"):
+        # The calls go back with the tools' answers: the template renders
+        # them as jinja2 does. The assistant's content as the response gave
+        # it, then null (as an OpenAI client sends a reply without content:
+        # a template that refuses null, Qwen 3's, renders "").
+        with open(os.path.join(args.model, "tokenizer_config.json"),
+                  encoding="utf-8") as f:
+            config = json.load(f)
+        specials = {}
+        for key in ("bos_token", "eos_token"):
+            v = config.get(key)
+            specials[key] = v["content"] if isinstance(v, dict) else v
+        env = check_chat.reference.environment().from_string(
+            config["chat_template"])
+        for content in dict.fromkeys([msg["content"], None]):
+            answers = [{"role": "assistant", "content": content,
+                        "tool_calls": msg["tool_calls"]}]
+            for c in msg["tool_calls"]:
+                answers.append({"role": "tool", "tool_call_id": c["id"],
+                                "content": json.dumps({"answer": c[
+                                    "function"]["name"]})})
+            turn = dict(body, messages=messages + answers, max_tokens=4,
+                        temperature=0)
+            got = srv.post(chat, turn)
+            n = int(got["id"].rsplit("-", 1)[1])
+            prompt = None
+            for _ in range(100):
+                prompt = check_chat.parse_log(args.log).get(n, {}).get(
+                    "prompt")
+                if prompt is not None:
+                    break
+                time.sleep(0.1)
+            try:
+                rendered = env.render(messages=turn["messages"], tools=TOOLS,
+                                      add_generation_prompt=True, **specials)
+                how = "as jinja2 renders them"
+            except Exception:  # noqa: BLE001 (jinja2 refuses the null)
+                answers[0]["content"] = ""
+                rendered = env.render(messages=turn["messages"], tools=TOOLS,
+                                      add_generation_prompt=True, **specials)
+                how = "as jinja2 renders them with \"\" for null"
+            if prompt != rendered:
+                fail(f"the second turn's prompt is not jinja2's:\n"
+                     f"{prompt!r}\n{rendered!r}")
+            print(f"second turn, content {json.dumps(content)[:20]}: the "
+                  f"calls and {len(msg['tool_calls'])} answers rendered "
+                  f"{how}, {len(rendered)} bytes")
+
+
 def nochat(srv, args):
     expect_error(srv, "/v1/chat/completions",
                  {"messages": [{"role": "user", "content": "x"}]}, 400,
@@ -490,7 +675,10 @@ def main():
     cut = argv.index("--")
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["conversation", "protocol", "nochat",
-                                     "eos"])
+                                     "eos", "tools"])
+    ap.add_argument("--format")
+    ap.add_argument("--expect-content", action="store_true")
+    ap.add_argument("--model")
     ap.add_argument("--ids")
     ap.add_argument("--log", required=True)
     ap.add_argument("--users")
@@ -503,7 +691,7 @@ def main():
     try:
         srv.healthy()
         {"conversation": conversation, "protocol": protocol,
-         "nochat": nochat, "eos": eos}[args.mode](srv, args)
+         "nochat": nochat, "eos": eos, "tools": tools}[args.mode](srv, args)
         # A request being read when SIGTERM comes is answered 503 (the
         # interim response says the server is reading it).
         pending = socket.create_connection(("127.0.0.1", srv.port),

@@ -5,10 +5,18 @@
 // body, each answered with 0 or an HTTP status and a message; and any
 // token texts and stop strings through the StopScanner, whose released
 // text must be valid UTF-8, hold no stop string, and be, in pieces, the
-// text it holds whole. Never a crash or undefined behaviour.
+// text it holds whole; and any reply through each format's tool-call
+// parser, streamed with the text from where a call may start held back:
+// what a stream releases must never pass where the calls begin, and must
+// be, with the rest, the whole response's content; each call must have a
+// name and a JSON object for arguments. Never a crash or undefined
+// behaviour.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/tools/archc/ServeProtocol.h"
+#include "compiler/tools/archc/ToolCalls.h"
+
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -70,6 +78,43 @@ void scan(const std::string &data) {
       abort();
 }
 
+/// A reply in pieces (split at 0x01) through a format's parser (the first
+/// byte's low bits), as archc serve streams it and answers it whole.
+void toolCalls(const std::string &data) {
+  static const ToolFormat kFormats[] = {ToolFormat::Hermes, ToolFormat::Llama3,
+                                        ToolFormat::Mistral,
+                                        ToolFormat::DeepSeek};
+  ToolFormat f = kFormats[uint8_t(data[0]) % 4];
+  StopScanner scanner({});
+  std::string released;
+  for (const std::string &piece : split(data.substr(1), '\x01')) {
+    scanner.add(piece.c_str());
+    released += scanner.take(
+        false, toolCallsBegin(f, scanner.text(), scanner.releasedBytes()));
+  }
+  const std::string &text = scanner.text();
+  ToolReply reply = parseToolCalls(f, text);
+  if (reply.calls.empty()) {
+    released += scanner.take(true);
+    if (released != validUtf8(text))
+      abort();
+    return;
+  }
+  if (scanner.releasedBytes() > reply.begin || reply.begin > text.size())
+    abort();
+  released += scanner.take(true, reply.begin) + validUtf8(reply.after);
+  if (released != validUtf8(text.substr(0, reply.begin)) + validUtf8(reply.after))
+    abort();
+  for (const ToolCall &call : reply.calls) {
+    std::string error;
+    if (call.name.empty() || !jsonWithinBounds(call.arguments, error))
+      abort();
+    auto v = llvm::json::parse(call.arguments);
+    if (!v || !v->getAsObject())
+      abort();
+  }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -77,7 +122,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   std::string text(reinterpret_cast<const char *>(data) + 1, size - 1);
   std::string error;
-  switch (data[0] % 6) {
+  switch (data[0] % 7) {
   case 0: {
     HttpHead head;
     check(parseHead(text, head, error), error, {400, 413, 501, 505});
@@ -86,7 +131,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   case 1:
   case 2: {
     Request r;
-    check(parseRequest(text, data[0] % 6 == 1, r, error), error, {400});
+    check(parseRequest(text, data[0] % 7 == 1, r, error), error, {400});
     break;
   }
   case 3: {
@@ -100,8 +145,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check(parseDetokenize(text, ids, error), error, {400});
     break;
   }
-  default:
+  case 5:
     scan(std::string(reinterpret_cast<const char *>(data), size));
+    break;
+  default:
+    toolCalls(text.empty() ? std::string(1, '\0') : text);
   }
   return 0;
 }

@@ -152,6 +152,25 @@ def serve_seeds():
     put("serve", "detokenize", b'\x04{"tokens": [1, 2, 32000]}')
     put("serve", "stops", b"\x05ab\x02\xc3\xa9c\x00x a\x01b\xc3\x01"
         b"\xa9\x01c d\x01\xe2\x82")
+    # Replies with tool calls in pieces, one a format (the second byte).
+    ds = "<\uff5ctool\u2581%s\uff5c>"
+    calls = {
+        0: 'I will look.\n\n<tool\x01_call>\n{"name": "get", "arguments":'
+           ' {"city": "Paris"}}\n</tool_call>\n<tool_call>\n{"name": "t",'
+           ' "arguments": "{\\"a\\": [1]}"}\n</tool_call> ok',
+        1: ' <|python_tag|>{"name": "get", "parameters": {"q": "x"}}; '
+           '{"name": "t", "\x01arguments": {}}',
+        2: 'Sure [TOOL_\x01CALLS][{"name": "get", "arguments": {"a": 1}}]'
+           '[TOOL_CALLS]get[ARGS]{"b": 2}',
+        3: ("<think>x</think>\n" + ds % "calls\u2581begin" +
+            ds % "call\u2581begin" + "function" + ds % "sep" +
+            'get\n```json\n{"a": 1}\n```' + ds % "call\u2581end" +
+            ds % "call\u2581begin" + "t" + ds % "sep" + '{"b": 2}' +
+            ds % "call\u2581end" + ds % "calls\u2581end"),
+    }
+    for f, reply in calls.items():
+        put("serve", "toolcalls-%d" % f, b"\x06" + bytes([f]) +
+            reply.encode())
 
 
 def put(harness, name, data):

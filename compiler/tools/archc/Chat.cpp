@@ -235,6 +235,7 @@ bool loadChatFormat(const std::vector<std::string> &places,
     return false;
   }
   format.tmpl = ChatTemplate::parse(tmpl, format.source, error);
+  format.text = std::move(tmpl);
   return format.tmpl != nullptr;
 }
 
@@ -341,7 +342,7 @@ bool HeldSequence::generate(
     archrt_tokenizer *tok, archrt_sampler *sampler, int maxTokens,
     llvm::function_ref<bool(const char *, int32_t)> piece,
     std::vector<int32_t> &ids, End &end, std::string &error,
-    bool ignoreStop) {
+    bool ignoreStop, const std::vector<int32_t> &goOn) {
   ids.clear();
   end = End::Length;
   int32_t prev = held.empty() ? 0 : held.back();
@@ -352,7 +353,8 @@ bool HeldSequence::generate(
       error = lib.archrt_last_error();
       return false;
     }
-    if (!ignoreStop && lib.archrt_tokenizer_is_stop(tok, next)) {
+    if (!ignoreStop && lib.archrt_tokenizer_is_stop(tok, next) &&
+        std::find(goOn.begin(), goOn.end(), next) == goOn.end()) {
       end = End::Stop;
       return true;
     }

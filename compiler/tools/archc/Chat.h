@@ -34,6 +34,7 @@ struct ModelLib;
 struct ChatFormat {
   std::unique_ptr<ChatTemplate> tmpl;
   std::string source; // where the template came from
+  std::string text;   // the template's text
   std::vector<std::pair<std::string, std::string>> specials;
   ChatFormat();
   ~ChatFormat();
@@ -101,11 +102,14 @@ struct HeldSequence {
   /// holds the last). `ids` gets the tokens given to `piece`. False with
   /// `error` on the runtime's failure.
   /// (`ignoreStop`: stop tokens do not end it, and are given to `piece`
-  /// as any other, as vLLM's ignore_eos: benchmarks.)
+  /// as any other, as vLLM's ignore_eos: benchmarks. `goOn`: tokens that
+  /// do not end it though the tokenizer holds them special, a tool-call
+  /// format's marks.)
   bool generate(archrt_tokenizer *tok, archrt_sampler *sampler, int maxTokens,
                 llvm::function_ref<bool(const char *, int32_t)> piece,
                 std::vector<int32_t> &ids, End &end, std::string &error,
-                bool ignoreStop = false);
+                bool ignoreStop = false,
+                const std::vector<int32_t> &goOn = {});
 };
 
 /// archc run --chat: user messages from firstPrompt, then standard input's

@@ -229,7 +229,18 @@ public:
   Server(const ServedModel &m, const ServeOptions &opts, archrt_seq *seq)
       : m(m), opts(opts),
         model(opts.alias.empty() ? std::string(m.info.name) : opts.alias),
-        cache{m.lib, seq, m.info.max_seq_len, {}} {}
+        cache{m.lib, seq, m.info.max_seq_len, {}} {
+    // The tool-call format's marks that the tokenizer holds special (so,
+    // stop tokens), as Mistral's [TOOL_CALLS] and Llama 3.1's
+    // <|python_tag|>: a reply goes on after them.
+    for (const std::string &mark : toolCallMarks(m.tools)) {
+      std::vector<int32_t> ids;
+      std::string error;
+      if (encode(mark, false, ids, error) && ids.size() == 1 &&
+          m.lib.archrt_tokenizer_is_stop(m.tok, ids[0]))
+        marks.push_back(ids[0]);
+    }
+  }
 
   void handle(Connection &c) {
     HttpHead head;
@@ -293,6 +304,19 @@ private:
   std::mutex logLock;   ///< held while a line is written, and its count
   int64_t requests = 0; ///< (logLock's)
   int64_t completions = 0; ///< (modelLock's)
+  std::mt19937_64 callIds{std::random_device()()}; ///< (modelLock's)
+  std::vector<int32_t> marks; ///< special tokens that do not stop a reply
+
+  /// A tool call's id: 9 letters and digits (what Mistral's templates ask
+  /// of the ids a conversation sends back).
+  std::string callId() {
+    static const char kChars[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    std::string id(9, ' ');
+    for (char &c : id)
+      c = kChars[callIds() % (sizeof kChars - 1)];
+    return id;
+  }
 
 
   /// An error response, and its line in the log.
@@ -396,10 +420,17 @@ private:
     if (r.chat) {
       if (!m.format)
         return finish(c, head, 400, m.noChat);
-      // The server's template variables, the request's after them.
-      if (!m.format->tmpl->render(
-              chatContext(r.messages, {opts.templateKwargs, r.templateVars}),
-              m.format->specials, rendered, error))
+      // The server's template variables, the request's after them. (A
+      // template that refuses an assistant message's null content, as
+      // Qwen 3's does, gets "" in its place.)
+      auto render = [&](const std::string &messages, std::string &why) {
+        return m.format->tmpl->render(
+            chatContext(messages, {opts.templateKwargs, r.templateVars}),
+            m.format->specials, rendered, why);
+      };
+      std::string retry;
+      if (!render(r.messages, error) &&
+          (r.messagesNonNull.empty() || !render(r.messagesNonNull, retry)))
         return finish(c, head, 400, "the chat template: " + error);
       // (The template writes the special tokens; the tokenizer adds none.)
       if (!encode(rendered, false, ids, error))
@@ -457,8 +488,10 @@ private:
                                 : "text_completion") +
                         "\", \"created\": " + std::to_string(time(nullptr)) +
                         ", \"model\": " + jsonString(model) + ", ";
+    // A choice with `text`; in chat, with the tool calls `calls` (a JSON
+    // array's text, or "").
     auto choice = [&](const std::string &text, const char *finishReason,
-                      bool first) {
+                      bool first, const std::string &calls = "") {
       std::string fr = finishReason
                            ? std::string("\"") + finishReason + "\""
                            : "null";
@@ -466,9 +499,16 @@ private:
         return "{\"index\": 0, \"text\": " + jsonString(text) +
                ", \"logprobs\": null, \"finish_reason\": " + fr + "}";
       std::string content = "\"content\": " + jsonString(text);
+      std::string toolCalls =
+          calls.empty() ? "" : ", \"tool_calls\": " + calls;
       if (!r.stream)
         return "{\"index\": 0, \"message\": {\"role\": \"assistant\", " +
-               content + "}, \"finish_reason\": " + fr + "}";
+               (calls.empty() || !text.empty() ? content
+                                               : "\"content\": null") +
+               toolCalls + "}, \"finish_reason\": " + fr + "}";
+      if (!calls.empty())
+        return "{\"index\": 0, \"delta\": {\"tool_calls\": " + calls +
+               "}, \"finish_reason\": null}";
       return "{\"index\": 0, \"delta\": {" +
              std::string(first ? "\"role\": \"assistant\", " : "") +
              (finishReason && text.empty() ? "" : content) +
@@ -484,7 +524,10 @@ private:
         event(frame + "\"choices\": [" + choice("", nullptr, true) + "]}");
     }
 
+    // (Where the request gives tools, the text from where a call may start
+    // is held back until the reply is whole.)
     StopScanner text(r.stop);
+    ToolFormat tools = r.toolCalls ? m.tools : ToolFormat::None;
     int64_t budget = r.maxTokens >= 0 ? r.maxTokens
                      : opts.maxTokens >= 0 ? opts.maxTokens
                                            : int64_t(INT_MAX);
@@ -497,14 +540,16 @@ private:
           if (text.add(piece))
             return false;
           if (r.stream) {
-            std::string out = text.take(false);
+            std::string out = text.take(
+                false,
+                toolCallsBegin(tools, text.text(), text.releasedBytes()));
             if (!out.empty())
               event(frame + "\"choices\": [" + choice(out, nullptr, false) +
                     "]}");
           }
           return !(r.stream ? c.broken : c.gone()) && !stopping;
         },
-        generated, end, error, r.ignoreEos);
+        generated, end, error, r.ignoreEos, marks);
     double decodeS = since(t0);
     if (!ok) {
       // (The runtime failed mid-generation: said in the stream, or as the
@@ -515,11 +560,39 @@ private:
         c.respond(500, errorBody(500, error));
       return log(head, 500, error);
     }
-    // EOS or a stop string: "stop"; the budget, the context, or a client
-    // gone or the server stopping: "length".
-    const char *finishReason =
-        end == HeldSequence::End::Stop || text.hit() ? "stop" : "length";
-    std::string rest = text.take(true);
+    // The reply's tool calls, where it holds well-formed ones and ended as
+    // the model ended it (a reply cut short is content): the text around
+    // them is its content.
+    bool whole = end == HeldSequence::End::Stop || text.hit();
+    ToolReply reply = parseToolCalls(whole ? tools : ToolFormat::None,
+                                     text.text());
+    if (!r.parallelToolCalls && reply.calls.size() > 1)
+      reply.calls.resize(1);
+    bool called = !reply.calls.empty();
+    std::string content =
+        called ? validUtf8(text.text().substr(0, reply.begin)) +
+                     validUtf8(reply.after)
+               : validUtf8(text.text());
+    std::string calls;
+    for (size_t i = 0; i < reply.calls.size(); ++i)
+      calls += std::string(i ? ", " : "") + "{" +
+               (r.stream ? "\"index\": " + std::to_string(i) + ", " : "") +
+               "\"id\": " + jsonString(callId()) +
+               ", \"type\": \"function\", \"function\": {\"name\": " +
+               jsonString(validUtf8(reply.calls[i].name)) +
+               ", \"arguments\": " +
+               jsonString(validUtf8(reply.calls[i].arguments)) + "}}";
+    if (called)
+      calls = "[" + calls + "]";
+    // Tool calls: "tool_calls"; EOS or a stop string: "stop"; the budget,
+    // the context, or a client gone or the server stopping: "length".
+    const char *finishReason = called ? "tool_calls"
+                               : whole  ? "stop"
+                                        : "length";
+    std::string rest = text.take(true, called ? reply.begin
+                                              : std::string::npos);
+    if (called && !reply.after.empty())
+      rest += validUtf8(reply.after);
     size_t prompt = ids.size(), completion = generated.size();
     std::string usage =
         "\"usage\": {\"prompt_tokens\": " + std::to_string(prompt) +
@@ -535,6 +608,9 @@ private:
     if (r.stream) {
       if (!rest.empty())
         event(frame + "\"choices\": [" + choice(rest, nullptr, false) + "]}");
+      if (called)
+        event(frame + "\"choices\": [" + choice("", nullptr, false, calls) +
+              "]}");
       event(frame + "\"choices\": [" + choice("", finishReason, false) +
             "], " + timings + "}");
       if (r.includeUsage)
@@ -542,8 +618,8 @@ private:
       c.send("data: [DONE]\n\n");
     } else {
       c.respond(200, frame + "\"choices\": [" +
-                         choice(validUtf8(text.text()), finishReason, false) +
-                         "], " + usage + ", " + timings + "}");
+                         choice(content, finishReason, false, calls) + "], " +
+                         usage + ", " + timings + "}");
     }
     if (opts.verbosePrompt)
       say("[archc] " + at + "reply " + jsonString(validUtf8(text.text())) +
@@ -558,7 +634,11 @@ private:
              double(pre.prompt.size()) / std::max(pre.seconds, 1e-9),
              completion, double(completion) / std::max(decodeS, 1e-9),
              finishReason, c.broken ? " (the client left)" : "");
-    log(head, 200, line);
+    std::string logged = line;
+    if (called)
+      logged += " (" + std::to_string(reply.calls.size()) + " tool call" +
+                (reply.calls.size() > 1 ? "s" : "") + ")";
+    log(head, 200, logged);
   }
 };
 
@@ -629,6 +709,9 @@ int runServer(int listener, int port, const ServedModel &m,
                  << " (context " << m.info.max_seq_len << " tokens"
                  << (m.format ? ", chat template " + m.format->source
                               : std::string(", no chat template"))
+                 << (m.tools != ToolFormat::None
+                         ? std::string(", tool calls ") + toolFormatName(m.tools)
+                         : "")
                  << ") on http://" << host << ":" << port << "\n";
     llvm::errs().flush();
     // Each connection is read and answered by a thread of its own (a

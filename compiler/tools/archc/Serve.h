@@ -11,6 +11,7 @@
 #ifndef ARCHC_TOOLS_SERVE_H
 #define ARCHC_TOOLS_SERVE_H
 
+#include "ToolCalls.h"
 #include "archrt.h"
 
 #include <cstdint>
@@ -44,6 +45,9 @@ struct ServedModel {
   const archrt_model_info &info;
   const ChatFormat *format;
   std::string noChat;
+  /// How the chat template writes tool calls (a request with tools gets
+  /// them parsed into tool_calls).
+  serve::ToolFormat tools = serve::ToolFormat::None;
 };
 
 /// A socket listening on host:port (port 0: any free one), before the

@@ -5,6 +5,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
 #include <initializer_list>
@@ -30,16 +31,16 @@ size_t stringClose(const std::string &text, size_t k) {
   return k;
 }
 
-/// The end of the JSON value that starts at text[k] (the text is valid
-/// JSON: llvm::json parsed it).
-size_t valueEnd(const std::string &text, size_t k) {
-  int depth = 0;
+} // namespace
+
+size_t jsonValueEnd(const std::string &text, size_t k) {
+  size_t depth = 0;
   for (; k < text.size(); ++k) {
     char c = text[k];
     if (c == '"') {
       k = stringClose(text, k);
       if (depth == 0)
-        return k + 1;
+        return std::min(k + 1, text.size());
     } else if (c == '[' || c == '{') {
       ++depth;
     } else if (c == ']' || c == '}') {
@@ -52,13 +53,10 @@ size_t valueEnd(const std::string &text, size_t k) {
       return k;
     }
   }
-  return k;
+  return std::min(k, text.size());
 }
 
-/// The text of the top-level member `key`'s value in a JSON object's valid
-/// text, as it was sent (the last one where a key repeats, as llvm::json
-/// keeps it); "" where there is none.
-std::string rawMember(const std::string &text, llvm::StringRef key) {
+std::string rawMember(const std::string &text, const std::string &key) {
   std::string found;
   size_t k = text.find('{');
   if (k == std::string::npos)
@@ -71,7 +69,7 @@ std::string rawMember(const std::string &text, llvm::StringRef key) {
     skipSpace();
     if (k >= text.size() || text[k] != '"')
       return found;
-    size_t end = valueEnd(text, k);
+    size_t end = jsonValueEnd(text, k);
     std::string name = text.substr(k + 1, end - k - 2);
     if (name.find('\\') != std::string::npos) {
       // (An escaped key: decoded as the parser decodes it.)
@@ -82,7 +80,7 @@ std::string rawMember(const std::string &text, llvm::StringRef key) {
     skipSpace();
     ++k; // ':'
     skipSpace();
-    end = valueEnd(text, k);
+    end = jsonValueEnd(text, k);
     if (name == key)
       found = text.substr(k, end - k);
     k = end;
@@ -93,14 +91,7 @@ std::string rawMember(const std::string &text, llvm::StringRef key) {
   }
 }
 
-/// The JSON object of a body, or an error. (llvm::json's parser and its
-/// values' destructor recurse once a level, and a value takes about 40
-/// bytes however short its text: the nesting and the values are counted
-/// first. An allocation that fails inside libLLVM, which unwinds without
-/// destructors, would leak the tree built so far.)
-const json::Object *bodyObject(const std::string &body,
-                               std::optional<json::Value> &parsed,
-                               std::string &error) {
+bool jsonWithinBounds(const std::string &body, std::string &error) {
   size_t depth = 0, values = 0;
   for (size_t k = 0; k < body.size(); ++k) {
     char c = body[k];
@@ -108,7 +99,7 @@ const json::Object *bodyObject(const std::string &body,
       if (++values > kMaxBodyValues) {
         error = "the body holds more than " + std::to_string(kMaxBodyValues) +
                 " values";
-        return nullptr;
+        return false;
       }
     }
     if (c == '"') {
@@ -117,12 +108,27 @@ const json::Object *bodyObject(const std::string &body,
       if (++depth > kMaxBodyDepth) {
         error = "the body nests more than " + std::to_string(kMaxBodyDepth) +
                 " arrays and objects";
-        return nullptr;
+        return false;
       }
     } else if ((c == ']' || c == '}') && depth) {
       --depth;
     }
   }
+  return true;
+}
+
+namespace {
+
+/// The JSON object of a body, or an error. (llvm::json's parser and its
+/// values' destructor recurse once a level, and a value takes about 40
+/// bytes however short its text: the nesting and the values are counted
+/// first. An allocation that fails inside libLLVM, which unwinds without
+/// destructors, would leak the tree built so far.)
+const json::Object *bodyObject(const std::string &body,
+                               std::optional<json::Value> &parsed,
+                               std::string &error) {
+  if (!jsonWithinBounds(body, error))
+    return nullptr;
   auto v = json::parse(body);
   if (!v) {
     error = "the body is not JSON: " + llvm::toString(v.takeError());
@@ -302,6 +308,7 @@ int parseRequest(const std::string &body, bool chat, Request &out,
         f.get("messages") ? f.get("messages")->getAsArray() : nullptr;
     if (!messages || messages->empty())
       return f.bad("messages", "must be a non-empty array of messages"), 400;
+    bool nullContent = false;
     for (size_t i = 0; i < messages->size(); ++i) {
       const json::Object *m = (*messages)[i].getAsObject();
       if (!m || !m->getString("role"))
@@ -309,8 +316,37 @@ int parseRequest(const std::string &body, bool chat, Request &out,
                      "[" + std::to_string(i) +
                          "] must be an object with a string 'role'"),
                400;
+      const json::Value *content = m->get("content");
+      nullContent |= m->getString("role") == "assistant" && content &&
+                     content->kind() == json::Value::Null;
     }
     out.messages = rawMember(body, "messages");
+    if (nullContent) {
+      // Each message's text as sent, those with null content written
+      // again with "".
+      const std::string &raw = out.messages;
+      size_t k = raw.find('[') + 1;
+      out.messagesNonNull = "[";
+      for (size_t i = 0; i < messages->size(); ++i) {
+        while (k < raw.size() && llvm::StringRef(" \t\r\n,").contains(raw[k]))
+          ++k;
+        size_t end = jsonValueEnd(raw, k);
+        std::string text = raw.substr(k, end - k);
+        const json::Object &m = *(*messages)[i].getAsObject();
+        const json::Value *content = m.get("content");
+        if (m.getString("role") == "assistant" && content &&
+            content->kind() == json::Value::Null) {
+          json::Object copy = m;
+          copy["content"] = "";
+          text.clear();
+          llvm::raw_string_ostream os(text);
+          os << json::Value(std::move(copy));
+        }
+        out.messagesNonNull += (i ? ", " : "") + text;
+        k = end;
+      }
+      out.messagesNonNull += "]";
+    }
     // The template's other variables: chat_template_kwargs' members, then
     // the tools (which a kwarg of that name does not replace).
     std::string vars;
@@ -327,6 +363,7 @@ int parseRequest(const std::string &body, bool chat, Request &out,
         return f.bad("tools", "must be an array"), 400;
       vars += (vars.empty() ? "" : ", ") +
               std::string("\"tools\": ") + rawMember(body, "tools");
+      out.toolCalls = !tools->getAsArray()->empty();
     }
     out.templateVars = vars.empty() ? "" : "{" + vars + "}";
     if (!f.integer("max_completion_tokens", 0, INT32_MAX, out.maxTokens))
@@ -425,7 +462,11 @@ int parseRequest(const std::string &body, bool chat, Request &out,
       return f.bad("tool_choice", "other than \"auto\" or \"none\" is not "
                                   "supported by archc serve"),
              400;
+    // ("none": the reply is content, whatever it holds.)
+    out.toolCalls &= *tc->getAsString() == "auto";
   }
+  if (!f.boolean("parallel_tool_calls", out.parallelToolCalls))
+    return 400;
   return 0;
 }
 
@@ -533,8 +574,8 @@ bool StopScanner::add(const char *piece) {
   return stopped = true;
 }
 
-std::string StopScanner::take(bool end) {
-  size_t safe = all.size();
+std::string StopScanner::take(bool end, size_t upTo) {
+  size_t safe = std::min(all.size(), upTo);
   if (!end && !stopped) {
     // Not the start of a stop string...
     for (const std::string &s : stops)

@@ -52,6 +52,10 @@ struct Request {
   /// the template's), and the chat template's other variables as a JSON
   /// object's text ("tools" and chat_template_kwargs' members; or "").
   std::string messages, templateVars;
+  /// Chat: the messages with "" for an assistant message's null content,
+  /// where one has it (else ""): rendered where the template refuses
+  /// null (Qwen 3's), as llama-server's polyfill does.
+  std::string messagesNonNull;
   /// Completions: the prompt's text, or its token ids (promptIsIds).
   std::string prompt;
   std::vector<int64_t> promptIds;
@@ -63,6 +67,9 @@ struct Request {
   std::vector<std::string> stop;
   bool stream = false, includeUsage = false;
   bool ignoreEos = false; ///< vLLM's ignore_eos: stop tokens go on
+  /// Chat: `tools` given and tool_choice not "none" (the reply's calls are
+  /// parsed); parallel_tool_calls false keeps the first call only.
+  bool toolCalls = false, parallelToolCalls = true;
 };
 
 /// Reads a completion request's JSON body. 0, or 400 with `error` naming
@@ -78,6 +85,19 @@ int parseTokenize(const std::string &body, std::string &content,
                   bool &addSpecial, std::string &error);
 int parseDetokenize(const std::string &body, std::vector<int64_t> &tokens,
                     std::string &error);
+
+/// Whether JSON text nests at most kMaxBodyDepth arrays and objects and
+/// holds at most kMaxBodyValues values, counted before llvm::json's
+/// recursive parser is given it; false with `error` otherwise.
+bool jsonWithinBounds(const std::string &text, std::string &error);
+/// The end of the JSON value that starts at text[k]: past its closing
+/// bracket or quote, strings' brackets skipped (the text's size where it
+/// does not close).
+size_t jsonValueEnd(const std::string &text, size_t k);
+/// The text of the top-level member `key`'s value in a JSON object's valid
+/// text, as it was written (the last one where a key repeats, as llvm::json
+/// keeps it); "" where there is none.
+std::string rawMember(const std::string &text, const std::string &key);
 
 /// `text` with each byte sequence that is not UTF-8 replaced by U+FFFD,
 /// so that it can go into a JSON string.
@@ -99,12 +119,15 @@ public:
   /// is then cut where that string starts).
   bool add(const char *piece);
   /// The text that is safe to release since the last call (all of it at
-  /// `end`), made valid UTF-8.
-  std::string take(bool end);
+  /// `end`), made valid UTF-8; never the text from `upTo` on (where a
+  /// tool call may start).
+  std::string take(bool end, size_t upTo = std::string::npos);
   /// All the text, cut at a stop string (not yet made valid).
   const std::string &text() const { return all; }
   /// Whether a stop string ended it.
   bool hit() const { return stopped; }
+  /// The bytes of text() released so far.
+  size_t releasedBytes() const { return released; }
 
 private:
   std::vector<std::string> stops;

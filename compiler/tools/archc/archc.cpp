@@ -1213,6 +1213,12 @@ int cmdServe(int argc, char **argv) {
       cl::desc("the template's other variables for every request, a JSON "
                "object (a request's chat_template_kwargs go after them)"),
       cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> toolParser(
+      "tool-call-parser",
+      cl::desc("how the model writes tool calls, parsed into a response's "
+               "tool_calls where a request gives tools: auto (from the chat "
+               "template), none, hermes, llama3-json, mistral, deepseek"),
+      cl::init("auto"), cl::cat(archcCat), cl::sub(sub));
   cl::opt<int> timeout("timeout",
                        cl::desc("seconds to read a request, and to write "
                                 "each part of a response"),
@@ -1249,6 +1255,10 @@ int cmdServe(int argc, char **argv) {
     return fail("--top-p must be in (0, 1], got " + std::to_string(topP));
   if (int rc = checkTemplateKwargs(templateKwargs))
     return rc;
+  serve::ToolFormat tools = serve::ToolFormat::None;
+  if (toolParser != "auto" && !serve::toolFormatNamed(toolParser, tools))
+    return fail("--tool-call-parser must be auto, none, hermes, llama3-json, "
+                "mistral or deepseek, got '" + toolParser + "'");
   int bound = 0;
   std::string error;
   int listener = listenOn(host, port, bound, error);
@@ -1286,8 +1296,10 @@ int cmdServe(int argc, char **argv) {
   opts.timeoutSeconds = timeout;
   opts.verbosePrompt = verbosePrompt;
   opts.quiet = quiet;
-  ServedModel served{m.lib,  m.model, m.tok, m.info,
-                     format.tmpl ? &format : nullptr, noChat};
+  if (toolParser == "auto" && format.tmpl)
+    tools = serve::detectToolFormat(format.text);
+  ServedModel served{m.lib,  m.model, m.tok,  m.info,
+                     format.tmpl ? &format : nullptr, noChat, tools};
   closeOnError.fd = -1;
   return runServer(listener, bound, served, opts);
 }

@@ -1,0 +1,474 @@
+//===- ToolCalls.cpp - The tool calls in a chat model's reply --------------===//
+#include "ToolCalls.h"
+
+#include "ServeProtocol.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/JSON.h"
+
+#include <initializer_list>
+#include <optional>
+
+namespace arch::serve {
+
+namespace json = llvm::json;
+
+namespace {
+
+// The formats' marks (DeepSeek's are its tokenizer's added tokens: full-
+// width bars and U+2581 for the spaces).
+constexpr llvm::StringLiteral kHermesOpen = "<tool_call>";
+constexpr llvm::StringLiteral kHermesClose = "</tool_call>";
+constexpr llvm::StringLiteral kPythonTag = "<|python_tag|>";
+constexpr llvm::StringLiteral kMistralCalls = "[TOOL_CALLS]";
+constexpr llvm::StringLiteral kMistralArgs = "[ARGS]";
+constexpr llvm::StringLiteral kDeepSeekCalls =
+    "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "begin\xEF\xBD\x9C>";
+constexpr llvm::StringLiteral kDeepSeekCallsEnd =
+    "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "end\xEF\xBD\x9C>";
+constexpr llvm::StringLiteral kDeepSeekCall =
+    "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "begin\xEF\xBD\x9C>";
+constexpr llvm::StringLiteral kDeepSeekCallEnd =
+    "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "end\xEF\xBD\x9C>";
+constexpr llvm::StringLiteral kDeepSeekSep =
+    "<\xEF\xBD\x9Ctool\xE2\x96\x81" "sep\xEF\xBD\x9C>";
+
+bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/// Where calls found at `at` begin: before the space that precedes them.
+size_t withSpaceBefore(const std::string &text, size_t at) {
+  while (at > 0 && at != std::string::npos && isSpace(text[at - 1]))
+    --at;
+  return at;
+}
+
+/// A JSON number's text as RFC 8259 writes it.
+bool strictNumber(llvm::StringRef n) {
+  auto digits = [&] {
+    if (n.empty() || !isdigit(uint8_t(n[0])))
+      return false;
+    n = n.drop_while([](char c) { return isdigit(uint8_t(c)); });
+    return true;
+  };
+  n.consume_front("-");
+  if (n.consume_front("0")) {
+    if (!n.empty() && isdigit(uint8_t(n[0])))
+      return false;
+  } else if (!digits()) {
+    return false;
+  }
+  if (n.consume_front(".") && !digits())
+    return false;
+  if (n.consume_front("e") || n.consume_front("E")) {
+    if (!n.consume_front("+"))
+      n.consume_front("-");
+    if (!digits())
+      return false;
+  }
+  return n.empty();
+}
+
+/// Whether JSON text that llvm::json has parsed is JSON to a strict parser
+/// too (a client's: Python's json.loads): its numbers RFC 8259's
+/// (llvm::json takes 01, -01, .5, +1 and 1.).
+bool strictJson(llvm::StringRef t) {
+  for (size_t k = 0; k < t.size(); ++k) {
+    char c = t[k];
+    if (c == '"') {
+      for (++k; k < t.size() && t[k] != '"'; ++k)
+        if (t[k] == '\\')
+          ++k;
+    } else if (c == '-' || c == '+' || c == '.' || isdigit(uint8_t(c))) {
+      size_t e = k;
+      while (e < t.size() &&
+             (isdigit(uint8_t(t[e])) || llvm::StringRef("+-.eE").contains(t[e])))
+        ++e;
+      if (!strictNumber(t.slice(k, e)))
+        return false;
+      k = e - 1;
+    }
+  }
+  return true;
+}
+
+/// A position in a reply, read forward.
+struct Cursor {
+  const std::string &text;
+  size_t k = 0;
+
+  void skipSpace() {
+    while (k < text.size() && isSpace(text[k]))
+      ++k;
+  }
+  bool eat(llvm::StringRef mark) {
+    if (!llvm::StringRef(text).substr(k).starts_with(mark))
+      return false;
+    k += mark.size();
+    return true;
+  }
+  bool atEnd() {
+    skipSpace();
+    return k == text.size();
+  }
+  /// The JSON object that starts here (after space), bounded and parsed;
+  /// nothing where there is none.
+  std::optional<json::Value> object(std::string &raw) {
+    skipSpace();
+    if (k >= text.size() || text[k] != '{')
+      return std::nullopt;
+    size_t end = jsonValueEnd(text, k);
+    raw = text.substr(k, end - k);
+    std::string error;
+    if (!jsonWithinBounds(raw, error))
+      return std::nullopt;
+    auto v = json::parse(raw);
+    if (!v) {
+      llvm::consumeError(v.takeError());
+      return std::nullopt;
+    }
+    if (!v->getAsObject() || !strictJson(raw))
+      return std::nullopt;
+    k = end;
+    return std::move(*v);
+  }
+  /// A call written as a JSON object here (callOf), added to `calls`;
+  /// false where there is none.
+  bool call(std::vector<ToolCall> &calls);
+};
+
+/// `raw` is a JSON object's text, or a JSON string's that holds one:
+/// the object's text. False otherwise.
+bool argumentsText(const std::string &raw, const json::Value &value,
+                   std::string &out) {
+  if (value.getAsObject()) {
+    out = raw;
+    return true;
+  }
+  std::optional<llvm::StringRef> s = value.getAsString();
+  if (!s)
+    return false;
+  std::string inner = s->trim(" \t\r\n").str();
+  Cursor c{inner};
+  std::string object;
+  if (!c.object(object) || !c.atEnd())
+    return false;
+  out = object;
+  return true;
+}
+
+/// A call written as a JSON object with a string "name" and its arguments
+/// under "arguments" (or Llama's "parameters"; none: {}). False where it is
+/// not one.
+bool callOf(const std::string &raw, const json::Value &value,
+            ToolCall &out) {
+  const json::Object *o = value.getAsObject();
+  std::optional<llvm::StringRef> name = o->getString("name");
+  if (!name || name->empty())
+    return false;
+  out.name = name->str();
+  for (const char *key : {"arguments", "parameters"})
+    if (const json::Value *args = o->get(key))
+      return argumentsText(rawMember(raw, key), *args, out.arguments);
+  out.arguments = "{}"; // (a call without arguments)
+  return true;
+}
+
+bool Cursor::call(std::vector<ToolCall> &calls) {
+  std::string raw;
+  std::optional<json::Value> v = object(raw);
+  ToolCall c;
+  if (!v || !callOf(raw, *v, c))
+    return false;
+  calls.push_back(std::move(c));
+  return true;
+}
+
+/// A call whose name is written as text (Mistral's name[ARGS]{...},
+/// DeepSeek's): a name without space or control characters.
+bool plainName(llvm::StringRef name) {
+  return !name.empty() && name.size() <= 256 &&
+         llvm::all_of(name, [](char c) { return uint8_t(c) > ' '; });
+}
+
+/// The reply from `c` on, after the calls: content.
+void finishAfter(Cursor &c, ToolReply &out) {
+  out.after += c.text.substr(c.k);
+}
+
+ToolReply hermes(const std::string &text) {
+  ToolReply out;
+  size_t at = text.find(kHermesOpen.data());
+  if (at == std::string::npos)
+    return {};
+  out.begin = withSpaceBefore(text, at);
+  Cursor c{text, at};
+  for (;;) {
+    // (Text between calls is content; the space before a call is not.)
+    size_t next = text.find(kHermesOpen.data(), c.k);
+    if (next == std::string::npos)
+      break;
+    out.after.append(text, c.k,
+                     std::max(c.k, withSpaceBefore(text, next)) - c.k);
+    c.k = next + kHermesOpen.size();
+    if (!c.call(out.calls))
+      return {};
+    c.skipSpace();
+    // (A reply that ends after the object, without the close tag: the
+    // model stopped there.)
+    if (!c.eat(kHermesClose) && !c.atEnd())
+      return {};
+  }
+  finishAfter(c, out);
+  return out;
+}
+
+ToolReply llama3(const std::string &text) {
+  ToolReply out;
+  Cursor c{text};
+  c.skipSpace();
+  c.eat(kPythonTag);
+  for (;;) {
+    if (!c.call(out.calls))
+      return {};
+    c.skipSpace();
+    if (c.k >= text.size() || text[c.k] != ';')
+      break;
+    ++c.k;
+  }
+  finishAfter(c, out);
+  return out;
+}
+
+ToolReply mistral(const std::string &text) {
+  ToolReply out;
+  size_t at = text.find(kMistralCalls.data());
+  if (at == std::string::npos)
+    return {};
+  out.begin = withSpaceBefore(text, at);
+  Cursor c{text, at + kMistralCalls.size()};
+  c.skipSpace();
+  if (c.k < text.size() && text[c.k] == '[') {
+    // Mistral 7B v0.3, Nemo: a JSON array of {"name", "arguments"}.
+    ++c.k;
+    for (;;) {
+      if (!c.call(out.calls))
+        return {};
+      c.skipSpace();
+      if (c.eat(","))
+        continue;
+      if (!c.eat("]"))
+        return {};
+      break;
+    }
+  } else {
+    // Mistral Small 3.2, Magistral: name[ARGS]{...}, each after
+    // [TOOL_CALLS].
+    do {
+      size_t args = text.find(kMistralArgs.data(), c.k);
+      if (args == std::string::npos)
+        return {};
+      // (Magistral writes name[CALL_ID]id[ARGS]{...}.)
+      ToolCall call;
+      call.name = llvm::StringRef(text)
+                      .slice(c.k, args)
+                      .split("[CALL_ID]")
+                      .first.trim()
+                      .str();
+      c.k = args + kMistralArgs.size();
+      std::string raw;
+      if (!plainName(call.name) || !c.object(raw))
+        return {};
+      call.arguments = raw;
+      out.calls.push_back(std::move(call));
+      c.skipSpace();
+    } while (c.eat(kMistralCalls));
+  }
+  finishAfter(c, out);
+  return out;
+}
+
+ToolReply deepSeek(const std::string &text) {
+  ToolReply out;
+  size_t at = std::min(text.find(kDeepSeekCalls.data()),
+                       text.find(kDeepSeekCall.data()));
+  if (at == std::string::npos)
+    return {};
+  out.begin = withSpaceBefore(text, at);
+  Cursor c{text, at};
+  c.eat(kDeepSeekCalls);
+  for (;;) {
+    c.skipSpace();
+    if (!c.eat(kDeepSeekCall))
+      break;
+    size_t sep = text.find(kDeepSeekSep.data(), c.k);
+    size_t end = text.find(kDeepSeekCallEnd.data(), c.k);
+    if (sep == std::string::npos || end == std::string::npos || sep > end)
+      return {};
+    llvm::StringRef head = llvm::StringRef(text).slice(c.k, sep).trim();
+    std::string body =
+        text.substr(sep + kDeepSeekSep.size(), end - sep - kDeepSeekSep.size());
+    ToolCall call;
+    std::string args;
+    if (head == "function") {
+      // V3 and R1: function<sep>NAME\n```json\n{...}\n```
+      size_t nl = body.find('\n');
+      call.name = llvm::StringRef(body).take_front(nl).trim().str();
+      args = nl == std::string::npos ? "" : body.substr(nl + 1);
+      llvm::StringRef a = llvm::StringRef(args).trim();
+      if (a.consume_front("```")) {
+        a.consume_front("json");
+        if (!a.consume_back("```"))
+          return {};
+      }
+      args = a.str();
+    } else {
+      // V3.1: NAME<sep>{...}
+      call.name = head.str();
+      args = body;
+    }
+    Cursor a{args};
+    std::string raw;
+    if (!plainName(call.name) || !a.object(raw) || !a.atEnd())
+      return {};
+    call.arguments = raw;
+    out.calls.push_back(std::move(call));
+    c.k = end + kDeepSeekCallEnd.size();
+  }
+  if (out.calls.empty())
+    return {};
+  c.skipSpace();
+  c.eat(kDeepSeekCallsEnd);
+  finishAfter(c, out);
+  return out;
+}
+
+/// The first place in `text` from `from` where one of `marks` starts, or
+/// where the text ends in one's first bytes, or in space; npos where none.
+size_t holdFrom(const std::string &text, size_t from,
+                std::initializer_list<llvm::StringRef> marks) {
+  size_t hold = std::string::npos;
+  llvm::StringRef t(text);
+  for (llvm::StringRef mark : marks) {
+    hold = std::min(hold, t.find(mark, from));
+    for (size_t n = std::min(mark.size() - 1, t.size() - from); n > 0; --n)
+      if (t.take_back(n) == mark.take_front(n)) {
+        hold = std::min(hold, t.size() - n);
+        break;
+      }
+  }
+  if (!t.empty() && isSpace(t.back()))
+    hold = std::min(hold, t.size());
+  return std::max(withSpaceBefore(text, hold), std::min(from, hold));
+}
+
+} // namespace
+
+ToolFormat detectToolFormat(const std::string &t) {
+  auto has = [&](llvm::StringRef s) {
+    return t.find(s.data(), 0, s.size()) != std::string::npos;
+  };
+  if (has(kDeepSeekCalls))
+    return ToolFormat::DeepSeek;
+  if (has(kMistralCalls))
+    return ToolFormat::Mistral;
+  if (has(kHermesOpen))
+    return ToolFormat::Hermes;
+  // (Llama 3.1 writes <|python_tag|> before a built-in tool's call; 3.2 and
+  // 3.3 answer a tool in an ipython turn.)
+  if (has(kPythonTag) || (has("<|start_header_id|>") && has("ipython")))
+    return ToolFormat::Llama3;
+  return ToolFormat::None;
+}
+
+namespace {
+const std::pair<ToolFormat, const char *> kNames[] = {
+    {ToolFormat::None, "none"},
+    {ToolFormat::Hermes, "hermes"},
+    {ToolFormat::Llama3, "llama3-json"},
+    {ToolFormat::Mistral, "mistral"},
+    {ToolFormat::DeepSeek, "deepseek"}};
+} // namespace
+
+bool toolFormatNamed(const std::string &name, ToolFormat &out) {
+  for (auto &[f, n] : kNames)
+    if (name == n) {
+      out = f;
+      return true;
+    }
+  return false;
+}
+
+const char *toolFormatName(ToolFormat f) {
+  for (auto &[g, n] : kNames)
+    if (f == g)
+      return n;
+  return "none";
+}
+
+ToolReply parseToolCalls(ToolFormat f, const std::string &text) {
+  ToolReply out;
+  switch (f) {
+  case ToolFormat::Hermes:
+    out = hermes(text);
+    break;
+  case ToolFormat::Llama3:
+    out = llama3(text);
+    break;
+  case ToolFormat::Mistral:
+    out = mistral(text);
+    break;
+  case ToolFormat::DeepSeek:
+    out = deepSeek(text);
+    break;
+  case ToolFormat::None:
+    break;
+  }
+  // (The content's ends without space.)
+  llvm::StringRef after = llvm::StringRef(out.after).rtrim(" \t\r\n");
+  if (out.begin == 0)
+    after = after.ltrim(" \t\r\n");
+  out.after = after.str();
+  return out;
+}
+
+std::vector<std::string> toolCallMarks(ToolFormat f) {
+  switch (f) {
+  case ToolFormat::Hermes:
+    return {kHermesOpen.str(), kHermesClose.str()};
+  case ToolFormat::Llama3:
+    return {kPythonTag.str()};
+  case ToolFormat::Mistral:
+    return {kMistralCalls.str(), kMistralArgs.str(), "[CALL_ID]"};
+  case ToolFormat::DeepSeek:
+    return {kDeepSeekCalls.str(), kDeepSeekCallsEnd.str(), kDeepSeekCall.str(),
+            kDeepSeekCallEnd.str(), kDeepSeekSep.str()};
+  case ToolFormat::None:
+    break;
+  }
+  return {};
+}
+
+size_t toolCallsBegin(ToolFormat f, const std::string &text, size_t from) {
+  switch (f) {
+  case ToolFormat::Hermes:
+    return holdFrom(text, from, {kHermesOpen});
+  case ToolFormat::Mistral:
+    return holdFrom(text, from, {kMistralCalls});
+  case ToolFormat::DeepSeek:
+    return holdFrom(text, from, {kDeepSeekCalls, kDeepSeekCall});
+  case ToolFormat::Llama3: {
+    // A reply that is calls starts with them: held while it may.
+    llvm::StringRef t = llvm::StringRef(text).ltrim(" \t\r\n");
+    if (t.empty() || t.starts_with("{") || t.starts_with(kPythonTag) ||
+        kPythonTag.starts_with(t))
+      return 0;
+    return std::string::npos;
+  }
+  case ToolFormat::None:
+    break;
+  }
+  return std::string::npos;
+}
+
+} // namespace arch::serve
