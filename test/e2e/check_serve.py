@@ -24,8 +24,9 @@ eos: --ids JSON, a prompt whose greedy next token the server's tokenizer
 tools: --format FILE (test/e2e/Inputs/tools/*.json), a model from
   steer_model.py whose replies FILE's chains make. A request with tools gets
   the reply's calls as tool_calls (names, arguments, content around them,
-  finish tool_calls), whole and streamed alike (no call's text streamed as
-  content); with tool_choice none, or without tools, the reply is content
+  finish tool_calls) and its thought as reasoning_content, whole and
+  streamed alike (no call's text streamed as content); a reply cut inside
+  its thought is all reasoning; with tool_choice none, or without tools, the reply is content
   as written; parallel_tool_calls false keeps the first call; a reply cut
   by max_tokens stays content, and so does a malformed call (FILE's
   "malformed" template kwargs lead to it). With
@@ -499,12 +500,14 @@ TOOLS = [{"type": "function", "function": {
 
 def stream_calls(events):
     """A chat stream's content, tool calls (by index, their arguments'
-    pieces joined) and finish reason."""
-    content, calls, finish = "", {}, None
+    pieces joined), finish reason and reasoning (None where none came)."""
+    content, calls, finish, reasoning = "", {}, None, None
     for e in events:
         for c in e["choices"]:
             delta = c["delta"]
             content += delta.get("content") or ""
+            if "reasoning_content" in delta:
+                reasoning = (reasoning or "") + delta["reasoning_content"]
             for t in delta.get("tool_calls", []):
                 call = calls.setdefault(t["index"], {
                     "id": "", "type": "", "name": "", "arguments": ""})
@@ -514,7 +517,7 @@ def stream_calls(events):
                 call["arguments"] += t.get("function", {}).get("arguments",
                                                                "")
             finish = c["finish_reason"] or finish
-    return content, [calls[i] for i in sorted(calls)], finish
+    return content, [calls[i] for i in sorted(calls)], finish, reasoning
 
 
 def tools(srv, args):
@@ -524,16 +527,28 @@ def tools(srv, args):
     chain = fmt["chains"][0]
     written = "".join(chain[1:-1])  # the reply as the model writes it
     want = [(n, a) for n, a in fmt["calls"]]
+    thought = fmt.get("reasoning")  # the reply's reasoning, if it thinks
     messages = [{"role": "user",
                  "content": "What is the weather in Paris, and the time?"}]
     body = {"messages": messages, "tools": TOOLS, "max_tokens": 32}
 
+    def visible(text):
+        """A reply's text less its thought: its content as written."""
+        if thought is None or "</think>" not in text:
+            return text
+        return text.split("</think>", 1)[1].lstrip()
+
+    def check_reasoning(got, what):
+        if got != thought:
+            fail(f"{what}: reasoning {got!r}, expected {thought!r}")
+
     def check_calls(calls, content, finish, what):
         got = [(c["function"]["name"], c["function"]["arguments"])
                for c in calls]
-        if got != want or content != fmt["content"] or finish != "tool_calls":
+        want_finish = "tool_calls" if want else "stop"
+        if got != want or content != fmt["content"] or finish != want_finish:
             fail(f"{what}: calls {got}, content {content!r}, finish {finish}; "
-                 f"expected {want}, {fmt['content']!r}, tool_calls")
+                 f"expected {want}, {fmt['content']!r}, {want_finish}")
         for c in calls:
             json.loads(c["function"]["arguments"])
             if c["type"] != "function" or \
@@ -545,39 +560,61 @@ def tools(srv, args):
     whole = srv.post(chat, body)
     msg = whole["choices"][0]["message"]
     if args.expect_content:
-        # (A server without a parser.)
+        # (A server without parsers.)
         if msg["content"] != written or msg.get("tool_calls") or \
+                "reasoning_content" in msg or \
                 whole["choices"][0]["finish_reason"] != "stop":
             fail(f"no parser: {whole}")
-        print("--tool-call-parser none: the reply as written, finish stop")
+        print("--tool-call-parser none --reasoning-format none: the reply "
+              "as written, finish stop")
         return
     check_calls(msg.get("tool_calls", []), msg["content"],
                 whole["choices"][0]["finish_reason"], "whole")
+    check_reasoning(msg.get("reasoning_content"), "whole")
     print(f"whole: {len(want)} tool calls " +
           ", ".join(f"{n}({a})" for n, a in want) +
-          f", content {msg['content']!r}, finish tool_calls")
+          f", content {msg['content']!r}" +
+          (f", reasoning {thought!r}" if thought is not None else "") +
+          f", finish {whole['choices'][0]['finish_reason']}")
 
     events = srv.stream(chat, body)
-    content, calls, finish = stream_calls(events)
+    content, calls, finish, reasoning = stream_calls(events)
     for c in calls:
         c["function"] = {"name": c["name"], "arguments": c["arguments"]}
     check_calls(calls, content or None if fmt["content"] is None else content,
                 finish, "streamed")
+    check_reasoning(reasoning, "streamed")
     print(f"streamed: the same calls and content in {len(events)} events")
 
     # The reply as written: tool_choice none, no tools.
     for what, b in (("tool_choice none", dict(body, tool_choice="none")),
                     ("no tools", {"messages": messages, "max_tokens": 32})):
         got = srv.post(chat, b)["choices"][0]
-        if got["message"]["content"] != written or \
+        if got["message"]["content"] != visible(written) or \
                 got["message"].get("tool_calls") or \
                 got["finish_reason"] != "stop":
-            fail(f"{what}: {got}, expected the text {written!r}")
-        content, calls, finish = stream_calls(srv.stream(chat, b))
-        if content != written or calls or finish != "stop":
+            fail(f"{what}: {got}, expected the text {visible(written)!r}")
+        check_reasoning(got["message"].get("reasoning_content"), what)
+        content, calls, finish, reasoning = stream_calls(srv.stream(chat, b))
+        if content != visible(written) or calls or finish != "stop":
             fail(f"{what}, streamed: {content!r} {calls} {finish}")
+        check_reasoning(reasoning, what + ", streamed")
     print("tool_choice none, and no tools: the reply as written, whole and "
           "streamed")
+
+    if thought is not None:
+        # A reply cut inside its thought: all reasoning, no content.
+        b = dict(body, max_tokens=chain.index("</think>") - 1)
+        got = srv.post(chat, b)["choices"][0]
+        content, calls, finish, reasoning = stream_calls(srv.stream(chat, b))
+        if got["message"]["content"] != "" or got["finish_reason"] != \
+                "length" or content != "" or finish != "length":
+            fail(f"cut in the thought: {got}; streamed {content!r}")
+        check_reasoning(got["message"].get("reasoning_content"),
+                        "cut in the thought")
+        check_reasoning(reasoning, "cut in the thought, streamed")
+        print("cut inside the thought: all reasoning, no content, whole and "
+              "streamed")
 
     if len(want) > 1:
         got = srv.post(chat, dict(body, parallel_tool_calls=False))
@@ -588,10 +625,10 @@ def tools(srv, args):
 
     # A reply cut short by max_tokens is content, as written, whatever it
     # holds.
-    cut = "".join(chain[1:-2])
+    cut = visible("".join(chain[1:-2]))
     b = dict(body, max_tokens=len(chain) - 3)
     got = srv.post(chat, b)["choices"][0]
-    content, calls, finish = stream_calls(srv.stream(chat, b))
+    content, calls, finish, reasoning = stream_calls(srv.stream(chat, b))
     if got["message"]["content"] != cut or "tool_calls" in got["message"] \
             or got["finish_reason"] != "length" or content != cut or calls \
             or finish != "length":
@@ -602,7 +639,7 @@ def tools(srv, args):
         cut = "".join(fmt["chains"][1][1:-1])
         b = dict(body, chat_template_kwargs=fmt["malformed"])
         got = srv.post(chat, b)["choices"][0]
-        content, calls, finish = stream_calls(srv.stream(chat, b))
+        content, calls, finish, reasoning = stream_calls(srv.stream(chat, b))
         if got["message"]["content"] != cut or "tool_calls" in \
                 got["message"] or got["finish_reason"] != "stop" or \
                 content != cut or calls or finish != "stop":

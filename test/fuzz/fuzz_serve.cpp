@@ -5,12 +5,12 @@
 // body, each answered with 0 or an HTTP status and a message; and any
 // token texts and stop strings through the StopScanner, whose released
 // text must be valid UTF-8, hold no stop string, and be, in pieces, the
-// text it holds whole; and any reply through each format's tool-call
-// parser, streamed with the text from where a call may start held back:
-// what a stream releases must never pass where the calls begin, and must
-// be, with the rest, the whole response's content; each call must have a
-// name and a JSON object for arguments. Never a crash or undefined
-// behaviour.
+// text it holds whole; and any reply through ReplyParts (each tool-call
+// format, with and without thoughts), streamed and whole: a stream's
+// reasoning and content deltas must make the whole response's reasoning
+// and content (so no call's text is released as content), valid UTF-8;
+// each call must have a name and a JSON object for arguments. Never a
+// crash or undefined behaviour.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/tools/archc/ServeProtocol.h"
@@ -78,34 +78,32 @@ void scan(const std::string &data) {
       abort();
 }
 
-/// A reply in pieces (split at 0x01) through a format's parser (the first
-/// byte's low bits), as archc serve streams it and answers it whole.
-void toolCalls(const std::string &data) {
-  static const ToolFormat kFormats[] = {ToolFormat::Hermes, ToolFormat::Llama3,
+/// A reply in pieces (split at 0x01) through ReplyParts (the first byte:
+/// the calls' format, whether thoughts are reasoning, whether the prompt
+/// opened one), as archc serve streams it and answers it whole.
+void reply(const std::string &data) {
+  static const ToolFormat kFormats[] = {ToolFormat::None, ToolFormat::Hermes,
+                                        ToolFormat::Llama3,
                                         ToolFormat::Mistral,
                                         ToolFormat::DeepSeek};
-  ToolFormat f = kFormats[uint8_t(data[0]) % 4];
+  uint8_t how = uint8_t(data[0]);
+  ReplyParts parts(kFormats[how % 5], how & 0x10, how & 0x20);
   StopScanner scanner({});
-  std::string released;
+  std::string reasoning, content;
   for (const std::string &piece : split(data.substr(1), '\x01')) {
     scanner.add(piece.c_str());
-    released += scanner.take(
-        false, toolCallsBegin(f, scanner.text(), scanner.releasedBytes()));
+    ReplyParts::Delta d = parts.step(scanner);
+    reasoning += d.reasoning;
+    content += d.content;
   }
-  const std::string &text = scanner.text();
-  ToolReply reply = parseToolCalls(f, text);
-  if (reply.calls.empty()) {
-    released += scanner.take(true);
-    if (released != validUtf8(text))
-      abort();
-    return;
-  }
-  if (scanner.releasedBytes() > reply.begin || reply.begin > text.size())
+  ReplyParts::Delta d = parts.finish(scanner, true, true);
+  reasoning += d.reasoning;
+  content += d.content;
+  if (content != parts.content || reasoning != parts.reasoning ||
+      (!parts.thought && !reasoning.empty()) ||
+      validUtf8(content) != content || validUtf8(reasoning) != reasoning)
     abort();
-  released += scanner.take(true, reply.begin) + validUtf8(reply.after);
-  if (released != validUtf8(text.substr(0, reply.begin)) + validUtf8(reply.after))
-    abort();
-  for (const ToolCall &call : reply.calls) {
+  for (const ToolCall &call : parts.calls) {
     std::string error;
     if (call.name.empty() || !jsonWithinBounds(call.arguments, error))
       abort();
@@ -149,7 +147,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     scan(std::string(reinterpret_cast<const char *>(data), size));
     break;
   default:
-    toolCalls(text.empty() ? std::string(1, '\0') : text);
+    reply(text.empty() ? std::string(1, '\0') : text);
   }
   return 0;
 }

@@ -152,7 +152,7 @@ def serve_seeds():
     put("serve", "detokenize", b'\x04{"tokens": [1, 2, 32000]}')
     put("serve", "stops", b"\x05ab\x02\xc3\xa9c\x00x a\x01b\xc3\x01"
         b"\xa9\x01c d\x01\xe2\x82")
-    # Replies with tool calls in pieces, one a format (the second byte).
+    # Replies with tool calls in pieces, one a format.
     ds = "<\uff5ctool\u2581%s\uff5c>"
     calls = {
         0: 'I will look.\n\n<tool\x01_call>\n{"name": "get", "arguments":'
@@ -168,9 +168,13 @@ def serve_seeds():
             ds % "call\u2581begin" + "t" + ds % "sep" + '{"b": 2}' +
             ds % "call\u2581end" + ds % "calls\u2581end"),
     }
+    # (The second byte: the format, 0x10 thoughts, 0x20 the prompt opened
+    # one: fuzz_serve.cpp's reply.)
     for f, reply in calls.items():
-        put("serve", "toolcalls-%d" % f, b"\x06" + bytes([f]) +
+        put("serve", "toolcalls-%d" % f, b"\x06" + bytes([f + 1 + 0x10]) +
             reply.encode())
+    put("serve", "thought-opened", b"\x06\x31Let me see\x01.\n</th\x01ink>"
+        b"\n\nIt is \xe2\x82\x01\xac5.")
 
 
 def put(harness, name, data):

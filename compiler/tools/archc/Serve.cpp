@@ -488,10 +488,19 @@ private:
                                 : "text_completion") +
                         "\", \"created\": " + std::to_string(time(nullptr)) +
                         ", \"model\": " + jsonString(model) + ", ";
+    // The reply's text, and its parts. (Where the request gives tools, the text from where a call may start
+    // is held back until the reply is whole. Where the model thinks, the
+    // text released goes to reasoning or content by the thought's place.)
+    StopScanner text(r.stop);
+    ToolFormat tools = r.toolCalls ? m.tools : ToolFormat::None;
+    ReplyParts parts(tools, r.chat && m.thoughts,
+                     r.chat && m.thoughts && opensThought(rendered));
     // A choice with `text`; in chat, with the tool calls `calls` (a JSON
-    // array's text, or "").
+    // array's text, or ""), or a reasoning delta (`reasoningDelta`); a
+    // whole message with the reply's reasoning where it has a thought.
     auto choice = [&](const std::string &text, const char *finishReason,
-                      bool first, const std::string &calls = "") {
+                      bool first, const std::string &calls = "",
+                      bool reasoningDelta = false) {
       std::string fr = finishReason
                            ? std::string("\"") + finishReason + "\""
                            : "null";
@@ -505,7 +514,13 @@ private:
         return "{\"index\": 0, \"message\": {\"role\": \"assistant\", " +
                (calls.empty() || !text.empty() ? content
                                                : "\"content\": null") +
+               (parts.thought
+                    ? ", \"reasoning_content\": " + jsonString(parts.reasoning)
+                    : "") +
                toolCalls + "}, \"finish_reason\": " + fr + "}";
+      if (reasoningDelta)
+        return "{\"index\": 0, \"delta\": {\"reasoning_content\": " +
+               jsonString(text) + "}, \"finish_reason\": null}";
       if (!calls.empty())
         return "{\"index\": 0, \"delta\": {\"tool_calls\": " + calls +
                "}, \"finish_reason\": null}";
@@ -524,10 +539,15 @@ private:
         event(frame + "\"choices\": [" + choice("", nullptr, true) + "]}");
     }
 
-    // (Where the request gives tools, the text from where a call may start
-    // is held back until the reply is whole.)
-    StopScanner text(r.stop);
-    ToolFormat tools = r.toolCalls ? m.tools : ToolFormat::None;
+    // A stream's deltas: reasoning, then content.
+    auto send = [&](const ReplyParts::Delta &d) {
+      if (!d.reasoning.empty())
+        event(frame + "\"choices\": [" +
+              choice(d.reasoning, nullptr, false, "", true) + "]}");
+      if (!d.content.empty())
+        event(frame + "\"choices\": [" + choice(d.content, nullptr, false) +
+              "]}");
+    };
     int64_t budget = r.maxTokens >= 0 ? r.maxTokens
                      : opts.maxTokens >= 0 ? opts.maxTokens
                                            : int64_t(INT_MAX);
@@ -539,14 +559,8 @@ private:
         [&](const char *piece, int32_t) {
           if (text.add(piece))
             return false;
-          if (r.stream) {
-            std::string out = text.take(
-                false,
-                toolCallsBegin(tools, text.text(), text.releasedBytes()));
-            if (!out.empty())
-              event(frame + "\"choices\": [" + choice(out, nullptr, false) +
-                    "]}");
-          }
+          if (r.stream)
+            send(parts.step(text));
           return !(r.stream ? c.broken : c.gone()) && !stopping;
         },
         generated, end, error, r.ignoreEos, marks);
@@ -564,24 +578,17 @@ private:
     // the model ended it (a reply cut short is content): the text around
     // them is its content.
     bool whole = end == HeldSequence::End::Stop || text.hit();
-    ToolReply reply = parseToolCalls(whole ? tools : ToolFormat::None,
-                                     text.text());
-    if (!r.parallelToolCalls && reply.calls.size() > 1)
-      reply.calls.resize(1);
-    bool called = !reply.calls.empty();
-    std::string content =
-        called ? validUtf8(text.text().substr(0, reply.begin)) +
-                     validUtf8(reply.after)
-               : validUtf8(text.text());
+    ReplyParts::Delta last = parts.finish(text, whole, r.parallelToolCalls);
+    bool called = !parts.calls.empty();
     std::string calls;
-    for (size_t i = 0; i < reply.calls.size(); ++i)
+    for (size_t i = 0; i < parts.calls.size(); ++i)
       calls += std::string(i ? ", " : "") + "{" +
                (r.stream ? "\"index\": " + std::to_string(i) + ", " : "") +
                "\"id\": " + jsonString(callId()) +
                ", \"type\": \"function\", \"function\": {\"name\": " +
-               jsonString(validUtf8(reply.calls[i].name)) +
+               jsonString(validUtf8(parts.calls[i].name)) +
                ", \"arguments\": " +
-               jsonString(validUtf8(reply.calls[i].arguments)) + "}}";
+               jsonString(validUtf8(parts.calls[i].arguments)) + "}}";
     if (called)
       calls = "[" + calls + "]";
     // Tool calls: "tool_calls"; EOS or a stop string: "stop"; the budget,
@@ -589,10 +596,6 @@ private:
     const char *finishReason = called ? "tool_calls"
                                : whole  ? "stop"
                                         : "length";
-    std::string rest = text.take(true, called ? reply.begin
-                                              : std::string::npos);
-    if (called && !reply.after.empty())
-      rest += validUtf8(reply.after);
     size_t prompt = ids.size(), completion = generated.size();
     std::string usage =
         "\"usage\": {\"prompt_tokens\": " + std::to_string(prompt) +
@@ -606,8 +609,7 @@ private:
         ", \"predicted_n\": " + std::to_string(completion) +
         ", \"predicted_ms\": " + std::to_string(decodeS * 1e3) + "}";
     if (r.stream) {
-      if (!rest.empty())
-        event(frame + "\"choices\": [" + choice(rest, nullptr, false) + "]}");
+      send(last);
       if (called)
         event(frame + "\"choices\": [" + choice("", nullptr, false, calls) +
               "]}");
@@ -618,7 +620,8 @@ private:
       c.send("data: [DONE]\n\n");
     } else {
       c.respond(200, frame + "\"choices\": [" +
-                         choice(content, finishReason, false, calls) + "], " +
+                         choice(parts.content, finishReason, false, calls) +
+                         "], " +
                          usage + ", " + timings + "}");
     }
     if (opts.verbosePrompt)
@@ -636,8 +639,8 @@ private:
              finishReason, c.broken ? " (the client left)" : "");
     std::string logged = line;
     if (called)
-      logged += " (" + std::to_string(reply.calls.size()) + " tool call" +
-                (reply.calls.size() > 1 ? "s" : "") + ")";
+      logged += " (" + std::to_string(parts.calls.size()) + " tool call" +
+                (parts.calls.size() > 1 ? "s" : "") + ")";
     log(head, 200, logged);
   }
 };
@@ -712,6 +715,7 @@ int runServer(int listener, int port, const ServedModel &m,
                  << (m.tools != ToolFormat::None
                          ? std::string(", tool calls ") + toolFormatName(m.tools)
                          : "")
+                 << (m.thoughts ? ", thoughts to reasoning_content" : "")
                  << ") on http://" << host << ":" << port << "\n";
     llvm::errs().flush();
     // Each connection is read and answered by a thread of its own (a

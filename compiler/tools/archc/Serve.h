@@ -48,6 +48,9 @@ struct ServedModel {
   /// How the chat template writes tool calls (a request with tools gets
   /// them parsed into tool_calls).
   serve::ToolFormat tools = serve::ToolFormat::None;
+  /// Whether a chat reply's <think> thought goes to reasoning_content
+  /// (--reasoning-format).
+  bool thoughts = false;
 };
 
 /// A socket listening on host:port (port 0: any free one), before the

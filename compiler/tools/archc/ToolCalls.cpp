@@ -432,6 +432,125 @@ ToolReply parseToolCalls(ToolFormat f, const std::string &text) {
   return out;
 }
 
+namespace {
+constexpr llvm::StringLiteral kThink = "<think>";
+constexpr llvm::StringLiteral kThinkEnd = "</think>";
+constexpr llvm::StringLiteral kSpace = " \t\r\n";
+} // namespace
+
+Thought findThought(const std::string &text, bool open, bool whole) {
+  llvm::StringRef t(text);
+  Thought out;
+  size_t from = 0;
+  if (!open) {
+    size_t first = std::min(t.find_first_not_of(kSpace), t.size());
+    llvm::StringRef rest = t.substr(first);
+    if (!rest.starts_with(kThink)) {
+      // (No thought; while the reply may still be starting one, held.)
+      if (!whole && kThink.starts_with(rest)) {
+        out.content = std::string::npos;
+        out.hold = 0;
+      }
+      return out;
+    }
+    from = first + kThink.size();
+  }
+  out.begin = std::min(t.find_first_not_of(kSpace, from), t.size());
+  size_t close = t.find(kThinkEnd, from);
+  if (close == std::string::npos) {
+    if (whole) {
+      out.end = std::max(out.begin, t.rtrim(kSpace).size());
+      out.content = t.size();
+      return out;
+    }
+    // Open: the end may be the close's first bytes, and the space before
+    // them the thought's last.
+    out.content = std::string::npos;
+    size_t hold = t.size();
+    for (size_t n = std::min(kThinkEnd.size() - 1, t.size() - from); n > 0;
+         --n)
+      if (t.take_back(n) == kThinkEnd.take_front(n)) {
+        hold = t.size() - n;
+        break;
+      }
+    out.hold = std::max(out.begin, t.take_front(hold).rtrim(kSpace).size());
+    return out;
+  }
+  // (begin is at most close: the close is not space.)
+  out.end = std::max(out.begin, t.take_front(close).rtrim(kSpace).size());
+  out.content = std::min(t.find_first_not_of(kSpace, close + kThinkEnd.size()),
+                         t.size());
+  return out;
+}
+
+bool templateThinks(const std::string &templateText) {
+  return templateText.find(kThink.data()) != std::string::npos ||
+         templateText.find(kThinkEnd.data()) != std::string::npos;
+}
+
+bool opensThought(const std::string &prompt) {
+  return llvm::StringRef(prompt).rtrim(kSpace).ends_with(kThink);
+}
+
+ReplyParts::Delta ReplyParts::split(const std::string &text, size_t from,
+                                    size_t to, const Thought &th,
+                                    size_t contentEnd) const {
+  Delta d;
+  if (th.begin != std::string::npos) {
+    size_t a = std::max(from, th.begin), b = std::min(to, th.end);
+    if (a < b)
+      d.reasoning = validUtf8(text.substr(a, b - a));
+  }
+  if (th.content != std::string::npos) {
+    size_t a = std::max(from, th.content), b = std::min(to, contentEnd);
+    if (a < b)
+      d.content = validUtf8(text.substr(a, b - a));
+  }
+  return d;
+}
+
+ReplyParts::Delta ReplyParts::step(StopScanner &text) {
+  Thought th = thinks ? findThought(text.text(), opened, false) : Thought();
+  size_t from = text.releasedBytes(), upTo = th.hold;
+  if (tools != ToolFormat::None && th.content != std::string::npos) {
+    // (Calls are looked for in the content only.)
+    size_t at = toolCallsBegin(
+        tools, th.content ? text.text().substr(th.content) : text.text(),
+        from > th.content ? from - th.content : 0);
+    if (at != std::string::npos)
+      upTo = std::min(upTo, th.content + at);
+  }
+  text.take(false, upTo);
+  return split(text.text(), from, text.releasedBytes(), th,
+               std::string::npos);
+}
+
+ReplyParts::Delta ReplyParts::finish(StopScanner &text, bool modelEnded,
+                                     bool parallel) {
+  const std::string &all = text.text();
+  Thought th = thinks ? findThought(all, opened, true) : Thought();
+  thought = th.begin != std::string::npos;
+  if (thought)
+    reasoning = validUtf8(all.substr(th.begin, th.end - th.begin));
+  std::string body = all.substr(th.content);
+  ToolReply reply =
+      parseToolCalls(modelEnded ? tools : ToolFormat::None, body);
+  if (!parallel && reply.calls.size() > 1)
+    reply.calls.resize(1);
+  calls = std::move(reply.calls);
+  content = calls.empty()
+                ? validUtf8(body)
+                : validUtf8(body.substr(0, reply.begin)) + validUtf8(reply.after);
+  size_t callsAt =
+      calls.empty() ? std::string::npos : th.content + reply.begin;
+  size_t from = text.releasedBytes();
+  text.take(true, callsAt);
+  Delta d = split(all, from, text.releasedBytes(), th, callsAt);
+  if (!calls.empty())
+    d.content += validUtf8(reply.after);
+  return d;
+}
+
 std::vector<std::string> toolCallMarks(ToolFormat f) {
   switch (f) {
   case ToolFormat::Hermes:

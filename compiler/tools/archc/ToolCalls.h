@@ -1,4 +1,9 @@
-//===- ToolCalls.h - The tool calls in a chat model's reply -----*- C++ -*-===//
+//===- ToolCalls.h - A chat reply's thought and tool calls ------*- C++ -*-===//
+//
+// A thinking model (DeepSeek R1, Qwen 3, QwQ) writes its reasoning inside
+// <think>...</think> before its answer; archc serve returns it as the
+// message's reasoning_content, as llama-server's --reasoning-format
+// deepseek and vLLM's reasoning parsers do.
 //
 // A chat model asked with `tools` writes its calls as text in its own
 // format: Hermes' <tool_call> tags (Qwen 2.5 and 3, Hermes 2 Pro), Llama
@@ -59,6 +64,64 @@ std::vector<std::string> toolCallMarks(ToolFormat f);
 /// begin in a reply this one starts; `from`: no call starts before it
 /// (what a stream has released), so that each token's look is short.
 size_t toolCallsBegin(ToolFormat f, const std::string &text, size_t from = 0);
+
+/// Where a reply's thought lies, in the reply so far.
+struct Thought {
+  /// The reasoning [begin, end), less the space at its ends; end is npos
+  /// while the thought is open. begin is npos where there is no thought.
+  size_t begin = std::string::npos, end = std::string::npos;
+  /// Where the content starts (past the thought and the space after it);
+  /// npos while the thought is open, or while one may yet start.
+  size_t content = 0;
+  /// A stream may release the reply up to here: the text past it may still
+  /// change its part (a mark's first bytes, space that may end a thought).
+  size_t hold = std::string::npos;
+};
+
+/// The thought of a reply (`text`): one that starts with <think>, or that
+/// the prompt opened (`open`). `whole`: the reply is complete, so a
+/// thought still open is all reasoning, and no content.
+Thought findThought(const std::string &text, bool open, bool whole);
+/// Whether a chat template writes thoughts (it names <think>), and
+/// whether a prompt opens one (it ends in <think>: R1's, QwQ's).
+bool templateThinks(const std::string &templateText);
+bool opensThought(const std::string &prompt);
+
+class StopScanner;
+
+/// A chat reply's parts: its thought (reasoning_content), its content and
+/// its tool calls, whole and as a stream releases them (the text from
+/// where a call may start held back until the reply is whole), so that a
+/// stream's deltas make the whole response's parts.
+class ReplyParts {
+public:
+  /// `tools`: the calls' format (None: no calls looked for); `thinks`:
+  /// thoughts are reasoning; `opened`: the prompt opened one.
+  ReplyParts(ToolFormat tools, bool thinks, bool opened)
+      : tools(tools), thinks(thinks), opened(opened) {}
+
+  struct Delta {
+    std::string reasoning, content;
+  };
+  /// What a stream sends after a token was added to `text`.
+  Delta step(StopScanner &text);
+  /// The reply whole: fills the parts below (its calls looked for where it
+  /// ended as the model ended it, `modelEnded`: EOS or a stop string; the
+  /// first only without `parallel`), and returns the stream's last deltas.
+  Delta finish(StopScanner &text, bool modelEnded, bool parallel);
+
+  bool thought = false; ///< the reply has a thought
+  std::string reasoning, content;
+  std::vector<ToolCall> calls;
+
+private:
+  ToolFormat tools;
+  bool thinks, opened;
+  /// The reply's bytes [from, to) as deltas by `th`'s parts, the content's
+  /// to `contentEnd`.
+  Delta split(const std::string &text, size_t from, size_t to,
+              const Thought &th, size_t contentEnd) const;
+};
 
 } // namespace arch::serve
 

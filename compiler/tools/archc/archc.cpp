@@ -1234,6 +1234,12 @@ int cmdServe(int argc, char **argv) {
                        cl::desc("seeded random weights, as archc bench's "
                                 "(for benchmarks: bench/serve.sh)"),
                        cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> reasoningFormat(
+      "reasoning-format",
+      cl::desc("where a chat reply's <think> thought goes: auto "
+               "(reasoning_content where the chat template thinks), "
+               "deepseek (reasoning_content), none (the content)"),
+      cl::init("auto"), cl::cat(archcCat), cl::sub(sub));
   cl::HideUnrelatedOptions(archcCat, sub);
   cl::ParseCommandLineOptions(argc, argv,
                               "archc serve: an OpenAI-style HTTP server "
@@ -1259,6 +1265,10 @@ int cmdServe(int argc, char **argv) {
   if (toolParser != "auto" && !serve::toolFormatNamed(toolParser, tools))
     return fail("--tool-call-parser must be auto, none, hermes, llama3-json, "
                 "mistral or deepseek, got '" + toolParser + "'");
+  if (reasoningFormat != "auto" && reasoningFormat != "none" &&
+      reasoningFormat != "deepseek")
+    return fail("--reasoning-format must be auto, none or deepseek, got '" +
+                reasoningFormat + "'");
   int bound = 0;
   std::string error;
   int listener = listenOn(host, port, bound, error);
@@ -1300,6 +1310,9 @@ int cmdServe(int argc, char **argv) {
     tools = serve::detectToolFormat(format.text);
   ServedModel served{m.lib,  m.model, m.tok,  m.info,
                      format.tmpl ? &format : nullptr, noChat, tools};
+  served.thoughts = reasoningFormat == "deepseek" ||
+                    (reasoningFormat == "auto" && format.tmpl &&
+                     serve::templateThinks(format.text));
   closeOnError.fd = -1;
   return runServer(listener, bound, served, opts);
 }
