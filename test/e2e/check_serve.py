@@ -623,17 +623,20 @@ def tools(srv, args):
             fail(f"parallel_tool_calls false: {calls}")
         print("parallel_tool_calls false: the first call only")
 
-    # A reply cut short by max_tokens is content, as written, whatever it
-    # holds.
-    cut = visible("".join(chain[1:-2]))
-    b = dict(body, max_tokens=len(chain) - 3)
+    # A reply that max_tokens ends (here at its last token, before the stop
+    # token: its calls whole, but not ended by the model) is content, as
+    # written, whatever it holds.
+    cut = visible(written)
+    b = dict(body, max_tokens=len(chain) - 2)
     got = srv.post(chat, b)["choices"][0]
     content, calls, finish, reasoning = stream_calls(srv.stream(chat, b))
     if got["message"]["content"] != cut or "tool_calls" in got["message"] \
             or got["finish_reason"] != "length" or content != cut or calls \
             or finish != "length":
         fail(f"cut by max_tokens: {got}; streamed {content!r} {calls}")
-    print("cut short by max_tokens: content as written, finish length")
+    check_reasoning(got["message"].get("reasoning_content"), "cut")
+    check_reasoning(reasoning, "cut, streamed")
+    print("ended by max_tokens: content as written, finish length")
 
     if "malformed" in fmt:
         cut = "".join(fmt["chains"][1][1:-1])
@@ -642,7 +645,8 @@ def tools(srv, args):
         content, calls, finish, reasoning = stream_calls(srv.stream(chat, b))
         if got["message"]["content"] != cut or "tool_calls" in \
                 got["message"] or got["finish_reason"] != "stop" or \
-                content != cut or calls or finish != "stop":
+                content != cut or calls or finish != "stop" or \
+                "reasoning_content" in got["message"] or reasoning is not None:
             fail(f"a malformed call: {got}; streamed {content!r} {calls}")
         print("a malformed call: content as written, whole and streamed")
 

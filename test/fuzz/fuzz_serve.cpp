@@ -50,17 +50,25 @@ std::vector<std::string> split(const std::string &text, char sep) {
   return parts;
 }
 
-void scan(const std::string &data) {
-  // Stops (valid UTF-8, as JSON gives them) before a 0x00, then pieces
-  // split at 0x01; bit 0 of the first byte: whether the pieces are taken
-  // one by one (a stream) or once at the end.
+/// Stop strings before a 0x00 in `data` (split at 0x02; valid UTF-8, as
+/// JSON gives them); the rest, after it, in `rest`.
+std::vector<std::string> stopsOf(const std::string &data, std::string &rest) {
   size_t cut = data.find('\0');
   std::vector<std::string> stops;
   if (cut != std::string::npos)
     for (std::string &s : split(data.substr(0, cut), '\x02'))
       if (!s.empty() && s.size() <= kMaxStopBytes && stops.size() < kMaxStops)
         stops.push_back(validUtf8(s));
-  std::string rest = cut == std::string::npos ? data : data.substr(cut + 1);
+  rest = cut == std::string::npos ? data : data.substr(cut + 1);
+  return stops;
+}
+
+void scan(const std::string &data) {
+  // Stops before a 0x00, then pieces split at 0x01; bit 0 of the first
+  // byte: whether the pieces are taken one by one (a stream) or once at
+  // the end.
+  std::string rest;
+  std::vector<std::string> stops = stopsOf(data, rest);
   bool stream = !data.empty() && (data[0] & 1);
   StopScanner scanner(stops);
   std::string released;
@@ -78,9 +86,10 @@ void scan(const std::string &data) {
       abort();
 }
 
-/// A reply in pieces (split at 0x01) through ReplyParts (the first byte:
-/// the calls' format, whether thoughts are reasoning, whether the prompt
-/// opened one), as archc serve streams it and answers it whole.
+/// A reply in pieces (split at 0x01, after stop strings) through
+/// ReplyParts, as archc serve streams it and answers it whole. The first
+/// byte: the calls' format (% 5), 0x10 thoughts are reasoning, 0x20 the
+/// prompt opened one, 0x40 the reply was cut short, 0x80 one call only.
 void reply(const std::string &data) {
   static const ToolFormat kFormats[] = {ToolFormat::None, ToolFormat::Hermes,
                                         ToolFormat::Llama3,
@@ -88,15 +97,18 @@ void reply(const std::string &data) {
                                         ToolFormat::DeepSeek};
   uint8_t how = uint8_t(data[0]);
   ReplyParts parts(kFormats[how % 5], how & 0x10, how & 0x20);
-  StopScanner scanner({});
+  std::string rest;
+  StopScanner scanner(stopsOf(data.substr(1), rest));
   std::string reasoning, content;
-  for (const std::string &piece : split(data.substr(1), '\x01')) {
-    scanner.add(piece.c_str());
+  for (const std::string &piece : split(rest, '\x01')) {
+    if (scanner.add(piece.c_str()))
+      break;
     ReplyParts::Delta d = parts.step(scanner);
     reasoning += d.reasoning;
     content += d.content;
   }
-  ReplyParts::Delta d = parts.finish(scanner, true, true);
+  ReplyParts::Delta d =
+      parts.finish(scanner, scanner.hit() || !(how & 0x40), !(how & 0x80));
   reasoning += d.reasoning;
   content += d.content;
   if (content != parts.content || reasoning != parts.reasoning ||

@@ -175,6 +175,10 @@ def serve_seeds():
             reply.encode())
     put("serve", "thought-opened", b"\x06\x31Let me see\x01.\n</th\x01ink>"
         b"\n\nIt is \xe2\x82\x01\xac5.")
+    # (A stop string that cuts a thought after space was sent: the
+    # review's case.)
+    put("serve", "thought-stop", b"\x06\x10Observation:\x00<think>\x01plan"
+        b"\x01\n\x01Obs\x01ervation:\x01 more")
 
 
 def put(harness, name, data):

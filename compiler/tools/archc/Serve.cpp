@@ -230,10 +230,13 @@ public:
       : m(m), opts(opts),
         model(opts.alias.empty() ? std::string(m.info.name) : opts.alias),
         cache{m.lib, seq, m.info.max_seq_len, {}} {
-    // The tool-call format's marks that the tokenizer holds special (so,
-    // stop tokens), as Mistral's [TOOL_CALLS] and Llama 3.1's
-    // <|python_tag|>: a reply goes on after them.
-    for (const std::string &mark : toolCallMarks(m.tools)) {
+    // The tool-call format's marks and a thought's that the tokenizer
+    // holds special (so, stop tokens), as Mistral's [TOOL_CALLS] and Llama
+    // 3.1's <|python_tag|>: a reply goes on after them.
+    std::vector<std::string> texts = toolCallMarks(m.tools);
+    if (m.thoughts)
+      texts.insert(texts.end(), {"<think>", "</think>"});
+    for (const std::string &mark : texts) {
       std::vector<int32_t> ids;
       std::string error;
       if (encode(mark, false, ids, error) && ids.size() == 1 &&
@@ -514,9 +517,9 @@ private:
         return "{\"index\": 0, \"message\": {\"role\": \"assistant\", " +
                (calls.empty() || !text.empty() ? content
                                                : "\"content\": null") +
-               (parts.thought
-                    ? ", \"reasoning_content\": " + jsonString(parts.reasoning)
-                    : "") +
+               (parts.reasoning.empty()
+                    ? ""
+                    : ", \"reasoning_content\": " + jsonString(parts.reasoning)) +
                toolCalls + "}, \"finish_reason\": " + fr + "}";
       if (reasoningDelta)
         return "{\"index\": 0, \"delta\": {\"reasoning_content\": " +

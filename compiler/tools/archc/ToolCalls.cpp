@@ -442,18 +442,21 @@ Thought findThought(const std::string &text, bool open, bool whole) {
   llvm::StringRef t(text);
   Thought out;
   size_t from = 0;
-  if (!open) {
-    size_t first = std::min(t.find_first_not_of(kSpace), t.size());
-    llvm::StringRef rest = t.substr(first);
-    if (!rest.starts_with(kThink)) {
-      // (No thought; while the reply may still be starting one, held.)
-      if (!whole && kThink.starts_with(rest)) {
-        out.content = std::string::npos;
-        out.hold = 0;
-      }
-      return out;
-    }
+  size_t first = std::min(t.find_first_not_of(kSpace), t.size());
+  llvm::StringRef rest = t.substr(first);
+  if (rest.starts_with(kThink)) {
+    // (A thought the prompt opened may start with <think> again, as some
+    // R1 distills write it: left out, as vLLM's R1 parser leaves it.)
     from = first + kThink.size();
+  } else if (!whole && kThink.starts_with(rest) &&
+             (!open || !rest.empty())) {
+    // (The reply may still be starting one: held. Space that a prompt's
+    // thought starts with is no part of it.)
+    out.content = std::string::npos;
+    out.hold = 0;
+    return out;
+  } else if (!open) {
+    return out; // no thought
   }
   out.begin = std::min(t.find_first_not_of(kSpace, from), t.size());
   size_t close = t.find(kThinkEnd, from);
@@ -492,19 +495,26 @@ bool opensThought(const std::string &prompt) {
   return llvm::StringRef(prompt).rtrim(kSpace).ends_with(kThink);
 }
 
-ReplyParts::Delta ReplyParts::split(const std::string &text, size_t from,
-                                    size_t to, const Thought &th,
-                                    size_t contentEnd) const {
+ReplyParts::Delta ReplyParts::split(const std::string &text, size_t to,
+                                    const Thought &th, size_t contentEnd) {
   Delta d;
   if (th.begin != std::string::npos) {
-    size_t a = std::max(from, th.begin), b = std::min(to, th.end);
-    if (a < b)
-      d.reasoning = validUtf8(text.substr(a, b - a));
+    // (Never the space at the end of what is released: a stop string may
+    // yet end the thought there, whose reasoning leaves it out.)
+    size_t end = std::min(
+        th.end, llvm::StringRef(text).take_front(to).rtrim(kSpace).size());
+    size_t a = std::max(sentReasoning, th.begin);
+    if (a < end) {
+      d.reasoning = validUtf8(text.substr(a, end - a));
+      sentReasoning = end;
+    }
   }
   if (th.content != std::string::npos) {
-    size_t a = std::max(from, th.content), b = std::min(to, contentEnd);
-    if (a < b)
+    size_t a = std::max(sentContent, th.content), b = std::min(to, contentEnd);
+    if (a < b) {
       d.content = validUtf8(text.substr(a, b - a));
+      sentContent = b;
+    }
   }
   return d;
 }
@@ -521,8 +531,7 @@ ReplyParts::Delta ReplyParts::step(StopScanner &text) {
       upTo = std::min(upTo, th.content + at);
   }
   text.take(false, upTo);
-  return split(text.text(), from, text.releasedBytes(), th,
-               std::string::npos);
+  return split(text.text(), text.releasedBytes(), th, std::string::npos);
 }
 
 ReplyParts::Delta ReplyParts::finish(StopScanner &text, bool modelEnded,
@@ -543,9 +552,8 @@ ReplyParts::Delta ReplyParts::finish(StopScanner &text, bool modelEnded,
                 : validUtf8(body.substr(0, reply.begin)) + validUtf8(reply.after);
   size_t callsAt =
       calls.empty() ? std::string::npos : th.content + reply.begin;
-  size_t from = text.releasedBytes();
   text.take(true, callsAt);
-  Delta d = split(all, from, text.releasedBytes(), th, callsAt);
+  Delta d = split(all, text.releasedBytes(), th, callsAt);
   if (!calls.empty())
     d.content += validUtf8(reply.after);
   return d;

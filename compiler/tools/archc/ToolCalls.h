@@ -79,7 +79,8 @@ struct Thought {
 };
 
 /// The thought of a reply (`text`): one that starts with <think>, or that
-/// the prompt opened (`open`). `whole`: the reply is complete, so a
+/// the prompt opened (`open`; a <think> the reply starts with all the same
+/// is left out). `whole`: the reply is complete, so a
 /// thought still open is all reasoning, and no content.
 Thought findThought(const std::string &text, bool open, bool whole);
 /// Whether a chat template writes thoughts (it names <think>), and
@@ -110,17 +111,19 @@ public:
   /// first only without `parallel`), and returns the stream's last deltas.
   Delta finish(StopScanner &text, bool modelEnded, bool parallel);
 
-  bool thought = false; ///< the reply has a thought
+  bool thought = false; ///< the reply has a thought (its reasoning may be "")
   std::string reasoning, content;
   std::vector<ToolCall> calls;
 
 private:
   ToolFormat tools;
   bool thinks, opened;
-  /// The reply's bytes [from, to) as deltas by `th`'s parts, the content's
-  /// to `contentEnd`.
-  Delta split(const std::string &text, size_t from, size_t to,
-              const Thought &th, size_t contentEnd) const;
+  /// Where the reasoning and the content sent so far end in the reply.
+  size_t sentReasoning = 0, sentContent = 0;
+  /// What of the reply's released bytes (to `to`) is not sent yet, as
+  /// deltas by `th`'s parts (the content's to `contentEnd`).
+  Delta split(const std::string &text, size_t to, const Thought &th,
+              size_t contentEnd);
 };
 
 } // namespace arch::serve
