@@ -34,6 +34,10 @@ tools: --format FILE (test/e2e/Inputs/tools/*.json), a model from
   must be jinja2's rendering of that conversation (--template, the
   tokenizer_config.json FILE's model directory holds: --model DIR).
   --expect-content: a server without a parser, the calls left as content.
+logprobs: --spec SPEC --seed N (the weights' archref seed), the server
+  started with --verbose-prompt: each generated token's logprob and top
+  alternatives against the PyTorch reference's log-softmax; a chat's,
+  whole and streamed; their errors.
 Every mode ends with a request being read when SIGTERM comes (503).
 """
 import argparse
@@ -320,8 +324,8 @@ def protocol(srv, args):
                  "'messages' [0] must be an object with a string 'role'")
     expect_error(srv, chat, dict(base, n=2), 400,
                  "'n' is not supported by archc serve")
-    expect_error(srv, chat, dict(base, logprobs=True), 400,
-                 "'logprobs' is not supported")
+    expect_error(srv, chat, dict(base, presence_penalty=0.5), 400,
+                 "'presence_penalty' is not supported")
     expect_error(srv, chat, dict(base, temperature=5), 400,
                  "'temperature' must be a number in [0, 2]")
     expect_error(srv, chat, dict(base, top_p=0), 400,
@@ -699,6 +703,88 @@ def tools(srv, args):
                   f"{how}, {len(rendered)} bytes")
 
 
+REFERENCE_LOGPROBS = """
+import json, sys, torch
+sys.path.insert(0, sys.argv[1])
+import archref
+spec = archref.Spec(sys.argv[2])
+w = archref.random_weights(spec, int(sys.argv[3]))
+ids = json.loads(sys.argv[4])
+with torch.no_grad():
+    lp = torch.log_softmax(archref.forward(spec, w, ids), -1)
+print(json.dumps(lp.tolist()))
+"""
+
+
+def logprobs(srv, args):
+    """Each generated token's logprob and the top alternatives', against
+    the PyTorch reference's log-softmax of the same sequence (float64), to
+    TOL; a chat's, whole and streamed alike; and the errors."""
+    tol = 1e-4
+    prompt = [1, 450, 1642, 338]
+    got = srv.post("/v1/completions", {"prompt": prompt, "max_tokens": 5,
+                                       "temperature": 0, "logprobs": 3})
+    lp = got["choices"][0]["logprobs"]
+    n = int(got["id"].rsplit("-", 1)[1])
+    reply = None
+    for _ in range(100):
+        reply = check_chat.parse_log(args.log).get(n, {}).get("reply")
+        if reply is not None:
+            break
+        time.sleep(0.1)
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    ref = json.loads(subprocess.run(
+        [sys.executable, "-c", REFERENCE_LOGPROBS,
+         os.path.join(HERE, "..", "reference"), args.spec, str(args.seed),
+         json.dumps(prompt + reply)], env=env, check=True,
+        capture_output=True, text=True).stdout)
+    worst = 0.0
+    for j, token in enumerate(reply):
+        row = ref[len(prompt) - 1 + j]
+        top = sorted(row, reverse=True)[:3]
+        mine = sorted(lp["top_logprobs"][j].values(), reverse=True)
+        errs = [abs(lp["token_logprobs"][j] - row[token])] + \
+            [abs(a - b) for a, b in zip(mine, top)]
+        worst = max(worst, *errs)
+        if len(mine) != 3 or max(errs) > tol or \
+                lp["tokens"][j] not in lp["top_logprobs"][j]:
+            fail(f"token {j}: {lp['token_logprobs'][j]} {mine}, reference "
+                 f"{row[token]} {top}")
+    if "".join(lp["tokens"]) != got["choices"][0]["text"] or \
+            lp["text_offset"][0] != 0:
+        fail(f"tokens {lp['tokens']} against {got['choices'][0]['text']!r}")
+    print(f"completions: {len(reply)} tokens' logprobs and top 3 as the "
+          f"reference's within {tol} (worst {worst:.1e})")
+
+    chat = "/v1/chat/completions"
+    for top in (0, 2):
+        body = {"messages": [{"role": "user", "content": "Hello there"}],
+                "temperature": 0, "max_tokens": 6, "logprobs": True,
+                "top_logprobs": top}
+        whole = srv.post(chat, body)["choices"][0]
+        entries = whole["logprobs"]["content"]
+        streamed = []
+        for e in srv.stream(chat, body):
+            for c in e["choices"]:
+                streamed += (c.get("logprobs") or {}).get("content", [])
+        text = whole["message"]["content"].encode()
+        if streamed != entries or b"".join(
+                bytes(e["bytes"]) for e in entries) != text or any(
+                len(e["top_logprobs"]) != top or e["logprob"] > 0
+                for e in entries):
+            fail(f"chat logprobs, top {top}: {entries} streamed {streamed}")
+    print("chat: logprobs with 0 and 2 alternatives, whole and streamed "
+          "alike, their bytes the content's")
+
+    base = {"messages": [{"role": "user", "content": "x"}]}
+    expect_error(srv, chat, dict(base, top_logprobs=2), 400,
+                 "'top_logprobs' needs 'logprobs' true")
+    expect_error(srv, chat, dict(base, logprobs=True, top_logprobs=21), 400,
+                 "'top_logprobs' must be an integer in [0, 20]")
+    expect_error(srv, "/v1/completions", {"prompt": "x", "logprobs": 21}, 400,
+                 "'logprobs' must be an integer in [0, 20]")
+
+
 def nochat(srv, args):
     expect_error(srv, "/v1/chat/completions",
                  {"messages": [{"role": "user", "content": "x"}]}, 400,
@@ -716,7 +802,9 @@ def main():
     cut = argv.index("--")
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["conversation", "protocol", "nochat",
-                                     "eos", "tools"])
+                                     "eos", "tools", "logprobs"])
+    ap.add_argument("--spec")
+    ap.add_argument("--seed", type=int)
     ap.add_argument("--format")
     ap.add_argument("--expect-content", action="store_true")
     ap.add_argument("--model")
@@ -732,7 +820,8 @@ def main():
     try:
         srv.healthy()
         {"conversation": conversation, "protocol": protocol,
-         "nochat": nochat, "eos": eos, "tools": tools}[args.mode](srv, args)
+         "nochat": nochat, "eos": eos, "tools": tools,
+         "logprobs": logprobs}[args.mode](srv, args)
         # A request being read when SIGTERM comes is answered 503 (the
         # interim response says the server is reading it).
         pending = socket.create_connection(("127.0.0.1", srv.port),

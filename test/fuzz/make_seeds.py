@@ -143,11 +143,12 @@ def serve_seeds():
             b' {"enable_thinking": false}, "max_tokens": 8, "temperature":'
             b' 0.5, "top_p": 0.9, "seed": -3, "stop": ["\\n", "x"],'
             b' "stream": true, "stream_options": {"include_usage": true},'
-            b' "n": 1, "response_format": {"type": "text"}}')
+            b' "n": 1, "response_format": {"type": "text"}, "logprobs": true,'
+            b' "top_logprobs": 3, "parallel_tool_calls": false}')
     put("serve", "head", b"\x00" + head)
     put("serve", "chat", b"\x01" + chat)
     put("serve", "completion", b"\x02" + b'{"prompt": [1, 2, 3], "echo":'
-        b' false, "max_tokens": 0, "stop": "\u00e9"}')
+        b' false, "max_tokens": 0, "stop": "\u00e9", "logprobs": 2}')
     put("serve", "tokenize", b'\x03{"content": "a b", "add_special": true}')
     put("serve", "detokenize", b'\x04{"tokens": [1, 2, 32000]}')
     put("serve", "stops", b"\x05ab\x02\xc3\xa9c\x00x a\x01b\xc3\x01"

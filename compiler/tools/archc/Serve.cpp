@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <ctime>
@@ -224,6 +225,72 @@ private:
   }
 };
 
+/// A generated token's log-probability under the model's distribution
+/// (its logits' log-softmax: before temperature and top_p, as vLLM's and
+/// llama-server's logprobs), and its most likely alternatives'.
+struct TokenProb {
+  std::string text; ///< as decoded (bytes, perhaps part of a character)
+  double logprob;
+  size_t offset; ///< characters of the reply before it
+  std::vector<std::pair<std::string, double>> top;
+};
+
+/// A log-probability as JSON (-9999.0 for -inf, as vLLM writes it).
+std::string probNumber(double x) {
+  if (!std::isfinite(x))
+    return "-9999.0";
+  char b[32];
+  snprintf(b, sizeof b, "%.8g", x);
+  return b;
+}
+
+/// The tokens [from, to) of `probs` as a response's logprobs: chat's
+/// {"content": [{token, logprob, bytes, top_logprobs}]}, or completions'
+/// {tokens, token_logprobs, top_logprobs, text_offset}.
+std::string probsJson(const std::vector<TokenProb> &probs, size_t from,
+                      size_t to, bool chat) {
+  auto entry = [](const std::string &text, double logprob) {
+    std::string bytes;
+    for (unsigned char c : text)
+      bytes += (bytes.empty() ? "" : ", ") + std::to_string(c);
+    return "\"token\": " + jsonString(validUtf8(text)) +
+           ", \"logprob\": " + probNumber(logprob) + ", \"bytes\": [" +
+           bytes + "]";
+  };
+  std::string out;
+  if (chat) {
+    for (size_t i = from; i < to; ++i) {
+      std::string top;
+      for (auto &[text, lp] : probs[i].top)
+        top += (top.empty() ? "{" : ", {") + entry(text, lp) + "}";
+      out += (i > from ? ", {" : "{") + entry(probs[i].text, probs[i].logprob) +
+             ", \"top_logprobs\": [" + top + "]}";
+    }
+    return "{\"content\": [" + out + "]}";
+  }
+  std::string tokens, logprobs, tops, offsets;
+  for (size_t i = from; i < to; ++i) {
+    const char *sep = i > from ? ", " : "";
+    tokens += sep + jsonString(validUtf8(probs[i].text));
+    logprobs += sep + probNumber(probs[i].logprob);
+    offsets += sep + std::to_string(probs[i].offset);
+    std::string top;
+    std::vector<std::string> seen; // (an object's keys once each)
+    for (auto &[text, lp] : probs[i].top) {
+      std::string key = validUtf8(text);
+      if (std::find(seen.begin(), seen.end(), key) != seen.end())
+        continue;
+      seen.push_back(key);
+      top += (top.empty() ? "" : ", ") + jsonString(key) + ": " +
+             probNumber(lp);
+    }
+    tops += sep + ("{" + top + "}");
+  }
+  return "{\"tokens\": [" + tokens + "], \"token_logprobs\": [" + logprobs +
+         "], \"top_logprobs\": [" + tops + "], \"text_offset\": [" +
+         offsets + "]}";
+}
+
 class Server {
 public:
   Server(const ServedModel &m, const ServeOptions &opts, archrt_seq *seq)
@@ -309,6 +376,40 @@ private:
   int64_t completions = 0; ///< (modelLock's)
   std::mt19937_64 callIds{std::random_device()()}; ///< (modelLock's)
   std::vector<int32_t> marks; ///< special tokens that do not stop a reply
+
+  /// `token`'s log-probability at the sequence's last logits (those it was
+  /// sampled from), and its `k` most likely alternatives' (decoded after
+  /// `prev`).
+  TokenProb tokenProb(int32_t prev, int32_t token, std::string text,
+                      size_t offset, int64_t k) {
+    const float *logits = m.lib.archrt_logits(cache.seq);
+    int32_t n = m.info.vocab_size;
+    float most = -INFINITY;
+    for (int32_t i = 0; i < n; ++i)
+      most = std::max(most, logits[i]);
+    double sum = 0;
+    for (int32_t i = 0; i < n; ++i)
+      sum += std::exp(double(logits[i]) - most);
+    double lse = most + std::log(sum);
+    TokenProb p{std::move(text), logits[token] - lse, offset, {}};
+    std::vector<std::pair<float, int32_t>> best; // descending
+    for (int32_t i = 0; k > 0 && i < n; ++i) {
+      if (best.size() == size_t(k) && !(logits[i] > best.back().first))
+        continue;
+      auto at = std::upper_bound(
+          best.begin(), best.end(), logits[i],
+          [](float v, const std::pair<float, int32_t> &b) {
+            return v > b.first;
+          });
+      best.insert(at, {logits[i], i});
+      if (best.size() > size_t(k))
+        best.pop_back();
+    }
+    for (auto &[v, i] : best)
+      p.top.push_back({m.lib.archrt_tokenizer_decode(m.tok, prev, i),
+                       double(v) - lse});
+    return p;
+  }
 
   /// A tool call's id: 9 letters and digits (what Mistral's templates ask
   /// of the ids a conversation sends back).
@@ -501,18 +602,29 @@ private:
     // A choice with `text`; in chat, with the tool calls `calls` (a JSON
     // array's text, or ""), or a reasoning delta (`reasoningDelta`); a
     // whole message with the reply's reasoning where it has a thought.
+    // Each generated token's log-probabilities where the request asks
+    // for them; those a stream has sent.
+    std::vector<TokenProb> probs;
+    size_t probsSent = 0;
+    // A choice with `text`; in chat, with the tool calls `calls` (a JSON
+    // array's text, or ""), or a reasoning delta (`reasoningDelta`); a
+    // whole message with the reply's reasoning where it has a thought;
+    // with the tokens' logprobs `lp` (a JSON value's text, or "").
     auto choice = [&](const std::string &text, const char *finishReason,
                       bool first, const std::string &calls = "",
-                      bool reasoningDelta = false) {
+                      bool reasoningDelta = false,
+                      const std::string &lp = "") {
       std::string fr = finishReason
                            ? std::string("\"") + finishReason + "\""
                            : "null";
       if (!r.chat)
         return "{\"index\": 0, \"text\": " + jsonString(text) +
-               ", \"logprobs\": null, \"finish_reason\": " + fr + "}";
+               ", \"logprobs\": " + (lp.empty() ? "null" : lp) +
+               ", \"finish_reason\": " + fr + "}";
       std::string content = "\"content\": " + jsonString(text);
       std::string toolCalls =
           calls.empty() ? "" : ", \"tool_calls\": " + calls;
+      std::string logprobs = lp.empty() ? "" : ", \"logprobs\": " + lp;
       if (!r.stream)
         return "{\"index\": 0, \"message\": {\"role\": \"assistant\", " +
                (calls.empty() || !text.empty() ? content
@@ -520,17 +632,27 @@ private:
                (parts.reasoning.empty()
                     ? ""
                     : ", \"reasoning_content\": " + jsonString(parts.reasoning)) +
-               toolCalls + "}, \"finish_reason\": " + fr + "}";
+               toolCalls + "}" + logprobs + ", \"finish_reason\": " + fr +
+               "}";
       if (reasoningDelta)
         return "{\"index\": 0, \"delta\": {\"reasoning_content\": " +
-               jsonString(text) + "}, \"finish_reason\": null}";
+               jsonString(text) + "}" + logprobs + ", \"finish_reason\": null}";
       if (!calls.empty())
         return "{\"index\": 0, \"delta\": {\"tool_calls\": " + calls +
                "}, \"finish_reason\": null}";
       return "{\"index\": 0, \"delta\": {" +
              std::string(first ? "\"role\": \"assistant\", " : "") +
-             (finishReason && text.empty() ? "" : content) +
-             "}, \"finish_reason\": " + fr + "}";
+             (finishReason && text.empty() ? "" : content) + "}" + logprobs +
+             ", \"finish_reason\": " + fr + "}";
+    };
+    // The logprobs of the tokens a stream has not sent yet (each token's
+    // go with the first delta after it), or "".
+    auto pendingProbs = [&]() -> std::string {
+      if (r.logprobs < 0 || probsSent == probs.size())
+        return "";
+      std::string lp = probsJson(probs, probsSent, probs.size(), r.chat);
+      probsSent = probs.size();
+      return lp;
     };
     auto event = [&](const std::string &json) {
       return c.send("data: " + json + "\n\n");
@@ -546,9 +668,11 @@ private:
     auto send = [&](const ReplyParts::Delta &d) {
       if (!d.reasoning.empty())
         event(frame + "\"choices\": [" +
-              choice(d.reasoning, nullptr, false, "", true) + "]}");
+              choice(d.reasoning, nullptr, false, "", true, pendingProbs()) +
+              "]}");
       if (!d.content.empty())
-        event(frame + "\"choices\": [" + choice(d.content, nullptr, false) +
+        event(frame + "\"choices\": [" +
+              choice(d.content, nullptr, false, "", false, pendingProbs()) +
               "]}");
     };
     int64_t budget = r.maxTokens >= 0 ? r.maxTokens
@@ -556,11 +680,22 @@ private:
                                            : int64_t(INT_MAX);
     std::vector<int32_t> generated;
     HeldSequence::End end;
+    // (The token before each generated one, as the generation decodes it;
+    // the characters of the reply so far.)
+    int32_t prev = cache.held.empty() ? 0 : cache.held.back();
+    size_t chars = 0;
     auto t0 = Clock::now();
     bool ok = cache.generate(
         m.tok, sampler, int(std::min<int64_t>(budget, INT_MAX)),
-        [&](const char *piece, int32_t) {
-          if (text.add(piece))
+        [&](const char *piece, int32_t id) {
+          // (Its own copy: decoding the alternatives reuses the buffer.)
+          std::string own = piece;
+          if (r.logprobs >= 0)
+            probs.push_back(tokenProb(prev, id, own, chars, r.logprobs));
+          for (unsigned char ch : own)
+            chars += (ch & 0xC0) != 0x80;
+          prev = id;
+          if (text.add(own.c_str()))
             return false;
           if (r.stream)
             send(parts.step(text));
@@ -616,6 +751,10 @@ private:
       if (called)
         event(frame + "\"choices\": [" + choice("", nullptr, false, calls) +
               "]}");
+      std::string lp = pendingProbs();
+      if (!lp.empty())
+        event(frame + "\"choices\": [" +
+              choice("", nullptr, false, "", false, lp) + "]}");
       event(frame + "\"choices\": [" + choice("", finishReason, false) +
             "], " + timings + "}");
       if (r.includeUsage)
@@ -623,7 +762,12 @@ private:
       c.send("data: [DONE]\n\n");
     } else {
       c.respond(200, frame + "\"choices\": [" +
-                         choice(parts.content, finishReason, false, calls) +
+                         choice(parts.content, finishReason, false, calls,
+                                false,
+                                r.logprobs < 0
+                                    ? ""
+                                    : probsJson(probs, 0, probs.size(),
+                                                r.chat)) +
                          "], " +
                          usage + ", " + timings + "}");
     }

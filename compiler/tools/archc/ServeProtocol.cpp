@@ -368,6 +368,14 @@ int parseRequest(const std::string &body, bool chat, Request &out,
     out.templateVars = vars.empty() ? "" : "{" + vars + "}";
     if (!f.integer("max_completion_tokens", 0, INT32_MAX, out.maxTokens))
       return 400;
+    bool logprobs = false;
+    int64_t top = 0;
+    if (!f.boolean("logprobs", logprobs) ||
+        !f.integer("top_logprobs", 0, kMaxTopLogprobs, top))
+      return 400;
+    if (top > 0 && !logprobs)
+      return f.bad("top_logprobs", "needs 'logprobs' true"), 400;
+    out.logprobs = logprobs ? top : -1;
   } else {
     const json::Value *p = f.get("prompt");
     const json::Array *list = p ? p->getAsArray() : nullptr;
@@ -395,6 +403,11 @@ int parseRequest(const std::string &body, bool chat, Request &out,
     }
     if (!f.unsupported("suffix", {""}) || !f.unsupported("echo", {false}) ||
         !f.unsupported("best_of", {1}))
+      return 400;
+    // (A count; false, as some clients send it, asks for none.)
+    const json::Value *lp = f.get("logprobs");
+    if (lp && *lp != json::Value(false) &&
+        !f.integer("logprobs", 0, kMaxTopLogprobs, out.logprobs))
       return 400;
   }
   if (!f.integer("max_tokens", 0, INT32_MAX, out.maxTokens) ||
@@ -440,11 +453,7 @@ int parseRequest(const std::string &body, bool chat, Request &out,
                400;
   }
   // What archc does not do is refused, not ignored.
-  // (logprobs: a bool in chat, a count in completions; false and 0 ask for
-  // nothing in either.)
-  if (!f.unsupported("n", {1}) || !f.unsupported("logprobs", {false, 0}) ||
-      !f.unsupported("top_logprobs", {0}) ||
-      !f.unsupported("presence_penalty", {0}) ||
+  if (!f.unsupported("n", {1}) || !f.unsupported("presence_penalty", {0}) ||
       !f.unsupported("frequency_penalty", {0}) ||
       !f.unsupported("logit_bias", {json::Object()}))
     return 400;

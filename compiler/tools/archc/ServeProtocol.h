@@ -28,6 +28,9 @@ constexpr size_t kMaxBodyDepth = 128;
 constexpr size_t kMaxPromptIds = size_t(1) << 20;
 /// Values (counted by their separators and openers) a body may hold.
 constexpr size_t kMaxBodyValues = size_t(1) << 21;
+/// The most likely tokens a request may ask the log-probabilities of, a
+/// token (vLLM's bound; OpenAI's chat allows 20).
+constexpr int64_t kMaxTopLogprobs = 20;
 /// Stop strings a request, and their bytes each.
 constexpr size_t kMaxStops = 16;
 constexpr size_t kMaxStopBytes = 256;
@@ -67,6 +70,10 @@ struct Request {
   std::vector<std::string> stop;
   bool stream = false, includeUsage = false;
   bool ignoreEos = false; ///< vLLM's ignore_eos: stop tokens go on
+  /// Each generated token's log-probability and this many of the most
+  /// likely tokens' (chat's logprobs and top_logprobs, completions'
+  /// logprobs); -1: none.
+  int64_t logprobs = -1;
   /// Chat: `tools` given and tool_choice not "none" (the reply's calls are
   /// parsed); parallel_tool_calls false keeps the first call only.
   bool toolCalls = false, parallelToolCalls = true;
