@@ -34,10 +34,11 @@ tools: --format FILE (test/e2e/Inputs/tools/*.json), a model from
   must be jinja2's rendering of that conversation (--template, the
   tokenizer_config.json FILE's model directory holds: --model DIR).
   --expect-content: a server without a parser, the calls left as content.
-logprobs: --spec SPEC --seed N (the weights' archref seed), the server
+logits: --spec SPEC --seed N (the weights' archref seed), the server
   started with --verbose-prompt: each generated token's logprob and top
   alternatives against the PyTorch reference's log-softmax; a chat's,
-  whole and streamed; their errors.
+  whole and streamed; the penalties and logit_bias against the reference's
+  greedy tokens shaped alike; top_k and min_p; their errors.
 Every mode ends with a request being read when SIGTERM comes (503).
 """
 import argparse
@@ -324,8 +325,8 @@ def protocol(srv, args):
                  "'messages' [0] must be an object with a string 'role'")
     expect_error(srv, chat, dict(base, n=2), 400,
                  "'n' is not supported by archc serve")
-    expect_error(srv, chat, dict(base, presence_penalty=0.5), 400,
-                 "'presence_penalty' is not supported")
+    expect_error(srv, chat, dict(base, presence_penalty=2.5), 400,
+                 "'presence_penalty' must be a number in [-2, 2]")
     expect_error(srv, chat, dict(base, temperature=5), 400,
                  "'temperature' must be a number in [0, 2]")
     expect_error(srv, chat, dict(base, top_p=0), 400,
@@ -716,28 +717,70 @@ print(json.dumps(lp.tolist()))
 """
 
 
-def logprobs(srv, args):
+REFERENCE_GREEDY = """
+import json, sys, torch
+sys.path.insert(0, sys.argv[1])
+import archref
+spec = archref.Spec(sys.argv[2])
+w = archref.random_weights(spec, int(sys.argv[3]))
+prompt, n, runs = json.loads(sys.argv[4]), int(sys.argv[5]), json.loads(sys.argv[6])
+out = []
+with torch.no_grad():
+    for p in runs:
+        ids, counts = list(prompt), {}
+        for _ in range(n):
+            l = archref.forward(spec, w, ids)[-1].clone()
+            rp = p.get("repetition_penalty", 1.0)
+            for t in set(ids):
+                l[t] = l[t] / rp if l[t] > 0 else l[t] * rp
+            for t, c in counts.items():
+                l[t] -= p.get("frequency_penalty", 0) * c + \\
+                    p.get("presence_penalty", 0)
+            for t, b in p.get("logit_bias", {}).items():
+                l[int(t)] += b
+            nxt = int(l.argmax())
+            if nxt in (0, 1, 2):  # the tokenizer's special (stop) tokens
+                break
+            ids.append(nxt)
+            counts[nxt] = counts.get(nxt, 0) + 1
+        out.append(ids[len(prompt):])
+print(json.dumps(out))
+"""
+
+
+def reference(args, script, *argv):
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    return json.loads(subprocess.run(
+        [sys.executable, "-c", script,
+         os.path.join(HERE, "..", "reference"), args.spec, str(args.seed),
+         *argv], env=env, check=True, capture_output=True, text=True).stdout)
+
+
+def reply_ids(srv, args, got):
+    """The token ids of a completion, from the server's --verbose-prompt
+    log."""
+    n = int(got["id"].rsplit("-", 1)[1])
+    for _ in range(100):
+        reply = check_chat.parse_log(args.log).get(n, {}).get("reply")
+        if reply is not None:
+            return reply
+        time.sleep(0.1)
+    fail(f"completion {n}: no reply in the log")
+
+
+def logits(srv, args):
     """Each generated token's logprob and the top alternatives', against
     the PyTorch reference's log-softmax of the same sequence (float64), to
-    TOL; a chat's, whole and streamed alike; and the errors."""
+    TOL; a chat's, whole and streamed alike; the logits' shaping (penalties,
+    logit_bias) against the reference's greedy tokens shaped alike, and
+    top_k 1 and min_p 1 as greedy while sampling; and the errors."""
     tol = 1e-4
     prompt = [1, 450, 1642, 338]
     got = srv.post("/v1/completions", {"prompt": prompt, "max_tokens": 5,
                                        "temperature": 0, "logprobs": 3})
     lp = got["choices"][0]["logprobs"]
-    n = int(got["id"].rsplit("-", 1)[1])
-    reply = None
-    for _ in range(100):
-        reply = check_chat.parse_log(args.log).get(n, {}).get("reply")
-        if reply is not None:
-            break
-        time.sleep(0.1)
-    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    ref = json.loads(subprocess.run(
-        [sys.executable, "-c", REFERENCE_LOGPROBS,
-         os.path.join(HERE, "..", "reference"), args.spec, str(args.seed),
-         json.dumps(prompt + reply)], env=env, check=True,
-        capture_output=True, text=True).stdout)
+    reply = reply_ids(srv, args, got)
+    ref = reference(args, REFERENCE_LOGPROBS, json.dumps(prompt + reply))
     worst = 0.0
     for j, token in enumerate(reply):
         row = ref[len(prompt) - 1 + j]
@@ -750,33 +793,124 @@ def logprobs(srv, args):
                 lp["tokens"][j] not in lp["top_logprobs"][j]:
             fail(f"token {j}: {lp['token_logprobs'][j]} {mine}, reference "
                  f"{row[token]} {top}")
-    if "".join(lp["tokens"]) != got["choices"][0]["text"] or \
-            lp["text_offset"][0] != 0:
-        fail(f"tokens {lp['tokens']} against {got['choices'][0]['text']!r}")
+    if "".join(lp["tokens"]) != got["choices"][0]["text"] or any(
+            lp["text_offset"][j] != len("".join(lp["tokens"][:j]))
+            for j in range(len(reply))):
+        fail(f"tokens {lp['tokens']}, offsets {lp['text_offset']} against "
+             f"{got['choices'][0]['text']!r}")
     print(f"completions: {len(reply)} tokens' logprobs and top 3 as the "
           f"reference's within {tol} (worst {worst:.1e})")
 
+    def same(a, b):
+        """Two lists of logprobs entries alike: the tokens exactly, the
+        numbers to 1e-6 (a stream's prefill may take another path)."""
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, list) and isinstance(b, list):
+            return len(a) == len(b) and all(map(same, a, b))
+        if isinstance(a, float) or isinstance(b, float):
+            return abs(a - b) <= 1e-6
+        return a == b
+
+    # Sampled, a completion's top lists hold the sampled token too (up to
+    # logprobs + 1), and its stream's pieces make the whole's.
+    for k in (0, 1):
+        body = {"prompt": prompt, "max_tokens": 6, "temperature": 1.0,
+                "seed": 11, "logprobs": k}
+        whole = srv.post("/v1/completions", body)["choices"][0]["logprobs"]
+        pieces = {"tokens": [], "token_logprobs": [], "top_logprobs": [],
+                  "text_offset": []}
+        for e in srv.stream("/v1/completions", body):
+            for c in e["choices"]:
+                for key in pieces:
+                    pieces[key] += (c["logprobs"] or {}).get(key, [])
+        if not same(pieces, whole) or any(
+                t not in top or len(top) > k + 1
+                for t, top in zip(whole["tokens"], whole["top_logprobs"])):
+            fail(f"completions sampled, logprobs {k}: {whole}; streamed "
+                 f"{pieces}")
+    print("completions sampled: each top list holds the sampled token, "
+          "whole and streamed alike")
+
     chat = "/v1/chat/completions"
-    for top in (0, 2):
+    for top, stop in ((0, None), (2, None), (1, "x")):
         body = {"messages": [{"role": "user", "content": "Hello there"}],
                 "temperature": 0, "max_tokens": 6, "logprobs": True,
                 "top_logprobs": top}
-        whole = srv.post(chat, body)["choices"][0]
+        if stop is not None:
+            # (A stop string inside the third token's text: the entries
+            # stop with that token.)
+            whole = srv.post(chat, body)["choices"][0]
+            third = whole["logprobs"]["content"][2]["token"]
+            body["stop"] = stop = third[len(third) // 2:]
+        got = srv.post(chat, body)
+        whole = got["choices"][0]
         entries = whole["logprobs"]["content"]
         streamed = []
         for e in srv.stream(chat, body):
             for c in e["choices"]:
                 streamed += (c.get("logprobs") or {}).get("content", [])
         text = whole["message"]["content"].encode()
-        if streamed != entries or b"".join(
-                bytes(e["bytes"]) for e in entries) != text or any(
-                len(e["top_logprobs"]) != top or e["logprob"] > 0
-                for e in entries):
-            fail(f"chat logprobs, top {top}: {entries} streamed {streamed}")
-    print("chat: logprobs with 0 and 2 alternatives, whole and streamed "
-          "alike, their bytes the content's")
+        joined = b"".join(bytes(e["bytes"]) for e in entries)
+        if not same(streamed, entries) or any(
+                len(e["top_logprobs"]) != top for e in entries) or \
+                len(entries) != got["usage"]["completion_tokens"] or \
+                (joined != text if stop is None else
+                 not joined.startswith(text) or len(entries) != 3):
+            fail(f"chat logprobs, top {top}, stop {stop!r}: {entries} "
+                 f"streamed {streamed}")
+    print("chat: logprobs with 0 and 2 alternatives and with a stop string, "
+          "whole and streamed alike, an entry a generated token")
+
+    # The logits' shaping: the server's greedy tokens against the
+    # reference's, shaped alike.
+    n = 8
+    plain = {"prompt": prompt, "max_tokens": n, "temperature": 0}
+    greedy = reply_ids(srv, args, srv.post("/v1/completions", plain))
+    # (Each run but the first must differ from the run it names: a bias
+    # that makes token 450 repeat, then penalties that stop its repeats;
+    # the greedy first token biased away.)
+    runs = [({}, None),
+            ({"logit_bias": {"450": 10}}, 0),
+            ({"logit_bias": {"450": 10}, "frequency_penalty": 2,
+              "presence_penalty": 1.5, "repetition_penalty": 1.5}, 1),
+            ({"logit_bias": {str(greedy[0]): -100, "450": -2.5}}, 0)]
+    want = reference(args, REFERENCE_GREEDY, json.dumps(prompt), str(n),
+                     json.dumps([p for p, _ in runs]))
+    for (params, unlike), expected in zip(runs, want):
+        got = reply_ids(srv, args, srv.post("/v1/completions",
+                                            dict(plain, **params)))
+        if got != expected or (unlike is not None and got == want[unlike]):
+            fail(f"{params}: {got}, the reference's {expected}, run "
+                 f"{unlike}'s {want[unlike] if unlike is not None else ''}")
+    print(f"shaping: {n} greedy tokens as the reference's, plain, with a "
+          f"logit_bias, with the penalties over it, and the first token "
+          f"biased away (each unlike the run it changes)")
+    # top_k 1 and min_p 1 leave the most likely token only, whatever the
+    # temperature.
+    for params in ({"top_k": 1, "temperature": 1.0, "seed": 3},
+                   {"min_p": 1.0, "temperature": 1.5, "seed": 4}):
+        got = reply_ids(srv, args, srv.post("/v1/completions",
+                                            dict(plain, **params)))
+        loose = reply_ids(srv, args, srv.post("/v1/completions", dict(
+            plain, temperature=params["temperature"], seed=params["seed"])))
+        if got != greedy or loose == greedy:
+            fail(f"{params}: {got}, greedy {greedy}; unshaped {loose}")
+    print("top_k 1 and min_p 1 sample the greedy tokens (unshaped samples "
+          "do not)")
 
     base = {"messages": [{"role": "user", "content": "x"}]}
+    expect_error(srv, chat, dict(base, repetition_penalty=0), 400,
+                 "'repetition_penalty' must be a number in (0, 2]")
+    expect_error(srv, chat, dict(base, top_k=-2), 400,
+                 "'top_k' must be an integer in [-1, 2147483647]")
+    expect_error(srv, chat, dict(base, logit_bias={"abc": 1}), 400,
+                 "'logit_bias' 'abc' is not a token id")
+    expect_error(srv, chat, dict(base, logit_bias={"5": 101}), 400,
+                 "'logit_bias' '5' must be a number in [-100, 100]")
+    expect_error(srv, chat, dict(base, logit_bias={"40000": 1}), 400,
+                 "'logit_bias': token 40000 is outside the vocabulary "
+                 "[0, 32000)")
     expect_error(srv, chat, dict(base, top_logprobs=2), 400,
                  "'top_logprobs' needs 'logprobs' true")
     expect_error(srv, chat, dict(base, logprobs=True, top_logprobs=21), 400,
@@ -802,7 +936,7 @@ def main():
     cut = argv.index("--")
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["conversation", "protocol", "nochat",
-                                     "eos", "tools", "logprobs"])
+                                     "eos", "tools", "logits"])
     ap.add_argument("--spec")
     ap.add_argument("--seed", type=int)
     ap.add_argument("--format")
@@ -821,7 +955,7 @@ def main():
         srv.healthy()
         {"conversation": conversation, "protocol": protocol,
          "nochat": nochat, "eos": eos, "tools": tools,
-         "logprobs": logprobs}[args.mode](srv, args)
+         "logits": logits}[args.mode](srv, args)
         # A request being read when SIGTERM comes is answered 503 (the
         # interim response says the server is reading it).
         pending = socket.create_connection(("127.0.0.1", srv.port),

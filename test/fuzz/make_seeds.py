@@ -144,7 +144,10 @@ def serve_seeds():
             b' 0.5, "top_p": 0.9, "seed": -3, "stop": ["\\n", "x"],'
             b' "stream": true, "stream_options": {"include_usage": true},'
             b' "n": 1, "response_format": {"type": "text"}, "logprobs": true,'
-            b' "top_logprobs": 3, "parallel_tool_calls": false}')
+            b' "top_logprobs": 3, "parallel_tool_calls": false,'
+            b' "presence_penalty": 0.5, "frequency_penalty": -1,'
+            b' "repetition_penalty": 1.1, "logit_bias": {"5": -3, "7": 100},'
+            b' "top_k": 40, "min_p": 0.05}')
     put("serve", "head", b"\x00" + head)
     put("serve", "chat", b"\x01" + chat)
     put("serve", "completion", b"\x02" + b'{"prompt": [1, 2, 3], "echo":'

@@ -342,14 +342,17 @@ bool HeldSequence::generate(
     archrt_tokenizer *tok, archrt_sampler *sampler, int maxTokens,
     llvm::function_ref<bool(const char *, int32_t)> piece,
     std::vector<int32_t> &ids, End &end, std::string &error,
-    bool ignoreStop, const std::vector<int32_t> &goOn) {
+    bool ignoreStop, const std::vector<int32_t> &goOn,
+    llvm::function_ref<const float *(const float *)> shape) {
   ids.clear();
   end = End::Length;
   int32_t prev = held.empty() ? 0 : held.back();
   for (int i = 0; i < maxTokens; ++i) {
     int32_t next;
-    if (lib.archrt_sample(sampler, lib.archrt_logits(seq), &next) !=
-        ARCHRT_OK) {
+    const float *logits = lib.archrt_logits(seq);
+    if (shape)
+      logits = shape(logits);
+    if (lib.archrt_sample(sampler, logits, &next) != ARCHRT_OK) {
       error = lib.archrt_last_error();
       return false;
     }

@@ -104,12 +104,14 @@ struct HeldSequence {
   /// (`ignoreStop`: stop tokens do not end it, and are given to `piece`
   /// as any other, as vLLM's ignore_eos: benchmarks. `goOn`: tokens that
   /// do not end it though the tokenizer holds them special, a tool-call
-  /// format's marks.)
-  bool generate(archrt_tokenizer *tok, archrt_sampler *sampler, int maxTokens,
-                llvm::function_ref<bool(const char *, int32_t)> piece,
-                std::vector<int32_t> &ids, End &end, std::string &error,
-                bool ignoreStop = false,
-                const std::vector<int32_t> &goOn = {});
+  /// format's marks. `shape`: the logits each token is sampled from, made
+  /// from the model's: penalties, biases.)
+  bool generate(
+      archrt_tokenizer *tok, archrt_sampler *sampler, int maxTokens,
+      llvm::function_ref<bool(const char *, int32_t)> piece,
+      std::vector<int32_t> &ids, End &end, std::string &error,
+      bool ignoreStop = false, const std::vector<int32_t> &goOn = {},
+      llvm::function_ref<const float *(const float *)> shape = nullptr);
 };
 
 /// archc run --chat: user messages from firstPrompt, then standard input's

@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <mutex>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -231,7 +232,7 @@ private:
 struct TokenProb {
   std::string text; ///< as decoded (bytes, perhaps part of a character)
   double logprob;
-  size_t offset; ///< characters of the reply before it
+  size_t offset; ///< characters of the tokens' texts before it
   std::vector<std::pair<std::string, double>> top;
 };
 
@@ -274,16 +275,21 @@ std::string probsJson(const std::vector<TokenProb> &probs, size_t from,
     tokens += sep + jsonString(validUtf8(probs[i].text));
     logprobs += sep + probNumber(probs[i].logprob);
     offsets += sep + std::to_string(probs[i].offset);
+    // (The sampled token's always, as OpenAI's and vLLM's: up to
+    // logprobs + 1 of them; an object's keys once each.)
     std::string top;
-    std::vector<std::string> seen; // (an object's keys once each)
-    for (auto &[text, lp] : probs[i].top) {
+    std::vector<std::string> seen;
+    auto add = [&](const std::string &text, double lp) {
       std::string key = validUtf8(text);
       if (std::find(seen.begin(), seen.end(), key) != seen.end())
-        continue;
+        return;
       seen.push_back(key);
       top += (top.empty() ? "" : ", ") + jsonString(key) + ": " +
              probNumber(lp);
-    }
+    };
+    for (auto &[text, lp] : probs[i].top)
+      add(text, lp);
+    add(probs[i].text, probs[i].logprob);
     tops += sep + ("{" + top + "}");
   }
   return "{\"tokens\": [" + tokens + "], \"token_logprobs\": [" + logprobs +
@@ -558,6 +564,12 @@ private:
                     "the prompt is " + std::to_string(ids.size()) +
                         " tokens, more than the model's context (max_seq_len "
                         + std::to_string(info.max_seq_len) + ")");
+    for (auto &[id, bias] : r.logitBias)
+      if (id >= info.vocab_size)
+        return finish(c, head, 400,
+                      "'logit_bias': token " + std::to_string(id) +
+                          " is outside the vocabulary [0, " +
+                          std::to_string(info.vocab_size) + ")");
     double temperature = r.temperature >= 0 ? r.temperature : opts.temperature;
     double topP = r.topP >= 0 ? r.topP : opts.topP;
     uint64_t seed = r.hasSeed ? r.seed : std::random_device()() * 0x9E3779B97F4A7C15ull;
@@ -599,9 +611,6 @@ private:
     ToolFormat tools = r.toolCalls ? m.tools : ToolFormat::None;
     ReplyParts parts(tools, r.chat && m.thoughts,
                      r.chat && m.thoughts && opensThought(rendered));
-    // A choice with `text`; in chat, with the tool calls `calls` (a JSON
-    // array's text, or ""), or a reasoning delta (`reasoningDelta`); a
-    // whole message with the reply's reasoning where it has a thought.
     // Each generated token's log-probabilities where the request asks
     // for them; those a stream has sent.
     std::vector<TokenProb> probs;
@@ -678,6 +687,64 @@ private:
     int64_t budget = r.maxTokens >= 0 ? r.maxTokens
                      : opts.maxTokens >= 0 ? opts.maxTokens
                                            : int64_t(INT_MAX);
+    // The logits' shaping, where the request asks for any: the repetition
+    // penalty over the prompt's and the reply's tokens, the presence and
+    // frequency penalties over the reply's, the biases, then top_k and
+    // min_p (the tokens they leave out at -inf). (The logprobs stay the
+    // model's.)
+    int32_t vocab = info.vocab_size;
+    bool shaped = r.presencePenalty != 0 || r.frequencyPenalty != 0 ||
+                  r.repetitionPenalty != 1 || !r.logitBias.empty() ||
+                  (r.topK > 0 && r.topK < vocab) ||
+                  (r.minP > 0 && temperature > 0);
+    std::vector<float> shapedLogits;
+    std::vector<int32_t> counts, seenList, replyList;
+    std::vector<uint8_t> seen;
+    auto note = [&](int32_t id, bool reply) {
+      if (!seen[size_t(id)]) {
+        seen[size_t(id)] = 1;
+        seenList.push_back(id);
+      }
+      if (reply && counts[size_t(id)]++ == 0)
+        replyList.push_back(id);
+    };
+    if (shaped) {
+      counts.assign(size_t(vocab), 0);
+      seen.assign(size_t(vocab), 0);
+      for (int32_t id : ids)
+        note(id, false);
+    }
+    auto shapeLogits = [&](const float *logits) -> const float * {
+      shapedLogits.assign(logits, logits + vocab);
+      float *l = shapedLogits.data();
+      float rp = float(r.repetitionPenalty);
+      if (rp != 1)
+        for (int32_t t : seenList)
+          l[t] = l[t] > 0 ? l[t] / rp : l[t] * rp;
+      for (int32_t t : replyList)
+        l[t] -= float(r.frequencyPenalty * counts[size_t(t)] +
+                      r.presencePenalty);
+      for (auto &[t, bias] : r.logitBias)
+        l[t] += float(bias);
+      if (r.topK > 0 && r.topK < vocab) {
+        std::vector<float> order(l, l + vocab);
+        std::nth_element(order.begin(), order.begin() + (r.topK - 1),
+                         order.end(), std::greater<float>());
+        float kth = order[size_t(r.topK - 1)];
+        for (int32_t i = 0; i < vocab; ++i)
+          if (l[i] < kth)
+            l[i] = -INFINITY;
+      }
+      if (r.minP > 0 && temperature > 0) {
+        // (p_i >= min_p * p_max at the temperature.)
+        float cut = *std::max_element(l, l + vocab) +
+                    float(temperature * std::log(r.minP));
+        for (int32_t i = 0; i < vocab; ++i)
+          if (l[i] < cut)
+            l[i] = -INFINITY;
+      }
+      return l;
+    };
     std::vector<int32_t> generated;
     HeldSequence::End end;
     // (The token before each generated one, as the generation decodes it;
@@ -692,16 +759,22 @@ private:
           std::string own = piece;
           if (r.logprobs >= 0)
             probs.push_back(tokenProb(prev, id, own, chars, r.logprobs));
-          for (unsigned char ch : own)
+          // (Characters as the tokens' texts are returned: each made
+          // valid UTF-8.)
+          for (unsigned char ch : validUtf8(own))
             chars += (ch & 0xC0) != 0x80;
           prev = id;
+          if (shaped)
+            note(id, true);
           if (text.add(own.c_str()))
             return false;
           if (r.stream)
             send(parts.step(text));
           return !(r.stream ? c.broken : c.gone()) && !stopping;
         },
-        generated, end, error, r.ignoreEos, marks);
+        generated, end, error, r.ignoreEos, marks,
+        shaped ? llvm::function_ref<const float *(const float *)>(shapeLogits)
+               : nullptr);
     double decodeS = since(t0);
     if (!ok) {
       // (The runtime failed mid-generation: said in the stream, or as the

@@ -452,10 +452,40 @@ int parseRequest(const std::string &body, bool chat, Request &out,
                                  std::to_string(kMaxStopBytes) + " bytes"),
                400;
   }
+  if (!f.number("presence_penalty", -2, 2, false, out.presencePenalty) ||
+      !f.number("frequency_penalty", -2, 2, false, out.frequencyPenalty) ||
+      !f.number("repetition_penalty", 0, 2, true, out.repetitionPenalty) ||
+      !f.number("min_p", 0, 1, false, out.minP) ||
+      !f.integer("top_k", -1, INT32_MAX, out.topK))
+    return 400;
+  if (const json::Value *lb = f.get("logit_bias")) {
+    const json::Object *bias = lb->getAsObject();
+    if (!bias)
+      return f.bad("logit_bias", "must be an object of token ids and "
+                                 "biases"),
+             400;
+    if (bias->size() > kMaxLogitBias)
+      return f.bad("logit_bias", "names more than " +
+                                     std::to_string(kMaxLogitBias) +
+                                     " tokens"),
+             400;
+    for (const auto &[key, value] : *bias) {
+      int64_t id;
+      std::optional<double> b = value.getAsNumber();
+      if (llvm::StringRef(key).getAsInteger(10, id) || id < 0 ||
+          id > INT32_MAX)
+        return f.bad("logit_bias", "'" + validUtf8(key.str()) +
+                                       "' is not a token id"),
+               400;
+      if (!b || !(*b >= -100 && *b <= 100))
+        return f.bad("logit_bias", "'" + key.str() +
+                                       "' must be a number in [-100, 100]"),
+               400;
+      out.logitBias.push_back({id, *b});
+    }
+  }
   // What archc does not do is refused, not ignored.
-  if (!f.unsupported("n", {1}) || !f.unsupported("presence_penalty", {0}) ||
-      !f.unsupported("frequency_penalty", {0}) ||
-      !f.unsupported("logit_bias", {json::Object()}))
+  if (!f.unsupported("n", {1}))
     return 400;
   if (const json::Value *rf = f.get("response_format")) {
     const json::Object *r = rf->getAsObject();

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace arch::serve {
@@ -31,6 +32,8 @@ constexpr size_t kMaxBodyValues = size_t(1) << 21;
 /// The most likely tokens a request may ask the log-probabilities of, a
 /// token (vLLM's bound; OpenAI's chat allows 20).
 constexpr int64_t kMaxTopLogprobs = 20;
+/// Tokens a request's logit_bias may name.
+constexpr size_t kMaxLogitBias = size_t(1) << 16;
 /// Stop strings a request, and their bytes each.
 constexpr size_t kMaxStops = 16;
 constexpr size_t kMaxStopBytes = 256;
@@ -70,6 +73,13 @@ struct Request {
   std::vector<std::string> stop;
   bool stream = false, includeUsage = false;
   bool ignoreEos = false; ///< vLLM's ignore_eos: stop tokens go on
+  /// The logits' shaping before sampling (OpenAI's penalties and
+  /// logit_bias; vLLM's and llama-server's repetition_penalty, top_k and
+  /// min_p): neutral values shape nothing.
+  double presencePenalty = 0, frequencyPenalty = 0, repetitionPenalty = 1;
+  double minP = 0;
+  int64_t topK = 0; ///< 0 or -1: all tokens
+  std::vector<std::pair<int64_t, double>> logitBias; ///< token id, bias
   /// Each generated token's log-probability and this many of the most
   /// likely tokens' (chat's logprobs and top_logprobs, completions'
   /// logprobs); -1: none.
