@@ -44,6 +44,7 @@ Every mode ends with a request being read when SIGTERM comes (503).
 import argparse
 import http.client
 import json
+import math
 import os
 import re
 import select
@@ -730,14 +731,14 @@ with torch.no_grad():
         ids, counts = list(prompt), {}
         for _ in range(n):
             l = archref.forward(spec, w, ids)[-1].clone()
-            rp = p.get("repetition_penalty", 1.0)
+            for t, b in p.get("logit_bias", {}).items():
+                l[int(t)] += b
+            rp = p.get("repeat_penalty", p.get("repetition_penalty", 1.0))
             for t in set(ids):
                 l[t] = l[t] / rp if l[t] > 0 else l[t] * rp
             for t, c in counts.items():
                 l[t] -= p.get("frequency_penalty", 0) * c + \\
                     p.get("presence_penalty", 0)
-            for t, b in p.get("logit_bias", {}).items():
-                l[int(t)] += b
             nxt = int(l.argmax())
             if nxt in (0, 1, 2):  # the tokenizer's special (stop) tokens
                 break
@@ -868,12 +869,14 @@ def logits(srv, args):
     plain = {"prompt": prompt, "max_tokens": n, "temperature": 0}
     greedy = reply_ids(srv, args, srv.post("/v1/completions", plain))
     # (Each run but the first must differ from the run it names: a bias
-    # that makes token 450 repeat, then penalties that stop its repeats;
-    # the greedy first token biased away.)
-    runs = [({}, None),
-            ({"logit_bias": {"450": 10}}, 0),
-            ({"logit_bias": {"450": 10}, "frequency_penalty": 2,
-              "presence_penalty": 1.5, "repetition_penalty": 1.5}, 1),
+    # that makes token 450 repeat, then each penalty alone stopping its
+    # repeats (450 is in the prompt: the repetition penalty's only, and
+    # the bias comes first); the greedy first token biased away.)
+    bias = {"logit_bias": {"450": 5}}
+    runs = [({}, None), (bias, 0),
+            (dict(bias, presence_penalty=2), 1),
+            (dict(bias, frequency_penalty=1), 1),
+            (dict(bias, repeat_penalty=2), 1),
             ({"logit_bias": {str(greedy[0]): -100, "450": -2.5}}, 0)]
     want = reference(args, REFERENCE_GREEDY, json.dumps(prompt), str(n),
                      json.dumps([p for p, _ in runs]))
@@ -884,8 +887,32 @@ def logits(srv, args):
             fail(f"{params}: {got}, the reference's {expected}, run "
                  f"{unlike}'s {want[unlike] if unlike is not None else ''}")
     print(f"shaping: {n} greedy tokens as the reference's, plain, with a "
-          f"logit_bias, with the penalties over it, and the first token "
+          f"logit_bias, with each penalty over it, and the first token "
           f"biased away (each unlike the run it changes)")
+    # Sampled with top_k 3, each token is among the 3 most likely; with
+    # min_p 0.3 at temperature 0.7, each is at least 0.3 times as likely
+    # as the most likely at that temperature (the raw logprobs tell); the
+    # same samples unshaped are not.
+    for params, k in (({"top_k": 3}, 3), ({"min_p": 0.3}, 1)):
+        t = 0.7 if "min_p" in params else 1.5
+        body = dict(plain, temperature=t, seed=21, logprobs=k)
+
+        def kept(lp, j):
+            top = lp["top_logprobs"][j]
+            if "top_k" in params:
+                return lp["tokens"][j] in sorted(
+                    top, key=top.get, reverse=True)[:3]
+            return lp["token_logprobs"][j] >= max(top.values()) + \
+                t * math.log(0.3) - 1e-6
+        shaped = srv.post("/v1/completions", dict(body, **params))[
+            "choices"][0]["logprobs"]
+        loose = srv.post("/v1/completions", body)["choices"][0]["logprobs"]
+        if not all(kept(shaped, j) for j in range(len(shaped["tokens"]))) \
+                or all(kept(loose, j) for j in range(len(loose["tokens"]))):
+            fail(f"{params} at temperature {t}: {shaped}; unshaped {loose}")
+    print("sampled: top_k 3 keeps the 3 most likely, min_p 0.3 at "
+          "temperature 0.7 those at least 0.3 times the most likely's "
+          "probability (unshaped samples do not)")
     # top_k 1 and min_p 1 leave the most likely token only, whatever the
     # temperature.
     for params in ({"top_k": 1, "temperature": 1.0, "seed": 3},
@@ -906,6 +933,8 @@ def logits(srv, args):
                  "'top_k' must be an integer in [-1, 2147483647]")
     expect_error(srv, chat, dict(base, logit_bias={"abc": 1}), 400,
                  "'logit_bias' 'abc' is not a token id")
+    expect_error(srv, chat, dict(base, logit_bias={"05": 1}), 400,
+                 "'logit_bias' '05' is not a token id")
     expect_error(srv, chat, dict(base, logit_bias={"5": 101}), 400,
                  "'logit_bias' '5' must be a number in [-100, 100]")
     expect_error(srv, chat, dict(base, logit_bias={"40000": 1}), 400,

@@ -287,9 +287,9 @@ std::string probsJson(const std::vector<TokenProb> &probs, size_t from,
       top += (top.empty() ? "" : ", ") + jsonString(key) + ": " +
              probNumber(lp);
     };
+    add(probs[i].text, probs[i].logprob);
     for (auto &[text, lp] : probs[i].top)
       add(text, lp);
-    add(probs[i].text, probs[i].logprob);
     tops += sep + ("{" + top + "}");
   }
   return "{\"tokens\": [" + tokens + "], \"token_logprobs\": [" + logprobs +
@@ -687,17 +687,18 @@ private:
     int64_t budget = r.maxTokens >= 0 ? r.maxTokens
                      : opts.maxTokens >= 0 ? opts.maxTokens
                                            : int64_t(INT_MAX);
-    // The logits' shaping, where the request asks for any: the repetition
-    // penalty over the prompt's and the reply's tokens, the presence and
-    // frequency penalties over the reply's, the biases, then top_k and
-    // min_p (the tokens they leave out at -inf). (The logprobs stay the
-    // model's.)
+    // The logits' shaping, where the request asks for any: the biases,
+    // the repetition penalty over the prompt's and the reply's tokens, the
+    // presence and frequency penalties over the reply's, then top_k and
+    // min_p where sampling (the tokens they leave out at -inf), as vLLM
+    // orders them. (The logprobs stay the model's.)
     int32_t vocab = info.vocab_size;
+    bool sampling = temperature > 0;
     bool shaped = r.presencePenalty != 0 || r.frequencyPenalty != 0 ||
                   r.repetitionPenalty != 1 || !r.logitBias.empty() ||
-                  (r.topK > 0 && r.topK < vocab) ||
-                  (r.minP > 0 && temperature > 0);
-    std::vector<float> shapedLogits;
+                  (sampling && r.topK > 0 && r.topK < vocab) ||
+                  (sampling && r.minP > 0);
+    std::vector<float> shapedLogits, order;
     std::vector<int32_t> counts, seenList, replyList;
     std::vector<uint8_t> seen;
     auto note = [&](int32_t id, bool reply) {
@@ -715,8 +716,14 @@ private:
         note(id, false);
     }
     auto shapeLogits = [&](const float *logits) -> const float * {
+      // (NaN or +inf: unshaped, for the sampler to refuse by name.)
+      for (int32_t i = 0; i < vocab; ++i)
+        if (std::isnan(logits[i]) || logits[i] == INFINITY)
+          return logits;
       shapedLogits.assign(logits, logits + vocab);
       float *l = shapedLogits.data();
+      for (auto &[t, bias] : r.logitBias)
+        l[t] += float(bias);
       float rp = float(r.repetitionPenalty);
       if (rp != 1)
         for (int32_t t : seenList)
@@ -724,10 +731,9 @@ private:
       for (int32_t t : replyList)
         l[t] -= float(r.frequencyPenalty * counts[size_t(t)] +
                       r.presencePenalty);
-      for (auto &[t, bias] : r.logitBias)
-        l[t] += float(bias);
-      if (r.topK > 0 && r.topK < vocab) {
-        std::vector<float> order(l, l + vocab);
+      if (sampling && r.topK > 0 && r.topK < vocab) {
+        // (Ties with the k-th are kept.)
+        order.assign(l, l + vocab);
         std::nth_element(order.begin(), order.begin() + (r.topK - 1),
                          order.end(), std::greater<float>());
         float kth = order[size_t(r.topK - 1)];
@@ -735,7 +741,7 @@ private:
           if (l[i] < kth)
             l[i] = -INFINITY;
       }
-      if (r.minP > 0 && temperature > 0) {
+      if (sampling && r.minP > 0) {
         // (p_i >= min_p * p_max at the temperature.)
         float cut = *std::max_element(l, l + vocab) +
                     float(temperature * std::log(r.minP));

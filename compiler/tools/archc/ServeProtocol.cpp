@@ -454,6 +454,7 @@ int parseRequest(const std::string &body, bool chat, Request &out,
   }
   if (!f.number("presence_penalty", -2, 2, false, out.presencePenalty) ||
       !f.number("frequency_penalty", -2, 2, false, out.frequencyPenalty) ||
+      !f.number("repeat_penalty", 0, 2, true, out.repetitionPenalty) ||
       !f.number("repetition_penalty", 0, 2, true, out.repetitionPenalty) ||
       !f.number("min_p", 0, 1, false, out.minP) ||
       !f.integer("top_k", -1, INT32_MAX, out.topK))
@@ -469,11 +470,13 @@ int parseRequest(const std::string &body, bool chat, Request &out,
                                      std::to_string(kMaxLogitBias) +
                                      " tokens"),
              400;
+    // (A token id in decimal, as it is written: "05" or "+5" would name
+    // a token another key may name too.)
     for (const auto &[key, value] : *bias) {
       int64_t id;
       std::optional<double> b = value.getAsNumber();
       if (llvm::StringRef(key).getAsInteger(10, id) || id < 0 ||
-          id > INT32_MAX)
+          id > INT32_MAX || key.str() != std::to_string(id))
         return f.bad("logit_bias", "'" + validUtf8(key.str()) +
                                        "' is not a token id"),
                400;

@@ -74,8 +74,8 @@ struct Request {
   bool stream = false, includeUsage = false;
   bool ignoreEos = false; ///< vLLM's ignore_eos: stop tokens go on
   /// The logits' shaping before sampling (OpenAI's penalties and
-  /// logit_bias; vLLM's and llama-server's repetition_penalty, top_k and
-  /// min_p): neutral values shape nothing.
+  /// logit_bias; vLLM's repetition_penalty, llama-server's repeat_penalty,
+  /// their top_k and min_p): neutral values shape nothing.
   double presencePenalty = 0, frequencyPenalty = 0, repetitionPenalty = 1;
   double minP = 0;
   int64_t topK = 0; ///< 0 or -1: all tokens
