@@ -604,9 +604,10 @@ private:
                                 : "text_completion") +
                         "\", \"created\": " + std::to_string(time(nullptr)) +
                         ", \"model\": " + jsonString(model) + ", ";
-    // The reply's text, and its parts. (Where the request gives tools, the text from where a call may start
-    // is held back until the reply is whole. Where the model thinks, the
-    // text released goes to reasoning or content by the thought's place.)
+    // The reply's text, and its parts. (Where the request gives tools, the
+    // text from where a call may start is held back until the reply is
+    // whole. Where the model thinks, the text released goes to reasoning
+    // or content by the thought's place.)
     StopScanner text(r.stop);
     ToolFormat tools = r.toolCalls ? m.tools : ToolFormat::None;
     ReplyParts parts(tools, r.chat && m.thoughts,
@@ -763,12 +764,13 @@ private:
         [&](const char *piece, int32_t id) {
           // (Its own copy: decoding the alternatives reuses the buffer.)
           std::string own = piece;
-          if (r.logprobs >= 0)
+          if (r.logprobs >= 0) {
             probs.push_back(tokenProb(prev, id, own, chars, r.logprobs));
-          // (Characters as the tokens' texts are returned: each made
-          // valid UTF-8.)
-          for (unsigned char ch : validUtf8(own))
-            chars += (ch & 0xC0) != 0x80;
+            // (Characters as the tokens' texts are returned: each made
+            // valid UTF-8.)
+            for (unsigned char ch : validUtf8(own))
+              chars += (ch & 0xC0) != 0x80;
+          }
           prev = id;
           if (shaped)
             note(id, true);
