@@ -5,7 +5,10 @@ along given chains, with a copy of a tokenizer that holds each chain's
 pieces as tokens. What a server makes of a reply (tool calls, stop strings)
 can then be held to the exact text the model writes.
 
-  steer_model.py --spec SPEC --tokenizer DIR --out DIR --chains FILE
+  steer_model.py --spec SPEC --model TOKENIZER_DIR CHAINS_FILE OUT_DIR ...
+
+Each --model writes OUT_DIR from a tokenizer and a chains file (one
+process for them all: PyTorch is imported once).
 
 FILE: a JSON object whose "chains" is a list of chains (and "special",
 texts added as special tokens, as a family's tokenizer holds them), each a
@@ -16,7 +19,8 @@ or a vocabulary entry is that token; any other becomes an added token (not
 special) after the tokenizer's last id. Tokens with a successor must be
 distinct across the chains; there may be at most d_model of them.
 
-The layers add nothing (their output projections are zero), so the last
+The layers add nothing (every weight but the embedding, the head and the
+norms is zero: their outputs are), so the last
 position's hidden state is its token's embedding: token i of the chains
 embeds as the unit vector e_i, and the head maps e_i to its successor with
 a logit of 20 * sqrt(d_model) where every other logit is 0 (greedy, or
@@ -51,18 +55,12 @@ def byte_level(text):
     return "".join(table[b] for b in text.encode("utf-8"))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--spec", required=True)
-    ap.add_argument("--tokenizer", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--chains", required=True)
-    args = ap.parse_args()
-    with open(args.chains, encoding="utf-8") as f:
+def steer(spec, tokenizer, chains_file, out):
+    with open(chains_file, encoding="utf-8") as f:
         spec_file = json.load(f)
     chains, special = spec_file["chains"], spec_file.get("special", [])
 
-    with open(os.path.join(args.tokenizer, "tokenizer.json"),
+    with open(os.path.join(tokenizer, "tokenizer.json"),
               encoding="utf-8") as f:
         tok = json.load(f)
     vocab = tok["model"]["vocab"]
@@ -91,8 +89,10 @@ def main():
         ids = [token(chain[0], False)] + [token(t, True) for t in chain[1:]]
         steps += list(zip(ids, ids[1:]))
 
-    spec = archref.Spec(args.spec)
-    w = archref.random_weights(spec, 1)
+    # (Every weight but the embedding, the head and the norms is zero: the
+    # layers' outputs are.)
+    w = {name: torch.ones(shape) if len(shape) == 1 else torch.zeros(shape)
+         for name, shape in spec.param_shapes().items()}
     d = w["model.embed_tokens.weight"].shape[1]
     vocab_size = w["model.embed_tokens.weight"].shape[0]
     if len(steps) > d or last >= vocab_size:
@@ -100,29 +100,30 @@ def main():
                  f"{last} for a vocabulary of {vocab_size}")
     if len({t for t, _ in steps}) != len(steps):
         sys.exit("steer_model: a token with two successors")
-    embed = torch.zeros_like(w["model.embed_tokens.weight"])
-    head = torch.zeros_like(w["lm_head.weight"])
     scale = 20.0
     for i, (t, nxt) in enumerate(steps):
-        embed[t, i] = 1.0
-        head[nxt, i] = scale
-    w["model.embed_tokens.weight"] = embed
-    w["lm_head.weight"] = head
-    for name in w:
-        if name.endswith(("o_proj.weight", "down_proj.weight")):
-            w[name] = torch.zeros_like(w[name])
-        elif name.endswith("norm.weight"):
-            w[name] = torch.ones_like(w[name])
-    os.makedirs(args.out, exist_ok=True)
-    archref.write_checkpoint(args.out, spec, w)
-    with open(os.path.join(args.out, "tokenizer.json"), "w",
+        w["model.embed_tokens.weight"][t, i] = 1.0
+        w["lm_head.weight"][nxt, i] = scale
+    os.makedirs(out, exist_ok=True)
+    archref.write_checkpoint(out, spec, w)
+    with open(os.path.join(out, "tokenizer.json"), "w",
               encoding="utf-8") as f:
         json.dump(tok, f, ensure_ascii=False)
-    for name in ("tokenizer_config.json",):
-        src = os.path.join(args.tokenizer, name)
-        if os.path.exists(src):
-            shutil.copy(src, args.out)
-    print(f"steered: {len(steps)} steps")
+    src = os.path.join(tokenizer, "tokenizer_config.json")
+    if os.path.exists(src):
+        shutil.copy(src, out)
+    print(f"steered: {len(steps)} steps into {out}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--spec", required=True)
+    ap.add_argument("--model", nargs=3, action="append", required=True,
+                    metavar=("TOKENIZER", "CHAINS", "OUT"))
+    args = ap.parse_args()
+    spec = archref.Spec(args.spec)
+    for tokenizer, chains, out in args.model:
+        steer(spec, tokenizer, chains, out)
 
 
 if __name__ == "__main__":
