@@ -679,15 +679,7 @@ def tools(srv, args):
                                     "function"]["name"]})})
             turn = dict(body, messages=messages + answers, max_tokens=4,
                         temperature=0)
-            got = srv.post(chat, turn)
-            n = int(got["id"].rsplit("-", 1)[1])
-            prompt = None
-            for _ in range(100):
-                prompt = check_chat.parse_log(args.log).get(n, {}).get(
-                    "prompt")
-                if prompt is not None:
-                    break
-                time.sleep(0.1)
+            prompt = logged(args, srv.post(chat, turn), "prompt")
             try:
                 rendered = env.render(messages=turn["messages"], tools=TOOLS,
                                       add_generation_prompt=True, **specials)
@@ -757,16 +749,21 @@ def reference(args, script, *argv):
          *argv], env=env, check=True, capture_output=True, text=True).stdout)
 
 
-def reply_ids(srv, args, got):
-    """The token ids of a completion, from the server's --verbose-prompt
-    log."""
+def logged(args, got, key):
+    """A completion's `key` ("prompt", "reply": its token ids) in the
+    server's --verbose-prompt log, once the log holds it."""
     n = int(got["id"].rsplit("-", 1)[1])
     for _ in range(100):
-        reply = check_chat.parse_log(args.log).get(n, {}).get("reply")
-        if reply is not None:
-            return reply
+        value = check_chat.parse_log(args.log).get(n, {}).get(key)
+        if value is not None:
+            return value
         time.sleep(0.1)
-    fail(f"completion {n}: no reply in the log")
+    fail(f"completion {n}: no {key} in the log")
+
+
+def reply_ids(srv, args, got):
+    """The token ids of a completion."""
+    return logged(args, got, "reply")
 
 
 def logits(srv, args):

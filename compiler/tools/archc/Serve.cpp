@@ -306,10 +306,7 @@ public:
     // The tool-call format's marks and a thought's that the tokenizer
     // holds special (so, stop tokens), as Mistral's [TOOL_CALLS] and Llama
     // 3.1's <|python_tag|>: a reply goes on after them.
-    std::vector<std::string> texts = toolCallMarks(m.tools);
-    if (m.thoughts)
-      texts.insert(texts.end(), {"<think>", "</think>"});
-    for (const std::string &mark : texts) {
+    for (const std::string &mark : replyMarks(m.tools, m.thoughts)) {
       std::vector<int32_t> ids;
       std::string error;
       if (encode(mark, false, ids, error) && ids.size() == 1 &&

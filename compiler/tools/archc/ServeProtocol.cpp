@@ -595,6 +595,16 @@ const char *statusText(int status) {
   }
 }
 
+size_t partialMark(llvm::StringRef text, llvm::StringRef mark, size_t from) {
+  from = std::min(from, text.size());
+  size_t longest = std::min(mark.empty() ? 0 : mark.size() - 1,
+                            text.size() - from);
+  for (size_t n = longest; n > 0; --n)
+    if (text.take_back(n) == mark.take_front(n))
+      return text.size() - n;
+  return std::string::npos;
+}
+
 StopScanner::StopScanner(std::vector<std::string> stops)
     : stops(std::move(stops)) {
   for (const std::string &s : this->stops)
@@ -621,11 +631,7 @@ std::string StopScanner::take(bool end, size_t upTo) {
   if (!end && !stopped) {
     // Not the start of a stop string...
     for (const std::string &s : stops)
-      for (size_t n = std::min(s.size() - 1, all.size()); n > 0; --n)
-        if (all.compare(all.size() - n, n, s, 0, n) == 0) {
-          safe = std::min(safe, all.size() - n);
-          break;
-        }
+      safe = std::min(safe, partialMark(all, s));
     // ...nor a character's first bytes.
     safe = std::max(safe, released);
     for (size_t n = 1; n <= 3 && n <= safe - released; ++n) {

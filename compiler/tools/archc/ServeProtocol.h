@@ -11,6 +11,8 @@
 #ifndef ARCHC_TOOLS_SERVEPROTOCOL_H
 #define ARCHC_TOOLS_SERVEPROTOCOL_H
 
+#include "llvm/ADT/StringRef.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -115,6 +117,12 @@ size_t jsonValueEnd(const std::string &text, size_t k);
 /// text, as it was written (the last one where a key repeats, as llvm::json
 /// keeps it); "" where there is none.
 std::string rawMember(const std::string &text, const std::string &key);
+
+/// Where `text` ends in `mark`'s first bytes (a proper prefix of it, the
+/// longest, starting at or after `from`): a stream holds the text from
+/// there back, as it may yet be the mark. npos where it does not.
+size_t partialMark(llvm::StringRef text, llvm::StringRef mark,
+                   size_t from = 0);
 
 /// `text` with each byte sequence that is not UTF-8 replaced by U+FFFD,
 /// so that it can go into a JSON string.

@@ -17,7 +17,7 @@ namespace json = llvm::json;
 namespace {
 
 // The formats' marks (DeepSeek's are its tokenizer's added tokens: full-
-// width bars and U+2581 for the spaces).
+// width bars and U+2581 for the spaces), and a thought's.
 constexpr llvm::StringLiteral kHermesOpen = "<tool_call>";
 constexpr llvm::StringLiteral kHermesClose = "</tool_call>";
 constexpr llvm::StringLiteral kPythonTag = "<|python_tag|>";
@@ -33,11 +33,16 @@ constexpr llvm::StringLiteral kDeepSeekCallEnd =
     "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "end\xEF\xBD\x9C>";
 constexpr llvm::StringLiteral kDeepSeekSep =
     "<\xEF\xBD\x9Ctool\xE2\x96\x81" "sep\xEF\xBD\x9C>";
+constexpr llvm::StringLiteral kThink = "<think>";
+constexpr llvm::StringLiteral kThinkEnd = "</think>";
 
-bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+/// The space a reply's parts are trimmed of (JSON's).
+constexpr llvm::StringLiteral kSpace = " \t\r\n";
+
+bool isSpace(char c) { return kSpace.contains(c); }
 
 /// Where calls found at `at` begin: before the space that precedes them.
-size_t withSpaceBefore(const std::string &text, size_t at) {
+size_t withSpaceBefore(llvm::StringRef text, size_t at) {
   while (at > 0 && at != std::string::npos && isSpace(text[at - 1]))
     --at;
   return at;
@@ -148,7 +153,7 @@ bool argumentsText(const std::string &raw, const json::Value &value,
   std::optional<llvm::StringRef> s = value.getAsString();
   if (!s)
     return false;
-  std::string inner = s->trim(" \t\r\n").str();
+  std::string inner = s->trim(kSpace).str();
   Cursor c{inner};
   std::string object;
   if (!c.object(object) || !c.atEnd())
@@ -345,21 +350,14 @@ ToolReply deepSeek(const std::string &text) {
 
 /// The first place in `text` from `from` where one of `marks` starts, or
 /// where the text ends in one's first bytes, or in space; npos where none.
-size_t holdFrom(const std::string &text, size_t from,
+size_t holdFrom(llvm::StringRef t, size_t from,
                 std::initializer_list<llvm::StringRef> marks) {
   size_t hold = std::string::npos;
-  llvm::StringRef t(text);
-  for (llvm::StringRef mark : marks) {
-    hold = std::min(hold, t.find(mark, from));
-    for (size_t n = std::min(mark.size() - 1, t.size() - from); n > 0; --n)
-      if (t.take_back(n) == mark.take_front(n)) {
-        hold = std::min(hold, t.size() - n);
-        break;
-      }
-  }
+  for (llvm::StringRef mark : marks)
+    hold = std::min({hold, t.find(mark, from), partialMark(t, mark, from)});
   if (!t.empty() && isSpace(t.back()))
     hold = std::min(hold, t.size());
-  return std::max(withSpaceBefore(text, hold), std::min(from, hold));
+  return std::max(withSpaceBefore(t, hold), std::min(from, hold));
 }
 
 } // namespace
@@ -425,18 +423,13 @@ ToolReply parseToolCalls(ToolFormat f, const std::string &text) {
     break;
   }
   // (The content's ends without space.)
-  llvm::StringRef after = llvm::StringRef(out.after).rtrim(" \t\r\n");
+  llvm::StringRef after = llvm::StringRef(out.after).rtrim(kSpace);
   if (out.begin == 0)
-    after = after.ltrim(" \t\r\n");
+    after = after.ltrim(kSpace);
   out.after = after.str();
   return out;
 }
 
-namespace {
-constexpr llvm::StringLiteral kThink = "<think>";
-constexpr llvm::StringLiteral kThinkEnd = "</think>";
-constexpr llvm::StringLiteral kSpace = " \t\r\n";
-} // namespace
 
 Thought findThought(const std::string &text, bool open, bool whole) {
   llvm::StringRef t(text);
@@ -469,13 +462,7 @@ Thought findThought(const std::string &text, bool open, bool whole) {
     // Open: the end may be the close's first bytes, and the space before
     // them the thought's last.
     out.content = std::string::npos;
-    size_t hold = t.size();
-    for (size_t n = std::min(kThinkEnd.size() - 1, t.size() - from); n > 0;
-         --n)
-      if (t.take_back(n) == kThinkEnd.take_front(n)) {
-        hold = t.size() - n;
-        break;
-      }
+    size_t hold = std::min(t.size(), partialMark(t, kThinkEnd, from));
     out.hold = std::max(out.begin, t.take_front(hold).rtrim(kSpace).size());
     return out;
   }
@@ -524,9 +511,9 @@ ReplyParts::Delta ReplyParts::step(StopScanner &text) {
   size_t from = text.releasedBytes(), upTo = th.hold;
   if (tools != ToolFormat::None && th.content != std::string::npos) {
     // (Calls are looked for in the content only.)
-    size_t at = toolCallsBegin(
-        tools, th.content ? text.text().substr(th.content) : text.text(),
-        from > th.content ? from - th.content : 0);
+    size_t at = toolCallsBegin(tools,
+                               llvm::StringRef(text.text()).substr(th.content),
+                               from > th.content ? from - th.content : 0);
     if (at != std::string::npos)
       upTo = std::min(upTo, th.content + at);
   }
@@ -559,24 +546,31 @@ ReplyParts::Delta ReplyParts::finish(StopScanner &text, bool modelEnded,
   return d;
 }
 
-std::vector<std::string> toolCallMarks(ToolFormat f) {
+std::vector<std::string> replyMarks(ToolFormat f, bool thinks) {
+  std::vector<llvm::StringRef> marks;
   switch (f) {
   case ToolFormat::Hermes:
-    return {kHermesOpen.str(), kHermesClose.str()};
+    marks = {kHermesOpen, kHermesClose};
+    break;
   case ToolFormat::Llama3:
-    return {kPythonTag.str()};
+    marks = {kPythonTag};
+    break;
   case ToolFormat::Mistral:
-    return {kMistralCalls.str(), kMistralArgs.str(), "[CALL_ID]"};
+    marks = {kMistralCalls, kMistralArgs, "[CALL_ID]"};
+    break;
   case ToolFormat::DeepSeek:
-    return {kDeepSeekCalls.str(), kDeepSeekCallsEnd.str(), kDeepSeekCall.str(),
-            kDeepSeekCallEnd.str(), kDeepSeekSep.str()};
+    marks = {kDeepSeekCalls, kDeepSeekCallsEnd, kDeepSeekCall,
+             kDeepSeekCallEnd, kDeepSeekSep};
+    break;
   case ToolFormat::None:
     break;
   }
-  return {};
+  if (thinks)
+    marks.insert(marks.end(), {kThink, kThinkEnd});
+  return {marks.begin(), marks.end()};
 }
 
-size_t toolCallsBegin(ToolFormat f, const std::string &text, size_t from) {
+size_t toolCallsBegin(ToolFormat f, llvm::StringRef text, size_t from) {
   switch (f) {
   case ToolFormat::Hermes:
     return holdFrom(text, from, {kHermesOpen});
@@ -586,7 +580,7 @@ size_t toolCallsBegin(ToolFormat f, const std::string &text, size_t from) {
     return holdFrom(text, from, {kDeepSeekCalls, kDeepSeekCall});
   case ToolFormat::Llama3: {
     // A reply that is calls starts with them: held while it may.
-    llvm::StringRef t = llvm::StringRef(text).ltrim(" \t\r\n");
+    llvm::StringRef t = text.ltrim(kSpace);
     if (t.empty() || t.starts_with("{") || t.starts_with(kPythonTag) ||
         kPythonTag.starts_with(t))
       return 0;

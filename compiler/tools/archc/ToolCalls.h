@@ -17,6 +17,8 @@
 #ifndef ARCHC_TOOLS_TOOLCALLS_H
 #define ARCHC_TOOLS_TOOLCALLS_H
 
+#include "llvm/ADT/StringRef.h"
+
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -53,9 +55,10 @@ struct ToolReply {
 /// well-formed call: then it is content whole).
 ToolReply parseToolCalls(ToolFormat f, const std::string &text);
 
-/// The texts a format marks calls with: a tokenizer that holds them as
-/// special tokens must not take them for the end of a reply.
-std::vector<std::string> toolCallMarks(ToolFormat f);
+/// The texts a format marks calls with, and a thought's (`thinks`): a
+/// tokenizer that holds them as special tokens must not take them for the
+/// end of a reply.
+std::vector<std::string> replyMarks(ToolFormat f, bool thinks);
 
 /// Where calls may start in a reply so far (a format's mark, or its first
 /// bytes at the end, with the space before them; the space at the end): a
@@ -63,7 +66,7 @@ std::vector<std::string> toolCallMarks(ToolFormat f);
 /// none can start yet. Never past where parseToolCalls finds the calls
 /// begin in a reply this one starts; `from`: no call starts before it
 /// (what a stream has released), so that each token's look is short.
-size_t toolCallsBegin(ToolFormat f, const std::string &text, size_t from = 0);
+size_t toolCallsBegin(ToolFormat f, llvm::StringRef text, size_t from = 0);
 
 /// Where a reply's thought lies, in the reply so far.
 struct Thought {
