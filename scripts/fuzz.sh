@@ -17,8 +17,8 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 seconds="${1:?usage: scripts/fuzz.sh SECONDS [NAME ...]}"
 shift
-all=(spec hfconfig ggufconfig chattemplate serve safetensors index llama2c gguf
-     tokenizer abi)
+all=(spec hfconfig ggufconfig chattemplate serve grammar safetensors index
+     llama2c gguf tokenizer abi)
 names=("$@")
 [ "${#names[@]}" -gt 0 ] || names=("${all[@]}")
 build="${ARCHC_BUILD:-build}"
@@ -94,12 +94,12 @@ build_one() {
         "test/fuzz/fuzz_$name.cpp")
       # shellcheck disable=SC2086
       "$cxx" "${flags[@]}" $own_objs -o "$bin" ;;
-    serve)
-      # archc serve's readers and tool-call parsers: their JSON is LLVM's (libLLVM, uninstrumented).
+    serve|grammar)
+      # archc serve's readers, tool-call parsers and grammars: their JSON is LLVM's (libLLVM, uninstrumented).
       local own_objs
       own_objs=$(objects "$out/obj/$name" compiler/tools/archc/ServeProtocol.cpp \
         compiler/tools/archc/Tool.cpp compiler/tools/archc/ToolCalls.cpp \
-        "test/fuzz/fuzz_$name.cpp")
+        compiler/tools/archc/Grammar.cpp "test/fuzz/fuzz_$name.cpp")
       # shellcheck disable=SC2086
       "$cxx" "${flags[@]}" $own_objs -o "$bin" -L/usr/lib/llvm-19/lib \
         -lLLVM-19 -Wl,-rpath,/usr/lib/llvm-19/lib ;;

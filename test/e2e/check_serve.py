@@ -339,7 +339,7 @@ def protocol(srv, args):
     expect_error(srv, chat, dict(base, stop=[""]), 400,
                  "'stop' strings must be 1 to 256 bytes")
     expect_error(srv, chat, dict(base, response_format={
-        "type": "json_object"}), 400, "'response_format' other than")
+        "type": "yaml"}), 400, "'response_format' must be")
     expect_error(srv, chat, dict(base, messages=[
         {"role": "system", "content": "x"},
         {"role": "user", "content": "y"}]), 400,
@@ -945,6 +945,149 @@ def logits(srv, args):
                  "'logprobs' must be an integer in [0, 20]")
 
 
+REFERENCE_CONSTRAINED = """
+import itertools, json, re, sys, torch
+sys.path.insert(0, sys.argv[1])
+import archref
+spec = archref.Spec(sys.argv[2])
+w = archref.random_weights(spec, int(sys.argv[3]))
+prompts, n = json.loads(sys.argv[4]), int(sys.argv[5])
+language = [x.encode() for x in json.loads(sys.argv[6])]
+vocab = json.load(open(sys.argv[7]))["model"]["vocab"]
+# Each token's bytes within a text: the pieces of the Llama 2
+# tokenizer.json, byte tokens as their byte; ids 0-2 end a reply.
+piece = {}
+for text, i in vocab.items():
+    m = re.fullmatch(r"<0x([0-9A-F]{2})>", text)
+    piece[i] = bytes([int(m.group(1), 16)]) if m else \\
+        text.replace("\u2581", " ").encode()
+out = []
+with torch.no_grad():
+    for prompt in prompts:
+        ids, text = list(prompt), b""
+        for _ in range(n):
+            order = torch.argsort(archref.forward(spec, w, ids)[-1],
+                                  descending=True).tolist()
+            # The most likely token the language allows next.
+            nxt = next(t for t in order if (
+                text in language if t in (0, 1, 2) else
+                piece.get(t) and any(s.startswith(text + piece[t])
+                                     for s in language)))
+            if nxt in (0, 1, 2):
+                break
+            ids.append(nxt)
+            text += piece[nxt]
+        out.append(ids[len(prompt):])
+print(json.dumps(out))
+"""
+
+
+def grammar(srv, args):
+    """Replies constrained by a grammar: a finite language's greedy tokens
+    against the PyTorch reference's (its most likely token among those
+    whose text keeps the reply a prefix of a sentence, the language's
+    sentences listed in Python); JSON schema replies, sampled, that
+    json.loads reads and that keep to the schema (properties in its
+    order), whole and streamed alike; json_object; and the errors."""
+    import itertools
+    words = [("The", "A"), (" cat", " dog", " bird"), (" sat", " ran"),
+             ("", ".")]
+    language = ["".join(p) for p in itertools.product(*words)]
+    gbnf = ('root ::= ("The" | "A") " " animal " " ("sat" | "ran") "."?\n'
+            'animal ::= "cat" | "dog" | "bird"\n')
+    prompts = [[1, 450, 1642, 338], [1, 319, 29871], [1, 29871, 13]]
+    n = 12
+    want = reference(args, REFERENCE_CONSTRAINED, json.dumps(prompts),
+                     str(n), json.dumps(language),
+                     os.path.join(args.tokenizer, "tokenizer.json"))
+    for prompt, expected in zip(prompts, want):
+        got = srv.post("/v1/completions", {"prompt": prompt, "max_tokens": n,
+                                           "temperature": 0,
+                                           "grammar": gbnf})
+        ids = reply_ids(srv, args, got)
+        text = got["choices"][0]["text"]
+        if ids != expected or text not in language or \
+                got["choices"][0]["finish_reason"] != "stop":
+            fail(f"grammar, prompt {prompt}: {ids} {text!r}, the "
+                 f"reference's {expected}")
+    print(f"grammar: {len(prompts)} replies' greedy tokens as the "
+          f"reference's within the language of {len(language)} sentences")
+
+    chat = "/v1/chat/completions"
+    schema = {"type": "object", "additionalProperties": False,
+              "required": ["ok", "color", "n"],
+              "properties": {"ok": {"type": "boolean"},
+                             "color": {"enum": ["red", "green", "blue"]},
+                             "n": {"type": "integer"},
+                             "tags": {"type": "array", "maxItems": 2,
+                                      "items": {"enum": ["x", "y"]}}}}
+    keys = list(schema["properties"])
+    for seed in range(1, 6):
+        body = {"messages": [{"role": "user", "content": "Describe it."}],
+                "max_tokens": 80, "temperature": 1, "seed": seed,
+                "response_format": {"type": "json_schema", "json_schema": {
+                    "name": "thing", "strict": True, "schema": schema}}}
+        whole = srv.post(chat, body)["choices"][0]
+        content = whole["message"]["content"]
+        streamed = stream_text(srv.stream(chat, body), True)[0]
+        try:
+            value = json.loads(content)
+        except ValueError:
+            fail(f"seed {seed}: not JSON: {content!r}")
+        order = [k for k in keys if k in value]
+        if whole["finish_reason"] != "stop" or streamed != content or \
+                list(value) != order or \
+                not {"ok", "color", "n"} <= set(value) <= set(keys) or \
+                not isinstance(value["ok"], bool) or \
+                value["color"] not in ("red", "green", "blue") or \
+                type(value["n"]) is not int or \
+                not all(t in ("x", "y") for t in value.get("tags", [])) or \
+                len(value.get("tags", [])) > 2:
+            fail(f"seed {seed}: {content!r} (streamed {streamed!r}), "
+                 f"finish {whole['finish_reason']}")
+    print("json_schema: 5 sampled replies of the schema, properties in its "
+          "order, whole and streamed alike")
+    got = srv.post(chat, {"messages": [{"role": "user", "content": "Hi"}],
+                          "max_tokens": 40, "temperature": 0,
+                          "response_format": {"type": "json_object"}})
+    value = json.loads(got["choices"][0]["message"]["content"])
+    if not isinstance(value, dict):
+        fail(f"json_object: {value!r}")
+    got = srv.post("/v1/completions", {"prompt": "x", "max_tokens": 30,
+                                       "temperature": 0.8, "seed": 3,
+                                       "json_schema": {"type": "integer"}})
+    int(got["choices"][0]["text"])
+    print("json_object: a JSON object; json_schema (llama-server's): an "
+          "integer")
+
+    for body, needle in [
+            ({"grammar": 'root ::= "a" b'},
+             "'grammar' at line 1, column 14: rule 'b' is not defined"),
+            ({"grammar": 5}, "'grammar' must be a GBNF grammar's text"),
+            ({"grammar": 'root ::= "a"', "json_schema": {}},
+             "'json_schema' and 'grammar' both constrain the reply"),
+            ({"response_format": {"type": "json_schema", "json_schema": {
+                "schema": {"type": "integer", "maximum": 3}}}},
+             "'response_format' at the schema's root: 'maximum' is not "
+             "supported"),
+            ({"response_format": {"type": "json_schema"}},
+             "'response_format' json_schema must be an object with a "
+             "'schema'"),
+            ({"response_format": {"type": "xml"}},
+             "'response_format' must be {\"type\": \"text\"}"),
+            ({"json_schema": {"$ref": "#/x"}},
+             "'json_schema' at the schema's root: '$ref' #/x points at "
+             "nothing")]:
+        expect_error(srv, "/v1/completions", dict(body, prompt="x"), 400,
+                     needle)
+    # A grammar no token of the vocabulary can go on in (0x00's byte token
+    # has no text): the generation's error.
+    expect_error(srv, "/v1/completions",
+                 {"prompt": "x", "grammar": 'root ::= "\\x00"'}, 500,
+                 "the grammar allows no token of the vocabulary after the "
+                 "reply's 0 bytes")
+
+
 def nochat(srv, args):
     expect_error(srv, "/v1/chat/completions",
                  {"messages": [{"role": "user", "content": "x"}]}, 400,
@@ -962,7 +1105,7 @@ def main():
     cut = argv.index("--")
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["conversation", "protocol", "nochat",
-                                     "eos", "tools", "logits"])
+                                     "eos", "tools", "logits", "grammar"])
     ap.add_argument("--spec")
     ap.add_argument("--seed", type=int)
     ap.add_argument("--format")
@@ -981,7 +1124,7 @@ def main():
         srv.healthy()
         {"conversation": conversation, "protocol": protocol,
          "nochat": nochat, "eos": eos, "tools": tools,
-         "logits": logits}[args.mode](srv, args)
+         "logits": logits, "grammar": grammar}[args.mode](srv, args)
         # A request being read when SIGTERM comes is answered 503 (the
         # interim response says the server is reading it).
         pending = socket.create_connection(("127.0.0.1", srv.port),

@@ -185,6 +185,30 @@ def serve_seeds():
         b"\x01\n\x01Obs\x01ervation:\x01 more")
 
 
+def grammar_seeds():
+    """Grammars, vocabularies and texts (fuzz_grammar.cpp: grammar, then
+    after 0x00 tokens split at 0x01, then after 0x00 a text); JSON
+    schemas after an 'S'."""
+    vocab = b"\x01".join([b"{", b"}", b'"', b"a", b"ab", b" ", b"\n", b"1",
+                          b"12", b"true", b"\xc3", b"\xa9", b"\xc3\xa9",
+                          b"[", b"]", b",", b":", b"yes", b"no", b"-"])
+    put("grammar", "choice", b'root ::= ("yes" | "no") "!"? # a comment\n'
+        b"\x00" + vocab + b"\x00yes")
+    put("grammar", "classes", b"root ::= [a-z\\x41-\\x5A]{1,3} ws\n"
+        b'ws ::= [ \\t\\n]* ( "\\u00e9" | [^"] )+ .\n'
+        b"\x00" + vocab + b"\x00ab \xc3\xa9x")
+    put("grammar", "nested", b'root ::= "[" ( item ( "," item )* )? "]"\n'
+        b'item ::= [0-9]+ | root\n\x00' + vocab + b"\x00[1,[12],[]]")
+    put("grammar", "schema", b'S{"type": "object", "properties": {"a": '
+        b'{"type": "string", "maxLength": 3}, "b": {"type": "array", '
+        b'"items": {"enum": [1, "x", null]}, "minItems": 1, "maxItems": 2},'
+        b' "c": {"$ref": "#/$defs/c"}}, "required": ["b"], "$defs": {"c":'
+        b' {"anyOf": [{"type": ["integer", "null"]}, {"const": true}]}},'
+        b' "additionalProperties": {"type": "boolean"}}\x00' + vocab +
+        b'\x00{"b": [1], "a": "ab"}')
+    put("grammar", "json-object", b"S{}\x00" + vocab + b'\x00{"a": 12}')
+
+
 def put(harness, name, data):
     d = os.path.join(here, "corpus", harness)
     os.makedirs(d, exist_ok=True)
@@ -259,6 +283,7 @@ def main():
     gguf_config_seeds()
     chat_template_seeds()
     serve_seeds()
+    grammar_seeds()
 
     put("abi", "prefill-sample", bytes([0x00, 0x02, 7, 0x03, 16, 0x05, 4, 1, 2, 3, 4,
                                         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, 50,

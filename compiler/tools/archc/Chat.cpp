@@ -350,8 +350,10 @@ bool HeldSequence::generate(
   for (int i = 0; i < maxTokens; ++i) {
     int32_t next;
     const float *logits = lib.archrt_logits(seq);
-    if (shape)
-      logits = shape(logits);
+    if (shape && !(logits = shape(logits))) {
+      end = End::Stop;
+      return true;
+    }
     if (lib.archrt_sample(sampler, logits, &next) != ARCHRT_OK) {
       error = lib.archrt_last_error();
       return false;

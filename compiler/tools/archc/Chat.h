@@ -105,7 +105,8 @@ struct HeldSequence {
   /// as any other, as vLLM's ignore_eos: benchmarks. `goOn`: tokens that
   /// do not end it though the tokenizer holds them special, a tool-call
   /// format's marks. `shape`: the logits each token is sampled from, made
-  /// from the model's: penalties, biases.)
+  /// from the model's: penalties, biases, a grammar's mask; null ends the
+  /// generation as a stop token would.)
   bool generate(
       archrt_tokenizer *tok, archrt_sampler *sampler, int maxTokens,
       llvm::function_ref<bool(const char *, int32_t)> piece,

@@ -2,6 +2,7 @@
 #include "Serve.h"
 
 #include "Chat.h"
+#include "Grammar.h"
 #include "ModelLib.h"
 #include "ServeProtocol.h"
 #include "Tool.h"
@@ -19,10 +20,12 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <optional>
 #include <poll.h>
 #include <random>
 #include <sys/socket.h>
@@ -379,6 +382,30 @@ private:
   int64_t completions = 0; ///< (modelLock's)
   std::mt19937_64 callIds{std::random_device()()}; ///< (modelLock's)
   std::vector<int32_t> marks; ///< special tokens that do not stop a reply
+  /// The vocabulary's texts as a grammar matches them, and its tokens that
+  /// end a reply (stop tokens but the marks): made at the first request
+  /// with a grammar (modelLock's).
+  std::vector<std::string> texts;
+  std::vector<uint8_t> ending;
+  std::unique_ptr<TokenTrie> trie;
+
+  void makeTrie() {
+    if (trie)
+      return;
+    int32_t n = m.info.vocab_size;
+    texts.assign(size_t(n), "");
+    ending.assign(size_t(n), 0);
+    for (int32_t id = 0; id < n; ++id) {
+      if (m.lib.archrt_tokenizer_is_stop(m.tok, id) &&
+          std::find(marks.begin(), marks.end(), id) == marks.end())
+        ending[size_t(id)] = 1;
+      else
+        // (After itself: a token's text within a reply, not at a text's
+        // start, where a tokenizer may drop its leading space.)
+        texts[size_t(id)] = m.lib.archrt_tokenizer_decode(m.tok, id, id);
+    }
+    trie = std::make_unique<TokenTrie>(texts);
+  }
 
   /// `token`'s log-probability at the sequence's last logits (those it was
   /// sampled from), and its `k` most likely alternatives' (decoded after
@@ -695,7 +722,16 @@ private:
     bool shaped = r.presencePenalty != 0 || r.frequencyPenalty != 0 ||
                   r.repetitionPenalty != 1 || !r.logitBias.empty() ||
                   (sampling && r.topK > 0 && r.topK < vocab) ||
-                  (sampling && r.minP > 0);
+                  (sampling && r.minP > 0) || r.grammar;
+    // A grammar's matcher: the tokens it does not allow next go to -inf
+    // before any other shaping (docs/design.md "Constrained replies").
+    std::optional<GrammarMatcher> grammar;
+    std::vector<uint8_t> allowed;
+    std::string grammarError;
+    if (r.grammar) {
+      makeTrie();
+      grammar.emplace(r.grammar);
+    }
     std::vector<float> shapedLogits, order;
     std::vector<int32_t> counts, seenList, replyList;
     std::vector<uint8_t> seen;
@@ -720,6 +756,27 @@ private:
           return logits;
       shapedLogits.assign(logits, logits + vocab);
       float *l = shapedLogits.data();
+      if (grammar) {
+        if (!grammar->mask(*trie, allowed, grammarError))
+          return nullptr;
+        bool end = grammar->complete(), any = false;
+        for (int32_t i = 0; i < vocab; ++i) {
+          if (allowed[size_t(i)] || (end && ending[size_t(i)]))
+            any = true;
+          else
+            l[i] = -INFINITY;
+        }
+        if (!any) {
+          // (A whole sentence the vocabulary cannot say it ended: the
+          // reply ends here, as at a stop token. Else a grammar the
+          // vocabulary cannot go on in.)
+          if (!end)
+            grammarError = "the grammar allows no token of the vocabulary "
+                           "after the reply's " +
+                           std::to_string(text.text().size()) + " bytes";
+          return nullptr;
+        }
+      }
       for (auto &[t, bias] : r.logitBias)
         l[t] += float(bias);
       float rp = float(r.repetitionPenalty);
@@ -769,6 +826,12 @@ private:
               chars += (ch & 0xC0) != 0x80;
           }
           prev = id;
+          if (grammar && !ending[size_t(id)] &&
+              !grammar->accept(texts[size_t(id)])) {
+            grammarError = "the grammar did not take token " +
+                           std::to_string(id) + ", which its mask allowed";
+            return false;
+          }
           if (shaped)
             note(id, true);
           if (text.add(own.c_str()))
@@ -781,6 +844,10 @@ private:
         shaped ? llvm::function_ref<const float *(const float *)>(shapeLogits)
                : nullptr);
     double decodeS = since(t0);
+    if (!grammarError.empty()) {
+      ok = false;
+      error = grammarError;
+    }
     if (!ok) {
       // (The runtime failed mid-generation: said in the stream, or as the
       // response.)

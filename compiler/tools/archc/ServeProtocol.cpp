@@ -1,6 +1,7 @@
 //===- ServeProtocol.cpp - archc serve's requests, read and answered -------===//
 #include "ServeProtocol.h"
 
+#include "Grammar.h"
 #include "Tool.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -56,11 +57,12 @@ size_t jsonValueEnd(const std::string &text, size_t k) {
   return std::min(k, text.size());
 }
 
-std::string rawMember(const std::string &text, const std::string &key) {
-  std::string found;
+std::vector<std::pair<std::string, std::string>>
+rawMembers(const std::string &text) {
+  std::vector<std::pair<std::string, std::string>> members;
   size_t k = text.find('{');
   if (k == std::string::npos)
-    return found;
+    return members;
   auto skipSpace = [&] {
     while (k < text.size() && llvm::StringRef(" \t\r\n").contains(text[k]))
       ++k;
@@ -68,7 +70,7 @@ std::string rawMember(const std::string &text, const std::string &key) {
   for (++k;;) {
     skipSpace();
     if (k >= text.size() || text[k] != '"')
-      return found;
+      return members;
     size_t end = jsonValueEnd(text, k);
     std::string name = text.substr(k + 1, end - k - 2);
     if (name.find('\\') != std::string::npos) {
@@ -81,14 +83,44 @@ std::string rawMember(const std::string &text, const std::string &key) {
     ++k; // ':'
     skipSpace();
     end = jsonValueEnd(text, k);
-    if (name == key)
-      found = text.substr(k, end - k);
+    members.emplace_back(std::move(name), text.substr(k, end - k));
     k = end;
     skipSpace();
     if (k >= text.size() || text[k] != ',')
-      return found;
+      return members;
     ++k;
   }
+}
+
+std::vector<std::string> rawElements(const std::string &text) {
+  std::vector<std::string> elements;
+  size_t k = text.find('[');
+  if (k == std::string::npos)
+    return elements;
+  auto skipSpace = [&] {
+    while (k < text.size() && llvm::StringRef(" \t\r\n").contains(text[k]))
+      ++k;
+  };
+  for (++k;;) {
+    skipSpace();
+    if (k >= text.size() || text[k] == ']')
+      return elements;
+    size_t end = jsonValueEnd(text, k);
+    elements.push_back(text.substr(k, end - k));
+    k = end;
+    skipSpace();
+    if (k >= text.size() || text[k] != ',')
+      return elements;
+    ++k;
+  }
+}
+
+std::string rawMember(const std::string &text, const std::string &key) {
+  std::string found;
+  for (auto &[name, value] : rawMembers(text))
+    if (name == key)
+      found = std::move(value);
+  return found;
 }
 
 bool jsonWithinBounds(const std::string &body, std::string &error) {
@@ -490,12 +522,67 @@ int parseRequest(const std::string &body, bool chat, Request &out,
   // What archc does not do is refused, not ignored.
   if (!f.unsupported("n", {1}))
     return 400;
+  // The reply's grammar: llama-server's `grammar` (GBNF) and `json_schema`,
+  // or OpenAI's response_format (json_object, json_schema); one of them.
+  std::string gbnf, from;
+  auto constrain = [&](const char *key, std::string text) {
+    if (!from.empty())
+      return f.bad(key, "and '" + from + "' both constrain the reply: give "
+                                         "one"),
+             false;
+    from = key;
+    gbnf = std::move(text);
+    return true;
+  };
+  auto schema = [&](const char *key, const std::string &raw) {
+    std::string text;
+    if (!schemaGrammar(raw, text, error))
+      return f.bad(key, error), false;
+    return constrain(key, std::move(text));
+  };
+  if (const json::Value *g = f.get("grammar")) {
+    if (!g->getAsString())
+      return f.bad("grammar", "must be a GBNF grammar's text"), 400;
+    if (!g->getAsString()->empty() &&
+        !constrain("grammar", g->getAsString()->str()))
+      return 400;
+  }
+  if (f.get("json_schema") &&
+      !schema("json_schema", rawMember(body, "json_schema")))
+    return 400;
   if (const json::Value *rf = f.get("response_format")) {
     const json::Object *r = rf->getAsObject();
-    if (!r || r->getString("type") != std::optional<llvm::StringRef>("text"))
+    std::optional<llvm::StringRef> type = r ? r->getString("type") : std::nullopt;
+    std::string raw = rawMember(body, "response_format");
+    if (type == std::optional<llvm::StringRef>("json_object")) {
+      // (llama-server's json_object may carry a schema.)
+      if (r->get("schema") ? !schema("response_format", rawMember(raw, "schema"))
+                           : !constrain("response_format", jsonObjectGrammar()))
+        return 400;
+    } else if (type == std::optional<llvm::StringRef>("json_schema")) {
+      const json::Object *js = r->getObject("json_schema");
+      if (!js || !js->get("schema"))
+        return f.bad("response_format",
+                     "json_schema must be an object with a 'schema'"),
+               400;
+      if (!schema("response_format",
+                  rawMember(rawMember(raw, "json_schema"), "schema")))
+        return 400;
+    } else if (type != std::optional<llvm::StringRef>("text")) {
       return f.bad("response_format",
-                   "other than {\"type\": \"text\"} is not supported by "
-                   "archc serve"),
+                   "must be {\"type\": \"text\"}, {\"type\": "
+                   "\"json_object\"} or {\"type\": \"json_schema\", "
+                   "\"json_schema\": {\"schema\": ...}}"),
+             400;
+    }
+  }
+  if (!from.empty()) {
+    out.grammar = Grammar::parse(gbnf, error);
+    if (!out.grammar)
+      return f.bad(from, from == "grammar"
+                             ? "at " + error
+                             : "makes a grammar that does not parse (" +
+                                   error + ")"),
              400;
   }
   if (const json::Value *tc = f.get("tool_choice")) {

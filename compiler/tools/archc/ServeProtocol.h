@@ -15,11 +15,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace arch::serve {
+
+class Grammar;
 
 /// A request's head (the request line and the headers) is read to at most
 /// this many bytes; its body to at most kMaxBodyBytes.
@@ -89,12 +92,16 @@ struct Request {
   /// Chat: `tools` given and tool_choice not "none" (the reply's calls are
   /// parsed); parallel_tool_calls false keeps the first call only.
   bool toolCalls = false, parallelToolCalls = true;
+  /// The grammar the reply must keep to (`grammar`, `json_schema`, or
+  /// response_format json_object or json_schema); null: none.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 /// Reads a completion request's JSON body. 0, or 400 with `error` naming
 /// the field and what it should be. Parameters archc does not implement
-/// (n > 1, logprobs, penalties, response formats other than text, ...)
-/// are refused by name rather than ignored.
+/// (n > 1, tool_choice required, a schema's keywords the grammar cannot
+/// hold, ...) are refused by name rather than ignored. A grammar, a JSON
+/// schema or a response_format is parsed here, into `out.grammar`.
 int parseRequest(const std::string &body, bool chat, Request &out,
                  std::string &error);
 
@@ -117,6 +124,12 @@ size_t jsonValueEnd(const std::string &text, size_t k);
 /// text, as it was written (the last one where a key repeats, as llvm::json
 /// keeps it); "" where there is none.
 std::string rawMember(const std::string &text, const std::string &key);
+/// The members of a JSON object's valid text (the first object in it), in
+/// the order written: each key decoded, each value's text as written.
+std::vector<std::pair<std::string, std::string>>
+rawMembers(const std::string &text);
+/// The elements of a JSON array's valid text, each as written.
+std::vector<std::string> rawElements(const std::string &text);
 
 /// Where `text` ends in `mark`'s first bytes (a proper prefix of it, the
 /// longest, starting at or after `from`): a stream holds the text from

@@ -23,6 +23,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Chat.h"
+#include "Grammar.h"
+#include "ServeProtocol.h"
 #include "Serve.h"
 #include "compiler/chat/ChatTemplate.h"
 #include "ModelLib.h"
@@ -50,6 +52,8 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -1775,6 +1779,62 @@ int cmdImportHF(int argc, char **argv) {
   return 0;
 }
 
+/// archc grammar: a GBNF grammar checked (or a JSON schema's grammar
+/// printed), and texts matched against it: what archc serve's `grammar`,
+/// `json_schema` and response_format constrain a reply to.
+int cmdGrammar(int argc, char **argv) {
+  using namespace arch::serve;
+  cl::SubCommand sub("grammar", "check a GBNF grammar or a JSON schema's");
+  cl::opt<std::string> input(cl::Positional, cl::Required,
+                             cl::desc("<grammar.gbnf | schema.json | ->"),
+                             cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> schema("json-schema",
+                       cl::desc("the file is a JSON schema: print its "
+                                "grammar"),
+                       cl::cat(archcCat), cl::sub(sub));
+  cl::list<std::string> match("match",
+                              cl::desc("a text to match: prints 'whole', "
+                                       "'prefix' or 'no' (after how many "
+                                       "bytes)"),
+                              cl::cat(archcCat), cl::sub(sub));
+  cl::HideUnrelatedOptions(archcCat, sub);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "archc grammar: a GBNF grammar checked, or a "
+                              "JSON schema as one\n");
+  auto file = llvm::MemoryBuffer::getFileOrSTDIN(input);
+  if (!file)
+    return fail(input + ": " + file.getError().message());
+  std::string text = (*file)->getBuffer().str(), error;
+  if (schema) {
+    std::string gbnf;
+    if (!jsonWithinBounds(text, error))
+      return fail(input + ": " + error);
+    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+    if (!parsed)
+      return fail(input + ": not JSON: " + llvm::toString(parsed.takeError()));
+    if (!schemaGrammar(text, gbnf, error))
+      return fail(input + ": " + error);
+    text = gbnf;
+    llvm::outs() << text;
+  }
+  std::shared_ptr<const Grammar> g = Grammar::parse(text, error);
+  if (!g)
+    return fail(input + (schema ? " (its grammar)" : "") + ": " + error);
+  for (const std::string &m : match) {
+    GrammarMatcher matcher(g);
+    size_t n = 0;
+    while (n < m.size() && matcher.accept(llvm::StringRef(m).substr(n, 1)))
+      ++n;
+    llvm::outs() << jsonString(m) << ": "
+                 << (n < m.size() ? "no (after " + std::to_string(n) +
+                                        " bytes)"
+                     : matcher.complete() ? std::string("whole")
+                                          : std::string("prefix"))
+                 << "\n";
+  }
+  return 0;
+}
+
 int usage(int rc) {
   (rc ? llvm::errs() : llvm::outs())
       << "usage: archc <command> [options]\n\n"
@@ -1797,7 +1857,10 @@ int usage(int rc) {
          "  chat-template MODEL\n"
          "                  a conversation (JSON messages) rendered in the "
          "model's chat\n"
-         "                  template, as Hugging Face's apply_chat_template\n\n"
+         "                  template, as Hugging Face's apply_chat_template\n"
+         "  grammar FILE    a GBNF grammar checked (--json-schema: a JSON "
+         "schema's printed),\n"
+         "                  texts matched against it (--match)\n\n"
          "'archc <command> --help' lists the options of a command.\n";
   return rc;
 }
@@ -1825,6 +1888,8 @@ int main(int argc, char **argv) {
     return cmdChatTemplate(argc, argv, archcCat);
   if (cmd == "serve")
     return cmdServe(argc, argv);
+  if (cmd == "grammar")
+    return cmdGrammar(argc, argv);
   if (cmd == "compile") {
     // compile takes MLIR's top-level pass-manager options: parse it as a
     // program of its own named "archc compile".

@@ -1,0 +1,1267 @@
+//===- Grammar.cpp - Grammars that constrain a reply's tokens -------------===//
+//
+// The GBNF parser, the matcher that walks a grammar's parses a byte at a
+// time, the token mask over the vocabulary's trie, and JSON schemas as
+// GBNF (docs/design.md "Constrained replies").
+//
+//===----------------------------------------------------------------------===//
+#include "Grammar.h"
+#include "ServeProtocol.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+using namespace arch::serve;
+namespace json = llvm::json;
+
+//===----------------------------------------------------------------------===//
+// Parsing GBNF
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The largest count a repetition `{m,n}` may give.
+constexpr uint64_t kMaxRepeat = 10000;
+constexpr uint32_t kMaxCodePoint = 0x10FFFF;
+
+/// A rule name's characters.
+bool isNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+using Sequence = std::vector<Grammar::Element>;
+using Alternatives = std::vector<Sequence>;
+
+/// A GBNF text read into rules (alternatives of element sequences), whose
+/// ranges go straight into the grammar's.
+class Parser {
+public:
+  Parser(llvm::StringRef text, Grammar &g, std::string &error)
+      : text(text), g(g), error(error) {}
+
+  bool parse();
+
+private:
+  bool fail(size_t at, const std::string &what) {
+    if (!error.empty())
+      return false;
+    size_t line = 1, column = 1;
+    for (size_t k = 0; k < at && k < text.size(); ++k)
+      text[k] == '\n' ? (++line, column = 1) : ++column;
+    error = "line " + std::to_string(line) + ", column " +
+            std::to_string(column) + ": " + what;
+    return false;
+  }
+  char peek(size_t ahead = 0) const {
+    return pos + ahead < text.size() ? text[pos + ahead] : '\0';
+  }
+  bool atEnd() const { return pos >= text.size(); }
+  /// Spaces, tabs and comments; newlines too where `newlines`.
+  void skipSpace(bool newlines) {
+    while (!atEnd()) {
+      char c = peek();
+      if (c == ' ' || c == '\t' || c == '\r' || (newlines && c == '\n')) {
+        ++pos;
+      } else if (c == '#') {
+        while (!atEnd() && peek() != '\n')
+          ++pos;
+      } else {
+        return;
+      }
+    }
+  }
+  uint32_t rule(const std::string &name, size_t at) {
+    auto [it, added] = ids.try_emplace(name, uint32_t(bodies.size()));
+    if (added) {
+      bodies.emplace_back();
+      defined.push_back(false);
+      firstUse.push_back(at);
+      definedAt.push_back(at);
+      g.names.push_back(name);
+    }
+    return it->second;
+  }
+  /// A new rule for a group or a repetition inside rule `parent`.
+  uint32_t anonymous(uint32_t parent) {
+    std::string base = g.names[parent];
+    std::string name;
+    do
+      name = base + "-" + std::to_string(++anonymousCount);
+    while (ids.count(name));
+    uint32_t id = rule(name, pos);
+    defined[id] = true;
+    definedAt[id] = pos;
+    return id;
+  }
+  bool grow(size_t n) {
+    total += n;
+    return total <= Grammar::kMaxElements ||
+           fail(pos, "the grammar is larger than " +
+                         std::to_string(Grammar::kMaxElements) +
+                         " elements once its repetitions are expanded");
+  }
+  /// One code point of a literal or a class at pos (escapes decoded).
+  bool codePoint(uint32_t &c);
+  bool literal(Sequence &out);
+  bool charClass(Sequence &out);
+  bool alternatives(uint32_t owner, bool nested, Alternatives &out);
+  bool sequence(uint32_t owner, bool nested, Sequence &out);
+  /// `out`'s elements from `from` on (the last symbol) repeated from `min`
+  /// to `max` (kMaxRepeat + 1: no bound) times.
+  bool repeat(uint32_t owner, Sequence &out, size_t from, uint64_t min,
+              uint64_t max);
+  bool checkLeftRecursion();
+
+  llvm::StringRef text;
+  Grammar &g;
+  std::string &error;
+  size_t pos = 0, total = 0;
+  unsigned anonymousCount = 0;
+  llvm::StringMap<uint32_t> ids;
+  std::vector<Alternatives> bodies;
+  std::vector<bool> defined;
+  std::vector<size_t> firstUse, definedAt;
+};
+
+bool Parser::codePoint(uint32_t &c) {
+  unsigned char b = uint8_t(peek());
+  if (b == '\\') {
+    char e = peek(1);
+    pos += 2;
+    switch (e) {
+    case 'n': c = '\n'; return true;
+    case 'r': c = '\r'; return true;
+    case 't': c = '\t'; return true;
+    case '\\': case '"': case '[': case ']': case '-': case '/': case '^':
+      c = uint8_t(e);
+      return true;
+    case 'x': case 'u': case 'U': {
+      int digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+      c = 0;
+      for (int i = 0; i < digits; ++i, ++pos) {
+        char h = peek();
+        int v = h >= '0' && h <= '9'   ? h - '0'
+                : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                       : -1;
+        if (v < 0)
+          return fail(pos, "\\" + std::string(1, e) + " needs " +
+                               std::to_string(digits) + " hex digits");
+        c = c << 4 | uint32_t(v);
+      }
+      if (c > kMaxCodePoint)
+        return fail(pos, "a code point past U+10FFFF");
+      return true;
+    }
+    default:
+      return fail(pos - 2, "unknown escape '\\" + std::string(1, e) + "'");
+    }
+  }
+  // (UTF-8, as the text is.)
+  size_t n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3
+                                          : (b >> 3) == 30 ? 4 : 0;
+  if (!n || pos + n > text.size())
+    return fail(pos, "the text is not UTF-8");
+  c = n == 1 ? b : b & (0xFF >> (n + 1));
+  for (size_t j = 1; j < n; ++j) {
+    unsigned char d = uint8_t(text[pos + j]);
+    if ((d & 0xC0) != 0x80)
+      return fail(pos, "the text is not UTF-8");
+    c = c << 6 | (d & 0x3F);
+  }
+  pos += n;
+  return true;
+}
+
+bool Parser::literal(Sequence &out) {
+  size_t start = pos++;
+  while (peek() != '"') {
+    if (atEnd() || peek() == '\n')
+      return fail(start, "a string literal that does not close");
+    uint32_t c;
+    if (!codePoint(c) || !grow(1))
+      return false;
+    Grammar::Element e;
+    e.kind = Grammar::Kind::Chars;
+    e.a = uint32_t(g.ranges.size());
+    g.ranges.emplace_back(c, c);
+    e.b = e.a + 1;
+    out.push_back(e);
+  }
+  ++pos;
+  return true;
+}
+
+bool Parser::charClass(Sequence &out) {
+  size_t start = pos++;
+  Grammar::Element e;
+  e.kind = Grammar::Kind::Chars;
+  if (peek() == '^') {
+    e.negated = true;
+    ++pos;
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> set;
+  while (peek() != ']') {
+    if (atEnd() || peek() == '\n')
+      return fail(start, "a character class that does not close");
+    uint32_t lo, hi;
+    if (!codePoint(lo))
+      return false;
+    hi = lo;
+    if (peek() == '-' && peek(1) != ']' && peek(1) != '\0' &&
+        peek(1) != '\n') {
+      ++pos;
+      size_t at = pos;
+      if (!codePoint(hi))
+        return false;
+      if (hi < lo)
+        return fail(at, "a range whose end comes before its start");
+    }
+    set.emplace_back(lo, hi);
+  }
+  ++pos;
+  std::sort(set.begin(), set.end());
+  e.a = uint32_t(g.ranges.size());
+  for (auto r : set) {
+    if (g.ranges.size() > e.a && r.first <= g.ranges.back().second + 1)
+      g.ranges.back().second = std::max(g.ranges.back().second, r.second);
+    else
+      g.ranges.push_back(r);
+  }
+  e.b = uint32_t(g.ranges.size());
+  out.push_back(e);
+  return grow(1);
+}
+
+bool Parser::repeat(uint32_t owner, Sequence &out, size_t from, uint64_t min,
+                    uint64_t max) {
+  Sequence symbol(out.begin() + long(from), out.end());
+  out.resize(from);
+  bool unbounded = max > kMaxRepeat;
+  if (!grow(symbol.size() * (min + (unbounded ? 1 : max - min)) + 2 * max))
+    return false;
+  for (uint64_t i = 0; i < min; ++i)
+    out.insert(out.end(), symbol.begin(), symbol.end());
+  Grammar::Element ref;
+  ref.kind = Grammar::Kind::Ref;
+  if (unbounded) {
+    // x* => R ::= x R | ""
+    uint32_t r = anonymous(owner);
+    Sequence more = symbol;
+    ref.a = r;
+    more.push_back(ref);
+    bodies[r] = {more, {}};
+    out.push_back(ref);
+    return true;
+  }
+  // x{0,k} => R_k ::= x R_{k-1} | "", R_1 ::= x | ""
+  int64_t below = -1;
+  for (uint64_t i = min; i < max; ++i) {
+    uint32_t r = anonymous(owner);
+    Sequence more = symbol;
+    if (below >= 0) {
+      ref.a = uint32_t(below);
+      more.push_back(ref);
+    }
+    bodies[r] = {more, {}};
+    below = r;
+  }
+  if (below >= 0) {
+    ref.a = uint32_t(below);
+    out.push_back(ref);
+  }
+  return true;
+}
+
+bool Parser::sequence(uint32_t owner, bool nested, Sequence &out) {
+  size_t last = SIZE_MAX; // where the last symbol starts in `out`
+  for (;;) {
+    skipSpace(nested);
+    char c = peek();
+    size_t start = out.size();
+    if (c == '"') {
+      if (!literal(out))
+        return false;
+      last = start;
+    } else if (c == '[') {
+      if (!charClass(out))
+        return false;
+      last = start;
+    } else if (c == '.') {
+      ++pos;
+      Grammar::Element any;
+      any.kind = Grammar::Kind::Chars;
+      any.negated = true;
+      any.a = any.b = uint32_t(g.ranges.size());
+      out.push_back(any);
+      last = start;
+      if (!grow(1))
+        return false;
+    } else if (isNameChar(c)) {
+      size_t at = pos;
+      while (isNameChar(peek()))
+        ++pos;
+      std::string name = text.substr(at, pos - at).str();
+      size_t after = pos;
+      skipSpace(false);
+      if (text.substr(pos).starts_with("::="))
+        return fail(at, "rule '" + name +
+                            "' starts inside another rule's definition "
+                            "(a rule starts on a line of its own)");
+      pos = after;
+      Grammar::Element ref;
+      ref.kind = Grammar::Kind::Ref;
+      ref.a = rule(name, at);
+      out.push_back(ref);
+      last = start;
+      if (!grow(1))
+        return false;
+    } else if (c == '(') {
+      size_t at = pos++;
+      uint32_t group = anonymous(owner);
+      Alternatives alts;
+      if (!alternatives(group, true, alts))
+        return false;
+      skipSpace(true);
+      if (peek() != ')')
+        return fail(at, "a group that does not close");
+      ++pos;
+      bodies[group] = std::move(alts);
+      Grammar::Element ref;
+      ref.kind = Grammar::Kind::Ref;
+      ref.a = group;
+      out.push_back(ref);
+      last = start;
+      if (!grow(1))
+        return false;
+    } else if (c == '*' || c == '+' || c == '?' || c == '{') {
+      if (last == SIZE_MAX)
+        return fail(pos, std::string("'") + c + "' repeats nothing");
+      uint64_t min = 0, max = kMaxRepeat + 1;
+      if (c == '{') {
+        size_t at = pos++;
+        auto number = [&](uint64_t &v) {
+          size_t digits = 0;
+          for (v = 0; peek() >= '0' && peek() <= '9'; ++pos, ++digits)
+            v = std::min<uint64_t>(v * 10 + uint64_t(peek() - '0'),
+                                   kMaxRepeat + 1);
+          return digits > 0;
+        };
+        skipSpace(false);
+        bool hasMin = number(min);
+        skipSpace(false);
+        if (peek() == ',') {
+          ++pos;
+          skipSpace(false);
+          if (!number(max))
+            max = kMaxRepeat + 1;
+          else if (max > kMaxRepeat)
+            return fail(at, "a repetition of more than " +
+                                std::to_string(kMaxRepeat));
+        } else if (hasMin) {
+          max = min;
+        } else {
+          return fail(at, "a repetition '{' without a count");
+        }
+        skipSpace(false);
+        if (peek() != '}')
+          return fail(at, "a repetition '{' that does not close");
+        if (min > kMaxRepeat)
+          return fail(at, "a repetition of more than " +
+                              std::to_string(kMaxRepeat));
+        if (max < min)
+          return fail(at, "a repetition whose most is below its least");
+      } else {
+        min = c == '+' ? 1 : 0;
+        max = c == '?' ? 1 : kMaxRepeat + 1;
+      }
+      ++pos;
+      if (!repeat(owner, out, last, min, max))
+        return false;
+      last = SIZE_MAX;
+    } else {
+      return true;
+    }
+  }
+}
+
+bool Parser::alternatives(uint32_t owner, bool nested, Alternatives &out) {
+  out.emplace_back();
+  if (!sequence(owner, nested, out.back()))
+    return false;
+  while (peek() == '|') {
+    ++pos;
+    skipSpace(true);
+    out.emplace_back();
+    if (!sequence(owner, nested, out.back()))
+      return false;
+  }
+  return true;
+}
+
+bool Parser::parse() {
+  skipSpace(true);
+  while (!atEnd()) {
+    size_t at = pos;
+    while (isNameChar(peek()))
+      ++pos;
+    if (pos == at)
+      return fail(at, std::string("expected a rule's name, not '") + peek() +
+                          "'");
+    std::string name = text.substr(at, pos - at).str();
+    skipSpace(false);
+    if (!text.substr(pos).starts_with("::="))
+      return fail(pos, "expected '::=' after rule '" + name + "'");
+    pos += 3;
+    uint32_t id = rule(name, at);
+    if (defined[id])
+      return fail(at, "rule '" + name + "' is defined twice");
+    defined[id] = true;
+    definedAt[id] = at;
+    skipSpace(true);
+    Alternatives alts;
+    if (!alternatives(id, false, alts))
+      return false;
+    bodies[id] = std::move(alts);
+    skipSpace(false);
+    if (!atEnd() && peek() != '\n')
+      return fail(pos, std::string("unexpected '") + peek() + "'");
+    skipSpace(true);
+  }
+  for (size_t r = 0; r < bodies.size(); ++r)
+    if (!defined[r])
+      return fail(firstUse[r], "rule '" + g.names[r] + "' is not defined");
+  auto root = ids.find("root");
+  if (root == ids.end())
+    return fail(text.size(), "the grammar has no rule 'root'");
+  g.root = root->second;
+  // The rules' alternatives as runs of elements, each ended by End.
+  g.rules.resize(bodies.size());
+  for (size_t r = 0; r < bodies.size(); ++r)
+    for (Sequence &alt : bodies[r]) {
+      g.rules[r].push_back(uint32_t(g.elements.size()));
+      g.elements.insert(g.elements.end(), alt.begin(), alt.end());
+      g.elements.emplace_back();
+    }
+  return checkLeftRecursion();
+}
+
+/// A rule that can reach itself before any code point (through rules that
+/// may match nothing) would send the matcher round for ever: refused.
+bool Parser::checkLeftRecursion() {
+  size_t n = g.rules.size();
+  std::vector<bool> empty(n, false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < n; ++r) {
+      if (empty[r])
+        continue;
+      for (uint32_t at : g.rules[r]) {
+        const Grammar::Element *e = &g.elements[at];
+        while (e->kind == Grammar::Kind::Ref && empty[e->a])
+          ++e;
+        if (e->kind == Grammar::Kind::End) {
+          empty[r] = changed = true;
+          break;
+        }
+      }
+    }
+  }
+  // Each rule's rules at its left edge; then a search for a cycle.
+  std::vector<std::vector<uint32_t>> left(n);
+  for (size_t r = 0; r < n; ++r)
+    for (uint32_t at : g.rules[r])
+      for (const Grammar::Element *e = &g.elements[at];
+           e->kind == Grammar::Kind::Ref; ++e) {
+        left[r].push_back(e->a);
+        if (!empty[e->a])
+          break;
+      }
+  std::vector<uint8_t> color(n, 0); // 0 new, 1 on the path, 2 done
+  std::vector<std::pair<uint32_t, size_t>> path;
+  for (uint32_t start = 0; start < n; ++start) {
+    if (color[start])
+      continue;
+    path.push_back({start, 0});
+    color[start] = 1;
+    while (!path.empty()) {
+      auto &[r, next] = path.back();
+      if (next == left[r].size()) {
+        color[r] = 2;
+        path.pop_back();
+        continue;
+      }
+      uint32_t to = left[r][next++];
+      if (color[to] == 1)
+        return fail(definedAt[to], "rule '" + g.names[to] +
+                                      "' is left-recursive: it can reach "
+                                      "itself before matching a character");
+      if (color[to] == 0) {
+        color[to] = 1;
+        path.push_back({to, 0});
+      }
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+std::unique_ptr<Grammar> Grammar::parse(llvm::StringRef text,
+                                        std::string &error) {
+  auto g = std::make_unique<Grammar>();
+  error.clear();
+  Parser p(text, *g, error);
+  if (!p.parse())
+    return nullptr;
+  return g;
+}
+
+bool Grammar::matches(const Element &e, uint32_t c) const {
+  auto begin = ranges.begin() + e.a, end = ranges.begin() + e.b;
+  // The first range whose last is at or past c.
+  auto it = std::lower_bound(begin, end, c, [](const auto &r, uint32_t v) {
+    return r.second < v;
+  });
+  bool in = it != end && it->first <= c;
+  return in != e.negated;
+}
+
+bool Grammar::matchesSome(const Element &e, uint32_t lo, uint32_t hi) const {
+  auto begin = ranges.begin() + e.a, end = ranges.begin() + e.b;
+  auto it = std::lower_bound(begin, end, lo, [](const auto &r, uint32_t v) {
+    return r.second < v;
+  });
+  if (!e.negated)
+    return it != end && it->first <= hi;
+  // (Negated: some code point of [lo, hi] outside every range; the ranges
+  // are merged, so one range covers it all or none does.)
+  return !(it != end && it->first <= lo && it->second >= hi);
+}
+
+//===----------------------------------------------------------------------===//
+// The vocabulary's trie
+//===----------------------------------------------------------------------===//
+
+TokenTrie::TokenTrie(const std::vector<std::string> &texts) {
+  vocab = texts.size();
+  std::vector<int32_t> order;
+  for (size_t i = 0; i < texts.size(); ++i)
+    if (!texts[i].empty())
+      order.push_back(int32_t(i));
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return texts[size_t(a)] < texts[size_t(b)];
+  });
+  ids = order;
+  nodes.emplace_back();
+  // Node `n` over ids [lo, hi), which share their first `depth` bytes:
+  // those exactly that long end there (they sort first); the rest go to a
+  // child a byte.
+  struct Item {
+    uint32_t node, lo, hi, depth;
+  };
+  std::vector<Item> todo{{0, 0, uint32_t(ids.size()), 0}};
+  while (!todo.empty()) {
+    Item it = todo.back();
+    todo.pop_back();
+    maxDepth = std::max<size_t>(maxDepth, it.depth);
+    uint32_t k = it.lo;
+    nodes[it.node].firstToken = k;
+    while (k < it.hi && texts[size_t(ids[k])].size() == it.depth)
+      ++k;
+    nodes[it.node].tokens = k - it.lo;
+    nodes[it.node].firstChild = uint32_t(edges.size());
+    std::vector<Item> children;
+    while (k < it.hi) {
+      uint8_t b = uint8_t(texts[size_t(ids[k])][it.depth]);
+      uint32_t end = k;
+      while (end < it.hi && uint8_t(texts[size_t(ids[end])][it.depth]) == b)
+        ++end;
+      uint32_t child = uint32_t(nodes.size());
+      nodes.emplace_back();
+      edges.push_back({b, child});
+      children.push_back({child, k, end, it.depth + 1});
+      k = end;
+    }
+    nodes[it.node].children = uint32_t(children.size());
+    todo.insert(todo.end(), children.begin(), children.end());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Matching
+//===----------------------------------------------------------------------===//
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar)
+    : g(std::move(grammar)) {
+  ++stamp;
+  for (uint32_t at : g->rules[g->root])
+    expand(node(at, -1), now.stacks);
+  std::sort(now.stacks.begin(), now.stacks.end());
+}
+
+int32_t GrammarMatcher::node(uint32_t at, int32_t below) {
+  uint64_t key = uint64_t(at) << 32 | uint32_t(below + 1);
+  auto [it, added] = interned.try_emplace(key, int32_t(nodes.size()));
+  if (added) {
+    nodes.push_back({at, below});
+    seen.push_back(0);
+    internedLog.push_back(key);
+  }
+  return it->second;
+}
+
+void GrammarMatcher::expand(int32_t n, std::vector<int32_t> &out) {
+  work.assign(1, n);
+  while (!work.empty()) {
+    int32_t s = work.back();
+    work.pop_back();
+    if (s < 0) {
+      if (std::find(out.begin(), out.end(), -1) == out.end())
+        out.push_back(-1);
+      continue;
+    }
+    if (seen[size_t(s)] == stamp)
+      continue;
+    seen[size_t(s)] = stamp;
+    Node nd = nodes[size_t(s)];
+    const Grammar::Element &e = g->elements[nd.at];
+    switch (e.kind) {
+    case Grammar::Kind::End:
+      // The alternative matched: what was below it goes on.
+      work.push_back(nd.below);
+      break;
+    case Grammar::Kind::Ref: {
+      int32_t after = node(nd.at + 1, nd.below);
+      for (uint32_t at : g->rules[e.a])
+        work.push_back(node(at, after));
+      break;
+    }
+    case Grammar::Kind::Chars:
+      out.push_back(s);
+      if (out.size() > kMaxParses) {
+        overflow = true;
+        work.clear();
+      }
+      break;
+    }
+  }
+}
+
+bool GrammarMatcher::stepCodePoint(const State &from, uint32_t c, State &to) {
+  to.stacks.clear();
+  to.partial = 0;
+  to.remain = to.length = 0;
+  ++stamp;
+  for (int32_t s : from.stacks) {
+    if (s < 0)
+      continue;
+    Node nd = nodes[size_t(s)];
+    if (g->matches(g->elements[nd.at], c))
+      expand(node(nd.at + 1, nd.below), to.stacks);
+    if (overflow)
+      return false;
+  }
+  std::sort(to.stacks.begin(), to.stacks.end());
+  to.stacks.erase(std::unique(to.stacks.begin(), to.stacks.end()),
+                  to.stacks.end());
+  return !to.stacks.empty();
+}
+
+bool GrammarMatcher::step(const State &from, uint8_t b, State &to) {
+  uint32_t partial;
+  uint8_t remain, length;
+  if (from.remain == 0) {
+    if (b < 0x80)
+      return stepCodePoint(from, b, to);
+    length = b >= 0xC2 && b < 0xE0 ? 2 : b >= 0xE0 && b < 0xF0 ? 3
+             : b >= 0xF0 && b < 0xF5                         ? 4
+                                                             : 0;
+    if (!length)
+      return false;
+    partial = b & (0xFF >> (length + 1));
+    remain = length - 1;
+  } else {
+    if ((b & 0xC0) != 0x80)
+      return false;
+    partial = from.partial << 6 | (b & 0x3F);
+    remain = from.remain - 1;
+    length = from.length;
+    if (remain == 0) {
+      bool valid = !(length == 3 && (partial < 0x800 ||
+                                     (partial >= 0xD800 && partial < 0xE000))) &&
+                   !(length == 4 && (partial < 0x10000 || partial > kMaxCodePoint));
+      return valid && stepCodePoint(from, partial, to);
+    }
+  }
+  // A code point begun: the parses stay as they are while some element on
+  // top may still take a code point that starts with these bytes.
+  uint32_t lo = partial << (6 * remain), hi = lo | ((1u << (6 * remain)) - 1);
+  lo = std::max(lo, length == 2 ? 0x80u : length == 3 ? 0x800u : 0x10000u);
+  hi = std::min(hi, kMaxCodePoint);
+  if (lo > hi)
+    return false;
+  bool some = false;
+  for (int32_t s : from.stacks)
+    if (s >= 0 && g->matchesSome(g->elements[nodes[size_t(s)].at], lo, hi)) {
+      some = true;
+      break;
+    }
+  if (!some)
+    return false;
+  to.stacks = from.stacks;
+  to.partial = partial;
+  to.remain = remain;
+  to.length = length;
+  return true;
+}
+
+bool GrammarMatcher::accept(llvm::StringRef text) {
+  State cur = now, next;
+  for (char c : text) {
+    if (!step(cur, uint8_t(c), next))
+      return false;
+    std::swap(cur, next);
+  }
+  now = std::move(cur);
+  return true;
+}
+
+bool GrammarMatcher::complete() const {
+  return now.remain == 0 && !now.stacks.empty() && now.stacks.front() < 0;
+}
+
+bool GrammarMatcher::finished() const {
+  return complete() && now.stacks.size() == 1;
+}
+
+void GrammarMatcher::walk(const TokenTrie &trie, uint32_t at, size_t depth,
+                          std::vector<uint8_t> &allowed) {
+  const TokenTrie::Node &tn = trie.nodes[at];
+  for (uint32_t i = 0; i < tn.tokens; ++i)
+    allowed[size_t(trie.ids[tn.firstToken + i])] = 1;
+  const State &cur = depth == 0 ? now : scratch[depth];
+  for (uint32_t i = 0; i < tn.children && !overflow; ++i) {
+    const TokenTrie::Edge &e = trie.edges[tn.firstChild + i];
+    if (step(cur, e.byte, scratch[depth + 1]))
+      walk(trie, e.node, depth + 1, allowed);
+  }
+}
+
+bool GrammarMatcher::mask(const TokenTrie &trie, std::vector<uint8_t> &allowed,
+                          std::string &error) {
+  allowed.assign(trie.vocab, 0);
+  if (scratch.size() < trie.maxDepth + 2)
+    scratch.resize(trie.maxDepth + 2);
+  // (The walk's stacks are dropped after it: only `now`'s stay.)
+  size_t keepNodes = nodes.size(), keepLog = internedLog.size();
+  walk(trie, 0, 0, allowed);
+  for (size_t k = keepLog; k < internedLog.size(); ++k)
+    interned.erase(internedLog[k]);
+  internedLog.resize(keepLog);
+  nodes.resize(keepNodes);
+  seen.resize(keepNodes);
+  if (overflow) {
+    overflow = false;
+    error = "the grammar holds more than " + std::to_string(kMaxParses) +
+            " parses at once: it is too ambiguous";
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// JSON schemas as GBNF
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// GBNF's JSON values: whitespace of at most 8 characters between tokens
+/// (a model cannot pad a reply without end), strings of JSON's escapes,
+/// numbers of at most 16 digits a part.
+constexpr const char *kJsonRules = R"(ws ::= [ \t\n]{0,8}
+value ::= object | array | string | number | boolean | null
+object ::= "{" ws ( member ( "," ws member )* )? "}"
+member ::= string ws ":" ws value ws
+array ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
+string ::= "\"" char* "\""
+char ::= [^"\\\x00-\x1F\x7F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
+integer ::= "-"? ( "0" | [1-9] [0-9]{0,15} )
+number ::= integer ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,16} )?
+boolean ::= "true" | "false"
+null ::= "null"
+)";
+
+/// `text` as a GBNF string literal.
+std::string literal(llvm::StringRef text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      char hex[8];
+      snprintf(hex, sizeof hex, "\\x%02X", c);
+      out += hex;
+    } else {
+      out += char(c);
+    }
+  }
+  return out + "\"";
+}
+
+/// A JSON value's compact text (llvm::json's).
+std::string compact(const json::Value &v) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << v;
+  return out;
+}
+
+class SchemaWriter {
+public:
+  SchemaWriter(const std::string &root, std::string &error)
+      : rootText(root), error(error) {}
+
+  /// The GBNF expression of the schema `text` at `path`, defining rules
+  /// named from `name`; "" with `error` set.
+  std::string visit(const std::string &text, const std::string &path,
+                    const std::string &name);
+  std::string rules;
+
+private:
+  bool fail(const std::string &path, const std::string &what) {
+    if (error.empty())
+      error = "at " + (path.empty() ? std::string("the schema's root") : path) +
+              ": " + what;
+    return false;
+  }
+  /// A rule name from `hint` not yet taken.
+  std::string fresh(const std::string &hint) {
+    std::string base;
+    for (char c : hint)
+      base += isNameChar(c) && c != '_' ? c : '-';
+    if (base.empty())
+      base = "x";
+    std::string name = base;
+    for (unsigned k = 1; !taken.insert(name).second; ++k)
+      name = base + "-" + std::to_string(k);
+    return name;
+  }
+  void define(const std::string &name, const std::string &body) {
+    rules += name + " ::= " + body + "\n";
+  }
+  std::string object(const json::Object &o, const std::string &text,
+                     const std::string &path, const std::string &name);
+  std::string array(const json::Object &o, const std::string &text,
+                    const std::string &path, const std::string &name);
+  std::string typed(llvm::StringRef type, const json::Object &o,
+                    const std::string &text, const std::string &path,
+                    const std::string &name);
+  bool count(const json::Object &o, const char *key, const std::string &path,
+             int64_t &out);
+
+  const std::string &rootText;
+  std::string &error;
+  std::set<std::string> taken{"root",   "ws",      "value",  "object",
+                              "member", "array",   "string", "char",
+                              "integer", "number", "boolean", "null"};
+  std::map<std::string, std::string> refs; ///< a $ref's rule
+  unsigned depth = 0;
+};
+
+} // namespace
+
+/// Keywords of JSON Schema that would constrain the value in ways the
+/// grammar does not: refused by name rather than ignored. (Annotations
+/// such as title, description, default, examples and format do not
+/// constrain, and keywords JSON Schema does not know are ignored, as it
+/// says.)
+static const char *const kUnsupported[] = {
+    "pattern",          "minimum",          "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "minProperties",    "maxProperties",    "patternProperties",
+    "propertyNames",    "dependentRequired", "dependentSchemas",
+    "dependencies",     "if",               "then",
+    "else",             "not",              "uniqueItems",
+    "contains",         "minContains",      "maxContains",
+    "unevaluatedProperties", "unevaluatedItems", "additionalItems"};
+
+/// The most nested schemas visited (a $ref's rule is visited once).
+static constexpr unsigned kMaxSchemaDepth = 64;
+/// The largest minItems, maxItems, minLength or maxLength taken.
+static constexpr int64_t kMaxSchemaCount = 1000;
+
+bool SchemaWriter::count(const json::Object &o, const char *key,
+                         const std::string &path, int64_t &out) {
+  const json::Value *v = o.get(key);
+  if (!v)
+    return true;
+  std::optional<int64_t> n = v->getAsInteger();
+  if (!n || *n < 0)
+    return fail(path, std::string("'") + key +
+                          "' must be a non-negative integer");
+  if (*n > kMaxSchemaCount)
+    return fail(path, std::string("'") + key + "' above " +
+                          std::to_string(kMaxSchemaCount) +
+                          " is not supported");
+  out = *n;
+  return true;
+}
+
+std::string SchemaWriter::object(const json::Object &o,
+                                 const std::string &text,
+                                 const std::string &path,
+                                 const std::string &name) {
+  // The properties in the schema's order; each required one present,
+  // each other one may be left out. The chains a<i> (no member written
+  // yet) and b<i> (one written: the next needs a comma):
+  //   a<i> ::= kv<i> b<i+1> | a<i+1>      b<i> ::= "," ws kv<i> b<i+1> | b<i+1>
+  // (the second alternatives only where property i is not required), and
+  // at the end the additional properties' members, where allowed.
+  std::vector<std::pair<std::string, std::string>> props;
+  if (const json::Value *p = o.get("properties")) {
+    if (!p->getAsObject())
+      return fail(path, "'properties' must be an object"), "";
+    props = rawMembers(rawMember(text, "properties"));
+  }
+  std::set<std::string> required;
+  if (const json::Value *r = o.get("required")) {
+    const json::Array *list = r->getAsArray();
+    if (!list)
+      return fail(path, "'required' must be an array of names"), "";
+    for (const json::Value &n : *list) {
+      if (!n.getAsString())
+        return fail(path, "'required' must be an array of names"), "";
+      std::string key = n.getAsString()->str();
+      if (std::none_of(props.begin(), props.end(),
+                       [&](const auto &p) { return p.first == key; }))
+        return fail(path, "'required' names '" + key +
+                              "', which 'properties' does not define"),
+               "";
+      required.insert(key);
+    }
+  }
+  std::string extra;
+  const json::Value *more = o.get("additionalProperties");
+  if (!more || more->getAsBoolean() == std::optional<bool>(true)) {
+    extra = "member";
+  } else if (more->getAsBoolean() != std::optional<bool>(false)) {
+    std::string sub = visit(rawMember(text, "additionalProperties"),
+                            path + "/additionalProperties",
+                            name + "-additional");
+    if (sub.empty())
+      return "";
+    extra = fresh(name + "-additional-kv");
+    define(extra, "string ws \":\" ws " + sub + " ws");
+  }
+  size_t n = props.size();
+  std::vector<std::string> kv(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto &[key, raw] = props[i];
+    std::string sub = visit(raw, path + "/properties/" + key, name + "-" + key);
+    if (sub.empty())
+      return "";
+    kv[i] = fresh(name + "-" + key + "-kv");
+    define(kv[i], literal(compact(json::Value(key))) + " ws \":\" ws " + sub +
+                      " ws");
+  }
+  std::vector<std::string> a(n + 1), b(n + 1);
+  // (a<i> is a rule only where every property before i may be left out;
+  // b0 only where there are no properties: else nothing comes before the
+  // first.)
+  size_t lastA = 0;
+  for (size_t i = 0; i <= n; ++i) {
+    if (i == lastA)
+      a[i] = fresh(name + "-a" + std::to_string(i));
+    if (i || n == 0)
+      b[i] = fresh(name + "-b" + std::to_string(i));
+    if (i < n && i == lastA && !required.count(props[i].first))
+      lastA = i + 1;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    bool optional = !required.count(props[i].first);
+    if (i <= lastA)
+      define(a[i], kv[i] + " " + b[i + 1] +
+                       (optional ? " | " + a[i + 1] : ""));
+    if (i)
+      define(b[i], "\",\" ws " + kv[i] + " " + b[i + 1] +
+                       (optional ? " | " + b[i + 1] : ""));
+  }
+  if (lastA == n)
+    define(a[n], extra.empty() ? "\"\"" : "( " + extra + " " + b[n] + " )?");
+  define(b[n], extra.empty() ? "\"\"" : "( \",\" ws " + extra + " )*");
+  std::string rule = fresh(name);
+  define(rule, "\"{\" ws " + a[0] + " \"}\"");
+  return rule;
+}
+
+std::string SchemaWriter::array(const json::Object &o, const std::string &text,
+                                const std::string &path,
+                                const std::string &name) {
+  int64_t min = 0, max = -1;
+  if (!count(o, "minItems", path, min) || !count(o, "maxItems", path, max))
+    return "";
+  if (max >= 0 && max < min)
+    return fail(path, "'maxItems' is below 'minItems'"), "";
+  std::string rule = fresh(name);
+  const json::Value *items = o.get("items");
+  if (const json::Value *prefix = o.get("prefixItems")) {
+    // A tuple: each prefix item in order, then the items' (any value
+    // where 'items' is absent; none where it is false).
+    if (!prefix->getAsArray())
+      return fail(path, "'prefixItems' must be an array of schemas"), "";
+    if (o.get("minItems") || o.get("maxItems"))
+      return fail(path, "'minItems' or 'maxItems' with 'prefixItems' is "
+                        "not supported"),
+             "";
+    std::vector<std::string> raw = rawElements(rawMember(text, "prefixItems"));
+    std::string body = "\"[\" ws";
+    for (size_t i = 0; i < raw.size(); ++i) {
+      std::string sub = visit(raw[i], path + "/prefixItems/" +
+                                          std::to_string(i),
+                              name + "-" + std::to_string(i));
+      if (sub.empty())
+        return "";
+      body += (i ? " \",\" ws " : " ") + sub + " ws";
+    }
+    std::string rest;
+    if (!items) {
+      rest = "value";
+    } else if (items->getAsBoolean() != std::optional<bool>(false)) {
+      rest = visit(rawMember(text, "items"), path + "/items", name + "-item");
+      if (rest.empty())
+        return "";
+    }
+    if (!rest.empty())
+      body += raw.empty() ? " ( " + rest + " ws ( \",\" ws " + rest +
+                                " ws )* )?"
+                          : " ( \",\" ws " + rest + " ws )*";
+    define(rule, body + " \"]\"");
+    return rule;
+  }
+  std::string item = "value";
+  if (items) {
+    if (items->getAsBoolean() == std::optional<bool>(false)) {
+      if (min > 0)
+        return fail(path, "'items' false with 'minItems' above 0 allows "
+                          "no value"),
+               "";
+      define(rule, "\"[\" ws \"]\"");
+      return rule;
+    }
+    item = visit(rawMember(text, "items"), path + "/items", name + "-item");
+    if (item.empty())
+      return "";
+  }
+  // [ item ("," item){min-1, max-1} ], or [] where min is 0.
+  std::string rest = "( \",\" ws " + item + " ws )";
+  auto bounds = [&](int64_t lo, int64_t hi) {
+    return "{" + std::to_string(lo) + "," +
+           (hi < 0 ? std::string() : std::to_string(hi)) + "}";
+  };
+  std::string some =
+      item + " ws " + rest +
+      bounds(std::max<int64_t>(min - 1, 0), max < 0 ? -1 : max - 1);
+  if (max == 0)
+    define(rule, "\"[\" ws \"]\"");
+  else if (min == 0)
+    define(rule, "\"[\" ws ( " + some + " )? \"]\"");
+  else
+    define(rule, "\"[\" ws " + some + " \"]\"");
+  return rule;
+}
+
+std::string SchemaWriter::typed(llvm::StringRef type, const json::Object &o,
+                                const std::string &text,
+                                const std::string &path,
+                                const std::string &name) {
+  if (type == "object")
+    return object(o, text, path, name);
+  if (type == "array")
+    return array(o, text, path, name);
+  if (type == "string") {
+    int64_t min = 0, max = -1;
+    if (!count(o, "minLength", path, min) || !count(o, "maxLength", path, max))
+      return "";
+    if (max >= 0 && max < min)
+      return fail(path, "'maxLength' is below 'minLength'"), "";
+    if (min == 0 && max < 0)
+      return "string";
+    std::string rule = fresh(name);
+    define(rule, "\"\\\"\" char{" + std::to_string(min) + "," +
+                     (max < 0 ? std::string() : std::to_string(max)) +
+                     "} \"\\\"\"");
+    return rule;
+  }
+  if (type == "integer" || type == "number" || type == "boolean" ||
+      type == "null")
+    return type.str();
+  return fail(path, "'type' \"" + type.str() + "\" is not a JSON type"), "";
+}
+
+std::string SchemaWriter::visit(const std::string &text,
+                                const std::string &path,
+                                const std::string &name) {
+  if (++depth > kMaxSchemaDepth) {
+    fail(path, "schemas nested more than " + std::to_string(kMaxSchemaDepth) +
+                   " deep are not supported");
+    return "";
+  }
+  struct Leave {
+    unsigned &d;
+    ~Leave() { --d; }
+  } leave{depth};
+  llvm::Expected<json::Value> parsed = json::parse(text);
+  if (!parsed) {
+    llvm::consumeError(parsed.takeError());
+    return fail(path, "is not JSON"), "";
+  }
+  if (std::optional<bool> b = parsed->getAsBoolean()) {
+    if (!*b)
+      return fail(path, "the schema false allows no value"), "";
+    return "value";
+  }
+  const json::Object *o = parsed->getAsObject();
+  if (!o)
+    return fail(path, "a schema must be an object or a boolean"), "";
+  for (const char *k : kUnsupported)
+    if (o->get(k))
+      return fail(path, std::string("'") + k + "' is not supported"), "";
+  if (const json::Value *ref = o->get("$ref")) {
+    std::optional<llvm::StringRef> to = ref->getAsString();
+    if (!to || !to->starts_with("#"))
+      return fail(path, "'$ref' must be a pointer into this schema "
+                        "(\"#/$defs/...\")"),
+             "";
+    auto known = refs.find(to->str());
+    if (known != refs.end())
+      return known->second;
+    // The pointer's members, from the schema's root.
+    std::string target = rootText;
+    std::string last = "ref";
+    llvm::StringRef pointer = to->drop_front();
+    if (!pointer.empty() && !pointer.consume_front("/"))
+      return fail(path, "'$ref' " + to->str() + " is not a JSON pointer"), "";
+    llvm::SmallVector<llvm::StringRef, 4> parts;
+    if (!to->drop_front().empty())
+      pointer.split(parts, '/');
+    for (llvm::StringRef part : parts) {
+      std::string key;
+      for (size_t i = 0; i < part.size(); ++i)
+        key += part[i] == '~' && i + 1 < part.size()
+                   ? (part[++i] == '1' ? '/' : '~')
+                   : part[i];
+      size_t open = target.find_first_not_of(" \t\r\n");
+      std::string next = open != std::string::npos && target[open] == '{'
+                             ? rawMember(target, key)
+                             : "";
+      if (next.empty())
+        return fail(path, "'$ref' " + to->str() + " points at nothing"), "";
+      target = std::move(next);
+      last = key;
+    }
+    // (Named before it is visited: a schema may refer to itself.)
+    std::string rule = fresh(last);
+    refs[to->str()] = rule;
+    std::string body = visit(target, to->str().substr(1), last);
+    if (body.empty())
+      return "";
+    define(rule, body);
+    return rule;
+  }
+  if (const json::Value *c = o->get("const"))
+    return literal(compact(*c));
+  if (const json::Value *e = o->get("enum")) {
+    const json::Array *list = e->getAsArray();
+    if (!list || list->empty())
+      return fail(path, "'enum' must be a non-empty array"), "";
+    std::string body;
+    for (const json::Value &v : *list)
+      body += (body.empty() ? "" : " | ") + literal(compact(v));
+    return "( " + body + " )";
+  }
+  for (const char *key : {"anyOf", "oneOf"})
+    if (const json::Value *any = o->get(key)) {
+      if (!any->getAsArray() || any->getAsArray()->empty())
+        return fail(path, std::string("'") + key +
+                              "' must be a non-empty array of schemas"),
+               "";
+      std::vector<std::string> raw = rawElements(rawMember(text, key));
+      std::string body;
+      for (size_t i = 0; i < raw.size(); ++i) {
+        std::string sub = visit(raw[i], path + "/" + key + "/" +
+                                            std::to_string(i),
+                                name + "-" + std::to_string(i));
+        if (sub.empty())
+          return "";
+        body += (i ? " | " : "") + sub;
+      }
+      return "( " + body + " )";
+    }
+  if (const json::Value *all = o->get("allOf")) {
+    if (!all->getAsArray() || all->getAsArray()->size() != 1)
+      return fail(path, "'allOf' of other than one schema is not supported"),
+             "";
+    return visit(rawElements(rawMember(text, "allOf"))[0], path + "/allOf/0",
+                 name);
+  }
+  const json::Value *type = o->get("type");
+  if (!type) {
+    // (No type: an object's or an array's keywords say which; else any
+    // value.)
+    if (o->get("properties") || o->get("additionalProperties"))
+      return object(*o, text, path, name);
+    if (o->get("items") || o->get("prefixItems"))
+      return array(*o, text, path, name);
+    return "value";
+  }
+  if (std::optional<llvm::StringRef> one = type->getAsString())
+    return typed(*one, *o, text, path, name);
+  const json::Array *types = type->getAsArray();
+  if (!types || types->empty())
+    return fail(path, "'type' must be a type's name or an array of them"),
+           "";
+  std::string body;
+  for (size_t i = 0; i < types->size(); ++i) {
+    std::optional<llvm::StringRef> t = (*types)[i].getAsString();
+    if (!t)
+      return fail(path, "'type' must be a type's name or an array of them"),
+             "";
+    std::string sub = typed(*t, *o, text, path, name + "-" + t->str());
+    if (sub.empty())
+      return "";
+    body += (i ? " | " : "") + sub;
+  }
+  return "( " + body + " )";
+}
+
+bool arch::serve::schemaGrammar(const std::string &schema, std::string &gbnf,
+                                std::string &error) {
+  error.clear();
+  SchemaWriter w(schema, error);
+  std::string root = w.visit(schema, "", "root-value");
+  if (root.empty())
+    return false;
+  // (Nothing after the value: the reply ends where it does.)
+  gbnf = "root ::= " + root + "\n" + w.rules + kJsonRules;
+  return true;
+}
+
+std::string arch::serve::jsonObjectGrammar() {
+  return std::string("root ::= object\n") + kJsonRules;
+}

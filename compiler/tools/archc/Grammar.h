@@ -1,0 +1,161 @@
+//===- Grammar.h - Grammars that constrain a reply's tokens -----*- C++ -*-===//
+//
+// A reply that must be JSON, JSON of a schema, or the language of a
+// grammar: archc serve masks, before each token is sampled, every token
+// whose text cannot continue the reply within the grammar, as llama.cpp's
+// grammars and vLLM's guided decoding do.
+//
+// The grammars are llama.cpp's GBNF: rules `name ::= alternatives`, string
+// literals, character classes, `.`, groups, and the repetitions `*`, `+`,
+// `?`, `{m}`, `{m,}`, `{m,n}`; the start rule is `root`. A JSON schema
+// (response_format's json_schema) becomes such a grammar first
+// (schemaGrammar), so that a user can read what constrains the reply
+// (`archc grammar --json-schema`). docs/design.md "Constrained replies".
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_TOOLS_GRAMMAR_H
+#define ARCHC_TOOLS_GRAMMAR_H
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace arch::serve {
+
+/// A parsed GBNF grammar: its rules' alternatives as runs of elements.
+class Grammar {
+public:
+  /// `text` as a grammar; nullptr with `error` ("line L, column C: what")
+  /// where it is not one, refers to a rule it does not define, has no
+  /// `root`, is left-recursive, or is larger than kMaxElements.
+  static std::unique_ptr<Grammar> parse(llvm::StringRef text,
+                                        std::string &error);
+
+  /// What a grammar may hold, after its repetitions are expanded.
+  static constexpr size_t kMaxElements = 1 << 20;
+
+  enum class Kind : uint8_t {
+    Chars, ///< one code point within (or, negated, outside) ranges
+    Ref,   ///< a rule
+    End,   ///< the end of an alternative
+  };
+  struct Element {
+    Kind kind = Kind::End;
+    bool negated = false;
+    uint32_t a = 0, b = 0; ///< Chars: ranges [a, b); Ref: the rule
+  };
+  std::vector<Element> elements;
+  /// Chars' ranges of code points [first, last], sorted and merged.
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;
+  /// Each rule's alternatives: where each starts in `elements`.
+  std::vector<std::vector<uint32_t>> rules;
+  std::vector<std::string> names;
+  uint32_t root = 0;
+
+  /// Whether Chars element `e` matches code point `c`.
+  bool matches(const Element &e, uint32_t c) const;
+  /// Whether it matches some code point in [lo, hi].
+  bool matchesSome(const Element &e, uint32_t lo, uint32_t hi) const;
+};
+
+/// The vocabulary's token texts as a trie of their bytes, built once a
+/// model: a grammar's mask walks it, so that tokens sharing a prefix are
+/// matched once for it.
+class TokenTrie {
+public:
+  /// `texts[id]`; an empty text (a stop token's, a byte token's of 0x00)
+  /// is no token of the trie.
+  explicit TokenTrie(const std::vector<std::string> &texts);
+
+  struct Node {
+    uint32_t firstChild = 0, children = 0; ///< in `edges`
+    uint32_t firstToken = 0, tokens = 0;   ///< in `ids`: those ending here
+  };
+  struct Edge {
+    uint8_t byte;
+    uint32_t node;
+  };
+  std::vector<Node> nodes; ///< nodes[0]: the root
+  std::vector<Edge> edges;
+  std::vector<int32_t> ids;
+  size_t vocab = 0;
+  size_t maxDepth = 0; ///< the longest text's bytes
+};
+
+/// Where a reply stands in a grammar: the parses still open (stacks of
+/// what each has left to match), and a code point's bytes not all seen.
+class GrammarMatcher {
+public:
+  explicit GrammarMatcher(std::shared_ptr<const Grammar> grammar);
+
+  /// At most this many parses at once: a grammar more ambiguous than that
+  /// is refused while it runs (`failed`).
+  static constexpr size_t kMaxParses = 4096;
+
+  /// Whether the bytes `text` may come next; advances past them if so,
+  /// else changes nothing.
+  bool accept(llvm::StringRef text);
+  /// Whether the text so far is a whole sentence of the grammar.
+  bool complete() const;
+  /// Whether nothing more may come (complete, no parse open).
+  bool finished() const;
+  /// allowed[id] = 1 where token `id`'s text may come next (0 for a token
+  /// not in `trie`). False with `error` where the grammar ran past
+  /// kMaxParses.
+  bool mask(const TokenTrie &trie, std::vector<uint8_t> &allowed,
+            std::string &error);
+
+private:
+  /// A stack: an element to match next and the stack below it (-1: none).
+  struct Node {
+    uint32_t at;
+    int32_t below;
+  };
+  /// A point of the walk: the open parses (node ids; -1: one that is
+  /// complete) and the code point being read.
+  struct State {
+    std::vector<int32_t> stacks;
+    uint32_t partial = 0; ///< the code point's bits so far
+    uint8_t remain = 0;   ///< its bytes still to come
+    uint8_t length = 0;   ///< its bytes in all
+  };
+
+  int32_t node(uint32_t at, int32_t below);
+  /// Adds to `out` the stacks that `n` opens: each with a code point's
+  /// element on top, or -1 where a parse ends.
+  void expand(int32_t n, std::vector<int32_t> &out);
+  /// `from` after byte `b`, into `to`; false where no parse takes it.
+  bool step(const State &from, uint8_t b, State &to);
+  bool stepCodePoint(const State &from, uint32_t c, State &to);
+  void walk(const TokenTrie &trie, uint32_t at, size_t depth,
+            std::vector<uint8_t> &allowed);
+
+  std::shared_ptr<const Grammar> g;
+  std::vector<Node> nodes;
+  llvm::DenseMap<uint64_t, int32_t> interned;
+  std::vector<uint64_t> internedLog; ///< keys in the order added
+  State now;
+  std::vector<State> scratch; ///< the walk's state at each depth
+  std::vector<int32_t> work;
+  /// expand's marks: nodes met in the current step (seen[n] == stamp).
+  std::vector<uint32_t> seen;
+  uint32_t stamp = 0;
+  bool overflow = false;
+};
+
+/// A JSON schema's valid JSON text as GBNF text (its `root` the schema's
+/// value; the properties in the order the text gives them), for the
+/// keywords docs/design.md lists; false with `error` naming the place in
+/// the schema (a JSON pointer) and what it does not support.
+bool schemaGrammar(const std::string &schema, std::string &gbnf,
+                   std::string &error);
+/// GBNF text whose root is any JSON object (response_format json_object).
+std::string jsonObjectGrammar();
+
+} // namespace arch::serve
+
+#endif // ARCHC_TOOLS_GRAMMAR_H

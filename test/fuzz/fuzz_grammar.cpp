@@ -1,0 +1,103 @@
+//===- fuzz_grammar.cpp - Grammars, their token masks, JSON schemas -------===//
+//
+// Any bytes as a GBNF grammar (or, after a first byte 'S', a JSON schema
+// whose grammar must then parse), a vocabulary of token texts and a text:
+// the grammar parses or is refused with an error; where it parses, the
+// mask over the vocabulary's trie must allow exactly the tokens whose
+// text a copy of the matcher accepts, at the start and after each byte of
+// the text the matcher takes. Never a crash, undefined behaviour or a
+// hang.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/tools/archc/Grammar.h"
+#include "compiler/tools/archc/ServeProtocol.h"
+
+#include "llvm/Support/JSON.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace arch::serve;
+
+namespace {
+
+/// `text` split at `sep`.
+std::vector<std::string> split(const std::string &text, char sep) {
+  std::vector<std::string> parts(1);
+  for (char c : text) {
+    if (c == sep)
+      parts.emplace_back();
+    else
+      parts.back() += c;
+  }
+  return parts;
+}
+
+/// The mask against each token's text accepted by a copy of `m`.
+void checkMask(const GrammarMatcher &m, const TokenTrie &trie,
+               const std::vector<std::string> &vocab) {
+  GrammarMatcher walker = m;
+  std::vector<uint8_t> allowed;
+  std::string error;
+  if (!walker.mask(trie, allowed, error)) {
+    if (error.empty())
+      abort();
+    return;
+  }
+  for (size_t id = 0; id < vocab.size(); ++id) {
+    GrammarMatcher one = m;
+    bool takes = !vocab[id].empty() && one.accept(vocab[id]);
+    if (takes != bool(allowed[id]))
+      abort();
+  }
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  std::string input(reinterpret_cast<const char *>(data), size);
+  // grammar \0 token \1 token ... \0 text
+  std::vector<std::string> parts = split(input, '\0');
+  std::string text = parts[0], error;
+  if (!text.empty() && text[0] == 'S') {
+    std::string schema = text.substr(1), gbnf;
+    if (!jsonWithinBounds(schema, error))
+      return 0;
+    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(schema);
+    if (!parsed) {
+      llvm::consumeError(parsed.takeError());
+      return 0;
+    }
+    if (!schemaGrammar(schema, gbnf, error)) {
+      if (error.empty())
+        abort();
+      return 0;
+    }
+    text = gbnf;
+    // (The schema writer's grammar always parses.)
+    if (!Grammar::parse(text, error))
+      abort();
+  }
+  std::shared_ptr<const Grammar> g = Grammar::parse(text, error);
+  if (!g) {
+    if (error.empty())
+      abort();
+    return 0;
+  }
+  std::vector<std::string> vocab =
+      parts.size() > 1 ? split(parts[1], '\x01') : std::vector<std::string>();
+  if (vocab.size() > 64)
+    vocab.resize(64);
+  TokenTrie trie(vocab);
+  GrammarMatcher m(g);
+  checkMask(m, trie, vocab);
+  std::string reply = parts.size() > 2 ? parts[2] : "";
+  for (size_t k = 0; k < reply.size() && k < 16; ++k) {
+    if (!m.accept(reply.substr(k, 1)))
+      break;
+    checkMask(m, trie, vocab);
+  }
+  return 0;
+}
