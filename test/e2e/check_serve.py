@@ -52,6 +52,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -1012,6 +1013,44 @@ def grammar(srv, args):
                  f"reference's {expected}")
     print(f"grammar: {len(prompts)} replies' greedy tokens as the "
           f"reference's within the language of {len(language)} sentences")
+    # archc run --grammar: the text the server gives the same prompt (its
+    # stdout echoes the prompt first); --chat --json-schema: JSON of the
+    # schema.
+    tok = os.path.join(args.tokenizer, "tokenizer.json")
+    run = ["archc", "run", args.lib, "--weights", args.weights,
+           "--tokenizer", tok, "--temperature", "0", "--quiet"]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "g.gbnf")
+        with open(path, "w") as f:
+            f.write(gbnf)
+        out = subprocess.run(run + ["--prompt", "Once", "-n", str(n),
+                                    "--grammar", path], capture_output=True,
+                             check=True).stdout.decode()
+        got = srv.post("/v1/completions", {"prompt": "Once", "max_tokens": n,
+                                           "temperature": 0,
+                                           "grammar": gbnf})
+        if out != "Once" + got["choices"][0]["text"] + "\n" or \
+                out[len("Once"):-1] not in language:
+            fail(f"archc run --grammar: {out!r}, served "
+                 f"{got['choices'][0]['text']!r}")
+        path = os.path.join(tmp, "s.json")
+        with open(path, "w") as f:
+            json.dump({"type": "object", "required": ["ok"],
+                       "additionalProperties": False,
+                       "properties": {"ok": {"type": "boolean"}}}, f)
+        # (64 tokens: the longest reply the schema allows is 44 bytes.)
+        out = subprocess.run(run + ["--chat", "--prompt", "Hi", "-n", "64",
+                                    "--json-schema", path],
+                             stdin=subprocess.DEVNULL, capture_output=True,
+                             check=True).stdout.decode()
+        try:
+            ok = json.loads(out).get("ok")
+        except ValueError:
+            ok = None
+        if not isinstance(ok, bool):
+            fail(f"archc run --chat --json-schema: {out!r}")
+    print("archc run --grammar: the server's text; --chat --json-schema: "
+          "JSON of the schema")
 
     chat = "/v1/chat/completions"
     schema = {"type": "object", "additionalProperties": False,
@@ -1077,13 +1116,20 @@ def grammar(srv, args):
              "'response_format' must be {\"type\": \"text\"}"),
             ({"json_schema": {"$ref": "#/x"}},
              "'json_schema' at the schema's root: '$ref' #/x points at "
-             "nothing")]:
+             "nothing"),
+            # (Empty rules that double the parses at each of 40 levels.)
+            ({"grammar": 'root ::= r0 "x"\ne1 ::= ""\ne2 ::= ""\n'
+                         'r40 ::= ""\n' + "".join(
+                             f"r{k} ::= r{k + 1} e1 | r{k + 1} e2\n"
+                             for k in range(40))},
+             "'grammar' is too ambiguous: its start opens more than 4096 "
+             "parses")]:
         expect_error(srv, "/v1/completions", dict(body, prompt="x"), 400,
                      needle)
     # A grammar no token of the vocabulary can go on in (0x00's byte token
     # has no text): the generation's error.
     expect_error(srv, "/v1/completions",
-                 {"prompt": "x", "grammar": 'root ::= "\\x00"'}, 500,
+                 {"prompt": "x", "grammar": 'root ::= "\\x00"'}, 400,
                  "the grammar allows no token of the vocabulary after the "
                  "reply's 0 bytes")
 

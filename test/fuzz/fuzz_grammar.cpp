@@ -12,6 +12,8 @@
 #include "compiler/tools/archc/Grammar.h"
 #include "compiler/tools/archc/ServeProtocol.h"
 
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
 
 #include <cstdint>
@@ -23,16 +25,11 @@ using namespace arch::serve;
 
 namespace {
 
-/// `text` split at `sep`.
-std::vector<std::string> split(const std::string &text, char sep) {
-  std::vector<std::string> parts(1);
-  for (char c : text) {
-    if (c == sep)
-      parts.emplace_back();
-    else
-      parts.back() += c;
-  }
-  return parts;
+/// `text` split at `sep` (empty parts kept).
+std::vector<std::string> split(llvm::StringRef text, char sep) {
+  llvm::SmallVector<llvm::StringRef, 8> parts;
+  text.split(parts, sep, -1, true);
+  return std::vector<std::string>(parts.begin(), parts.end());
 }
 
 /// The mask against each token's text accepted by a copy of `m`.

@@ -1,5 +1,6 @@
 //===- Chat.cpp - archc run --chat and archc chat-template ----------------===//
 #include "Chat.h"
+#include "Grammar.h"
 
 #include "ModelLib.h"
 #include "Tool.h"
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <unistd.h>
 
 namespace arch {
@@ -384,6 +386,24 @@ bool HeldSequence::generate(
   return true;
 }
 
+std::unique_ptr<serve::GrammarVocabulary>
+grammarVocabulary(ModelLib &lib, archrt_tokenizer *tok, int32_t vocab,
+                  const std::vector<int32_t> &goOn) {
+  std::vector<std::string> texts{size_t(vocab)};
+  std::vector<uint8_t> ending(size_t(vocab), 0);
+  for (int32_t id = 0; id < vocab; ++id) {
+    if (lib.archrt_tokenizer_is_stop(tok, id) &&
+        std::find(goOn.begin(), goOn.end(), id) == goOn.end())
+      ending[size_t(id)] = 1;
+    else
+      // (After itself: a token's text within a reply, not at a text's
+      // start, where a tokenizer may drop its leading space.)
+      texts[size_t(id)] = lib.archrt_tokenizer_decode(tok, id, id);
+  }
+  return std::make_unique<serve::GrammarVocabulary>(std::move(texts),
+                                                    std::move(ending));
+}
+
 int runChat(ModelLib &lib, archrt_seq *seq, archrt_tokenizer *tok,
             archrt_sampler *sampler, const archrt_model_info &info,
             const ChatFormat &format, const ChatOptions &opts) {
@@ -391,6 +411,7 @@ int runChat(ModelLib &lib, archrt_seq *seq, archrt_tokenizer *tok,
   if (!opts.system.empty())
     messages.emplace_back("system", opts.system);
   HeldSequence cache{lib, seq, info.max_seq_len, {}};
+  std::unique_ptr<serve::GrammarVocabulary> vocabulary;
   std::vector<int32_t> ids(size_t(info.max_seq_len));
   std::string msg;
   for (int turn = 1; nextMessage(opts, turn - 1, msg); ++turn) {
@@ -430,16 +451,36 @@ int runChat(ModelLib &lib, archrt_seq *seq, archrt_tokenizer *tok,
     std::string reply;
     std::vector<int32_t> replyIds;
     HeldSequence::End end;
+    // (A reply held to --grammar: the tokens it does not allow at -inf.)
+    std::optional<serve::ConstrainedReply> held;
+    std::vector<float> shaped;
+    std::string grammarError;
+    if (opts.grammar) {
+      if (!vocabulary)
+        vocabulary = grammarVocabulary(lib, tok, info.vocab_size);
+      held.emplace(*vocabulary, opts.grammar);
+    }
+    auto shape = [&](const float *logits) -> const float * {
+      shaped.assign(logits, logits + info.vocab_size);
+      return held->mask(shaped.data(), grammarError) ? shaped.data()
+                                                      : nullptr;
+    };
     if (!cache.generate(
             tok, sampler, opts.maxReply,
-            [&](const char *piece, int32_t) {
+            [&](const char *piece, int32_t id) {
+              if (held && !held->take(id, grammarError))
+                return false;
               reply += piece;
               llvm::outs() << piece;
               llvm::outs().flush();
               return true;
             },
-            replyIds, end, error))
+            replyIds, end, error, false, {},
+            held ? llvm::function_ref<const float *(const float *)>(shape)
+                 : nullptr))
       return fail(error);
+    if (!grammarError.empty())
+      return fail(at + grammarError);
     llvm::outs() << "\n";
     llvm::outs().flush();
     double decodeS = since(t0);

@@ -28,6 +28,10 @@ namespace arch {
 
 class ChatTemplate;
 struct ModelLib;
+namespace serve {
+class Grammar;
+struct GrammarVocabulary;
+} // namespace serve
 
 /// A model's chat template and the special tokens' texts it is rendered
 /// with (bos_token, eos_token, ...).
@@ -50,6 +54,13 @@ bool loadChatFormat(const std::vector<std::string> &places,
                     const std::string &override, ChatFormat &format,
                     std::string &error);
 
+/// The vocabulary as grammars see it (Grammar.h): each token's text
+/// decoded after itself (so within a text), and the stop tokens but
+/// `goOn` as the tokens that end a reply.
+std::unique_ptr<serve::GrammarVocabulary>
+grammarVocabulary(ModelLib &lib, archrt_tokenizer *tok, int32_t vocab,
+                  const std::vector<int32_t> &goOn = {});
+
 struct ChatOptions {
   std::string system;      // a system message first, if not empty
   std::string firstPrompt; // the first user message, if not empty
@@ -59,6 +70,8 @@ struct ChatOptions {
   std::string templateKwargs;
   bool verbosePrompt = false;
   bool quiet = false;
+  /// Each reply held to it (--grammar, --json-schema), where set.
+  std::shared_ptr<const serve::Grammar> grammar;
 };
 
 /// Chat::render's context: the members of each of `kwargs` (JSON objects'

@@ -14,6 +14,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -29,6 +30,8 @@ namespace {
 
 /// The largest count a repetition `{m,n}` may give.
 constexpr uint64_t kMaxRepeat = 10000;
+/// The deepest groups nest (the parser recurses into each).
+constexpr unsigned kMaxGroupDepth = 256;
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 
 /// A rule name's characters.
@@ -89,13 +92,13 @@ private:
     }
     return it->second;
   }
-  /// A new rule for a group or a repetition inside rule `parent`.
+  /// A new rule for a group or a repetition inside rule `parent`: named
+  /// `parent/N`, which no rule of the text can be named (so no name the
+  /// text writes, before or after, is taken).
   uint32_t anonymous(uint32_t parent) {
     std::string base = g.names[parent];
-    std::string name;
-    do
-      name = base + "-" + std::to_string(++anonymousCount);
-    while (ids.count(name));
+    base = base.substr(0, base.find('/'));
+    std::string name = base + "/" + std::to_string(++anonymousCount);
     uint32_t id = rule(name, pos);
     defined[id] = true;
     definedAt[id] = pos;
@@ -124,7 +127,7 @@ private:
   Grammar &g;
   std::string &error;
   size_t pos = 0, total = 0;
-  unsigned anonymousCount = 0;
+  unsigned anonymousCount = 0, groupDepth = 0;
   llvm::StringMap<uint32_t> ids;
   std::vector<Alternatives> bodies;
   std::vector<bool> defined;
@@ -159,6 +162,8 @@ bool Parser::codePoint(uint32_t &c) {
       }
       if (c > kMaxCodePoint)
         return fail(pos, "a code point past U+10FFFF");
+      if (c >= 0xD800 && c < 0xE000)
+        return fail(pos, "a surrogate code point, which no text holds");
       return true;
     }
     default:
@@ -246,7 +251,8 @@ bool Parser::repeat(uint32_t owner, Sequence &out, size_t from, uint64_t min,
   Sequence symbol(out.begin() + long(from), out.end());
   out.resize(from);
   bool unbounded = max > kMaxRepeat;
-  if (!grow(symbol.size() * (min + (unbounded ? 1 : max - min)) + 2 * max))
+  uint64_t optional = unbounded ? 1 : max - min;
+  if (!grow(symbol.size() * (min + optional) + 2 * optional))
     return false;
   for (uint64_t i = 0; i < min; ++i)
     out.insert(out.end(), symbol.begin(), symbol.end());
@@ -326,6 +332,9 @@ bool Parser::sequence(uint32_t owner, bool nested, Sequence &out) {
         return false;
     } else if (c == '(') {
       size_t at = pos++;
+      if (++groupDepth > kMaxGroupDepth)
+        return fail(at, "groups nested more than " +
+                            std::to_string(kMaxGroupDepth) + " deep");
       uint32_t group = anonymous(owner);
       Alternatives alts;
       if (!alternatives(group, true, alts))
@@ -334,6 +343,7 @@ bool Parser::sequence(uint32_t owner, bool nested, Sequence &out) {
       if (peek() != ')')
         return fail(at, "a group that does not close");
       ++pos;
+      --groupDepth;
       bodies[group] = std::move(alts);
       Grammar::Element ref;
       ref.kind = Grammar::Kind::Ref;
@@ -458,22 +468,37 @@ bool Parser::parse() {
 /// may match nothing) would send the matcher round for ever: refused.
 bool Parser::checkLeftRecursion() {
   size_t n = g.rules.size();
+  // The rules that may match nothing, by a worklist: an alternative of
+  // only rule references waits for as many of them as it holds, and each
+  // rule found empty releases its places.
   std::vector<bool> empty(n, false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < n; ++r) {
-      if (empty[r])
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> usedIn(n);
+  std::vector<uint32_t> waiting, found;
+  for (uint32_t r = 0; r < n; ++r)
+    for (uint32_t at : g.rules[r]) {
+      uint32_t k = 0;
+      bool refsOnly = true;
+      for (uint32_t e = at; g.elements[e].kind != Grammar::Kind::End; ++e, ++k)
+        refsOnly &= g.elements[e].kind == Grammar::Kind::Ref;
+      if (!refsOnly)
         continue;
-      for (uint32_t at : g.rules[r]) {
-        const Grammar::Element *e = &g.elements[at];
-        while (e->kind == Grammar::Kind::Ref && empty[e->a])
-          ++e;
-        if (e->kind == Grammar::Kind::End) {
-          empty[r] = changed = true;
-          break;
-        }
+      uint32_t alt = uint32_t(waiting.size());
+      waiting.push_back(k);
+      for (uint32_t e = at; e < at + k; ++e)
+        usedIn[g.elements[e].a].push_back({alt, r});
+      if (k == 0 && !empty[r]) {
+        empty[r] = true;
+        found.push_back(r);
       }
     }
+  while (!found.empty()) {
+    uint32_t r = found.back();
+    found.pop_back();
+    for (auto [alt, owner] : usedIn[r])
+      if (--waiting[alt] == 0 && !empty[owner]) {
+        empty[owner] = true;
+        found.push_back(owner);
+      }
   }
   // Each rule's rules at its left edge; then a search for a cycle.
   std::vector<std::vector<uint32_t>> left(n);
@@ -602,10 +627,28 @@ TokenTrie::TokenTrie(const std::vector<std::string> &texts) {
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar)
     : g(std::move(grammar)) {
-  ++stamp;
+  newStep();
   for (uint32_t at : g->rules[g->root])
-    expand(node(at, -1), now.stacks);
+    expand(next(at, -1), now.stacks);
   std::sort(now.stacks.begin(), now.stacks.end());
+  // (A start cut short by the limits stays failed: its parses are not
+  // all there.)
+  broken = overflow;
+}
+
+void GrammarMatcher::newStep() {
+  worked = 0;
+  if (++stamp == 0) {
+    // (Wrapped: no mark may read as this step's.)
+    std::fill(seen.begin(), seen.end(), 0);
+    stamp = 1;
+  }
+}
+
+int32_t GrammarMatcher::next(uint32_t at, int32_t below) {
+  // (An alternative's end is what is below it: a stack never holds one,
+  // so that a repetition's stack stays as deep as its first round's.)
+  return g->elements[at].kind == Grammar::Kind::End ? below : node(at, below);
 }
 
 int32_t GrammarMatcher::node(uint32_t at, int32_t below) {
@@ -632,6 +675,11 @@ void GrammarMatcher::expand(int32_t n, std::vector<int32_t> &out) {
     if (seen[size_t(s)] == stamp)
       continue;
     seen[size_t(s)] = stamp;
+    if (++worked > kMaxWork || ++walked > kMaxWalk) {
+      overflow = true;
+      work.clear();
+      break;
+    }
     Node nd = nodes[size_t(s)];
     const Grammar::Element &e = g->elements[nd.at];
     switch (e.kind) {
@@ -640,9 +688,9 @@ void GrammarMatcher::expand(int32_t n, std::vector<int32_t> &out) {
       work.push_back(nd.below);
       break;
     case Grammar::Kind::Ref: {
-      int32_t after = node(nd.at + 1, nd.below);
+      int32_t after = next(nd.at + 1, nd.below);
       for (uint32_t at : g->rules[e.a])
-        work.push_back(node(at, after));
+        work.push_back(next(at, after));
       break;
     }
     case Grammar::Kind::Chars:
@@ -660,13 +708,13 @@ bool GrammarMatcher::stepCodePoint(const State &from, uint32_t c, State &to) {
   to.stacks.clear();
   to.partial = 0;
   to.remain = to.length = 0;
-  ++stamp;
+  newStep();
   for (int32_t s : from.stacks) {
     if (s < 0)
       continue;
     Node nd = nodes[size_t(s)];
     if (g->matches(g->elements[nd.at], c))
-      expand(node(nd.at + 1, nd.below), to.stacks);
+      expand(next(nd.at + 1, nd.below), to.stacks);
     if (overflow)
       return false;
   }
@@ -709,13 +757,17 @@ bool GrammarMatcher::step(const State &from, uint8_t b, State &to) {
   hi = std::min(hi, kMaxCodePoint);
   if (lo > hi)
     return false;
-  bool some = false;
-  for (int32_t s : from.stacks)
-    if (s >= 0 && g->matchesSome(g->elements[nodes[size_t(s)].at], lo, hi)) {
-      some = true;
-      break;
-    }
-  if (!some)
+  // (Some element on top takes a code point of [a, b]; the surrogates
+  // between are no code points a text holds.)
+  auto some = [&](uint32_t a, uint32_t b) {
+    if (a > b)
+      return false;
+    for (int32_t s : from.stacks)
+      if (s >= 0 && g->matchesSome(g->elements[nodes[size_t(s)].at], a, b))
+        return true;
+    return false;
+  };
+  if (!some(lo, std::min(hi, 0xD7FFu)) && !some(std::max(lo, 0xE000u), hi))
     return false;
   to.stacks = from.stacks;
   to.partial = partial;
@@ -725,6 +777,9 @@ bool GrammarMatcher::step(const State &from, uint8_t b, State &to) {
 }
 
 bool GrammarMatcher::accept(llvm::StringRef text) {
+  if (broken)
+    return false;
+  walked = 0;
   State cur = now, next;
   for (char c : text) {
     if (!step(cur, uint8_t(c), next))
@@ -763,18 +818,62 @@ bool GrammarMatcher::mask(const TokenTrie &trie, std::vector<uint8_t> &allowed,
     scratch.resize(trie.maxDepth + 2);
   // (The walk's stacks are dropped after it: only `now`'s stay.)
   size_t keepNodes = nodes.size(), keepLog = internedLog.size();
-  walk(trie, 0, 0, allowed);
+  walked = 0;
+  if (!broken)
+    walk(trie, 0, 0, allowed);
   for (size_t k = keepLog; k < internedLog.size(); ++k)
     interned.erase(internedLog[k]);
   internedLog.resize(keepLog);
   nodes.resize(keepNodes);
   seen.resize(keepNodes);
-  if (overflow) {
+  if (overflow || broken) {
     overflow = false;
     error = "the grammar holds more than " + std::to_string(kMaxParses) +
-            " parses at once: it is too ambiguous";
+            " parses at once, or takes more than " + std::to_string(kMaxWork) +
+            " steps to follow a character or " + std::to_string(kMaxWalk) +
+            " to find the tokens that may follow: it is too ambiguous";
     return false;
   }
+  return true;
+}
+
+GrammarVocabulary::GrammarVocabulary(std::vector<std::string> texts,
+                                     std::vector<uint8_t> ending)
+    : texts(std::move(texts)), ending(std::move(ending)), trie(this->texts) {}
+
+ConstrainedReply::ConstrainedReply(const GrammarVocabulary &vocabulary,
+                                   std::shared_ptr<const Grammar> grammar)
+    : vocabulary(vocabulary), matcher(std::move(grammar)) {}
+
+bool ConstrainedReply::mask(float *logits, std::string &error) {
+  error.clear();
+  if (!matcher.mask(vocabulary.trie, allowed, error))
+    return false;
+  bool whole = matcher.complete(), any = false;
+  for (size_t i = 0; i < allowed.size(); ++i) {
+    if (allowed[i] || (whole && vocabulary.ending[i]))
+      any = true;
+    else
+      logits[i] = -INFINITY;
+  }
+  // (Nothing allowed: a whole sentence ends the reply here, as a stop
+  // token would; else the grammar cannot go on in this vocabulary.)
+  if (!any && !whole)
+    error = "the grammar allows no token of the vocabulary after the "
+            "reply's " + std::to_string(bytes) + " bytes";
+  return any;
+}
+
+bool ConstrainedReply::take(int32_t id, std::string &error) {
+  if (vocabulary.ending[size_t(id)])
+    return true;
+  const std::string &text = vocabulary.texts[size_t(id)];
+  if (!matcher.accept(text)) {
+    error = "the grammar did not take token " + std::to_string(id) +
+            ", which its mask allowed";
+    return false;
+  }
+  bytes += text.size();
   return true;
 }
 
@@ -1161,15 +1260,30 @@ std::string SchemaWriter::visit(const std::string &text,
     if (!to->drop_front().empty())
       pointer.split(parts, '/');
     for (llvm::StringRef part : parts) {
+      // (~1 is '/', ~0 is '~'; an object's member, or an array's element
+      // by its index.)
       std::string key;
-      for (size_t i = 0; i < part.size(); ++i)
-        key += part[i] == '~' && i + 1 < part.size()
-                   ? (part[++i] == '1' ? '/' : '~')
-                   : part[i];
+      for (size_t i = 0; i < part.size(); ++i) {
+        if (part[i] != '~') {
+          key += part[i];
+          continue;
+        }
+        if (i + 1 == part.size() || (part[i + 1] != '0' && part[i + 1] != '1'))
+          return fail(path, "'$ref' " + to->str() + " is not a JSON pointer"),
+                 "";
+        key += part[++i] == '1' ? '/' : '~';
+      }
       size_t open = target.find_first_not_of(" \t\r\n");
-      std::string next = open != std::string::npos && target[open] == '{'
-                             ? rawMember(target, key)
-                             : "";
+      std::string next;
+      if (open != std::string::npos && target[open] == '{') {
+        next = rawMember(target, key);
+      } else if (open != std::string::npos && target[open] == '[') {
+        std::vector<std::string> items = rawElements(target);
+        size_t index;
+        if (!llvm::StringRef(key).getAsInteger(10, index) &&
+            index < items.size())
+          next = items[index];
+      }
       if (next.empty())
         return fail(path, "'$ref' " + to->str() + " points at nothing"), "";
       target = std::move(next);
@@ -1184,15 +1298,39 @@ std::string SchemaWriter::visit(const std::string &text,
     define(rule, body);
     return rule;
   }
+  // (A const's or an enum's value as the reply must write it: strings,
+  // booleans and null as llvm::json prints them; numbers, arrays and
+  // objects as the schema writes them, where printing would change a
+  // decimal's digits or an object's order.)
+  auto value = [&](const json::Value &v, const std::string &raw) {
+    bool asWritten = v.kind() == json::Value::Number ||
+                     v.kind() == json::Value::Array ||
+                     v.kind() == json::Value::Object;
+    if (!asWritten)
+      return literal(compact(v));
+    // (Less the space between its tokens: outside its strings.)
+    std::string tight;
+    for (size_t k = 0; k < raw.size(); ++k) {
+      if (raw[k] == '"') {
+        size_t end = jsonValueEnd(raw, k);
+        tight += raw.substr(k, end - k);
+        k = end - 1;
+      } else if (!llvm::StringRef(" \t\r\n").contains(raw[k])) {
+        tight += raw[k];
+      }
+    }
+    return literal(tight);
+  };
   if (const json::Value *c = o->get("const"))
-    return literal(compact(*c));
+    return value(*c, rawMember(text, "const"));
   if (const json::Value *e = o->get("enum")) {
     const json::Array *list = e->getAsArray();
     if (!list || list->empty())
       return fail(path, "'enum' must be a non-empty array"), "";
+    std::vector<std::string> raw = rawElements(rawMember(text, "enum"));
     std::string body;
-    for (const json::Value &v : *list)
-      body += (body.empty() ? "" : " | ") + literal(compact(v));
+    for (size_t i = 0; i < list->size() && i < raw.size(); ++i)
+      body += (body.empty() ? "" : " | ") + value((*list)[i], raw[i]);
     return "( " + body + " )";
   }
   for (const char *key : {"anyOf", "oneOf"})

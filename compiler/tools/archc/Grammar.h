@@ -92,9 +92,14 @@ class GrammarMatcher {
 public:
   explicit GrammarMatcher(std::shared_ptr<const Grammar> grammar);
 
-  /// At most this many parses at once: a grammar more ambiguous than that
-  /// is refused while it runs (`failed`).
+  /// At most this many parses at once, this many stacks looked at to
+  /// follow one character (a grammar whose empty rules multiply its
+  /// parses), and this many in a mask's walk or an accept: a grammar more
+  /// ambiguous than that is refused while it runs (`overflowed`). (A JSON
+  /// reply's mask over 150 000 tokens looks at about 10^7.)
   static constexpr size_t kMaxParses = 4096;
+  static constexpr size_t kMaxWork = 1 << 17;
+  static constexpr size_t kMaxWalk = 1 << 26;
 
   /// Whether the bytes `text` may come next; advances past them if so,
   /// else changes nothing.
@@ -108,6 +113,9 @@ public:
   /// kMaxParses.
   bool mask(const TokenTrie &trie, std::vector<uint8_t> &allowed,
             std::string &error);
+  /// Whether the grammar ran past kMaxParses or kMaxWork (then `accept`
+  /// takes nothing more).
+  bool overflowed() const { return overflow || broken; }
 
 private:
   /// A stack: an element to match next and the stack below it (-1: none).
@@ -125,6 +133,11 @@ private:
   };
 
   int32_t node(uint32_t at, int32_t below);
+  /// The stack of element `at` over `below`: `below` itself where `at` ends
+  /// its alternative.
+  int32_t next(uint32_t at, int32_t below);
+  /// Starts a step: expand's marks and work count afresh.
+  void newStep();
   /// Adds to `out` the stacks that `n` opens: each with a code point's
   /// element on top, or -1 where a parse ends.
   void expand(int32_t n, std::vector<int32_t> &out);
@@ -144,7 +157,47 @@ private:
   /// expand's marks: nodes met in the current step (seen[n] == stamp).
   std::vector<uint32_t> seen;
   uint32_t stamp = 0;
+  size_t worked = 0; ///< stacks expand looked at in this step
+  size_t walked = 0; ///< and in this mask's walk or accept
+  bool broken = false; ///< the start ran past the limits
   bool overflow = false;
+};
+
+/// A model's vocabulary as grammars see it: each token's text within a
+/// text (a stop token's ""), the tokens that end a reply, their trie.
+struct GrammarVocabulary {
+  GrammarVocabulary(std::vector<std::string> texts,
+                    std::vector<uint8_t> ending);
+  std::vector<std::string> texts;
+  std::vector<uint8_t> ending;
+  TokenTrie trie;
+};
+
+/// A reply held to a grammar, token by token: archc serve's and archc
+/// run's.
+class ConstrainedReply {
+public:
+  ConstrainedReply(const GrammarVocabulary &vocabulary,
+                   std::shared_ptr<const Grammar> grammar);
+  /// -inf into `logits` (a copy of the model's, one a token of the
+  /// vocabulary) for each token the grammar does not allow next, a
+  /// stop token too unless the text so far is a whole sentence. False
+  /// where the reply must end here: with `error` empty where the text is
+  /// whole and no token may follow (a vocabulary without stop tokens),
+  /// else saying why the grammar cannot go on.
+  bool mask(float *logits, std::string &error);
+  /// Past token `id` (a stop token: nothing to match); false with `error`
+  /// where the grammar does not take it (the mask allowed it: archc's
+  /// fault, not the grammar's).
+  bool take(int32_t id, std::string &error);
+  /// Whether the text so far is a whole sentence of the grammar.
+  bool whole() const { return matcher.complete(); }
+
+private:
+  const GrammarVocabulary &vocabulary;
+  GrammarMatcher matcher;
+  std::vector<uint8_t> allowed;
+  size_t bytes = 0; ///< the reply's so far
 };
 
 /// A JSON schema's valid JSON text as GBNF text (its `root` the schema's

@@ -382,30 +382,9 @@ private:
   int64_t completions = 0; ///< (modelLock's)
   std::mt19937_64 callIds{std::random_device()()}; ///< (modelLock's)
   std::vector<int32_t> marks; ///< special tokens that do not stop a reply
-  /// The vocabulary's texts as a grammar matches them, and its tokens that
-  /// end a reply (stop tokens but the marks): made at the first request
-  /// with a grammar (modelLock's).
-  std::vector<std::string> texts;
-  std::vector<uint8_t> ending;
-  std::unique_ptr<TokenTrie> trie;
-
-  void makeTrie() {
-    if (trie)
-      return;
-    int32_t n = m.info.vocab_size;
-    texts.assign(size_t(n), "");
-    ending.assign(size_t(n), 0);
-    for (int32_t id = 0; id < n; ++id) {
-      if (m.lib.archrt_tokenizer_is_stop(m.tok, id) &&
-          std::find(marks.begin(), marks.end(), id) == marks.end())
-        ending[size_t(id)] = 1;
-      else
-        // (After itself: a token's text within a reply, not at a text's
-        // start, where a tokenizer may drop its leading space.)
-        texts[size_t(id)] = m.lib.archrt_tokenizer_decode(m.tok, id, id);
-    }
-    trie = std::make_unique<TokenTrie>(texts);
-  }
+  /// The vocabulary as grammars see it: made at the first request with a
+  /// grammar (modelLock's).
+  std::unique_ptr<GrammarVocabulary> vocabulary;
 
   /// `token`'s log-probability at the sequence's last logits (those it was
   /// sampled from), and its `k` most likely alternatives' (decoded after
@@ -725,12 +704,13 @@ private:
                   (sampling && r.minP > 0) || r.grammar;
     // A grammar's matcher: the tokens it does not allow next go to -inf
     // before any other shaping (docs/design.md "Constrained replies").
-    std::optional<GrammarMatcher> grammar;
-    std::vector<uint8_t> allowed;
+    std::optional<ConstrainedReply> grammar;
     std::string grammarError;
+    bool grammarFault = false; ///< the mask and the matcher disagreed
     if (r.grammar) {
-      makeTrie();
-      grammar.emplace(r.grammar);
+      if (!vocabulary)
+        vocabulary = grammarVocabulary(m.lib, m.tok, vocab, marks);
+      grammar.emplace(*vocabulary, r.grammar);
     }
     std::vector<float> shapedLogits, order;
     std::vector<int32_t> counts, seenList, replyList;
@@ -756,27 +736,8 @@ private:
           return logits;
       shapedLogits.assign(logits, logits + vocab);
       float *l = shapedLogits.data();
-      if (grammar) {
-        if (!grammar->mask(*trie, allowed, grammarError))
-          return nullptr;
-        bool end = grammar->complete(), any = false;
-        for (int32_t i = 0; i < vocab; ++i) {
-          if (allowed[size_t(i)] || (end && ending[size_t(i)]))
-            any = true;
-          else
-            l[i] = -INFINITY;
-        }
-        if (!any) {
-          // (A whole sentence the vocabulary cannot say it ended: the
-          // reply ends here, as at a stop token. Else a grammar the
-          // vocabulary cannot go on in.)
-          if (!end)
-            grammarError = "the grammar allows no token of the vocabulary "
-                           "after the reply's " +
-                           std::to_string(text.text().size()) + " bytes";
-          return nullptr;
-        }
-      }
+      if (grammar && !grammar->mask(l, grammarError))
+        return nullptr;
       for (auto &[t, bias] : r.logitBias)
         l[t] += float(bias);
       float rp = float(r.repetitionPenalty);
@@ -826,10 +787,8 @@ private:
               chars += (ch & 0xC0) != 0x80;
           }
           prev = id;
-          if (grammar && !ending[size_t(id)] &&
-              !grammar->accept(texts[size_t(id)])) {
-            grammarError = "the grammar did not take token " +
-                           std::to_string(id) + ", which its mask allowed";
+          if (grammar && !grammar->take(id, grammarError)) {
+            grammarFault = true;
             return false;
           }
           if (shaped)
@@ -840,7 +799,9 @@ private:
             send(parts.step(text));
           return !(r.stream ? c.broken : c.gone()) && !stopping;
         },
-        generated, end, error, r.ignoreEos, marks,
+        // (A constrained reply ends at its stop token even with
+        // ignore_eos: text after it would leave the grammar.)
+        generated, end, error, r.ignoreEos && !r.grammar, marks,
         shaped ? llvm::function_ref<const float *(const float *)>(shapeLogits)
                : nullptr);
     double decodeS = since(t0);
@@ -849,13 +810,16 @@ private:
       error = grammarError;
     }
     if (!ok) {
-      // (The runtime failed mid-generation: said in the stream, or as the
+      // (The runtime failed mid-generation, or the request's grammar
+      // could not go on (a 400: the client's; but a token its mask allowed
+      // and its matcher refused is archc's): said in the stream, or as the
       // response.)
+      int status = grammarError.empty() || grammarFault ? 500 : 400;
       if (r.stream)
-        event(errorBody(500, error));
+        event(errorBody(status, error));
       else
-        c.respond(500, errorBody(500, error));
-      return log(head, 500, error);
+        c.respond(status, errorBody(status, error));
+      return log(head, status, error);
     }
     // The reply's tool calls, where it holds well-formed ones and ended as
     // the model ended it (a reply cut short is content): the text around

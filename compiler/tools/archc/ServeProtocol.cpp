@@ -4,6 +4,7 @@
 #include "Grammar.h"
 #include "Tool.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -57,20 +58,36 @@ size_t jsonValueEnd(const std::string &text, size_t k) {
   return std::min(k, text.size());
 }
 
-std::vector<std::pair<std::string, std::string>>
-rawMembers(const std::string &text) {
-  std::vector<std::pair<std::string, std::string>> members;
-  size_t k = text.find('{');
+/// Calls `entry(k)` at each entry of the JSON object or array whose
+/// `open` bracket is the first in `text` (k: where the entry starts),
+/// which returns where the entry ends (the text's size: no more).
+static void eachEntry(const std::string &text, char open,
+                      llvm::function_ref<size_t(size_t)> entry) {
+  size_t k = text.find(open);
   if (k == std::string::npos)
-    return members;
+    return;
   auto skipSpace = [&] {
     while (k < text.size() && llvm::StringRef(" \t\r\n").contains(text[k]))
       ++k;
   };
   for (++k;;) {
     skipSpace();
-    if (k >= text.size() || text[k] != '"')
-      return members;
+    if (k >= text.size() || text[k] == (open == '{' ? '}' : ']'))
+      return;
+    k = entry(k);
+    skipSpace();
+    if (k >= text.size() || text[k] != ',')
+      return;
+    ++k;
+  }
+}
+
+std::vector<std::pair<std::string, std::string>>
+rawMembers(const std::string &text) {
+  std::vector<std::pair<std::string, std::string>> members;
+  eachEntry(text, '{', [&](size_t k) {
+    if (text[k] != '"')
+      return text.size();
     size_t end = jsonValueEnd(text, k);
     std::string name = text.substr(k + 1, end - k - 2);
     if (name.find('\\') != std::string::npos) {
@@ -78,41 +95,27 @@ rawMembers(const std::string &text) {
       auto v = json::parse(text.substr(k, end - k));
       name = v && v->getAsString() ? v->getAsString()->str() : "";
     }
-    k = end;
-    skipSpace();
-    ++k; // ':'
-    skipSpace();
+    k = text.find(':', end); // (valid JSON: after space)
+    if (k == std::string::npos)
+      return text.size();
+    k = text.find_first_not_of(" \t\r\n", k + 1);
+    if (k == std::string::npos)
+      return text.size();
     end = jsonValueEnd(text, k);
     members.emplace_back(std::move(name), text.substr(k, end - k));
-    k = end;
-    skipSpace();
-    if (k >= text.size() || text[k] != ',')
-      return members;
-    ++k;
-  }
+    return end;
+  });
+  return members;
 }
 
 std::vector<std::string> rawElements(const std::string &text) {
   std::vector<std::string> elements;
-  size_t k = text.find('[');
-  if (k == std::string::npos)
-    return elements;
-  auto skipSpace = [&] {
-    while (k < text.size() && llvm::StringRef(" \t\r\n").contains(text[k]))
-      ++k;
-  };
-  for (++k;;) {
-    skipSpace();
-    if (k >= text.size() || text[k] == ']')
-      return elements;
+  eachEntry(text, '[', [&](size_t k) {
     size_t end = jsonValueEnd(text, k);
     elements.push_back(text.substr(k, end - k));
-    k = end;
-    skipSpace();
-    if (k >= text.size() || text[k] != ',')
-      return elements;
-    ++k;
-  }
+    return end;
+  });
+  return elements;
 }
 
 std::string rawMember(const std::string &text, const std::string &key) {
@@ -583,6 +586,15 @@ int parseRequest(const std::string &body, bool chat, Request &out,
                              ? "at " + error
                              : "makes a grammar that does not parse (" +
                                    error + ")"),
+             400;
+    // (A grammar whose empty rules multiply its parses is refused here,
+    // where its first character's parses are opened.)
+    if (GrammarMatcher(out.grammar).overflowed())
+      return f.bad(from, "is too ambiguous: its start opens more than " +
+                             std::to_string(GrammarMatcher::kMaxParses) +
+                             " parses, or takes more than " +
+                             std::to_string(GrammarMatcher::kMaxWork) +
+                             " steps"),
              400;
   }
   if (const json::Value *tc = f.get("tool_choice")) {

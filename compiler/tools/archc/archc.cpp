@@ -66,6 +66,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -982,6 +983,83 @@ static int openModel(const std::string &input, std::string weights,
   return 0;
 }
 
+/// The GBNF text of a grammar file, or of a JSON schema file's grammar
+/// (`schema`); false with `error` naming the file.
+static bool grammarText(const std::string &path, bool schema,
+                        std::string &text, std::string &error) {
+  auto file = llvm::MemoryBuffer::getFileOrSTDIN(path);
+  if (!file) {
+    error = path + ": " + file.getError().message();
+    return false;
+  }
+  text = (*file)->getBuffer().str();
+  if (!schema)
+    return true;
+  std::string gbnf;
+  if (!serve::jsonWithinBounds(text, error)) {
+    error = path + ": " + error;
+    return false;
+  }
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+  if (!parsed) {
+    error = path + ": not JSON: " + llvm::toString(parsed.takeError());
+    return false;
+  }
+  if (!serve::schemaGrammar(text, gbnf, error)) {
+    error = path + ": " + error;
+    return false;
+  }
+  text = std::move(gbnf);
+  return true;
+}
+
+/// The grammar of GBNF `text` (from `path`; a JSON schema's with
+/// `schema`), whose start opens few enough parses; false with `error`.
+static bool parseGrammar(const std::string &text, const std::string &path,
+                         bool schema,
+                         std::shared_ptr<const serve::Grammar> &out,
+                         std::string &error) {
+  out = serve::Grammar::parse(text, error);
+  if (!out) {
+    error = path + (schema ? " (its grammar)" : "") + ": " + error;
+    return false;
+  }
+  if (serve::GrammarMatcher(out).overflowed()) {
+    error = path + ": the grammar is too ambiguous: its start opens more "
+                   "than " +
+            std::to_string(serve::GrammarMatcher::kMaxParses) +
+            " parses, or takes more than " +
+            std::to_string(serve::GrammarMatcher::kMaxWork) + " steps";
+    return false;
+  }
+  return true;
+}
+
+/// --grammar's or --json-schema's grammar (null where neither is given);
+/// false with `error`.
+static bool loadGrammar(const std::string &grammarPath,
+                        const std::string &schemaPath,
+                        std::shared_ptr<const serve::Grammar> &out,
+                        std::string &error) {
+  if (grammarPath.empty() && schemaPath.empty())
+    return true;
+  if (!grammarPath.empty() && !schemaPath.empty()) {
+    error = "--grammar and --json-schema both constrain the reply: give one";
+    return false;
+  }
+  bool schema = grammarPath.empty();
+  const std::string &path = schema ? schemaPath : grammarPath;
+  if (path == "-") {
+    // (Standard input is the prompt's, with --chat.)
+    error = std::string(schema ? "--json-schema" : "--grammar") +
+            " takes a file, not standard input";
+    return false;
+  }
+  std::string text;
+  return grammarText(path, schema, text, error) &&
+         parseGrammar(text, path, schema, out, error);
+}
+
 int cmdRun(int argc, char **argv) {
   // A subcommand of its own: libLLVM registers a global -threads.
   cl::SubCommand sub("run", "generate text");
@@ -1037,7 +1115,22 @@ int cmdRun(int argc, char **argv) {
       cl::desc("--chat: print each turn's new text and token ids to stderr"),
       cl::cat(archcCat), cl::sub(sub));
   cl::HideUnrelatedOptions(archcCat, sub);
+  cl::opt<std::string> grammarPath(
+      "grammar",
+      cl::desc("hold the text generated (each reply, with --chat) to a "
+               "GBNF grammar file (archc grammar checks one)"),
+      cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> schemaPath(
+      "json-schema",
+      cl::desc("hold it to JSON of a JSON schema file"), cl::cat(archcCat),
+      cl::sub(sub));
   cl::ParseCommandLineOptions(argc, argv, "archc run: generate text\n");
+  std::shared_ptr<const serve::Grammar> grammar;
+  {
+    std::string why;
+    if (!loadGrammar(grammarPath, schemaPath, grammar, why))
+      return fail(why);
+  }
   if (!chat && (!system.empty() || !chatTemplate.empty() || verbosePrompt ||
                 !templateKwargs.empty()))
     return fail("--system, --chat-template, --chat-template-kwargs and "
@@ -1093,6 +1186,7 @@ int cmdRun(int argc, char **argv) {
     opts.templateKwargs = templateKwargs;
     opts.verbosePrompt = verbosePrompt;
     opts.quiet = quiet;
+    opts.grammar = grammar;
     return runChat(lib, c.seq, tok, c.sampler, info, format, opts);
   }
   if (tok) {
@@ -1125,6 +1219,10 @@ int cmdRun(int argc, char **argv) {
   if (n == 0)
     return fail("--prompt: the text encodes to no tokens (the tokenizer "
                 "adds none before it): give a prompt");
+  if (grammar && !tok)
+    return fail("--grammar and --json-schema need a tokenizer: a model "
+                "directory's tokenizer.json, --tokenizer, or a GGUF file's" +
+                ggufTokenizer);
   CHECK_RT(lib, lib.archrt_seq_create(m.model, 0, &c.seq));
   CHECK_RT(lib, lib.archrt_sampler_create(info.vocab_size, temperature, topP,
                                           seed, &c.sampler));
@@ -1146,11 +1244,37 @@ int cmdRun(int argc, char **argv) {
   double prefillS = since(t0);
   t0 = Clock::now();
   int32_t prev = tokens[size_t(n - 1)], generated = 0;
+  // (A text held to --grammar: the tokens it does not allow at -inf.)
+  std::unique_ptr<serve::GrammarVocabulary> vocabulary;
+  std::optional<serve::ConstrainedReply> held;
+  std::vector<float> shaped;
+  if (grammar) {
+    vocabulary = grammarVocabulary(lib, tok, info.vocab_size);
+    held.emplace(*vocabulary, grammar);
+  }
   for (int i = 0; i < total; ++i) {
     int32_t next;
-    CHECK_RT(lib, lib.archrt_sample(c.sampler, lib.archrt_logits(c.seq), &next));
+    const float *logits = lib.archrt_logits(c.seq);
+    if (held) {
+      shaped.assign(logits, logits + info.vocab_size);
+      if (!held->mask(shaped.data(), error)) {
+        if (!error.empty()) {
+          llvm::outs() << "\n";
+          llvm::outs().flush();
+          return fail(error);
+        }
+        break; // a whole sentence that nothing may follow
+      }
+      logits = shaped.data();
+    }
+    CHECK_RT(lib, lib.archrt_sample(c.sampler, logits, &next));
     if (tok && lib.archrt_tokenizer_is_stop(tok, next))
       break; // EOS (or BOS) ends the story
+    if (held && !held->take(next, error)) {
+      llvm::outs() << "\n";
+      llvm::outs().flush();
+      return fail(error);
+    }
     emitToken(prev, next);
     ++generated;
     prev = next;
@@ -1160,6 +1284,9 @@ int cmdRun(int argc, char **argv) {
   llvm::outs() << "\n";
   llvm::outs().flush();
   double decodeS = since(t0);
+  if (held && !held->whole())
+    fprintf(stderr, "[archc] the text ends before a whole sentence of the "
+                    "grammar (-n %d)\n", int(steps));
   if (!quiet)
     fprintf(stderr,
             "[archc] prompt %d tokens: %.1f tok/s; generated %d tokens: "
@@ -1801,30 +1928,27 @@ int cmdGrammar(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "archc grammar: a GBNF grammar checked, or a "
                               "JSON schema as one\n");
-  auto file = llvm::MemoryBuffer::getFileOrSTDIN(input);
-  if (!file)
-    return fail(input + ": " + file.getError().message());
-  std::string text = (*file)->getBuffer().str(), error;
-  if (schema) {
-    std::string gbnf;
-    if (!jsonWithinBounds(text, error))
-      return fail(input + ": " + error);
-    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
-    if (!parsed)
-      return fail(input + ": not JSON: " + llvm::toString(parsed.takeError()));
-    if (!schemaGrammar(text, gbnf, error))
-      return fail(input + ": " + error);
-    text = gbnf;
+  std::string text, error;
+  if (!grammarText(input, schema, text, error))
+    return fail(error);
+  if (schema)
     llvm::outs() << text;
-  }
-  std::shared_ptr<const Grammar> g = Grammar::parse(text, error);
-  if (!g)
-    return fail(input + (schema ? " (its grammar)" : "") + ": " + error);
+  std::shared_ptr<const Grammar> g;
+  if (!parseGrammar(text, input, schema, g, error))
+    return fail(error);
+  GrammarMatcher start(g);
   for (const std::string &m : match) {
-    GrammarMatcher matcher(g);
+    GrammarMatcher matcher = start;
     size_t n = 0;
     while (n < m.size() && matcher.accept(llvm::StringRef(m).substr(n, 1)))
       ++n;
+    if (matcher.overflowed())
+      return fail(input + ": the grammar is too ambiguous to follow " +
+                  jsonString(m) + " (more than " +
+                  std::to_string(GrammarMatcher::kMaxParses) +
+                  " parses at once, or " +
+                  std::to_string(GrammarMatcher::kMaxWork) +
+                  " steps to follow a character)");
     llvm::outs() << jsonString(m) << ": "
                  << (n < m.size() ? "no (after " + std::to_string(n) +
                                         " bytes)"
