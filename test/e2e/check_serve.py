@@ -696,6 +696,81 @@ def tools(srv, args):
             print(f"second turn, content {json.dumps(content)[:20]}: the "
                   f"calls and {len(msg['tool_calls'])} answers rendered "
                   f"{how}, {len(rendered)} bytes")
+    required_calls(srv, fmt, messages)
+
+
+# Tools whose arguments a grammar bounds (enums, booleans, a const), for
+# tool_choice required and named.
+PICK_TOOLS = [{"type": "function", "function": {
+    "name": "pick", "parameters": {
+        "type": "object", "additionalProperties": False,
+        "required": ["color", "sure"],
+        "properties": {"color": {"enum": ["red", "blue"]},
+                       "sure": {"type": "boolean"}}}}},
+    {"type": "function", "function": {
+        "name": "other", "parameters": {
+            "type": "object", "additionalProperties": False,
+            "required": ["x"], "properties": {"x": {"const": 1}}}}}]
+
+
+def required_calls(srv, fmt, messages):
+    """tool_choice required and named: the reply, sampled (the steered
+    model's chain leaves the format at once, so the grammar chooses), is
+    calls in the model's format, each of a tool given with arguments of
+    its schema; one call without parallel_tool_calls, that tool's where
+    one is named; and the errors."""
+    chat = "/v1/chat/completions"
+
+    def valid(c):
+        args = json.loads(c["function"]["arguments"])
+        if c["function"]["name"] == "pick":
+            return set(args) == {"color", "sure"} and \
+                args["color"] in ("red", "blue") and \
+                isinstance(args["sure"], bool)
+        return c["function"]["name"] == "other" and args == {"x": 1}
+
+    runs = 0
+    for seed in range(1, 4):
+        for choice, parallel in (("required", True), ("required", False),
+                                 ({"type": "function",
+                                   "function": {"name": "other"}}, True)):
+            body = {"messages": messages, "tools": PICK_TOOLS,
+                    "tool_choice": choice, "parallel_tool_calls": parallel,
+                    "max_tokens": 400, "temperature": 1, "seed": seed}
+            got = srv.post(chat, body)["choices"][0]
+            calls = got["message"].get("tool_calls") or []
+            if got["finish_reason"] != "tool_calls" or not calls or \
+                    not all(valid(c) for c in calls) or \
+                    (not parallel and len(calls) != 1) or \
+                    (choice != "required" and
+                     any(c["function"]["name"] != "other" for c in calls)):
+                fail(f"tool_choice {choice}, parallel {parallel}, seed "
+                     f"{seed}: {got}")
+            runs += 1
+    base = {"messages": messages, "tools": PICK_TOOLS, "max_tokens": 8}
+    errors = [
+            (dict(base, tool_choice={"type": "function",
+                                     "function": {"name": "nope"}}),
+             "'tool_choice' asks for a call: 'nope' is not among 'tools'"),
+            ({"messages": messages, "tool_choice": "required"},
+             "'tool_choice' asks for a call, but 'tools' holds none"),
+            (dict(base, tool_choice="required", grammar='root ::= "a"'),
+             "'tool_choice' asks for a call, and 'grammar' constrains the "
+             "reply: give one"),
+            (dict(base, tool_choice="any"), "'tool_choice' must be")] + (
+            # (DeepSeek writes a name as plain text.)
+            [(dict(base, tool_choice="required", tools=[
+                {"type": "function", "function": {"name": "a b"}}]),
+              "'tools' [0]'s name 'a b' holds space, which DeepSeek's "
+              "calls cannot write")]
+            if "\u2581calls\u2581begin" in "".join(fmt["chains"][0]) else [])
+    for body, needle in errors:
+        st, _, data = srv.request("POST", chat, body)
+        if st != 400 or needle not in json.loads(data)["error"]["message"]:
+            fail(f"{body}: {st} {data[:300]!r}, expected 400 {needle!r}")
+    print(f"tool_choice required and named: {runs} sampled replies, each "
+          f"calls of the tools with arguments of their schemas; "
+          f"{len(errors)} errors")
 
 
 REFERENCE_LOGPROBS = """

@@ -1,7 +1,9 @@
 //===- fuzz_grammar.cpp - Grammars, their token masks, JSON schemas -------===//
 //
 // Any bytes as a GBNF grammar (or, after a first byte 'S', a JSON schema
-// whose grammar must then parse), a vocabulary of token texts and a text:
+// whose grammar must then parse; after a 'T', a request's tools, whose
+// required calls' grammar in each format must parse), a vocabulary of
+// token texts and a text:
 // the grammar parses or is refused with an error; where it parses, the
 // mask over the vocabulary's trie must allow exactly the tokens whose
 // text a copy of the matcher accepts, at the start and after each byte of
@@ -11,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/tools/archc/Grammar.h"
 #include "compiler/tools/archc/ServeProtocol.h"
+#include "compiler/tools/archc/ToolCalls.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -58,6 +61,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // grammar \0 token \1 token ... \0 text
   std::vector<std::string> parts = split(input, '\0');
   std::string text = parts[0], error;
+  if (!text.empty() && text[0] == 'T') {
+    std::string tools = text.substr(1), gbnf;
+    if (!jsonWithinBounds(tools, error))
+      return 0;
+    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(tools);
+    if (!parsed) {
+      llvm::consumeError(parsed.takeError());
+      return 0;
+    }
+    if (!parsed->getAsArray())
+      return 0;
+    // (The calls' grammar, where there is one, always parses.)
+    for (ToolFormat f : {ToolFormat::Hermes, ToolFormat::Llama3,
+                         ToolFormat::Mistral, ToolFormat::DeepSeek})
+      for (bool parallel : {false, true}) {
+        if (toolCallGrammar(f, tools, parallel ? "" : "a", parallel,
+                            parallel ? "</think>\n\n" : "", gbnf, error)) {
+          if (!Grammar::parse(gbnf, error))
+            abort();
+        } else if (error.empty()) {
+          abort();
+        }
+      }
+    return 0;
+  }
   if (!text.empty() && text[0] == 'S') {
     std::string schema = text.substr(1), gbnf;
     if (!jsonWithinBounds(schema, error))

@@ -931,16 +931,21 @@ std::string compact(const json::Value &v) {
   return out;
 }
 
+} // namespace
+
+namespace arch::serve {
+
+/// JSON schemas as GBNF rules (SchemaGrammar's).
 class SchemaWriter {
 public:
-  SchemaWriter(const std::string &root, std::string &error)
-      : rootText(root), error(error) {}
-
-  /// The GBNF expression of the schema `text` at `path`, defining rules
-  /// named from `name`; "" with `error` set.
+  /// The GBNF expression of the schema `text` at `path` (its $refs
+  /// pointing into `rootText`), defining rules named from `name`; "" with
+  /// `error` set.
   std::string visit(const std::string &text, const std::string &path,
                     const std::string &name);
   std::string rules;
+  std::string rootText, error;
+  std::map<std::string, std::string> refs; ///< a $ref's rule (rootText's)
 
 private:
   bool fail(const std::string &path, const std::string &what) {
@@ -974,16 +979,13 @@ private:
   bool count(const json::Object &o, const char *key, const std::string &path,
              int64_t &out);
 
-  const std::string &rootText;
-  std::string &error;
   std::set<std::string> taken{"root",   "ws",      "value",  "object",
                               "member", "array",   "string", "char",
                               "integer", "number", "boolean", "null"};
-  std::map<std::string, std::string> refs; ///< a $ref's rule
   unsigned depth = 0;
 };
 
-} // namespace
+} // namespace arch::serve
 
 /// Keywords of JSON Schema that would constrain the value in ways the
 /// grammar does not: refused by name rather than ignored. (Annotations
@@ -1388,16 +1390,36 @@ std::string SchemaWriter::visit(const std::string &text,
   return "( " + body + " )";
 }
 
+SchemaGrammar::SchemaGrammar() : w(std::make_unique<SchemaWriter>()) {}
+SchemaGrammar::~SchemaGrammar() = default;
+
+std::string SchemaGrammar::add(const std::string &schema,
+                               const std::string &hint, std::string &error) {
+  w->rootText = schema;
+  w->error.clear();
+  w->refs.clear();
+  std::string expr = w->visit(schema, "", hint);
+  error = w->error;
+  return expr;
+}
+
+std::string SchemaGrammar::text(const std::string &root) const {
+  return "root ::= " + root + "\n" + w->rules + kJsonRules;
+}
+
 bool arch::serve::schemaGrammar(const std::string &schema, std::string &gbnf,
                                 std::string &error) {
-  error.clear();
-  SchemaWriter w(schema, error);
-  std::string root = w.visit(schema, "", "root-value");
+  SchemaGrammar g;
+  std::string root = g.add(schema, "root-value", error);
   if (root.empty())
     return false;
   // (Nothing after the value: the reply ends where it does.)
-  gbnf = "root ::= " + root + "\n" + w.rules + kJsonRules;
+  gbnf = g.text(root);
   return true;
+}
+
+std::string arch::serve::gbnfLiteral(llvm::StringRef text) {
+  return literal(text);
 }
 
 std::string arch::serve::jsonObjectGrammar() {

@@ -200,12 +200,34 @@ private:
   size_t bytes = 0; ///< the reply's so far
 };
 
+class SchemaWriter;
+
+/// JSON schemas' grammars in one GBNF text: a rule (or an expression)
+/// each, and the JSON rules (value, string, ws, ...) once.
+class SchemaGrammar {
+public:
+  SchemaGrammar();
+  ~SchemaGrammar();
+  /// The GBNF expression of `schema` (valid JSON text; its $refs point
+  /// into it), its rules named from `hint`; "" with `error` naming the
+  /// place in the schema (a JSON pointer) and what it does not support.
+  std::string add(const std::string &schema, const std::string &hint,
+                  std::string &error);
+  /// GBNF text whose root is `root`, with the rules added.
+  std::string text(const std::string &root) const;
+
+private:
+  std::unique_ptr<SchemaWriter> w;
+};
+
 /// A JSON schema's valid JSON text as GBNF text (its `root` the schema's
 /// value; the properties in the order the text gives them), for the
 /// keywords docs/design.md lists; false with `error` naming the place in
 /// the schema (a JSON pointer) and what it does not support.
 bool schemaGrammar(const std::string &schema, std::string &gbnf,
                    std::string &error);
+/// `text` as a GBNF string literal (quoted, escaped).
+std::string gbnfLiteral(llvm::StringRef text);
 /// GBNF text whose root is any JSON object (response_format json_object).
 std::string jsonObjectGrammar();
 

@@ -573,6 +573,21 @@ private:
                       "'logit_bias': token " + std::to_string(id) +
                           " is outside the vocabulary [0, " +
                           std::to_string(info.vocab_size) + ")");
+    // The reply's grammar: the request's, or where tool_choice asks for a
+    // call, one of the model's call format over the tools' schemas (after
+    // a thought the prompt opened, closed at once).
+    std::shared_ptr<const Grammar> constraint = r.grammar;
+    if (r.toolRequired) {
+      std::string gbnf;
+      bool opened = m.thoughts && opensThought(rendered);
+      if (!toolCallGrammar(m.tools, r.tools, r.toolNamed,
+                           r.parallelToolCalls, opened ? "</think>\n\n" : "",
+                           gbnf, error))
+        return finish(c, head, 400, "'tool_choice' asks for a call: " + error);
+      constraint = Grammar::parse(gbnf, error);
+      if (!constraint)
+        return finish(c, head, 500, "the tool calls' grammar: " + error);
+    }
     double temperature = r.temperature >= 0 ? r.temperature : opts.temperature;
     double topP = r.topP >= 0 ? r.topP : opts.topP;
     uint64_t seed = r.hasSeed ? r.seed : std::random_device()() * 0x9E3779B97F4A7C15ull;
@@ -701,16 +716,16 @@ private:
     bool shaped = r.presencePenalty != 0 || r.frequencyPenalty != 0 ||
                   r.repetitionPenalty != 1 || !r.logitBias.empty() ||
                   (sampling && r.topK > 0 && r.topK < vocab) ||
-                  (sampling && r.minP > 0) || r.grammar;
+                  (sampling && r.minP > 0) || constraint;
     // A grammar's matcher: the tokens it does not allow next go to -inf
     // before any other shaping (docs/design.md "Constrained replies").
     std::optional<ConstrainedReply> grammar;
     std::string grammarError;
     bool grammarFault = false; ///< the mask and the matcher disagreed
-    if (r.grammar) {
+    if (constraint) {
       if (!vocabulary)
         vocabulary = grammarVocabulary(m.lib, m.tok, vocab, marks);
-      grammar.emplace(*vocabulary, r.grammar);
+      grammar.emplace(*vocabulary, constraint);
     }
     std::vector<float> shapedLogits, order;
     std::vector<int32_t> counts, seenList, replyList;
@@ -801,7 +816,7 @@ private:
         },
         // (A constrained reply ends at its stop token even with
         // ignore_eos: text after it would leave the grammar.)
-        generated, end, error, r.ignoreEos && !r.grammar, marks,
+        generated, end, error, r.ignoreEos && !constraint, marks,
         shaped ? llvm::function_ref<const float *(const float *)>(shapeLogits)
                : nullptr);
     double decodeS = since(t0);

@@ -396,8 +396,9 @@ int parseRequest(const std::string &body, bool chat, Request &out,
     if (const json::Value *tools = f.get("tools")) {
       if (!tools->getAsArray())
         return f.bad("tools", "must be an array"), 400;
-      vars += (vars.empty() ? "" : ", ") +
-              std::string("\"tools\": ") + rawMember(body, "tools");
+      out.tools = rawMember(body, "tools");
+      vars += (vars.empty() ? "" : ", ") + std::string("\"tools\": ") +
+              out.tools;
       out.toolCalls = !tools->getAsArray()->empty();
     }
     out.templateVars = vars.empty() ? "" : "{" + vars + "}";
@@ -598,13 +599,37 @@ int parseRequest(const std::string &body, bool chat, Request &out,
              400;
   }
   if (const json::Value *tc = f.get("tool_choice")) {
-    if (tc->getAsString() != std::optional<llvm::StringRef>("auto") &&
-        tc->getAsString() != std::optional<llvm::StringRef>("none"))
-      return f.bad("tool_choice", "other than \"auto\" or \"none\" is not "
-                                  "supported by archc serve"),
+    // "auto", "none" (the reply is content, whatever it holds),
+    // "required" or {"type": "function", "function": {"name": NAME}}: the
+    // reply is calls (of that tool), by a grammar of the model's format
+    // (Serve.cpp, toolCallGrammar).
+    std::optional<llvm::StringRef> choice = tc->getAsString();
+    const json::Object *named = tc->getAsObject();
+    const json::Object *function =
+        named ? named->getObject("function") : nullptr;
+    const json::Value *name = function ? function->get("name") : nullptr;
+    if (name && (!name->getAsString() || name->getAsString()->empty()))
+      return f.bad("tool_choice", "names no function"), 400;
+    if (choice == std::optional<llvm::StringRef>("required") || name) {
+      if (!out.toolCalls)
+        return f.bad("tool_choice", "asks for a call, but 'tools' holds none"),
+               400;
+      if (out.grammar)
+        return f.bad("tool_choice", "asks for a call, and '" + from +
+                                        "' constrains the reply: give one"),
+               400;
+      out.toolRequired = true;
+      out.toolNamed = name ? name->getAsString()->str() : "";
+    } else if (choice != std::optional<llvm::StringRef>("auto") &&
+               choice != std::optional<llvm::StringRef>("none")) {
+      return f.bad("tool_choice",
+                   "must be \"auto\", \"none\", \"required\" or "
+                   "{\"type\": \"function\", \"function\": {\"name\": "
+                   "...}}"),
              400;
-    // ("none": the reply is content, whatever it holds.)
-    out.toolCalls &= *tc->getAsString() == "auto";
+    } else {
+      out.toolCalls &= *choice == "auto";
+    }
   }
   if (!f.boolean("parallel_tool_calls", out.parallelToolCalls))
     return 400;

@@ -90,11 +90,17 @@ struct Request {
   /// logprobs); -1: none.
   int64_t logprobs = -1;
   /// Chat: `tools` given and tool_choice not "none" (the reply's calls are
-  /// parsed); parallel_tool_calls false keeps the first call only.
+  /// parsed); parallel_tool_calls false keeps the first call only (and
+  /// asks a required call's grammar for one).
   bool toolCalls = false, parallelToolCalls = true;
   /// The grammar the reply must keep to (`grammar`, `json_schema`, or
   /// response_format json_object or json_schema); null: none.
   std::shared_ptr<const Grammar> grammar;
+  /// Chat: the tools array's text as sent (or ""); tool_choice "required"
+  /// (`toolRequired`) or naming a function (`toolNamed`): the reply must
+  /// be calls (of that function), whose grammar the model's format gives.
+  std::string tools, toolNamed;
+  bool toolRequired = false;
 };
 
 /// Reads a completion request's JSON body. 0, or 400 with `error` naming

@@ -1,7 +1,9 @@
 //===- ToolCalls.cpp - The tool calls in a chat model's reply --------------===//
 #include "ToolCalls.h"
 
+#include "Grammar.h"
 #include "ServeProtocol.h"
+#include "Tool.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -361,6 +363,112 @@ size_t holdFrom(llvm::StringRef t, size_t from,
 }
 
 } // namespace
+
+bool toolCallGrammar(ToolFormat f, const std::string &tools,
+                     const std::string &only, bool parallel,
+                     const std::string &before, std::string &gbnf,
+                     std::string &error) {
+  if (f == ToolFormat::None) {
+    error = "the chat template shows no tool-call format "
+            "(--tool-call-parser names one)";
+    return false;
+  }
+  // Each tool's call: its name, and arguments of its parameters' schema
+  // (an object where it has none), in the format's own words.
+  SchemaGrammar schemas;
+  std::string calls;
+  std::vector<std::string> list = rawElements(tools);
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string function = rawMember(list[i], "function");
+    auto parsed = json::parse(function);
+    const json::Object *o = parsed ? parsed->getAsObject() : nullptr;
+    if (!parsed)
+      llvm::consumeError(parsed.takeError());
+    std::optional<llvm::StringRef> name = o ? o->getString("name")
+                                            : std::nullopt;
+    if (!name || name->empty()) {
+      error = "'tools' [" + std::to_string(i) +
+              "] must be {\"type\": \"function\", \"function\": "
+              "{\"name\": ...}}";
+      return false;
+    }
+    if (!only.empty() && *name != only)
+      continue;
+    std::string args = "object";
+    if (o->get("parameters")) {
+      args = schemas.add(rawMember(function, "parameters"), name->str(),
+                         error);
+      if (args.empty()) {
+        error = "'tools' [" + std::to_string(i) + "] (" + name->str() +
+                ") parameters " + error;
+        return false;
+      }
+    }
+    std::string quoted = jsonString(name->str());
+    std::string call;
+    switch (f) {
+    case ToolFormat::Hermes:
+      call = gbnfLiteral(std::string(kHermesOpen) + "\n{\"name\": " + quoted +
+                         ", \"arguments\": ") +
+             " " + args + " " +
+             gbnfLiteral("}\n" + std::string(kHermesClose));
+      break;
+    case ToolFormat::Llama3:
+      call = gbnfLiteral("{\"name\": " + quoted + ", \"parameters\": ") +
+             " " + args + " " + gbnfLiteral("}");
+      break;
+    case ToolFormat::Mistral:
+      call = gbnfLiteral("{\"name\": " + quoted + ", \"arguments\": ") +
+             " " + args + " " + gbnfLiteral("}");
+      break;
+    case ToolFormat::DeepSeek:
+      if (!plainName(*name)) {
+        error = "'tools' [" + std::to_string(i) + "]'s name '" + name->str() +
+                "' holds space, which DeepSeek's calls cannot write";
+        return false;
+      }
+      call = gbnfLiteral(std::string(kDeepSeekCall) + "function" +
+                         std::string(kDeepSeekSep) + name->str() +
+                         "\n```json\n") +
+             " " + args + " " +
+             gbnfLiteral("\n```" + std::string(kDeepSeekCallEnd));
+      break;
+    case ToolFormat::None:
+      break;
+    }
+    calls += (calls.empty() ? "" : " | ") + call;
+  }
+  if (calls.empty()) {
+    error = only.empty() ? "'tools' holds no function"
+                         : "'" + only + "' is not among 'tools'";
+    return false;
+  }
+  // One call, or (parallel) one or more, joined as the format joins them.
+  std::string call = "( " + calls + " )", root;
+  switch (f) {
+  case ToolFormat::Hermes:
+    root = call + (parallel ? " ( \"\\n\" " + call + " )*" : "");
+    break;
+  case ToolFormat::Llama3:
+    root = call + (parallel ? " ( \"; \" " + call + " )*" : "");
+    break;
+  case ToolFormat::Mistral:
+    root = gbnfLiteral(std::string(kMistralCalls) + "[") + " " + call +
+           (parallel ? " ( \", \" " + call + " )*" : "") + " " +
+           gbnfLiteral("]");
+    break;
+  case ToolFormat::DeepSeek:
+    root = gbnfLiteral(kDeepSeekCalls) + " " + call +
+           (parallel ? " " + call + "*" : "") + " " +
+           gbnfLiteral(kDeepSeekCallsEnd);
+    break;
+  case ToolFormat::None:
+    break;
+  }
+  gbnf = schemas.text(before.empty() ? root
+                                     : gbnfLiteral(before) + " " + root);
+  return true;
+}
 
 ToolFormat detectToolFormat(const std::string &t) {
   auto has = [&](llvm::StringRef s) {

@@ -60,6 +60,18 @@ ToolReply parseToolCalls(ToolFormat f, const std::string &text);
 /// end of a reply.
 std::vector<std::string> replyMarks(ToolFormat f, bool thinks);
 
+/// A grammar (GBNF text) of replies that are calls in format `f` of the
+/// tools in `tools` (a request's tools array's text), their arguments of
+/// each tool's parameters schema: tool_choice "required", or one named
+/// (`only`: that tool's calls only); one call, or (`parallel`) one or
+/// more; after the text `before`. False with `error` (a format that
+/// writes no calls, a name not among the tools, a schema the grammar
+/// cannot hold).
+bool toolCallGrammar(ToolFormat f, const std::string &tools,
+                     const std::string &only, bool parallel,
+                     const std::string &before, std::string &gbnf,
+                     std::string &error);
+
 /// Where calls may start in a reply so far (a format's mark, or its first
 /// bytes at the end, with the space before them; the space at the end): a
 /// stream holds the text from there until the reply is whole. npos where
