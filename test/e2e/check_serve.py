@@ -714,11 +714,15 @@ PICK_TOOLS = [{"type": "function", "function": {
 
 
 def required_calls(srv, fmt, messages):
-    """tool_choice required and named: the reply, sampled (the steered
-    model's chain leaves the format at once, so the grammar chooses), is
-    calls in the model's format, each of a tool given with arguments of
-    its schema; one call without parallel_tool_calls, that tool's where
-    one is named; and the errors."""
+    """tool_choice required and named: the reply, sampled (where the
+    steered model's chain leaves the format, the grammar chooses), is one
+    call in the model's format, of a tool given, with arguments of its
+    schema, no content and no reasoning, whole and streamed alike; the
+    named tool's where one is named; and the errors. (Without
+    parallel_tool_calls: a reply of several calls may run past the
+    context, the stop tokens' chance at each call's end being small.
+    test/Chat/grammar.test holds each format's grammar of several calls
+    to the parser.)"""
     chat = "/v1/chat/completions"
 
     def valid(c):
@@ -731,21 +735,29 @@ def required_calls(srv, fmt, messages):
 
     runs = 0
     for seed in range(1, 4):
-        for choice, parallel in (("required", True), ("required", False),
-                                 ({"type": "function",
-                                   "function": {"name": "other"}}, True)):
+        for choice in ("required", {"type": "function",
+                                    "function": {"name": "other"}}):
             body = {"messages": messages, "tools": PICK_TOOLS,
-                    "tool_choice": choice, "parallel_tool_calls": parallel,
-                    "max_tokens": 400, "temperature": 1, "seed": seed}
+                    "tool_choice": choice, "parallel_tool_calls": False,
+                    "max_tokens": 300, "temperature": 1, "seed": seed}
             got = srv.post(chat, body)["choices"][0]
             calls = got["message"].get("tool_calls") or []
-            if got["finish_reason"] != "tool_calls" or not calls or \
-                    not all(valid(c) for c in calls) or \
-                    (not parallel and len(calls) != 1) or \
+            if got["finish_reason"] != "tool_calls" or len(calls) != 1 or \
+                    not valid(calls[0]) or \
+                    got["message"]["content"] is not None or \
+                    got["message"].get("reasoning_content") or \
                     (choice != "required" and
-                     any(c["function"]["name"] != "other" for c in calls)):
-                fail(f"tool_choice {choice}, parallel {parallel}, seed "
-                     f"{seed}: {got}")
+                     calls[0]["function"]["name"] != "other"):
+                fail(f"tool_choice {choice}, seed {seed}: {got}")
+            if seed == 1:
+                content, streamed, finish, reasoning = stream_calls(
+                    srv.stream(chat, body))
+                if content or reasoning or finish != "tool_calls" or \
+                        [(c["name"], c["arguments"]) for c in streamed] != \
+                        [(c["function"]["name"], c["function"]["arguments"])
+                         for c in calls]:
+                    fail(f"tool_choice {choice}, streamed: {content!r} "
+                         f"{streamed} {finish} {reasoning!r}, whole {calls}")
             runs += 1
     base = {"messages": messages, "tools": PICK_TOOLS, "max_tokens": 8}
     errors = [
@@ -761,16 +773,16 @@ def required_calls(srv, fmt, messages):
             # (DeepSeek writes a name as plain text.)
             [(dict(base, tool_choice="required", tools=[
                 {"type": "function", "function": {"name": "a b"}}]),
-              "'tools' [0]'s name 'a b' holds space, which DeepSeek's "
-              "calls cannot write")]
+              "'tools' [0]'s name 'a b' holds space or control characters, "
+              "or is over 256 bytes: DeepSeek's calls cannot write it")]
             if "\u2581calls\u2581begin" in "".join(fmt["chains"][0]) else [])
     for body, needle in errors:
         st, _, data = srv.request("POST", chat, body)
         if st != 400 or needle not in json.loads(data)["error"]["message"]:
             fail(f"{body}: {st} {data[:300]!r}, expected 400 {needle!r}")
     print(f"tool_choice required and named: {runs} sampled replies, each "
-          f"calls of the tools with arguments of their schemas; "
-          f"{len(errors)} errors")
+          f"a call of the tools with arguments of their schemas, no "
+          f"content, streamed alike; {len(errors)} errors")
 
 
 REFERENCE_LOGPROBS = """

@@ -584,9 +584,17 @@ private:
                            r.parallelToolCalls, opened ? "</think>\n\n" : "",
                            gbnf, error))
         return finish(c, head, 400, "'tool_choice' asks for a call: " + error);
+      // (The tools' schemas may make a grammar too large, or too
+      // ambiguous at its start, as a request's own grammar may.)
       constraint = Grammar::parse(gbnf, error);
       if (!constraint)
-        return finish(c, head, 500, "the tool calls' grammar: " + error);
+        return finish(c, head, 400,
+                      "'tool_choice' asks for a call: the tools' grammar "
+                      "does not parse (" + error + ")");
+      if (GrammarMatcher(constraint).overflowed())
+        return finish(c, head, 400,
+                      "'tool_choice' asks for a call: the tools' grammar "
+                      "is too ambiguous at its start");
     }
     double temperature = r.temperature >= 0 ? r.temperature : opts.temperature;
     double topP = r.topP >= 0 ? r.topP : opts.topP;

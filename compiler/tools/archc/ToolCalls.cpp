@@ -374,7 +374,8 @@ bool toolCallGrammar(ToolFormat f, const std::string &tools,
     return false;
   }
   // Each tool's call: its name, and arguments of its parameters' schema
-  // (an object where it has none), in the format's own words.
+  // (an empty object where it has none, as OpenAI reads that), in the
+  // format's own words.
   SchemaGrammar schemas;
   std::string calls;
   std::vector<std::string> list = rawElements(tools);
@@ -394,14 +395,37 @@ bool toolCallGrammar(ToolFormat f, const std::string &tools,
     }
     if (!only.empty() && *name != only)
       continue;
-    std::string args = "object";
-    if (o->get("parameters")) {
-      args = schemas.add(rawMember(function, "parameters"), name->str(),
-                         error);
-      if (args.empty()) {
+    std::string args = "\"{\" ws \"}\"";
+    const json::Value *params = o->get("parameters");
+    if (params && params->kind() != json::Value::Null) {
+      // (Arguments are an object: a call whose arguments are not parses
+      // as no call. So the schema's top must say object, or say nothing.)
+      const json::Object *p = params->getAsObject();
+      bool anything = params->getAsBoolean() == std::optional<bool>(true) ||
+                      (p && p->empty());
+      bool plain = p && !p->get("$ref") && !p->get("anyOf") &&
+                   !p->get("oneOf") && !p->get("allOf") &&
+                   !p->get("enum") && !p->get("const");
+      bool object =
+          plain && (p->getString("type") ==
+                        std::optional<llvm::StringRef>("object") ||
+                    (!p->get("type") && (p->get("properties") ||
+                                         p->get("additionalProperties"))));
+      if (anything) {
+        args = "object";
+      } else if (!object) {
         error = "'tools' [" + std::to_string(i) + "] (" + name->str() +
-                ") parameters " + error;
+                ") parameters must describe an object (\"type\": "
+                "\"object\")";
         return false;
+      } else {
+        args = schemas.add(rawMember(function, "parameters"), name->str(),
+                           error);
+        if (args.empty()) {
+          error = "'tools' [" + std::to_string(i) + "] (" + name->str() +
+                  ") parameters " + error;
+          return false;
+        }
       }
     }
     std::string quoted = jsonString(name->str());
@@ -424,7 +448,8 @@ bool toolCallGrammar(ToolFormat f, const std::string &tools,
     case ToolFormat::DeepSeek:
       if (!plainName(*name)) {
         error = "'tools' [" + std::to_string(i) + "]'s name '" + name->str() +
-                "' holds space, which DeepSeek's calls cannot write";
+                "' holds space or control characters, or is over 256 "
+                "bytes: DeepSeek's calls cannot write it";
         return false;
       }
       call = gbnfLiteral(std::string(kDeepSeekCall) + "function" +
@@ -453,7 +478,8 @@ bool toolCallGrammar(ToolFormat f, const std::string &tools,
     root = call + (parallel ? " ( \"; \" " + call + " )*" : "");
     break;
   case ToolFormat::Mistral:
-    root = gbnfLiteral(std::string(kMistralCalls) + "[") + " " + call +
+    // (Mistral v0.3's template writes a space before the array.)
+    root = gbnfLiteral(kMistralCalls) + " \" \"? \"[\" " + call +
            (parallel ? " ( \", \" " + call + " )*" : "") + " " +
            gbnfLiteral("]");
     break;

@@ -25,6 +25,7 @@
 #include "Chat.h"
 #include "Grammar.h"
 #include "ServeProtocol.h"
+#include "ToolCalls.h"
 #include "Serve.h"
 #include "compiler/chat/ChatTemplate.h"
 #include "ModelLib.h"
@@ -1919,6 +1920,19 @@ int cmdGrammar(int argc, char **argv) {
                        cl::desc("the file is a JSON schema: print its "
                                 "grammar"),
                        cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> toolFormat(
+      "tool-format",
+      cl::desc("the file is a request's tools (a JSON array): print the "
+               "grammar of calls in this format (hermes, llama3-json, "
+               "mistral, deepseek) that tool_choice required gives"),
+      cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> toolName(
+      "tool", cl::desc("--tool-format: calls of this tool only (a named "
+                       "tool_choice)"),
+      cl::cat(archcCat), cl::sub(sub));
+  cl::opt<bool> parallel("parallel",
+                         cl::desc("--tool-format: one or more calls"),
+                         cl::cat(archcCat), cl::sub(sub));
   cl::list<std::string> match("match",
                               cl::desc("a text to match: prints 'whole', "
                                        "'prefix' or 'no' (after how many "
@@ -1929,8 +1943,27 @@ int cmdGrammar(int argc, char **argv) {
                               "archc grammar: a GBNF grammar checked, or a "
                               "JSON schema as one\n");
   std::string text, error;
-  if (!grammarText(input, schema, text, error))
+  ToolFormat format = ToolFormat::None;
+  if (!toolFormat.empty()) {
+    if (schema)
+      return fail("--json-schema and --tool-format: give one");
+    if (!toolFormatNamed(toolFormat, format) || format == ToolFormat::None)
+      return fail("--tool-format must be hermes, llama3-json, mistral or "
+                  "deepseek, got '" + toolFormat + "'");
+    std::string tools;
+    if (!grammarText(input, false, tools, error))
+      return fail(error);
+    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(tools);
+    if (!parsed)
+      return fail(input + ": not JSON: " + llvm::toString(parsed.takeError()));
+    if (!parsed->getAsArray())
+      return fail(input + ": not a JSON array of tools");
+    if (!toolCallGrammar(format, tools, toolName, parallel, "", text, error))
+      return fail(input + ": " + error);
+    llvm::outs() << text;
+  } else if (!grammarText(input, schema, text, error)) {
     return fail(error);
+  }
   if (schema)
     llvm::outs() << text;
   std::shared_ptr<const Grammar> g;
@@ -1953,8 +1986,15 @@ int cmdGrammar(int argc, char **argv) {
                  << (n < m.size() ? "no (after " + std::to_string(n) +
                                         " bytes)"
                      : matcher.complete() ? std::string("whole")
-                                          : std::string("prefix"))
-                 << "\n";
+                                          : std::string("prefix"));
+    if (format != ToolFormat::None && n == m.size() && matcher.complete()) {
+      // (The calls the server's parser reads in such a reply.)
+      ToolReply reply = parseToolCalls(format, m);
+      llvm::outs() << ", " << reply.calls.size() << " calls:";
+      for (const ToolCall &call : reply.calls)
+        llvm::outs() << " " << call.name << call.arguments;
+    }
+    llvm::outs() << "\n";
   }
   return 0;
 }
