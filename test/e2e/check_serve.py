@@ -769,7 +769,10 @@ def required_calls(srv, fmt, messages):
             (dict(base, tool_choice="required", grammar='root ::= "a"'),
              "'tool_choice' asks for a call, and 'grammar' constrains the "
              "reply: give one"),
-            (dict(base, tool_choice="any"), "'tool_choice' must be")] + (
+            (dict(base, tool_choice="any"), "'tool_choice' must be"),
+            (dict(base, tool_choice={"type": "function",
+                                     "function": {"name": ""}}),
+             "'tool_choice' names no function")] + (
             # (DeepSeek writes a name as plain text.)
             [(dict(base, tool_choice="required", tools=[
                 {"type": "function", "function": {"name": "a b"}}]),

@@ -657,7 +657,6 @@ int32_t GrammarMatcher::node(uint32_t at, int32_t below) {
   if (added) {
     nodes.push_back({at, below});
     seen.push_back(0);
-    internedLog.push_back(key);
   }
   return it->second;
 }
@@ -798,34 +797,83 @@ bool GrammarMatcher::finished() const {
   return complete() && now.stacks.size() == 1;
 }
 
-void GrammarMatcher::walk(const TokenTrie &trie, uint32_t at, size_t depth,
+int32_t GrammarMatcher::intern(State &&state) {
+  std::string key(reinterpret_cast<const char *>(state.stacks.data()),
+                  state.stacks.size() * sizeof(int32_t));
+  key += char(state.remain);
+  key += char(state.length);
+  key.append(reinterpret_cast<const char *>(&state.partial),
+             sizeof state.partial);
+  auto [it, added] = stateIds.try_emplace(key, int32_t(states.size()));
+  if (added)
+    states.push_back(std::move(state));
+  return it->second;
+}
+
+void GrammarMatcher::compact() {
+  // Only `now`'s stacks stay: each chain interned again, bottom first, into
+  // a fresh arena; the walks' states and steps go.
+  std::vector<Node> old = std::move(nodes);
+  nodes.clear();
+  interned.clear();
+  seen.clear();
+  llvm::DenseMap<int32_t, int32_t> moved;
+  std::vector<int32_t> chain;
+  for (int32_t &top : now.stacks) {
+    if (top < 0)
+      continue;
+    chain.clear();
+    for (int32_t n = top; n >= 0 && !moved.count(n); n = old[size_t(n)].below)
+      chain.push_back(n);
+    for (size_t k = chain.size(); k-- > 0;) {
+      int32_t below = old[size_t(chain[k])].below;
+      moved[chain[k]] = node(old[size_t(chain[k])].at,
+                             below < 0 ? -1 : moved[below]);
+    }
+    top = moved[top];
+  }
+  std::sort(now.stacks.begin(), now.stacks.end());
+  states.clear();
+  stateIds.clear();
+  steps.clear();
+}
+
+void GrammarMatcher::walk(const TokenTrie &trie, uint32_t at, int32_t state,
                           std::vector<uint8_t> &allowed) {
   const TokenTrie::Node &tn = trie.nodes[at];
   for (uint32_t i = 0; i < tn.tokens; ++i)
     allowed[size_t(trie.ids[tn.firstToken + i])] = 1;
-  const State &cur = depth == 0 ? now : scratch[depth];
   for (uint32_t i = 0; i < tn.children && !overflow; ++i) {
     const TokenTrie::Edge &e = trie.edges[tn.firstChild + i];
-    if (step(cur, e.byte, scratch[depth + 1]))
-      walk(trie, e.node, depth + 1, allowed);
+    uint64_t key = uint64_t(state) << 8 | e.byte;
+    auto known = steps.find(key);
+    int32_t next;
+    if (known != steps.end()) {
+      next = known->second;
+    } else {
+      State to;
+      bool ok = step(states[size_t(state)], e.byte, to);
+      if (overflow)
+        return;
+      next = ok ? intern(std::move(to)) : -1;
+      steps[key] = next;
+    }
+    if (next >= 0)
+      walk(trie, e.node, next, allowed);
   }
 }
 
 bool GrammarMatcher::mask(const TokenTrie &trie, std::vector<uint8_t> &allowed,
                           std::string &error) {
   allowed.assign(trie.vocab, 0);
-  if (scratch.size() < trie.maxDepth + 2)
-    scratch.resize(trie.maxDepth + 2);
-  // (The walk's stacks are dropped after it: only `now`'s stay.)
-  size_t keepNodes = nodes.size(), keepLog = internedLog.size();
+  // (The states and steps of the walks stay from token to token, a
+  // reply's states recurring — inside a JSON string, every character
+  // leads back to the same one — until they grow past their bound.)
+  if (nodes.size() > kMaxKeptNodes || states.size() > kMaxKeptStates)
+    compact();
   walked = 0;
   if (!broken)
-    walk(trie, 0, 0, allowed);
-  for (size_t k = keepLog; k < internedLog.size(); ++k)
-    interned.erase(internedLog[k]);
-  internedLog.resize(keepLog);
-  nodes.resize(keepNodes);
-  seen.resize(keepNodes);
+    walk(trie, 0, intern(State(now)), allowed);
   if (overflow || broken) {
     overflow = false;
     error = "the grammar holds more than " + std::to_string(kMaxParses) +

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace arch::serve {
@@ -144,15 +145,25 @@ private:
   /// `from` after byte `b`, into `to`; false where no parse takes it.
   bool step(const State &from, uint8_t b, State &to);
   bool stepCodePoint(const State &from, uint32_t c, State &to);
-  void walk(const TokenTrie &trie, uint32_t at, size_t depth,
+  /// Marks the tokens at and below trie node `at`, read from `state`.
+  void walk(const TokenTrie &trie, uint32_t at, int32_t state,
             std::vector<uint8_t> &allowed);
+  /// `state`'s id among the walks' states.
+  int32_t intern(State &&state);
+  /// Drops every node but `now`'s stacks', and the walks' states.
+  void compact();
 
   std::shared_ptr<const Grammar> g;
   std::vector<Node> nodes;
   llvm::DenseMap<uint64_t, int32_t> interned;
-  std::vector<uint64_t> internedLog; ///< keys in the order added
   State now;
-  std::vector<State> scratch; ///< the walk's state at each depth
+  /// The walks' states, and each one's step by a byte (state << 8 | byte:
+  /// the next state, -1 where no parse takes the byte), kept from mask to
+  /// mask; compacted away past kMaxKeptNodes nodes or kMaxKeptStates.
+  std::vector<State> states;
+  std::unordered_map<std::string, int32_t> stateIds;
+  llvm::DenseMap<uint64_t, int32_t> steps;
+  static constexpr size_t kMaxKeptNodes = 1 << 20, kMaxKeptStates = 1 << 16;
   std::vector<int32_t> work;
   /// expand's marks: nodes met in the current step (seen[n] == stamp).
   std::vector<uint32_t> seen;
