@@ -71,7 +71,8 @@ objects() { # DIR SOURCES...: objects of SOURCES (C or C++) in DIR, printed
     obj="$dir/$(basename "${src%.*}").o"
     case "$src" in
       *.cpp) lang=("$cxx" -std=c++17 -fexceptions -DTOML_HEADER_ONLY=1
-                   -DNDEBUG -I. -I/usr/lib/llvm-19/include) ;;
+                   -DNDEBUG -DARCHC_FUZZ_SMALL_CACHES -I.
+                   -I/usr/lib/llvm-19/include) ;;
       *) lang=("$cc" -std=c11 -D_GNU_SOURCE "${inc[@]}") ;;
     esac
     rm -f "$obj"

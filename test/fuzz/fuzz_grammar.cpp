@@ -35,19 +35,20 @@ std::vector<std::string> split(llvm::StringRef text, char sep) {
   return std::vector<std::string>(parts.begin(), parts.end());
 }
 
-/// The mask against each token's text accepted by a copy of `m`.
-void checkMask(const GrammarMatcher &m, const TokenTrie &trie,
+/// The mask of `m` (whose walks' states stay, and are compacted, from
+/// mask to mask) against each token's text accepted by a copy of it.
+void checkMask(GrammarMatcher &m, const TokenTrie &trie,
                const std::vector<std::string> &vocab) {
-  GrammarMatcher walker = m;
   std::vector<uint8_t> allowed;
   std::string error;
-  if (!walker.mask(trie, allowed, error)) {
+  GrammarMatcher before = m;
+  if (!m.mask(trie, allowed, error)) {
     if (error.empty())
       abort();
     return;
   }
   for (size_t id = 0; id < vocab.size(); ++id) {
-    GrammarMatcher one = m;
+    GrammarMatcher one = before;
     bool takes = !vocab[id].empty() && one.accept(vocab[id]);
     if (takes != bool(allowed[id]))
       abort();

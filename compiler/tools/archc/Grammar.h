@@ -163,7 +163,13 @@ private:
   std::vector<State> states;
   std::unordered_map<std::string, int32_t> stateIds;
   llvm::DenseMap<uint64_t, int32_t> steps;
+#ifdef ARCHC_FUZZ_SMALL_CACHES
+  // (scripts/fuzz.sh: compacted at almost every mask, so that fuzz_grammar
+  // holds the compacted matcher's masks to its accept too.)
+  static constexpr size_t kMaxKeptNodes = 64, kMaxKeptStates = 4;
+#else
   static constexpr size_t kMaxKeptNodes = 1 << 20, kMaxKeptStates = 1 << 16;
+#endif
   std::vector<int32_t> work;
   /// expand's marks: nodes met in the current step (seen[n] == stamp).
   std::vector<uint32_t> seen;
