@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,20 @@ std::vector<std::string> split(llvm::StringRef text, char sep) {
   llvm::SmallVector<llvm::StringRef, 8> parts;
   text.split(parts, sep, -1, true);
   return std::vector<std::string>(parts.begin(), parts.end());
+}
+
+/// `text`'s JSON value where it is JSON within the server's bounds (as
+/// the server reads a body before it takes its schema or tools).
+std::optional<llvm::json::Value> boundedJson(const std::string &text) {
+  std::string error;
+  if (!jsonWithinBounds(text, error))
+    return std::nullopt;
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+  if (!parsed) {
+    llvm::consumeError(parsed.takeError());
+    return std::nullopt;
+  }
+  return std::move(*parsed);
 }
 
 /// The mask of `m` (whose walks' states stay, and are compacted, from
@@ -64,14 +79,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string text = parts[0], error;
   if (!text.empty() && text[0] == 'T') {
     std::string tools = text.substr(1), gbnf;
-    if (!jsonWithinBounds(tools, error))
-      return 0;
-    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(tools);
-    if (!parsed) {
-      llvm::consumeError(parsed.takeError());
-      return 0;
-    }
-    if (!parsed->getAsArray())
+    std::optional<llvm::json::Value> parsed = boundedJson(tools);
+    if (!parsed || !parsed->getAsArray())
       return 0;
     // (The calls' grammar, where there is one, always parses.)
     for (ToolFormat f : {ToolFormat::Hermes, ToolFormat::Llama3,
@@ -89,13 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (!text.empty() && text[0] == 'S') {
     std::string schema = text.substr(1), gbnf;
-    if (!jsonWithinBounds(schema, error))
+    if (!boundedJson(schema))
       return 0;
-    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(schema);
-    if (!parsed) {
-      llvm::consumeError(parsed.takeError());
-      return 0;
-    }
     if (!schemaGrammar(schema, gbnf, error)) {
       if (error.empty())
         abort();

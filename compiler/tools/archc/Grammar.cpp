@@ -775,6 +775,11 @@ bool GrammarMatcher::step(const State &from, uint8_t b, State &to) {
   return true;
 }
 
+std::string GrammarMatcher::startLimits() {
+  return "its start opens more than " + std::to_string(kMaxParses) +
+         " parses, or takes more than " + std::to_string(kMaxWork) + " steps";
+}
+
 bool GrammarMatcher::accept(llvm::StringRef text) {
   if (broken)
     return false;

@@ -117,6 +117,9 @@ public:
   /// Whether the grammar ran past kMaxParses or kMaxWork (then `accept`
   /// takes nothing more).
   bool overflowed() const { return overflow || broken; }
+  /// What a start past the limits ran past: "its start opens more than
+  /// ... parses, or takes more than ... steps".
+  static std::string startLimits();
 
 private:
   /// A stack: an element to match next and the stack below it (-1: none).

@@ -594,7 +594,7 @@ private:
       if (GrammarMatcher(constraint).overflowed())
         return finish(c, head, 400,
                       "'tool_choice' asks for a call: the tools' grammar "
-                      "is too ambiguous at its start");
+                      "is too ambiguous: " + GrammarMatcher::startLimits());
     }
     double temperature = r.temperature >= 0 ? r.temperature : opts.temperature;
     double topP = r.topP >= 0 ? r.topP : opts.topP;

@@ -591,11 +591,7 @@ int parseRequest(const std::string &body, bool chat, Request &out,
     // (A grammar whose empty rules multiply its parses is refused here,
     // where its first character's parses are opened.)
     if (GrammarMatcher(out.grammar).overflowed())
-      return f.bad(from, "is too ambiguous: its start opens more than " +
-                             std::to_string(GrammarMatcher::kMaxParses) +
-                             " parses, or takes more than " +
-                             std::to_string(GrammarMatcher::kMaxWork) +
-                             " steps"),
+      return f.bad(from, "is too ambiguous: " + GrammarMatcher::startLimits()),
              400;
   }
   if (const json::Value *tc = f.get("tool_choice")) {

@@ -984,19 +984,20 @@ static int openModel(const std::string &input, std::string weights,
   return 0;
 }
 
-/// The GBNF text of a grammar file, or of a JSON schema file's grammar
-/// (`schema`); false with `error` naming the file.
-static bool grammarText(const std::string &path, bool schema,
-                        std::string &text, std::string &error) {
+/// The text of file `path` ("-": standard input); with `json` (its value
+/// into `value` where given), JSON within the server's bounds (so that
+/// llvm::json's recursive parser is not given any nesting); false with
+/// `error` naming the file.
+static bool fileText(const std::string &path, bool json, std::string &text,
+                     std::string &error, llvm::json::Value *value = nullptr) {
   auto file = llvm::MemoryBuffer::getFileOrSTDIN(path);
   if (!file) {
     error = path + ": " + file.getError().message();
     return false;
   }
   text = (*file)->getBuffer().str();
-  if (!schema)
+  if (!json)
     return true;
-  std::string gbnf;
   if (!serve::jsonWithinBounds(text, error)) {
     error = path + ": " + error;
     return false;
@@ -1006,6 +1007,20 @@ static bool grammarText(const std::string &path, bool schema,
     error = path + ": not JSON: " + llvm::toString(parsed.takeError());
     return false;
   }
+  if (value)
+    *value = std::move(*parsed);
+  return true;
+}
+
+/// The GBNF text of a grammar file, or of a JSON schema file's grammar
+/// (`schema`); false with `error` naming the file.
+static bool grammarText(const std::string &path, bool schema,
+                        std::string &text, std::string &error) {
+  if (!fileText(path, schema, text, error))
+    return false;
+  if (!schema)
+    return true;
+  std::string gbnf;
   if (!serve::schemaGrammar(text, gbnf, error)) {
     error = path + ": " + error;
     return false;
@@ -1026,11 +1041,8 @@ static bool parseGrammar(const std::string &text, const std::string &path,
     return false;
   }
   if (serve::GrammarMatcher(out).overflowed()) {
-    error = path + ": the grammar is too ambiguous: its start opens more "
-                   "than " +
-            std::to_string(serve::GrammarMatcher::kMaxParses) +
-            " parses, or takes more than " +
-            std::to_string(serve::GrammarMatcher::kMaxWork) + " steps";
+    error = path + ": the grammar is too ambiguous: " +
+            serve::GrammarMatcher::startLimits();
     return false;
   }
   return true;
@@ -1951,12 +1963,10 @@ int cmdGrammar(int argc, char **argv) {
       return fail("--tool-format must be hermes, llama3-json, mistral or "
                   "deepseek, got '" + toolFormat + "'");
     std::string tools;
-    if (!grammarText(input, false, tools, error))
+    llvm::json::Value parsed = nullptr;
+    if (!fileText(input, true, tools, error, &parsed))
       return fail(error);
-    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(tools);
-    if (!parsed)
-      return fail(input + ": not JSON: " + llvm::toString(parsed.takeError()));
-    if (!parsed->getAsArray())
+    if (!parsed.getAsArray())
       return fail(input + ": not a JSON array of tools");
     if (!toolCallGrammar(format, tools, toolName, parallel, "", text, error))
       return fail(input + ": " + error);
