@@ -37,7 +37,8 @@ def parse_log(path):
     turns = {}
     # (archc run --chat's turns; archc serve's completions.)
     pat = re.compile(r"^\[archc\] (?:turn|completion) (\d+): "
-                     r"(prompt|prefill|reply) (.*)$")
+                     r"(prompt|prefill|reply|grammar: the mask made at) "
+                     r"(.*)$")
     with open(path, encoding="utf-8", errors="surrogateescape") as f:
         for line in f:
             m = pat.match(line.rstrip("\n"))
@@ -54,6 +55,9 @@ def parse_log(path):
                 t["reset"] = bool(pm.group(3))
                 t["prefill"] = [int(x) for x in pm.group(4).split()]
                 assert len(t["prefill"]) == int(pm.group(1)), rest
+            elif kind.startswith("grammar"):
+                gm = re.match(r"(\d+) of (\d+) tokens$", rest)
+                t["masks"] = (int(gm.group(1)), int(gm.group(2)))
             elif rest.startswith('"'):
                 t["reply_text"] = json.loads(rest)
             else:

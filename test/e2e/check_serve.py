@@ -1056,8 +1056,14 @@ import archref
 spec = archref.Spec(sys.argv[2])
 w = archref.random_weights(spec, int(sys.argv[3]))
 prompts, n = json.loads(sys.argv[4]), int(sys.argv[5])
-language = [x.encode() for x in json.loads(sys.argv[6])]
+# The grammar's sentences: a list of them, or {"class": C}, any text of
+# C's bytes.
+allowed = json.loads(sys.argv[6])
 vocab = json.load(open(sys.argv[7]))["model"]["vocab"]
+first = len(sys.argv) > 8 and sys.argv[8] == "first"
+# logit_bias, where given: {id: bias} added to the logits.
+bias = {int(k): v for k, v in json.loads(sys.argv[9]).items()} \\
+    if len(sys.argv) > 9 else {}
 # Each token's bytes within a text: the pieces of the Llama 2
 # tokenizer.json, byte tokens as their byte; ids 0-2 end a reply.
 piece = {}
@@ -1065,18 +1071,44 @@ for text, i in vocab.items():
     m = re.fullmatch(r"<0x([0-9A-F]{2})>", text)
     piece[i] = bytes([int(m.group(1), 16)]) if m else \\
         text.replace("\u2581", " ").encode()
+if isinstance(allowed, dict):
+    chars = set(allowed["class"].encode())
+    def takes(text, t):
+        return t in (0, 1, 2) or bool(piece.get(t)) and set(piece[t]) <= chars
+else:
+    language = [x.encode() for x in allowed]
+    def takes(text, t):
+        return text in language if t in (0, 1, 2) else \\
+            bool(piece.get(t)) and any(s.startswith(text + piece[t])
+                                       for s in language)
 out = []
 with torch.no_grad():
     for prompt in prompts:
         ids, text = list(prompt), b""
+        if first:
+            # The first token's distribution at temperature 1 under the
+            # grammar (float64), and the mass the grammar allows of the
+            # model's own.
+            # Summed by the token's first byte: a space, a-h, i-p, q-z;
+            # "" for a stop token.
+            p = torch.softmax(archref.forward(spec, w, ids)[-1].double(), 0)
+            keep = [t for t in range(len(p)) if takes(text, t)]
+            mass = float(p[keep].sum())
+            bins = {}
+            for t in keep:
+                b = "" if t in (0, 1, 2) else \\
+                    next(k for k in ("q", "i", "a", " ") if
+                         chr(piece[t][0]) >= k)
+                bins[b] = bins.get(b, 0.0) + float(p[t]) / mass
+            out.append({"mass": mass, "bins": bins})
+            continue
         for _ in range(n):
-            order = torch.argsort(archref.forward(spec, w, ids)[-1],
-                                  descending=True).tolist()
-            # The most likely token the language allows next.
-            nxt = next(t for t in order if (
-                text in language if t in (0, 1, 2) else
-                piece.get(t) and any(s.startswith(text + piece[t])
-                                     for s in language)))
+            logits = archref.forward(spec, w, ids)[-1].clone()
+            for t, b in bias.items():
+                logits[t] += b
+            order = torch.argsort(logits, descending=True).tolist()
+            # The most likely token the grammar allows next.
+            nxt = next(t for t in order if takes(text, t))
             if nxt in (0, 1, 2):
                 break
             ids.append(nxt)
@@ -1084,6 +1116,100 @@ with torch.no_grad():
         out.append(ids[len(prompt):])
 print(json.dumps(out))
 """
+
+
+def sampled_first(srv, args, prompts, n):
+    """A grammar that takes many of the tokens (any text of [a-z ]): each
+    token is sampled from the model's logits first and stands where the
+    grammar takes it, the mask made only for one it refuses. Greedy
+    replies as the reference's most likely allowed tokens, with fewer
+    masks than tokens; at temperature 1, the first token's distribution
+    (summed by its first byte) as the reference's under the mask, by a
+    chi-square test over 400 seeds; where top_k cuts the distribution, a
+    mask for every token."""
+    cls = "abcdefghijklmnopqrstuvwxyz "
+    gbnf = "root ::= [a-z ]*\n"
+    tok = os.path.join(args.tokenizer, "tokenizer.json")
+    want = reference(args, REFERENCE_CONSTRAINED, json.dumps(prompts),
+                     str(n), json.dumps({"class": cls}), tok)
+    masks = tokens = 0
+    for prompt, expected in zip(prompts, want):
+        got = srv.post("/v1/completions", {"prompt": prompt, "max_tokens": n,
+                                           "temperature": 0,
+                                           "grammar": gbnf})
+        ids = reply_ids(srv, args, got)
+        k, m = logged(args, got, "masks")
+        masks, tokens = masks + k, tokens + m
+        if ids != expected or set(got["choices"][0]["text"]) - set(cls):
+            fail(f"[a-z ]*, prompt {prompt}: {ids} "
+                 f"{got['choices'][0]['text']!r}, the reference's {expected}")
+    if masks >= tokens:
+        fail(f"[a-z ]*: greedy replies masked at {masks} of {tokens} tokens")
+    # logit_bias raising a token the grammar refuses (" The") above all and
+    # lowering the allowed one the reference picks first: the token is
+    # sampled again from the biased logits under the mask (the model's own
+    # would give the lowered one).
+    with open(tok, encoding="utf-8") as f:
+        the = json.load(f)["model"]["vocab"]["\u2581The"]
+    bias = {the: 100, want[0][0]: -100}
+    biased = reference(args, REFERENCE_CONSTRAINED, json.dumps(prompts[:1]),
+                       "4", json.dumps({"class": cls}), tok, "greedy",
+                       json.dumps(bias))[0]
+    got = srv.post("/v1/completions", {"prompt": prompts[0], "max_tokens": 4,
+                                       "temperature": 0, "grammar": gbnf,
+                                       "logit_bias": bias})
+    ids = reply_ids(srv, args, got)
+    k, m = logged(args, got, "masks")
+    if ids != biased or k != m or biased[0] == want[0][0]:
+        fail(f"[a-z ]* with logit_bias {bias}: {ids}, the reference's "
+             f"{biased}; masked at {k} of {m} tokens")
+    print(f"[a-z ]*: {len(prompts)} greedy replies as the reference's, "
+          "masked at fewer tokens than they have; with logit_bias raising a "
+          "refused token, as the reference's biased and masked")
+
+    prompt, seeds = prompts[0], 400
+    ref = reference(args, REFERENCE_CONSTRAINED, json.dumps([prompt]), "1",
+                    json.dumps({"class": cls}), tok, "first")[0]
+    counts = {b: 0 for b in ref["bins"]}
+    masks = 0
+    for seed in range(1, seeds + 1):
+        got = srv.post("/v1/completions", {"prompt": prompt, "max_tokens": 1,
+                                           "temperature": 1, "seed": seed,
+                                           "grammar": gbnf})
+        text = got["choices"][0]["text"]
+        b = "" if not text else next(k for k in ("q", "i", "a", " ")
+                                     if text[0] >= k)
+        if b not in counts or set(text) - set(cls):
+            fail(f"seed {seed}: {text!r} outside the grammar")
+        counts[b] += 1
+        masks += logged(args, got, "masks")[0]
+    # (Bins the reference gives under 5 expected draws go with the next.)
+    chi2, df, carry = 0.0, -1, [0.0, 0]
+    for b in sorted(counts):
+        carry = [carry[0] + ref["bins"][b] * seeds, carry[1] + counts[b]]
+        if carry[0] >= 5 or b == sorted(counts)[-1]:
+            chi2 += (carry[1] - carry[0]) ** 2 / carry[0]
+            df, carry = df + 1, [0.0, 0]
+    # (The 0.1% point of chi-square for 1 to 4 degrees of freedom.)
+    limit = {1: 10.83, 2: 13.82, 3: 16.27, 4: 18.47}.get(df)
+    if limit is None:
+        fail(f"first tokens: {df} degrees of freedom in {ref['bins']}")
+    if chi2 > limit or not 0 < masks < seeds:
+        fail(f"first tokens {counts} against the reference's "
+             f"{ref['bins']} (chi-square {chi2:.2f} > {limit} at {df} "
+             f"degrees of freedom?), masked in {masks} of {seeds}")
+    print(f"[a-z ]*: {seeds} first tokens sampled at temperature 1 as the "
+          f"reference's distribution under the grammar (chi-square within "
+          f"its 0.1% point), some masked, not all")
+    for cut in ({"top_k": 40}, {"top_p": 0.9}, {"min_p": 0.01}):
+        got = srv.post("/v1/completions", dict(
+            {"prompt": prompt, "max_tokens": n, "temperature": 1, "seed": 1,
+             "grammar": gbnf}, **cut))
+        k, m = logged(args, got, "masks")
+        if k != m or set(got["choices"][0]["text"]) - set(cls):
+            fail(f"{cut}: masked at {k} of {m} tokens, "
+                 f"{got['choices'][0]['text']!r}")
+    print("[a-z ]* with top_k, top_p or min_p: masked at every token")
 
 
 def grammar(srv, args):
@@ -1116,6 +1242,7 @@ def grammar(srv, args):
                  f"reference's {expected}")
     print(f"grammar: {len(prompts)} replies' greedy tokens as the "
           f"reference's within the language of {len(language)} sentences")
+    sampled_first(srv, args, prompts, n)
     # archc run --grammar: the text the server gives the same prompt (its
     # stdout echoes the prompt first); --chat --json-schema: JSON of the
     # schema.
@@ -1160,7 +1287,8 @@ def grammar(srv, args):
               "required": ["ok", "color", "n"],
               "properties": {"ok": {"type": "boolean"},
                              "color": {"enum": ["red", "green", "blue"]},
-                             "n": {"type": "integer"},
+                             "n": {"type": "integer", "minimum": -3,
+                                   "exclusiveMaximum": 120},
                              "tags": {"type": "array", "maxItems": 2,
                                       "items": {"enum": ["x", "y"]}}}}
     keys = list(schema["properties"])
@@ -1182,13 +1310,13 @@ def grammar(srv, args):
                 not {"ok", "color", "n"} <= set(value) <= set(keys) or \
                 not isinstance(value["ok"], bool) or \
                 value["color"] not in ("red", "green", "blue") or \
-                type(value["n"]) is not int or \
+                type(value["n"]) is not int or not -3 <= value["n"] < 120 or \
                 not all(t in ("x", "y") for t in value.get("tags", [])) or \
                 len(value.get("tags", [])) > 2:
             fail(f"seed {seed}: {content!r} (streamed {streamed!r}), "
                  f"finish {whole['finish_reason']}")
     print("json_schema: 5 sampled replies of the schema, properties in its "
-          "order, whole and streamed alike")
+          "order, an integer within its bounds, whole and streamed alike")
     got = srv.post(chat, {"messages": [{"role": "user", "content": "Hi"}],
                           "max_tokens": 40, "temperature": 0,
                           "response_format": {"type": "json_object"}})
@@ -1209,8 +1337,8 @@ def grammar(srv, args):
             ({"grammar": 'root ::= "a"', "json_schema": {}},
              "'json_schema' and 'grammar' both constrain the reply"),
             ({"response_format": {"type": "json_schema", "json_schema": {
-                "schema": {"type": "integer", "maximum": 3}}}},
-             "'response_format' at the schema's root: 'maximum' is not "
+                "schema": {"type": "integer", "multipleOf": 3}}}},
+             "'response_format' at the schema's root: 'multipleOf' is not "
              "supported"),
             ({"response_format": {"type": "json_schema"}},
              "'response_format' json_schema must be an object with a "

@@ -51,7 +51,9 @@ std::optional<llvm::json::Value> boundedJson(const std::string &text) {
 }
 
 /// The mask of `m` (whose walks' states stay, and are compacted, from
-/// mask to mask) against each token's text accepted by a copy of it.
+/// mask to mask) against each token's text accepted by a copy of it, and
+/// by the check that leaves it as it was (accepts: the token sampled
+/// before any mask is made).
 void checkMask(GrammarMatcher &m, const TokenTrie &trie,
                const std::vector<std::string> &vocab) {
   std::vector<uint8_t> allowed;
@@ -65,7 +67,42 @@ void checkMask(GrammarMatcher &m, const TokenTrie &trie,
   for (size_t id = 0; id < vocab.size(); ++id) {
     GrammarMatcher one = before;
     bool takes = !vocab[id].empty() && one.accept(vocab[id]);
-    if (takes != bool(allowed[id]))
+    if (takes != bool(allowed[id]) ||
+        (!vocab[id].empty() && before.accepts(vocab[id]) != takes))
+      abort();
+  }
+}
+
+/// A reply held to `g` over `vocab` and a stop token: at each token,
+/// allows() as masked() leaves the logits, before the mask and after it;
+/// then the token `picks` names, where allowed, taken.
+void checkReply(std::shared_ptr<const Grammar> g,
+                const std::vector<std::string> &vocab,
+                const std::string &picks) {
+  std::vector<std::string> texts = vocab;
+  texts.push_back("");
+  std::vector<uint8_t> ending(texts.size(), 0);
+  ending.back() = 1;
+  GrammarVocabulary v(texts, ending);
+  ConstrainedReply r(v, std::move(g), false);
+  std::vector<float> zeros(texts.size(), 0.0f);
+  for (size_t k = 0; k <= picks.size() && k < 8; ++k) {
+    std::vector<uint8_t> before(texts.size());
+    for (size_t id = 0; id < texts.size(); ++id)
+      before[id] = r.allows(int32_t(id));
+    const float *l = r.masked(zeros.data());
+    if (!l)
+      return;
+    for (size_t id = 0; id < texts.size(); ++id)
+      if (bool(before[id]) != (l[id] == 0.0f) ||
+          r.allows(int32_t(id)) != bool(before[id]))
+        abort();
+    if (k == picks.size())
+      return;
+    size_t id = uint8_t(picks[k]) % texts.size();
+    if (!before[id] || ending[id])
+      return;
+    if (!r.take(int32_t(id)))
       abort();
   }
 }
@@ -124,6 +161,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   GrammarMatcher m(g);
   checkMask(m, trie, vocab);
   std::string reply = parts.size() > 2 ? parts[2] : "";
+  checkReply(g, vocab, reply);
   for (size_t k = 0; k < reply.size() && k < 16; ++k) {
     if (!m.accept(reply.substr(k, 1)))
       break;

@@ -345,7 +345,8 @@ bool HeldSequence::generate(
     llvm::function_ref<bool(const char *, int32_t)> piece,
     std::vector<int32_t> &ids, End &end, std::string &error,
     bool ignoreStop, const std::vector<int32_t> &goOn,
-    llvm::function_ref<const float *(const float *)> shape) {
+    llvm::function_ref<const float *(const float *)> shape,
+    serve::ConstrainedReply *grammar) {
   ids.clear();
   end = End::Length;
   int32_t prev = held.empty() ? 0 : held.back();
@@ -356,14 +357,23 @@ bool HeldSequence::generate(
       end = End::Stop;
       return true;
     }
-    if (lib.archrt_sample(sampler, logits, &next) != ARCHRT_OK) {
-      error = lib.archrt_last_error();
+    switch (sampleToken(lib, sampler, logits, grammar, next, error)) {
+    case Sampled::Token:
+      break;
+    case Sampled::End:
+      end = End::Stop;
+      return true;
+    case Sampled::Failed:
       return false;
     }
     if (!ignoreStop && lib.archrt_tokenizer_is_stop(tok, next) &&
         std::find(goOn.begin(), goOn.end(), next) == goOn.end()) {
       end = End::Stop;
       return true;
+    }
+    if (grammar && !grammar->take(next)) {
+      error = serve::ConstrainedReply::faultText(next);
+      return false;
     }
     ids.push_back(next);
     if (!piece(lib.archrt_tokenizer_decode(tok, prev, next), next)) {
@@ -384,6 +394,32 @@ bool HeldSequence::generate(
     held.push_back(next);
   }
   return true;
+}
+
+Sampled sampleToken(ModelLib &lib, archrt_sampler *sampler,
+                    const float *logits, serve::ConstrainedReply *held,
+                    int32_t &next, std::string &error) {
+  bool first = held && held->maskFirst && !held->maskedHere();
+  if (first && !(logits = held->masked(logits)))
+    return Sampled::End;
+  for (;;) {
+    if (lib.archrt_sample(sampler, logits, &next) != ARCHRT_OK) {
+      error = lib.archrt_last_error();
+      return Sampled::Failed;
+    }
+    if (!held || held->allows(next))
+      return Sampled::Token;
+    if (held->maskedHere()) {
+      error = "the grammar refused token " + std::to_string(next) +
+              ", which its mask allowed";
+      return Sampled::Failed;
+    }
+    // (Refused: sampled again from the same logits under the mask. A token
+    // the grammar allows is then sampled with probability p / Z, as from
+    // the masked logits alone: p at once, plus (1 - Z) p / Z again.)
+    if (!(logits = held->masked(logits)))
+      return Sampled::End;
+  }
 }
 
 std::unique_ptr<serve::GrammarVocabulary>
@@ -451,43 +487,38 @@ int runChat(ModelLib &lib, archrt_seq *seq, archrt_tokenizer *tok,
     std::string reply;
     std::vector<int32_t> replyIds;
     HeldSequence::End end;
-    // (A reply held to --grammar: the tokens it does not allow at -inf.)
+    // (A reply held to --grammar.)
     std::optional<serve::ConstrainedReply> held;
-    std::vector<float> shaped;
-    std::string grammarError;
     if (opts.grammar) {
       if (!vocabulary)
         vocabulary = grammarVocabulary(lib, tok, info.vocab_size);
-      held.emplace(*vocabulary, opts.grammar);
+      held.emplace(*vocabulary, opts.grammar, opts.maskFirst);
     }
-    auto shape = [&](const float *logits) -> const float * {
-      shaped.assign(logits, logits + info.vocab_size);
-      return held->mask(shaped.data(), grammarError) ? shaped.data()
-                                                      : nullptr;
-    };
     if (!cache.generate(
             tok, sampler, opts.maxReply,
-            [&](const char *piece, int32_t id) {
-              if (held && !held->take(id, grammarError))
-                return false;
+            [&](const char *piece, int32_t) {
               reply += piece;
               llvm::outs() << piece;
               llvm::outs().flush();
               return true;
             },
-            replyIds, end, error, false, {},
-            held ? llvm::function_ref<const float *(const float *)>(shape)
-                 : nullptr))
+            replyIds, end, error, false, {}, nullptr,
+            held ? &*held : nullptr))
       return fail(error);
-    if (!grammarError.empty())
-      return fail(at + grammarError);
+    if (held && !held->error().empty())
+      return fail(at + held->error());
     llvm::outs() << "\n";
     llvm::outs().flush();
     double decodeS = since(t0);
-    if (opts.verbosePrompt)
+    if (opts.verbosePrompt) {
       llvm::errs() << "[archc] " << at << "reply " << jsonString(reply)
                    << "\n[archc] " << at << "reply " << replyIds.size()
                    << " tokens:" << idList(replyIds) << "\n";
+      if (held)
+        llvm::errs() << "[archc] " << at << "grammar: the mask made at "
+                     << held->masks() << " of " << held->sampled()
+                     << " tokens\n";
+    }
     if (!opts.quiet)
       fprintf(stderr,
               "[archc] turn %d: %zu tokens prefilled at %.1f tok/s (%zu "

@@ -29,6 +29,7 @@ namespace arch {
 class ChatTemplate;
 struct ModelLib;
 namespace serve {
+class ConstrainedReply;
 class Grammar;
 struct GrammarVocabulary;
 } // namespace serve
@@ -61,6 +62,23 @@ std::unique_ptr<serve::GrammarVocabulary>
 grammarVocabulary(ModelLib &lib, archrt_tokenizer *tok, int32_t vocab,
                   const std::vector<int32_t> &goOn = {});
 
+/// How sampleToken ended.
+enum class Sampled {
+  Token,  ///< a token in `next`
+  End,    ///< the grammar ends the reply here (held->error(): why, where
+          ///< it cannot go on; "": the text is whole, nothing may follow)
+  Failed, ///< the sampler failed, or the grammar refused a token its mask
+          ///< allowed (archc's fault): `error`
+};
+/// The next token, sampled by `sampler` from `logits` (the model's,
+/// shaped), held to `held` where given: masked first where
+/// held->maskFirst (unless the caller's shaping masked them); else the
+/// token sampled first stands where the grammar takes it, and a token
+/// refused is sampled again under the mask (Grammar.h ConstrainedReply).
+Sampled sampleToken(ModelLib &lib, archrt_sampler *sampler,
+                    const float *logits, serve::ConstrainedReply *held,
+                    int32_t &next, std::string &error);
+
 struct ChatOptions {
   std::string system;      // a system message first, if not empty
   std::string firstPrompt; // the first user message, if not empty
@@ -70,8 +88,11 @@ struct ChatOptions {
   std::string templateKwargs;
   bool verbosePrompt = false;
   bool quiet = false;
-  /// Each reply held to it (--grammar, --json-schema), where set.
+  /// Each reply held to it (--grammar, --json-schema), where set, its
+  /// logits masked before the first sample where `maskFirst`
+  /// (ConstrainedReply).
   std::shared_ptr<const serve::Grammar> grammar;
+  bool maskFirst = false;
 };
 
 /// Chat::render's context: the members of each of `kwargs` (JSON objects'
@@ -118,14 +139,17 @@ struct HeldSequence {
   /// as any other, as vLLM's ignore_eos: benchmarks. `goOn`: tokens that
   /// do not end it though the tokenizer holds them special, a tool-call
   /// format's marks. `shape`: the logits each token is sampled from, made
-  /// from the model's: penalties, biases, a grammar's mask; null ends the
-  /// generation as a stop token would.)
+  /// from the model's: penalties, biases, cuts. `held`: the grammar each
+  /// token is sampled under (sampleToken) and taken into; where it ends
+  /// the reply, the generation ends as at a stop token, and where it
+  /// refuses a token it allowed, the generation fails.)
   bool generate(
       archrt_tokenizer *tok, archrt_sampler *sampler, int maxTokens,
       llvm::function_ref<bool(const char *, int32_t)> piece,
       std::vector<int32_t> &ids, End &end, std::string &error,
       bool ignoreStop = false, const std::vector<int32_t> &goOn = {},
-      llvm::function_ref<const float *(const float *)> shape = nullptr);
+      llvm::function_ref<const float *(const float *)> shape = nullptr,
+      serve::ConstrainedReply *held = nullptr);
 };
 
 /// archc run --chat: user messages from firstPrompt, then standard input's

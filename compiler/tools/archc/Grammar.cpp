@@ -780,9 +780,12 @@ std::string GrammarMatcher::startLimits() {
          " parses, or takes more than " + std::to_string(kMaxWork) + " steps";
 }
 
-bool GrammarMatcher::accept(llvm::StringRef text) {
+bool GrammarMatcher::follow(llvm::StringRef text, State &out) {
   if (broken)
     return false;
+  // (Limits are per text followed: a check that ran past them does not
+  // fail the next one.)
+  overflow = false;
   walked = 0;
   State cur = now, next;
   for (char c : text) {
@@ -790,8 +793,22 @@ bool GrammarMatcher::accept(llvm::StringRef text) {
       return false;
     std::swap(cur, next);
   }
-  now = std::move(cur);
+  out = std::move(cur);
   return true;
+}
+
+bool GrammarMatcher::accept(llvm::StringRef text) {
+  trim();
+  State after;
+  if (!follow(text, after))
+    return false;
+  now = std::move(after);
+  return true;
+}
+
+bool GrammarMatcher::accepts(llvm::StringRef text) {
+  State after;
+  return follow(text, after);
 }
 
 bool GrammarMatcher::complete() const {
@@ -843,6 +860,11 @@ void GrammarMatcher::compact() {
   steps.clear();
 }
 
+void GrammarMatcher::trim() {
+  if (nodes.size() > kMaxKeptNodes || states.size() > kMaxKeptStates)
+    compact();
+}
+
 void GrammarMatcher::walk(const TokenTrie &trie, uint32_t at, int32_t state,
                           std::vector<uint8_t> &allowed) {
   const TokenTrie::Node &tn = trie.nodes[at];
@@ -874,8 +896,8 @@ bool GrammarMatcher::mask(const TokenTrie &trie, std::vector<uint8_t> &allowed,
   // (The states and steps of the walks stay from token to token, a
   // reply's states recurring — inside a JSON string, every character
   // leads back to the same one — until they grow past their bound.)
-  if (nodes.size() > kMaxKeptNodes || states.size() > kMaxKeptStates)
-    compact();
+  trim();
+  overflow = false;
   walked = 0;
   if (!broken)
     walk(trie, 0, intern(State(now)), allowed);
@@ -895,12 +917,28 @@ GrammarVocabulary::GrammarVocabulary(std::vector<std::string> texts,
     : texts(std::move(texts)), ending(std::move(ending)), trie(this->texts) {}
 
 ConstrainedReply::ConstrainedReply(const GrammarVocabulary &vocabulary,
-                                   std::shared_ptr<const Grammar> grammar)
-    : vocabulary(vocabulary), matcher(std::move(grammar)) {}
+                                   std::shared_ptr<const Grammar> grammar,
+                                   bool maskFirst)
+    : maskFirst(maskFirst), vocabulary(vocabulary),
+      matcher(std::move(grammar)) {}
 
-bool ConstrainedReply::mask(float *logits, std::string &error) {
-  error.clear();
-  if (!matcher.mask(vocabulary.trie, allowed, error))
+bool ConstrainedReply::allows(int32_t id) {
+  touch();
+  if (vocabulary.ending[size_t(id)])
+    return matcher.complete();
+  if (maskedNow)
+    return allowed[size_t(id)];
+  // (An empty text is no token of the trie: the mask never allows it.)
+  const std::string &text = vocabulary.texts[size_t(id)];
+  return !text.empty() && matcher.accepts(text);
+}
+
+bool ConstrainedReply::mask(float *logits) {
+  failure.clear();
+  touch();
+  maskCount += !maskedNow;
+  maskedNow = true;
+  if (!matcher.mask(vocabulary.trie, allowed, failure))
     return false;
   bool whole = matcher.complete(), any = false;
   for (size_t i = 0; i < allowed.size(); ++i) {
@@ -912,22 +950,31 @@ bool ConstrainedReply::mask(float *logits, std::string &error) {
   // (Nothing allowed: a whole sentence ends the reply here, as a stop
   // token would; else the grammar cannot go on in this vocabulary.)
   if (!any && !whole)
-    error = "the grammar allows no token of the vocabulary after the "
-            "reply's " + std::to_string(bytes) + " bytes";
+    failure = "the grammar allows no token of the vocabulary after the "
+              "reply's " + std::to_string(bytes) + " bytes";
   return any;
 }
 
-bool ConstrainedReply::take(int32_t id, std::string &error) {
+const float *ConstrainedReply::masked(const float *logits) {
+  copy.assign(logits, logits + vocabulary.texts.size());
+  return mask(copy.data()) ? copy.data() : nullptr;
+}
+
+bool ConstrainedReply::take(int32_t id) {
+  failure.clear();
+  touched = maskedNow = false;
   if (vocabulary.ending[size_t(id)])
     return true;
   const std::string &text = vocabulary.texts[size_t(id)];
-  if (!matcher.accept(text)) {
-    error = "the grammar did not take token " + std::to_string(id) +
-            ", which its mask allowed";
+  if (!matcher.accept(text))
     return false;
-  }
   bytes += text.size();
   return true;
+}
+
+std::string ConstrainedReply::faultText(int32_t id) {
+  return "the grammar refused token " + std::to_string(id) +
+         ", which it had allowed";
 }
 
 //===----------------------------------------------------------------------===//
@@ -1031,6 +1078,10 @@ private:
                     const std::string &name);
   bool count(const json::Object &o, const char *key, const std::string &path,
              int64_t &out);
+  /// The integers `minimum` .. `maximum` (or exclusive) allow, within the
+  /// grammar's 16 digits; false with `error` where none.
+  bool integerBounds(const json::Object &o, const std::string &path,
+                     int64_t &lo, int64_t &hi);
 
   std::set<std::string> taken{"root",   "ws",      "value",  "object",
                               "member", "array",   "string", "char",
@@ -1046,8 +1097,7 @@ private:
 /// constrain, and keywords JSON Schema does not know are ignored, as it
 /// says.)
 static const char *const kUnsupported[] = {
-    "pattern",          "minimum",          "maximum",
-    "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "pattern",          "multipleOf",
     "minProperties",    "maxProperties",    "patternProperties",
     "propertyNames",    "dependentRequired", "dependentSchemas",
     "dependencies",     "if",               "then",
@@ -1059,6 +1109,119 @@ static const char *const kUnsupported[] = {
 static constexpr unsigned kMaxSchemaDepth = 64;
 /// The largest minItems, maxItems, minLength or maxLength taken.
 static constexpr int64_t kMaxSchemaCount = 1000;
+
+/// The bounds JSON Schema puts on a number (`minimum`, `maximum`,
+/// `exclusiveMinimum`, `exclusiveMaximum`): the keys given.
+static const char *const kBounds[] = {"minimum", "maximum", "exclusiveMinimum",
+                                      "exclusiveMaximum"};
+
+/// The largest magnitude of the grammar's integers (16 digits: kJsonRules'
+/// `integer`).
+static constexpr int64_t kMaxIntegerText = 9999999999999999;
+
+namespace {
+
+/// The decimal numbers of `lo`..`hi` (digit strings of one length, leading
+/// zeros kept: a number's last digits) as a GBNF expression.
+std::string digitRange(const std::string &lo, const std::string &hi) {
+  size_t n = lo.size(), i = 0;
+  std::string prefix;
+  while (i < n && lo[i] == hi[i])
+    prefix += lo[i++];
+  auto quoted = [](const std::string &digits) {
+    return digits.empty() ? std::string() : "\"" + digits + "\" ";
+  };
+  if (i == n)
+    return quoted(prefix);
+  auto cls = [](char a, char b) {
+    return a == b ? std::string("\"") + a + "\" "
+                  : std::string("[") + a + "-" + b + "] ";
+  };
+  size_t rest = n - i - 1;
+  auto any = [&] {
+    return rest == 0 ? std::string()
+           : rest == 1 ? std::string("[0-9] ")
+                       : "[0-9]{" + std::to_string(rest) + "} ";
+  };
+  std::string loRest = lo.substr(i + 1), hiRest = hi.substr(i + 1);
+  bool loZeros = loRest.find_first_not_of('0') == std::string::npos;
+  bool hiNines = hiRest.find_first_not_of('9') == std::string::npos;
+  // lo[i] with the rest from loRest up, the digits between with any rest,
+  // hi[i] with the rest up to hiRest (the first and last taken into the
+  // middle where their rest runs the whole way).
+  std::vector<std::string> alts;
+  char first = loZeros ? lo[i] : char(lo[i] + 1);
+  char last = hiNines ? hi[i] : char(hi[i] - 1);
+  if (!loZeros)
+    alts.push_back(cls(lo[i], lo[i]) +
+                   digitRange(loRest, std::string(rest, '9')));
+  if (first <= last)
+    alts.push_back(cls(first, last) + any());
+  if (!hiNines)
+    alts.push_back(cls(hi[i], hi[i]) +
+                   digitRange(std::string(rest, '0'), hiRest));
+  std::string body;
+  for (size_t k = 0; k < alts.size(); ++k)
+    body += (k ? "| " : "") + alts[k];
+  return quoted(prefix) + (alts.size() > 1 ? "( " + body + ") " : body);
+}
+
+/// The integers `lo`..`hi` (0 <= lo <= hi) as JSON writes them, a GBNF
+/// expression: a run of digitRange for each count of digits.
+std::string naturalRange(int64_t lo, int64_t hi) {
+  std::vector<std::string> alts;
+  int64_t top = 9;
+  for (int digits = 1; lo <= hi; ++digits, top = top * 10 + 9) {
+    if (lo > top)
+      continue;
+    int64_t end = std::min(hi, top);
+    std::string a = std::to_string(lo), b = std::to_string(end);
+    alts.push_back(digitRange(a, b));
+    lo = end + 1;
+  }
+  std::string body;
+  for (size_t k = 0; k < alts.size(); ++k)
+    body += (k ? "| " : "") + alts[k];
+  return alts.size() > 1 ? "( " + body + ") " : body;
+}
+
+} // namespace
+
+bool SchemaWriter::integerBounds(const json::Object &o, const std::string &path,
+                                 int64_t &lo, int64_t &hi) {
+  lo = -kMaxIntegerText;
+  hi = kMaxIntegerText;
+  for (const char *k : kBounds) {
+    const json::Value *v = o.get(k);
+    if (!v)
+      continue;
+    std::optional<double> x = v->getAsNumber();
+    if (!x || !std::isfinite(*x))
+      return fail(path, std::string("'") + k + "' must be a number");
+    // (Integers as llvm::json holds them where it can: exact past 2^53.)
+    std::optional<int64_t> exact = v->getAsInteger();
+    bool below = llvm::StringRef(k).ends_with("aximum"); // an upper bound
+    bool strict = llvm::StringRef(k).starts_with("exclusive");
+    double f = below ? std::floor(*x) : std::ceil(*x);
+    // (A strict bound at an integer moves one past it.)
+    bool atInteger = exact || f == *x;
+    int64_t b = exact ? *exact
+                : f > double(kMaxIntegerText) ? kMaxIntegerText + 1
+                : f < -double(kMaxIntegerText) ? -kMaxIntegerText - 1
+                                               : int64_t(f);
+    b = std::clamp<int64_t>(b, -kMaxIntegerText - 1, kMaxIntegerText + 1);
+    if (strict && atInteger)
+      b += below ? -1 : 1;
+    if (below)
+      hi = std::min(hi, b);
+    else
+      lo = std::max(lo, b);
+  }
+  if (lo > hi)
+    return fail(path, "no integer of at most 16 digits lies within its "
+                      "bounds");
+  return true;
+}
 
 bool SchemaWriter::count(const json::Object &o, const char *key,
                          const std::string &path, int64_t &out) {
@@ -1262,6 +1425,28 @@ std::string SchemaWriter::typed(llvm::StringRef type, const json::Object &o,
                      "} \"\\\"\"");
     return rule;
   }
+  bool bounded = false;
+  for (const char *k : kBounds)
+    bounded |= o.get(k) != nullptr;
+  if (type == "integer" && bounded) {
+    // Each side's integers, as digit ranges: those below zero after a
+    // minus sign, by their magnitude.
+    int64_t lo, hi;
+    if (!integerBounds(o, path, lo, hi))
+      return "";
+    std::string body;
+    if (lo < 0)
+      body = "\"-\" " + naturalRange(std::max<int64_t>(1, -std::min<int64_t>(hi, -1)), -lo);
+    if (hi >= 0)
+      body += (body.empty() ? "" : "| ") + naturalRange(std::max<int64_t>(lo, 0), hi);
+    std::string rule = fresh(name);
+    define(rule, body);
+    return rule;
+  }
+  if (type == "number" && bounded)
+    return fail(path, "bounds ('minimum', 'maximum', ...) are supported on "
+                      "integers only (\"type\": \"integer\")"),
+           "";
   if (type == "integer" || type == "number" || type == "boolean" ||
       type == "null")
     return type.str();
@@ -1421,6 +1606,12 @@ std::string SchemaWriter::visit(const std::string &text,
       return object(*o, text, path, name);
     if (o->get("items") || o->get("prefixItems"))
       return array(*o, text, path, name);
+    for (const char *k : kBounds)
+      if (o->get(k))
+        return fail(path, std::string("'") + k + "' needs \"type\": "
+                          "\"integer\" (bounds are supported on integers "
+                          "only)"),
+               "";
     return "value";
   }
   if (std::optional<llvm::StringRef> one = type->getAsString())

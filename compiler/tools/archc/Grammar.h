@@ -105,6 +105,8 @@ public:
   /// Whether the bytes `text` may come next; advances past them if so,
   /// else changes nothing.
   bool accept(llvm::StringRef text);
+  /// Whether they may come next; the text stays where it is.
+  bool accepts(llvm::StringRef text);
   /// Whether the text so far is a whole sentence of the grammar.
   bool complete() const;
   /// Whether nothing more may come (complete, no parse open).
@@ -145,6 +147,9 @@ private:
   /// Adds to `out` the stacks that `n` opens: each with a code point's
   /// element on top, or -1 where a parse ends.
   void expand(int32_t n, std::vector<int32_t> &out);
+  /// Where the text so far goes after `text`, into `out`; false where no
+  /// parse takes it.
+  bool follow(llvm::StringRef text, State &out);
   /// `from` after byte `b`, into `to`; false where no parse takes it.
   bool step(const State &from, uint8_t b, State &to);
   bool stepCodePoint(const State &from, uint32_t c, State &to);
@@ -155,6 +160,10 @@ private:
   int32_t intern(State &&state);
   /// Drops every node but `now`'s stacks', and the walks' states.
   void compact();
+  /// compact() where they have grown past kMaxKeptNodes or kMaxKeptStates
+  /// (at a mask, and at each accept: a reply seldom masked grows them
+  /// too).
+  void trim();
 
   std::shared_ptr<const Grammar> g;
   std::vector<Node> nodes;
@@ -194,30 +203,66 @@ struct GrammarVocabulary {
 };
 
 /// A reply held to a grammar, token by token: archc serve's and archc
-/// run's.
+/// run's. Each token is sampled from the model's logits first and
+/// stands where the grammar takes it; only a token refused is sampled
+/// again under the mask, which gives each token the probability the mask
+/// would (`maskFirst`: the mask first, where the sampler cuts the
+/// distribution by rank or mass; docs/design.md "Constrained replies").
 class ConstrainedReply {
 public:
   ConstrainedReply(const GrammarVocabulary &vocabulary,
-                   std::shared_ptr<const Grammar> grammar);
+                   std::shared_ptr<const Grammar> grammar, bool maskFirst);
+  /// Whether the logits are masked before the first sample (top_k, min_p,
+  /// top_p < 1: a token the grammar refuses would change which tokens the
+  /// cut keeps).
+  const bool maskFirst;
+  /// Whether the grammar takes token `id` next: a stop token where the text
+  /// so far is a whole sentence (the mask's answer where it was made for
+  /// this token); the text stays where it is.
+  bool allows(int32_t id);
   /// -inf into `logits` (a copy of the model's, one a token of the
   /// vocabulary) for each token the grammar does not allow next, a
   /// stop token too unless the text so far is a whole sentence. False
-  /// where the reply must end here: with `error` empty where the text is
+  /// where the reply must end here: with error() empty where the text is
   /// whole and no token may follow (a vocabulary without stop tokens),
   /// else saying why the grammar cannot go on.
-  bool mask(float *logits, std::string &error);
-  /// Past token `id` (a stop token: nothing to match); false with `error`
-  /// where the grammar does not take it (the mask allowed it: archc's
-  /// fault, not the grammar's).
-  bool take(int32_t id, std::string &error);
+  bool mask(float *logits);
+  /// mask()'s over a copy of `logits` (this reply's), or null where it
+  /// returns false.
+  const float *masked(const float *logits);
+  /// Whether the token to come was masked (mask() since the last take()).
+  bool maskedHere() const { return maskedNow; }
+  /// Past token `id` (a stop token: nothing to match); false where the
+  /// grammar does not take it (a token allows() or the mask allowed:
+  /// archc's fault, not the grammar's: faultText()).
+  bool take(int32_t id);
   /// Whether the text so far is a whole sentence of the grammar.
   bool whole() const { return matcher.complete(); }
+  /// Why the last mask() failed: the grammar cannot go on ("": it did not,
+  /// or the text was whole; a request's error, not archc's).
+  const std::string &error() const { return failure; }
+  /// The error of a token the grammar refused after allowing it.
+  static std::string faultText(int32_t id);
+  /// The tokens sampled under the grammar (the reply's, and a stop token
+  /// that ended it), and those of them the mask was made for.
+  size_t sampled() const { return positions; }
+  size_t masks() const { return maskCount; }
 
 private:
   const GrammarVocabulary &vocabulary;
   GrammarMatcher matcher;
   std::vector<uint8_t> allowed;
+  std::vector<float> copy;
+  std::string failure;
   size_t bytes = 0; ///< the reply's so far
+  size_t positions = 0, maskCount = 0;
+  /// Whether the token to come was looked at (allows() or mask() since the
+  /// last take()), and masked.
+  bool touched = false, maskedNow = false;
+  void touch() {
+    positions += !touched;
+    touched = true;
+  }
 };
 
 class SchemaWriter;

@@ -721,19 +721,21 @@ private:
     // orders them. (The logprobs stay the model's.)
     int32_t vocab = info.vocab_size;
     bool sampling = temperature > 0;
+    bool ranked = sampling && ((r.topK > 0 && r.topK < vocab) || r.minP > 0);
+    bool cuts = ranked || (sampling && topP < 1);
     bool shaped = r.presencePenalty != 0 || r.frequencyPenalty != 0 ||
-                  r.repetitionPenalty != 1 || !r.logitBias.empty() ||
-                  (sampling && r.topK > 0 && r.topK < vocab) ||
-                  (sampling && r.minP > 0) || constraint;
-    // A grammar's matcher: the tokens it does not allow next go to -inf
-    // before any other shaping (docs/design.md "Constrained replies").
+                  r.repetitionPenalty != 1 || !r.logitBias.empty() || ranked ||
+                  (constraint && cuts);
+    // A grammar's matcher: each token sampled stands where it takes it,
+    // else it is sampled again with the tokens the grammar does not allow
+    // at -inf; where the sampling cuts by rank or mass, they go to -inf
+    // first, before any other shaping (docs/design.md "Constrained
+    // replies").
     std::optional<ConstrainedReply> grammar;
-    std::string grammarError;
-    bool grammarFault = false; ///< the mask and the matcher disagreed
     if (constraint) {
       if (!vocabulary)
         vocabulary = grammarVocabulary(m.lib, m.tok, vocab, marks);
-      grammar.emplace(*vocabulary, constraint);
+      grammar.emplace(*vocabulary, constraint, cuts);
     }
     std::vector<float> shapedLogits, order;
     std::vector<int32_t> counts, seenList, replyList;
@@ -759,7 +761,7 @@ private:
           return logits;
       shapedLogits.assign(logits, logits + vocab);
       float *l = shapedLogits.data();
-      if (grammar && !grammar->mask(l, grammarError))
+      if (grammar && grammar->maskFirst && !grammar->mask(l))
         return nullptr;
       for (auto &[t, bias] : r.logitBias)
         l[t] += float(bias);
@@ -810,10 +812,6 @@ private:
               chars += (ch & 0xC0) != 0x80;
           }
           prev = id;
-          if (grammar && !grammar->take(id, grammarError)) {
-            grammarFault = true;
-            return false;
-          }
           if (shaped)
             note(id, true);
           if (text.add(own.c_str()))
@@ -826,18 +824,20 @@ private:
         // ignore_eos: text after it would leave the grammar.)
         generated, end, error, r.ignoreEos && !constraint, marks,
         shaped ? llvm::function_ref<const float *(const float *)>(shapeLogits)
-               : nullptr);
+               : nullptr,
+        grammar ? &*grammar : nullptr);
     double decodeS = since(t0);
+    std::string grammarError = grammar ? grammar->error() : "";
     if (!grammarError.empty()) {
       ok = false;
       error = grammarError;
     }
     if (!ok) {
       // (The runtime failed mid-generation, or the request's grammar
-      // could not go on (a 400: the client's; but a token its mask allowed
-      // and its matcher refused is archc's): said in the stream, or as the
-      // response.)
-      int status = grammarError.empty() || grammarFault ? 500 : 400;
+      // could not go on (a 400: the client's; but a token the grammar
+      // allowed and then refused is archc's, a 500, as the runtime's
+      // failures): said in the stream, or as the response.)
+      int status = grammarError.empty() ? 500 : 400;
       if (r.stream)
         event(errorBody(status, error));
       else
@@ -906,7 +906,11 @@ private:
     if (opts.verbosePrompt)
       say("[archc] " + at + "reply " + jsonString(validUtf8(text.text())) +
           "\n[archc] " + at + "reply " + std::to_string(generated.size()) +
-          " tokens:" + idList(generated) + "\n");
+          " tokens:" + idList(generated) + "\n" +
+          (grammar ? "[archc] " + at + "grammar: the mask made at " +
+                         std::to_string(grammar->masks()) + " of " +
+                         std::to_string(grammar->sampled()) + " tokens\n"
+                   : ""));
     char line[256];
     snprintf(line, sizeof line,
              "%zu prompt tokens (%zu kept in the cache%s) prefilled at %.1f "

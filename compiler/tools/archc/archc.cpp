@@ -1144,6 +1144,9 @@ int cmdRun(int argc, char **argv) {
     if (!loadGrammar(grammarPath, schemaPath, grammar, why))
       return fail(why);
   }
+  // (A grammar's mask first where the nucleus cuts the distribution:
+  // serve::ConstrainedReply.)
+  bool maskFirst = temperature > 0 && topP < 1;
   if (!chat && (!system.empty() || !chatTemplate.empty() || verbosePrompt ||
                 !templateKwargs.empty()))
     return fail("--system, --chat-template, --chat-template-kwargs and "
@@ -1200,6 +1203,7 @@ int cmdRun(int argc, char **argv) {
     opts.verbosePrompt = verbosePrompt;
     opts.quiet = quiet;
     opts.grammar = grammar;
+    opts.maskFirst = maskFirst;
     return runChat(lib, c.seq, tok, c.sampler, info, format, opts);
   }
   if (tok) {
@@ -1257,36 +1261,31 @@ int cmdRun(int argc, char **argv) {
   double prefillS = since(t0);
   t0 = Clock::now();
   int32_t prev = tokens[size_t(n - 1)], generated = 0;
-  // (A text held to --grammar: the tokens it does not allow at -inf.)
+  // (A text held to --grammar.)
   std::unique_ptr<serve::GrammarVocabulary> vocabulary;
   std::optional<serve::ConstrainedReply> held;
-  std::vector<float> shaped;
   if (grammar) {
     vocabulary = grammarVocabulary(lib, tok, info.vocab_size);
-    held.emplace(*vocabulary, grammar);
+    held.emplace(*vocabulary, grammar, maskFirst);
   }
   for (int i = 0; i < total; ++i) {
     int32_t next;
-    const float *logits = lib.archrt_logits(c.seq);
-    if (held) {
-      shaped.assign(logits, logits + info.vocab_size);
-      if (!held->mask(shaped.data(), error)) {
-        if (!error.empty()) {
-          llvm::outs() << "\n";
-          llvm::outs().flush();
-          return fail(error);
-        }
-        break; // a whole sentence that nothing may follow
-      }
-      logits = shaped.data();
-    }
-    CHECK_RT(lib, lib.archrt_sample(c.sampler, logits, &next));
-    if (tok && lib.archrt_tokenizer_is_stop(tok, next))
-      break; // EOS (or BOS) ends the story
-    if (held && !held->take(next, error)) {
+    Sampled how = sampleToken(lib, c.sampler, lib.archrt_logits(c.seq),
+                              held ? &*held : nullptr, next, error);
+    if (how == Sampled::Failed ||
+        (how == Sampled::End && !held->error().empty())) {
       llvm::outs() << "\n";
       llvm::outs().flush();
-      return fail(error);
+      return fail(how == Sampled::Failed ? error : held->error());
+    }
+    if (how == Sampled::End)
+      break; // a whole sentence that nothing may follow
+    if (tok && lib.archrt_tokenizer_is_stop(tok, next))
+      break; // EOS (or BOS) ends the story
+    if (held && !held->take(next)) {
+      llvm::outs() << "\n";
+      llvm::outs().flush();
+      return fail(serve::ConstrainedReply::faultText(next));
     }
     emitToken(prev, next);
     ++generated;
@@ -1300,6 +1299,9 @@ int cmdRun(int argc, char **argv) {
   if (held && !held->whole())
     fprintf(stderr, "[archc] the text ends before a whole sentence of the "
                     "grammar (-n %d)\n", int(steps));
+  if (held && !quiet)
+    fprintf(stderr, "[archc] grammar: the mask made at %zu of %zu tokens\n",
+            held->masks(), held->sampled());
   if (!quiet)
     fprintf(stderr,
             "[archc] prompt %d tokens: %.1f tok/s; generated %d tokens: "

@@ -1,0 +1,93 @@
+"""An integer schema's bounds (minimum, maximum, exclusiveMinimum,
+exclusiveMaximum: integers or not, one side or both, below and above
+zero, up to the grammar's 16 digits) against Python's comparison: for
+each of a seeded draw of bound sets, archc grammar --json-schema --match
+over the values at and around each bound, zero, powers of ten and random
+ones, and texts no JSON integer is ("01", "-0", "+1", "1.0"); a value is
+"whole" exactly where it is a JSON integer within the bounds.
+    check_integer_bounds.py ARCHC"""
+import json
+import math
+import random
+import subprocess
+import sys
+import tempfile
+
+MAX = 10 ** 16 - 1  # the grammar's integers: at most 16 digits
+
+
+def allowed(bounds):
+    lo, hi = -MAX, MAX
+    for k, v in bounds.items():
+        if k == "minimum":
+            lo = max(lo, math.ceil(v))
+        elif k == "exclusiveMinimum":
+            lo = max(lo, math.floor(v) + 1)
+        elif k == "maximum":
+            hi = min(hi, math.floor(v))
+        else:
+            hi = min(hi, math.ceil(v) - 1)
+    return lo, hi
+
+
+def draw(rng):
+    scale = rng.choice([9, 99, 1000, 10 ** 5, 10 ** 9, 10 ** 17])
+    bounds = {}
+    for k in rng.sample(["minimum", "maximum", "exclusiveMinimum",
+                         "exclusiveMaximum"], rng.randint(1, 2)):
+        v = rng.randint(-scale, scale)
+        bounds[k] = v + 0.5 if rng.random() < 0.2 else v
+    return bounds
+
+
+def main():
+    archc = sys.argv[1]
+    rng = random.Random(7)
+    cases = [{"minimum": 0}, {"maximum": -1}, {"minimum": 10, "maximum": 10},
+             {"minimum": -1234, "maximum": 98765},
+             {"exclusiveMinimum": 99, "exclusiveMaximum": 1000},
+             {"minimum": 1.5, "maximum": 2.5}, {"maximum": 10 ** 20}]
+    while len(cases) < 40:
+        b = draw(rng)
+        lo, hi = allowed(b)
+        if lo <= hi:
+            cases.append(b)
+    checked = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for bounds in cases:
+            lo, hi = allowed(bounds)
+            values = {0, 1, -1, MAX, -MAX, MAX + 1}
+            for b in (lo, hi):
+                values |= {b - 2, b - 1, b, b + 1, b + 2}
+            for p in range(17):
+                values |= {10 ** p, 10 ** p - 1, -10 ** p, 1 - 10 ** p}
+            span = max(1, min(hi, MAX) - max(lo, -MAX))
+            values |= {rng.randint(lo, lo + span) for _ in range(20)}
+            texts = [str(v) for v in sorted(values)]
+            if lo > 0:
+                texts.append("0" + str(lo))
+            texts += ["-0", "+1", "1.0", "1e2", ""]
+            path = f"{tmp}/s.json"
+            with open(path, "w") as f:
+                json.dump(dict(bounds, type="integer"), f)
+            out = subprocess.run(
+                [archc, "grammar", "--json-schema", path] +
+                [a for t in texts for a in ("--match", t)],
+                capture_output=True, text=True, check=True).stdout
+            got = [line.rsplit(": ", 1)[1] for line in out.splitlines()
+                   if line.startswith('"')]
+            for text, verdict in zip(texts, got, strict=True):
+                want = text == str(int(text)) if text.lstrip("-").isdigit() \
+                    else False
+                want = want and text != "-0" and lo <= int(text) <= hi
+                if (verdict == "whole") != want:
+                    sys.exit(f"{bounds}: {text!r} {verdict}, expected "
+                             f"{'whole' if want else 'not whole'} "
+                             f"(integers {lo}..{hi})")
+                checked += 1
+    print(f"integer bounds: {len(cases)} schemas, {checked} texts, each "
+          "whole exactly where it is a JSON integer within the bounds")
+
+
+if __name__ == "__main__":
+    main()
