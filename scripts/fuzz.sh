@@ -100,7 +100,8 @@ build_one() {
       local own_objs
       own_objs=$(objects "$out/obj/$name" compiler/tools/archc/ServeProtocol.cpp \
         compiler/tools/archc/Tool.cpp compiler/tools/archc/ToolCalls.cpp \
-        compiler/tools/archc/Grammar.cpp "test/fuzz/fuzz_$name.cpp")
+        compiler/tools/archc/Grammar.cpp compiler/tools/archc/Pattern.cpp \
+        "test/fuzz/fuzz_$name.cpp")
       # shellcheck disable=SC2086
       "$cxx" "${flags[@]}" $own_objs -o "$bin" -L/usr/lib/llvm-19/lib \
         -lLLVM-19 -Wl,-rpath,/usr/lib/llvm-19/lib ;;

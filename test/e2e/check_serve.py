@@ -1284,17 +1284,19 @@ def grammar(srv, args):
 
     chat = "/v1/chat/completions"
     schema = {"type": "object", "additionalProperties": False,
-              "required": ["ok", "color", "n"],
+              "required": ["ok", "color", "n", "code"],
               "properties": {"ok": {"type": "boolean"},
                              "color": {"enum": ["red", "green", "blue"]},
                              "n": {"type": "integer", "minimum": -3,
                                    "exclusiveMaximum": 120},
+                             "code": {"type": "string",
+                                      "pattern": "^[A-Z]{2}-\\d{1,3}$"},
                              "tags": {"type": "array", "maxItems": 2,
                                       "items": {"enum": ["x", "y"]}}}}
     keys = list(schema["properties"])
     for seed in range(1, 6):
         body = {"messages": [{"role": "user", "content": "Describe it."}],
-                "max_tokens": 80, "temperature": 1, "seed": seed,
+                "max_tokens": 200, "temperature": 1, "seed": seed,
                 "response_format": {"type": "json_schema", "json_schema": {
                     "name": "thing", "strict": True, "schema": schema}}}
         whole = srv.post(chat, body)["choices"][0]
@@ -1307,7 +1309,8 @@ def grammar(srv, args):
         order = [k for k in keys if k in value]
         if whole["finish_reason"] != "stop" or streamed != content or \
                 list(value) != order or \
-                not {"ok", "color", "n"} <= set(value) <= set(keys) or \
+                not {"ok", "color", "n", "code"} <= set(value) <= set(keys) or \
+                not re.fullmatch(r"[A-Z]{2}-[0-9]{1,3}", value["code"]) or \
                 not isinstance(value["ok"], bool) or \
                 value["color"] not in ("red", "green", "blue") or \
                 type(value["n"]) is not int or not -3 <= value["n"] < 120 or \
@@ -1316,7 +1319,8 @@ def grammar(srv, args):
             fail(f"seed {seed}: {content!r} (streamed {streamed!r}), "
                  f"finish {whole['finish_reason']}")
     print("json_schema: 5 sampled replies of the schema, properties in its "
-          "order, an integer within its bounds, whole and streamed alike")
+          "order, an integer within its bounds, a string of its pattern, "
+          "whole and streamed alike")
     got = srv.post(chat, {"messages": [{"role": "user", "content": "Hi"}],
                           "max_tokens": 40, "temperature": 0,
                           "response_format": {"type": "json_object"}})

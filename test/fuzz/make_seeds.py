@@ -207,6 +207,10 @@ def grammar_seeds():
         b' "additionalProperties": {"type": "boolean"}}\x00' + vocab +
         b'\x00{"b": [1], "a": "ab"}')
     put("grammar", "json-object", b"S{}\x00" + vocab + b'\x00{"a": 12}')
+    put("grammar", "pattern-bounds", b'S{"type": "object", "properties": '
+        b'{"p": {"type": "string", "pattern": "^[a-c]+(x|\\\\d{2})?$|-"},'
+        b' "n": {"type": "integer", "minimum": -5, "exclusiveMaximum": 120}'
+        b'}}\x00' + vocab + b'\x00{"p": "ab12", "n": -3}')
     put("grammar", "tools", b'T[{"type": "function", "function": {"name": "a",'
         b' "parameters": {"type": "object", "properties": {"x": {"enum": '
         b'[1, "\\u00e9"]}}, "required": ["x"]}}}, {"type": "function", '

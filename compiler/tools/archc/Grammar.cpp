@@ -1097,7 +1097,7 @@ private:
 /// constrain, and keywords JSON Schema does not know are ignored, as it
 /// says.)
 static const char *const kUnsupported[] = {
-    "pattern",          "multipleOf",
+    "multipleOf",
     "minProperties",    "maxProperties",    "patternProperties",
     "propertyNames",    "dependentRequired", "dependentSchemas",
     "dependencies",     "if",               "then",
@@ -1415,6 +1415,21 @@ std::string SchemaWriter::typed(llvm::StringRef type, const json::Object &o,
     int64_t min = 0, max = -1;
     if (!count(o, "minLength", path, min) || !count(o, "maxLength", path, max))
       return "";
+    if (const json::Value *p = o.get("pattern")) {
+      std::optional<llvm::StringRef> re = p->getAsString();
+      if (!re)
+        return fail(path, "'pattern' must be a string"), "";
+      if (min > 0 || max >= 0)
+        return fail(path, "'pattern' with 'minLength' or 'maxLength' is not "
+                          "supported"),
+               "";
+      std::string why, body = patternGrammar(*re, why);
+      if (body.empty())
+        return fail(path, "'pattern' " + why), "";
+      std::string rule = fresh(name);
+      define(rule, body);
+      return rule;
+    }
     if (max >= 0 && max < min)
       return fail(path, "'maxLength' is below 'minLength'"), "";
     if (min == 0 && max < 0)
@@ -1612,6 +1627,8 @@ std::string SchemaWriter::visit(const std::string &text,
                           "\"integer\" (bounds are supported on integers "
                           "only)"),
                "";
+    if (o->get("pattern"))
+      return fail(path, "'pattern' needs \"type\": \"string\""), "";
     return "value";
   }
   if (std::optional<llvm::StringRef> one = type->getAsString())

@@ -293,6 +293,14 @@ bool schemaGrammar(const std::string &schema, std::string &gbnf,
                    std::string &error);
 /// `text` as a GBNF string literal (quoted, escaped).
 std::string gbnfLiteral(llvm::StringRef text);
+/// A string schema's `pattern` (ECMA-262's syntax: characters, classes,
+/// `.`, the class escapes, groups, alternatives, the quantifiers, `^` and
+/// `$` at an alternative's ends) as the GBNF expression of the JSON
+/// strings (quotes and all) whose characters it matches, searched unless
+/// anchored; its `char*` is kJsonRules' (Pattern.cpp). "" with `error`
+/// ("at character N: what") where the pattern holds what the grammar
+/// cannot (lookaround, backreferences, word boundaries, ...).
+std::string patternGrammar(llvm::StringRef pattern, std::string &error);
 /// GBNF text whose root is any JSON object (response_format json_object).
 std::string jsonObjectGrammar();
 

@@ -1,0 +1,68 @@
+"""String schemas' `pattern`s against JavaScript's own RegExp (node: the
+ECMA-262 that JSON Schema names): for each pattern, every string of up to
+4 characters over a 9-character alphabet (letters, a digit, a space, '-',
+'"', a backslash, a newline, 'é'), written as JSON writes it, is "whole"
+for archc grammar --json-schema --match exactly where RegExp.test finds
+the pattern in it (searched, as JSON Schema does, unless anchored).
+    check_patterns.py ARCHC"""
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+PATTERNS = [
+    "^[a-c]+$", "b", "^\\d{2,3}-\\w?$", "^(ab|a)\\\\$", "[^a]", "^.$",
+    "a|^b$", "^\"{1,2}\\n?$", "^a{2}$", "^[\\w-]{1,3}$", "",
+    "^(?:a|b)*-$", "^[^\"\\\\]*$", "\\s", "^\\S+$", "^é?1*$", "^(a|){0,3}b$",
+    "^[a\\-]{2}$", "^\\W$", "^[\\d\\s]+$", "^a+?b$", "a{2,}", "^(?<n>a)b$",
+    "\\x61$", "^\\u00e9", "^[é-ú]$", "^[^\\n]*$", "-{", "^(a|b-)(1|\")$",
+]
+ALPHABET = ["a", "b", "1", " ", "-", "\"", "\\", "\n", "é"]
+
+NODE = r"""
+const fs = require("fs");
+const [patterns, strings] = JSON.parse(fs.readFileSync(process.argv[1]));
+console.log(JSON.stringify(patterns.map(
+    p => strings.map(s => new RegExp(p).test(s)))));
+"""
+
+
+def main():
+    archc = sys.argv[1]
+    strings = ["".join(t) for n in range(5)
+               for t in itertools.product(ALPHABET, repeat=n)]
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(f"{tmp}/in.json", "w") as f:
+            json.dump([PATTERNS, strings], f)
+        want = json.loads(subprocess.run(
+            ["node", "-e", NODE, f"{tmp}/in.json"], env=env,
+            capture_output=True, text=True, check=True).stdout)
+        texts = [json.dumps(s, ensure_ascii=False) for s in strings]
+        checked = 0
+        for pattern, expected in zip(PATTERNS, want, strict=True):
+            with open(f"{tmp}/s.json", "w") as f:
+                json.dump({"type": "string", "pattern": pattern}, f)
+            run = subprocess.run(
+                [archc, "grammar", "--json-schema", f"{tmp}/s.json"] +
+                [a for t in texts for a in ("--match", t)],
+                capture_output=True, text=True)
+            if run.returncode:
+                sys.exit(f"pattern {pattern!r}: {run.stderr.strip()}")
+            out = run.stdout
+            got = [line.rsplit(": ", 1)[1] for line in out.splitlines()
+                   if line.startswith('"')]
+            for s, verdict, match in zip(strings, got, expected, strict=True):
+                if (verdict == "whole") != match:
+                    sys.exit(f"pattern {pattern!r}: {s!r} {verdict}, "
+                             f"RegExp {'finds' if match else 'does not '}"
+                             "find it")
+                checked += 1
+    print(f"patterns: {len(PATTERNS)}, {checked} strings, each whole "
+          "exactly where RegExp finds the pattern")
+
+
+if __name__ == "__main__":
+    main()
