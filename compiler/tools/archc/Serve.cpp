@@ -300,6 +300,187 @@ std::string probsJson(const std::vector<TokenProb> &probs, size_t from,
          offsets + "]}";
 }
 
+/// A completion's response as it is written: its frame (the id, the time,
+/// the model), each choice's JSON, a stream's events, and the tokens'
+/// logprobs a stream has not sent yet.
+class ReplyWriter {
+public:
+  ReplyWriter(Connection &c, const Request &r, const ReplyParts &parts,
+              const std::vector<TokenProb> &probs, std::string frame)
+      : frame(std::move(frame)), c(c), r(r), parts(parts), probs(probs) {}
+
+  /// A choice with `text`; in chat, with the tool calls `calls` (a JSON
+  /// array's text, or ""), or a reasoning delta (`reasoningDelta`); a
+  /// whole message with the reply's reasoning where it has a thought;
+  /// with the tokens' logprobs `lp` (a JSON value's text, or "").
+  std::string choice(const std::string &text, const char *finishReason,
+                     bool first, const std::string &calls = "",
+                     bool reasoningDelta = false,
+                     const std::string &lp = "") const {
+    std::string fr =
+        finishReason ? std::string("\"") + finishReason + "\"" : "null";
+    if (!r.chat)
+      return "{\"index\": 0, \"text\": " + jsonString(text) +
+             ", \"logprobs\": " + (lp.empty() ? "null" : lp) +
+             ", \"finish_reason\": " + fr + "}";
+    std::string content = "\"content\": " + jsonString(text);
+    std::string toolCalls = calls.empty() ? "" : ", \"tool_calls\": " + calls;
+    std::string logprobs = lp.empty() ? "" : ", \"logprobs\": " + lp;
+    if (!r.stream)
+      return "{\"index\": 0, \"message\": {\"role\": \"assistant\", " +
+             (calls.empty() || !text.empty() ? content
+                                             : "\"content\": null") +
+             (parts.reasoning.empty()
+                  ? ""
+                  : ", \"reasoning_content\": " + jsonString(parts.reasoning)) +
+             toolCalls + "}" + logprobs + ", \"finish_reason\": " + fr + "}";
+    if (reasoningDelta)
+      return "{\"index\": 0, \"delta\": {\"reasoning_content\": " +
+             jsonString(text) + "}" + logprobs + ", \"finish_reason\": null}";
+    if (!calls.empty())
+      return "{\"index\": 0, \"delta\": {\"tool_calls\": " + calls +
+             "}, \"finish_reason\": null}";
+    return "{\"index\": 0, \"delta\": {" +
+           std::string(first ? "\"role\": \"assistant\", " : "") +
+           (finishReason && text.empty() ? "" : content) + "}" + logprobs +
+           ", \"finish_reason\": " + fr + "}";
+  }
+  /// The response (`choices`: a choice's JSON; `more`: the members after
+  /// them, or ""), whole or as a stream's event.
+  std::string body(const std::string &choices, const std::string &more = "")
+      const {
+    return frame + "\"choices\": [" + choices + "]" +
+           (more.empty() ? "" : ", " + more) + "}";
+  }
+  bool event(const std::string &json) {
+    return c.send("data: " + json + "\n\n");
+  }
+  /// The logprobs of the tokens a stream has not sent yet (each token's
+  /// go with the first delta after it), or "".
+  std::string pendingProbs() {
+    if (r.logprobs < 0 || probsSent == probs.size())
+      return "";
+    std::string lp = probsJson(probs, probsSent, probs.size(), r.chat);
+    probsSent = probs.size();
+    return lp;
+  }
+  /// A stream's deltas: reasoning, then content.
+  void send(const ReplyParts::Delta &d) {
+    if (!d.reasoning.empty())
+      event(body(choice(d.reasoning, nullptr, false, "", true, pendingProbs())));
+    if (!d.content.empty())
+      event(body(choice(d.content, nullptr, false, "", false, pendingProbs())));
+  }
+
+  const std::string frame;
+
+private:
+  Connection &c;
+  const Request &r;
+  const ReplyParts &parts;
+  const std::vector<TokenProb> &probs;
+  size_t probsSent = 0;
+};
+
+/// Whether a request's sampling cuts the distribution by rank or mass
+/// (top_k, min_p, top_p < 1): there a grammar masks the logits first
+/// (ConstrainedReply::maskFirst).
+bool samplingCuts(const Request &r, int32_t vocab, double temperature,
+                  double topP) {
+  return temperature > 0 &&
+         ((r.topK > 0 && r.topK < vocab) || r.minP > 0 || topP < 1);
+}
+
+/// The logits each token of a reply is sampled from, as the request
+/// shapes them: the biases, the repetition penalty over the prompt's and
+/// the reply's tokens, the presence and frequency penalties over the
+/// reply's, then top_k and min_p where sampling (the tokens they leave out
+/// at -inf), as vLLM orders them; before them all, a grammar's mask where
+/// it masks first (docs/design.md "Constrained replies"). (The logprobs
+/// stay the model's.)
+class LogitShaper {
+public:
+  LogitShaper(const Request &r, int32_t vocab, double temperature,
+              ConstrainedReply *grammar, const std::vector<int32_t> &prompt)
+      : r(r), vocab(vocab), temperature(temperature), grammar(grammar) {
+    sampling = temperature > 0;
+    on = r.presencePenalty != 0 || r.frequencyPenalty != 0 ||
+         r.repetitionPenalty != 1 || !r.logitBias.empty() ||
+         (sampling && ((r.topK > 0 && r.topK < vocab) || r.minP > 0)) ||
+         (grammar && grammar->maskFirst);
+    if (on) {
+      counts.assign(size_t(vocab), 0);
+      seen.assign(size_t(vocab), 0);
+      for (int32_t id : prompt)
+        note(id, false);
+    }
+  }
+  /// Whether the request shapes the logits at all.
+  bool active() const { return on; }
+  /// A token of the reply, for the penalties.
+  void replied(int32_t id) {
+    if (on)
+      note(id, true);
+  }
+  /// `logits` shaped (a copy), or null where the grammar ends the reply.
+  const float *shape(const float *logits) {
+    // (NaN or +inf: unshaped, for the sampler to refuse by name.)
+    for (int32_t i = 0; i < vocab; ++i)
+      if (std::isnan(logits[i]) || logits[i] == INFINITY)
+        return logits;
+    shaped.assign(logits, logits + vocab);
+    float *l = shaped.data();
+    if (grammar && grammar->maskFirst && !grammar->mask(l))
+      return nullptr;
+    for (auto &[t, bias] : r.logitBias)
+      l[t] += float(bias);
+    float rp = float(r.repetitionPenalty);
+    if (rp != 1)
+      for (int32_t t : seenList)
+        l[t] = l[t] > 0 ? l[t] / rp : l[t] * rp;
+    for (int32_t t : replyList)
+      l[t] -= float(r.frequencyPenalty * counts[size_t(t)] + r.presencePenalty);
+    if (sampling && r.topK > 0 && r.topK < vocab) {
+      // (Ties with the k-th are kept.)
+      order.assign(l, l + vocab);
+      std::nth_element(order.begin(), order.begin() + (r.topK - 1),
+                       order.end(), std::greater<float>());
+      float kth = order[size_t(r.topK - 1)];
+      for (int32_t i = 0; i < vocab; ++i)
+        if (l[i] < kth)
+          l[i] = -INFINITY;
+    }
+    if (sampling && r.minP > 0) {
+      // (p_i >= min_p * p_max at the temperature.)
+      float cut = *std::max_element(l, l + vocab) +
+                  float(temperature * std::log(r.minP));
+      for (int32_t i = 0; i < vocab; ++i)
+        if (l[i] < cut)
+          l[i] = -INFINITY;
+    }
+    return l;
+  }
+
+private:
+  void note(int32_t id, bool reply) {
+    if (!seen[size_t(id)]) {
+      seen[size_t(id)] = 1;
+      seenList.push_back(id);
+    }
+    if (reply && counts[size_t(id)]++ == 0)
+      replyList.push_back(id);
+  }
+
+  const Request &r;
+  int32_t vocab;
+  double temperature;
+  ConstrainedReply *grammar;
+  bool sampling = false, on = false;
+  std::vector<float> shaped, order;
+  std::vector<int32_t> counts, seenList, replyList;
+  std::vector<uint8_t> seen;
+};
+
 class Server {
 public:
   Server(const ServedModel &m, const ServeOptions &opts, archrt_seq *seq)
@@ -526,13 +707,15 @@ private:
     complete(c, head, r);
   }
 
-  void complete(Connection &c, const HttpHead &head, const Request &r) {
-    std::string error, rendered;
-    std::vector<int32_t> ids;
+  /// The request's prompt as token ids: a chat's messages rendered in the
+  /// model's template (`rendered`), a text encoded, or ids checked; false
+  /// with a 400's `error`.
+  bool promptIds(const Request &r, std::string &rendered,
+                 std::vector<int32_t> &ids, std::string &error) {
     const archrt_model_info &info = m.info;
     if (r.chat) {
       if (!m.format)
-        return finish(c, head, 400, m.noChat);
+        return error = m.noChat, false;
       // The server's template variables, the request's after them. (A
       // template that refuses an assistant message's null content, as
       // Qwen 3's does, gets "" in its place.)
@@ -544,58 +727,76 @@ private:
       std::string retry;
       if (!render(r.messages, error) &&
           (r.messagesNonNull.empty() || !render(r.messagesNonNull, retry)))
-        return finish(c, head, 400, "the chat template: " + error);
+        return error = "the chat template: " + error, false;
       // (The template writes the special tokens; the tokenizer adds none.)
       if (!encode(rendered, false, ids, error))
-        return finish(c, head, 400, error);
+        return false;
     } else if (r.promptIsIds) {
       for (int64_t id : r.promptIds) {
         if (id >= info.vocab_size)
-          return finish(c, head, 400,
-                        "'prompt': token " + std::to_string(id) +
-                            " is outside the vocabulary [0, " +
-                            std::to_string(info.vocab_size) + ")");
+          return error = "'prompt': token " + std::to_string(id) +
+                         " is outside the vocabulary [0, " +
+                         std::to_string(info.vocab_size) + ")",
+                 false;
         ids.push_back(int32_t(id));
       }
     } else if (!encode(r.prompt, true, ids, error)) {
-      return finish(c, head, 400, error);
+      return false;
     }
     if (ids.empty())
-      return finish(c, head, 400, "the prompt is empty: no tokens");
+      return error = "the prompt is empty: no tokens", false;
     if (ids.size() > size_t(info.max_seq_len))
-      return finish(c, head, 400,
-                    "the prompt is " + std::to_string(ids.size()) +
-                        " tokens, more than the model's context (max_seq_len "
-                        + std::to_string(info.max_seq_len) + ")");
+      return error = "the prompt is " + std::to_string(ids.size()) +
+                     " tokens, more than the model's context (max_seq_len " +
+                     std::to_string(info.max_seq_len) + ")",
+             false;
+    return true;
+  }
+
+  /// The reply's grammar: the request's, or where tool_choice asks for a
+  /// call, one of the model's call format over the tools' schemas (after a
+  /// thought the prompt opened, closed at once); null where none. False
+  /// with a 400's `error`.
+  bool replyGrammar(const Request &r, const std::string &rendered,
+                    std::shared_ptr<const Grammar> &constraint,
+                    std::string &error) {
+    constraint = r.grammar;
+    if (!r.toolRequired)
+      return true;
+    std::string gbnf;
+    bool opened = m.thoughts && opensThought(rendered);
+    if (!toolCallGrammar(m.tools, r.tools, r.toolNamed, r.parallelToolCalls,
+                         opened ? "</think>\n\n" : "", gbnf, error))
+      return error = "'tool_choice' asks for a call: " + error, false;
+    // (The tools' schemas may make a grammar too large, or too ambiguous
+    // at its start, as a request's own grammar may.)
+    constraint = Grammar::parse(gbnf, error);
+    if (!constraint)
+      return error = "'tool_choice' asks for a call: the tools' grammar "
+                     "does not parse (" + error + ")",
+             false;
+    if (GrammarMatcher(constraint).overflowed())
+      return error = "'tool_choice' asks for a call: the tools' grammar is "
+                     "too ambiguous: " + GrammarMatcher::startLimits(),
+             false;
+    return true;
+  }
+
+  void complete(Connection &c, const HttpHead &head, const Request &r) {
+    std::string error, rendered;
+    std::vector<int32_t> ids;
+    const archrt_model_info &info = m.info;
+    if (!promptIds(r, rendered, ids, error))
+      return finish(c, head, 400, error);
     for (auto &[id, bias] : r.logitBias)
       if (id >= info.vocab_size)
         return finish(c, head, 400,
                       "'logit_bias': token " + std::to_string(id) +
                           " is outside the vocabulary [0, " +
                           std::to_string(info.vocab_size) + ")");
-    // The reply's grammar: the request's, or where tool_choice asks for a
-    // call, one of the model's call format over the tools' schemas (after
-    // a thought the prompt opened, closed at once).
-    std::shared_ptr<const Grammar> constraint = r.grammar;
-    if (r.toolRequired) {
-      std::string gbnf;
-      bool opened = m.thoughts && opensThought(rendered);
-      if (!toolCallGrammar(m.tools, r.tools, r.toolNamed,
-                           r.parallelToolCalls, opened ? "</think>\n\n" : "",
-                           gbnf, error))
-        return finish(c, head, 400, "'tool_choice' asks for a call: " + error);
-      // (The tools' schemas may make a grammar too large, or too
-      // ambiguous at its start, as a request's own grammar may.)
-      constraint = Grammar::parse(gbnf, error);
-      if (!constraint)
-        return finish(c, head, 400,
-                      "'tool_choice' asks for a call: the tools' grammar "
-                      "does not parse (" + error + ")");
-      if (GrammarMatcher(constraint).overflowed())
-        return finish(c, head, 400,
-                      "'tool_choice' asks for a call: the tools' grammar "
-                      "is too ambiguous: " + GrammarMatcher::startLimits());
-    }
+    std::shared_ptr<const Grammar> constraint;
+    if (!replyGrammar(r, rendered, constraint, error))
+      return finish(c, head, 400, error);
     double temperature = r.temperature >= 0 ? r.temperature : opts.temperature;
     double topP = r.topP >= 0 ? r.topP : opts.topP;
     uint64_t seed = r.hasSeed ? r.seed : std::random_device()() * 0x9E3779B97F4A7C15ull;
@@ -639,159 +840,33 @@ private:
     ReplyParts parts(tools, r.chat && m.thoughts,
                      r.chat && m.thoughts && opensThought(rendered));
     // Each generated token's log-probabilities where the request asks
-    // for them; those a stream has sent.
+    // for them.
     std::vector<TokenProb> probs;
-    size_t probsSent = 0;
-    // A choice with `text`; in chat, with the tool calls `calls` (a JSON
-    // array's text, or ""), or a reasoning delta (`reasoningDelta`); a
-    // whole message with the reply's reasoning where it has a thought;
-    // with the tokens' logprobs `lp` (a JSON value's text, or "").
-    auto choice = [&](const std::string &text, const char *finishReason,
-                      bool first, const std::string &calls = "",
-                      bool reasoningDelta = false,
-                      const std::string &lp = "") {
-      std::string fr = finishReason
-                           ? std::string("\"") + finishReason + "\""
-                           : "null";
-      if (!r.chat)
-        return "{\"index\": 0, \"text\": " + jsonString(text) +
-               ", \"logprobs\": " + (lp.empty() ? "null" : lp) +
-               ", \"finish_reason\": " + fr + "}";
-      std::string content = "\"content\": " + jsonString(text);
-      std::string toolCalls =
-          calls.empty() ? "" : ", \"tool_calls\": " + calls;
-      std::string logprobs = lp.empty() ? "" : ", \"logprobs\": " + lp;
-      if (!r.stream)
-        return "{\"index\": 0, \"message\": {\"role\": \"assistant\", " +
-               (calls.empty() || !text.empty() ? content
-                                               : "\"content\": null") +
-               (parts.reasoning.empty()
-                    ? ""
-                    : ", \"reasoning_content\": " + jsonString(parts.reasoning)) +
-               toolCalls + "}" + logprobs + ", \"finish_reason\": " + fr +
-               "}";
-      if (reasoningDelta)
-        return "{\"index\": 0, \"delta\": {\"reasoning_content\": " +
-               jsonString(text) + "}" + logprobs + ", \"finish_reason\": null}";
-      if (!calls.empty())
-        return "{\"index\": 0, \"delta\": {\"tool_calls\": " + calls +
-               "}, \"finish_reason\": null}";
-      return "{\"index\": 0, \"delta\": {" +
-             std::string(first ? "\"role\": \"assistant\", " : "") +
-             (finishReason && text.empty() ? "" : content) + "}" + logprobs +
-             ", \"finish_reason\": " + fr + "}";
-    };
-    // The logprobs of the tokens a stream has not sent yet (each token's
-    // go with the first delta after it), or "".
-    auto pendingProbs = [&]() -> std::string {
-      if (r.logprobs < 0 || probsSent == probs.size())
-        return "";
-      std::string lp = probsJson(probs, probsSent, probs.size(), r.chat);
-      probsSent = probs.size();
-      return lp;
-    };
-    auto event = [&](const std::string &json) {
-      return c.send("data: " + json + "\n\n");
-    };
+    ReplyWriter w(c, r, parts, probs, std::move(frame));
     if (r.stream) {
       c.send("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
              "Cache-Control: no-cache\r\nConnection: close\r\n\r\n");
       if (r.chat)
-        event(frame + "\"choices\": [" + choice("", nullptr, true) + "]}");
+        w.event(w.body(w.choice("", nullptr, true)));
     }
-
-    // A stream's deltas: reasoning, then content.
-    auto send = [&](const ReplyParts::Delta &d) {
-      if (!d.reasoning.empty())
-        event(frame + "\"choices\": [" +
-              choice(d.reasoning, nullptr, false, "", true, pendingProbs()) +
-              "]}");
-      if (!d.content.empty())
-        event(frame + "\"choices\": [" +
-              choice(d.content, nullptr, false, "", false, pendingProbs()) +
-              "]}");
-    };
     int64_t budget = r.maxTokens >= 0 ? r.maxTokens
                      : opts.maxTokens >= 0 ? opts.maxTokens
                                            : int64_t(INT_MAX);
-    // The logits' shaping, where the request asks for any: the biases,
-    // the repetition penalty over the prompt's and the reply's tokens, the
-    // presence and frequency penalties over the reply's, then top_k and
-    // min_p where sampling (the tokens they leave out at -inf), as vLLM
-    // orders them. (The logprobs stay the model's.)
-    int32_t vocab = info.vocab_size;
-    bool sampling = temperature > 0;
-    bool ranked = sampling && ((r.topK > 0 && r.topK < vocab) || r.minP > 0);
-    bool cuts = ranked || (sampling && topP < 1);
-    bool shaped = r.presencePenalty != 0 || r.frequencyPenalty != 0 ||
-                  r.repetitionPenalty != 1 || !r.logitBias.empty() || ranked ||
-                  (constraint && cuts);
     // A grammar's matcher: each token sampled stands where it takes it,
     // else it is sampled again with the tokens the grammar does not allow
     // at -inf; where the sampling cuts by rank or mass, they go to -inf
-    // first, before any other shaping (docs/design.md "Constrained
-    // replies").
+    // first (docs/design.md "Constrained replies").
+    int32_t vocab = info.vocab_size;
     std::optional<ConstrainedReply> grammar;
     if (constraint) {
       if (!vocabulary)
         vocabulary = grammarVocabulary(m.lib, m.tok, vocab, marks);
-      grammar.emplace(*vocabulary, constraint, cuts);
+      grammar.emplace(*vocabulary, constraint,
+                      samplingCuts(r, vocab, temperature, topP));
     }
-    std::vector<float> shapedLogits, order;
-    std::vector<int32_t> counts, seenList, replyList;
-    std::vector<uint8_t> seen;
-    auto note = [&](int32_t id, bool reply) {
-      if (!seen[size_t(id)]) {
-        seen[size_t(id)] = 1;
-        seenList.push_back(id);
-      }
-      if (reply && counts[size_t(id)]++ == 0)
-        replyList.push_back(id);
-    };
-    if (shaped) {
-      counts.assign(size_t(vocab), 0);
-      seen.assign(size_t(vocab), 0);
-      for (int32_t id : ids)
-        note(id, false);
-    }
-    auto shapeLogits = [&](const float *logits) -> const float * {
-      // (NaN or +inf: unshaped, for the sampler to refuse by name.)
-      for (int32_t i = 0; i < vocab; ++i)
-        if (std::isnan(logits[i]) || logits[i] == INFINITY)
-          return logits;
-      shapedLogits.assign(logits, logits + vocab);
-      float *l = shapedLogits.data();
-      if (grammar && grammar->maskFirst && !grammar->mask(l))
-        return nullptr;
-      for (auto &[t, bias] : r.logitBias)
-        l[t] += float(bias);
-      float rp = float(r.repetitionPenalty);
-      if (rp != 1)
-        for (int32_t t : seenList)
-          l[t] = l[t] > 0 ? l[t] / rp : l[t] * rp;
-      for (int32_t t : replyList)
-        l[t] -= float(r.frequencyPenalty * counts[size_t(t)] +
-                      r.presencePenalty);
-      if (sampling && r.topK > 0 && r.topK < vocab) {
-        // (Ties with the k-th are kept.)
-        order.assign(l, l + vocab);
-        std::nth_element(order.begin(), order.begin() + (r.topK - 1),
-                         order.end(), std::greater<float>());
-        float kth = order[size_t(r.topK - 1)];
-        for (int32_t i = 0; i < vocab; ++i)
-          if (l[i] < kth)
-            l[i] = -INFINITY;
-      }
-      if (sampling && r.minP > 0) {
-        // (p_i >= min_p * p_max at the temperature.)
-        float cut = *std::max_element(l, l + vocab) +
-                    float(temperature * std::log(r.minP));
-        for (int32_t i = 0; i < vocab; ++i)
-          if (l[i] < cut)
-            l[i] = -INFINITY;
-      }
-      return l;
-    };
+    LogitShaper shaper(r, vocab, temperature, grammar ? &*grammar : nullptr,
+                       ids);
+    auto shape = [&](const float *logits) { return shaper.shape(logits); };
     std::vector<int32_t> generated;
     HeldSequence::End end;
     // (The token before each generated one, as the generation decodes it;
@@ -812,19 +887,19 @@ private:
               chars += (ch & 0xC0) != 0x80;
           }
           prev = id;
-          if (shaped)
-            note(id, true);
+          shaper.replied(id);
           if (text.add(own.c_str()))
             return false;
           if (r.stream)
-            send(parts.step(text));
+            w.send(parts.step(text));
           return !(r.stream ? c.broken : c.gone()) && !stopping;
         },
         // (A constrained reply ends at its stop token even with
         // ignore_eos: text after it would leave the grammar.)
         generated, end, error, r.ignoreEos && !constraint, marks,
-        shaped ? llvm::function_ref<const float *(const float *)>(shapeLogits)
-               : nullptr,
+        shaper.active()
+            ? llvm::function_ref<const float *(const float *)>(shape)
+            : nullptr,
         grammar ? &*grammar : nullptr);
     double decodeS = since(t0);
     std::string grammarError = grammar ? grammar->error() : "";
@@ -839,7 +914,7 @@ private:
       // failures): said in the stream, or as the response.)
       int status = grammarError.empty() ? 500 : 400;
       if (r.stream)
-        event(errorBody(status, error));
+        w.event(errorBody(status, error));
       else
         c.respond(status, errorBody(status, error));
       return log(head, status, error);
@@ -879,29 +954,22 @@ private:
         ", \"predicted_n\": " + std::to_string(completion) +
         ", \"predicted_ms\": " + std::to_string(decodeS * 1e3) + "}";
     if (r.stream) {
-      send(last);
+      w.send(last);
       if (called)
-        event(frame + "\"choices\": [" + choice("", nullptr, false, calls) +
-              "]}");
-      std::string lp = pendingProbs();
+        w.event(w.body(w.choice("", nullptr, false, calls)));
+      std::string lp = w.pendingProbs();
       if (!lp.empty())
-        event(frame + "\"choices\": [" +
-              choice("", nullptr, false, "", false, lp) + "]}");
-      event(frame + "\"choices\": [" + choice("", finishReason, false) +
-            "], " + timings + "}");
+        w.event(w.body(w.choice("", nullptr, false, "", false, lp)));
+      w.event(w.body(w.choice("", finishReason, false), timings));
       if (r.includeUsage)
-        event(frame + "\"choices\": [], " + usage + "}");
+        w.event(w.body("", usage));
       c.send("data: [DONE]\n\n");
     } else {
-      c.respond(200, frame + "\"choices\": [" +
-                         choice(parts.content, finishReason, false, calls,
-                                false,
-                                r.logprobs < 0
-                                    ? ""
-                                    : probsJson(probs, 0, probs.size(),
-                                                r.chat)) +
-                         "], " +
-                         usage + ", " + timings + "}");
+      std::string lp =
+          r.logprobs < 0 ? "" : probsJson(probs, 0, probs.size(), r.chat);
+      c.respond(200, w.body(w.choice(parts.content, finishReason, false,
+                                     calls, false, lp),
+                            usage + ", " + timings));
     }
     if (opts.verbosePrompt)
       say("[archc] " + at + "reply " + jsonString(validUtf8(text.text())) +
