@@ -1080,8 +1080,8 @@ private:
              int64_t &out);
   /// The integers `minimum` .. `maximum` (or exclusive) allow, within the
   /// grammar's 16 digits; false with `error` where none.
-  bool integerBounds(const json::Object &o, const std::string &path,
-                     int64_t &lo, int64_t &hi);
+  bool integerBounds(const json::Object &o, const std::string &text,
+                     const std::string &path, int64_t &lo, int64_t &hi);
 
   std::set<std::string> taken{"root",   "ws",      "value",  "object",
                               "member", "array",   "string", "char",
@@ -1187,8 +1187,9 @@ std::string naturalRange(int64_t lo, int64_t hi) {
 
 } // namespace
 
-bool SchemaWriter::integerBounds(const json::Object &o, const std::string &path,
-                                 int64_t &lo, int64_t &hi) {
+bool SchemaWriter::integerBounds(const json::Object &o, const std::string &text,
+                                 const std::string &path, int64_t &lo,
+                                 int64_t &hi) {
   lo = -kMaxIntegerText;
   hi = kMaxIntegerText;
   for (const char *k : kBounds) {
@@ -1198,10 +1199,20 @@ bool SchemaWriter::integerBounds(const json::Object &o, const std::string &path,
     std::optional<double> x = v->getAsNumber();
     if (!x || !std::isfinite(*x))
       return fail(path, std::string("'") + k + "' must be a number");
-    // (Integers as llvm::json holds them where it can: exact past 2^53.)
-    std::optional<int64_t> exact = v->getAsInteger();
     bool below = llvm::StringRef(k).ends_with("aximum"); // an upper bound
     bool strict = llvm::StringRef(k).starts_with("exclusive");
+    // Past 2^52 a double holds no fraction: a bound written with one
+    // there was rounded as it was read (and its integer is not known).
+    std::string raw = rawMember(text, k);
+    if (std::fabs(*x) >= 4503599627370496.0 &&
+        raw.find_first_of(".eE") != std::string::npos)
+      return fail(path, std::string("'") + k + "' past 2^52 with a fraction "
+                        "or an exponent is not supported");
+    // (Integers as llvm::json holds them where it can, exact past 2^53;
+    // far past the grammar's 16 digits, only the side counts.)
+    bool far = std::fabs(*x) >= 1e17;
+    std::optional<int64_t> exact =
+        far ? std::nullopt : v->getAsInteger();
     double f = below ? std::floor(*x) : std::ceil(*x);
     // (A strict bound at an integer moves one past it.)
     bool atInteger = exact || f == *x;
@@ -1447,7 +1458,7 @@ std::string SchemaWriter::typed(llvm::StringRef type, const json::Object &o,
     // Each side's integers, as digit ranges: those below zero after a
     // minus sign, by their magnitude.
     int64_t lo, hi;
-    if (!integerBounds(o, path, lo, hi))
+    if (!integerBounds(o, text, path, lo, hi))
       return "";
     std::string body;
     if (lo < 0)
@@ -1496,6 +1507,21 @@ std::string SchemaWriter::visit(const std::string &text,
   for (const char *k : kUnsupported)
     if (o->get(k))
       return fail(path, std::string("'") + k + "' is not supported"), "";
+  // (pattern and the bounds are read where the type is: beside a keyword
+  // that answers first, they would be passed over.)
+  for (const char *k : {"$ref", "const", "enum", "anyOf", "oneOf", "allOf"}) {
+    if (!o->get(k))
+      continue;
+    if (o->get("pattern"))
+      return fail(path, std::string("'pattern' beside '") + k +
+                            "' is not supported"),
+             "";
+    for (const char *b : kBounds)
+      if (o->get(b))
+        return fail(path, std::string("'") + b + "' beside '" + k +
+                              "' is not supported"),
+               "";
+  }
   if (const json::Value *ref = o->get("$ref")) {
     std::optional<llvm::StringRef> to = ref->getAsString();
     if (!to || !to->starts_with("#"))

@@ -38,7 +38,19 @@ Ranges normal(Ranges r) {
   return out;
 }
 
-/// The code points `r` leaves out (no surrogates: no text holds them).
+/// `r` less the surrogates, which are no characters a text holds.
+Ranges withoutSurrogates(const Ranges &r) {
+  Ranges out;
+  for (auto [a, b] : r) {
+    if (a < 0xD800)
+      out.push_back({a, std::min(b, 0xD7FFu)});
+    if (b > 0xDFFF)
+      out.push_back({std::max(a, 0xE000u), b});
+  }
+  return out;
+}
+
+/// The code points `r` leaves out.
 Ranges complement(const Ranges &r) {
   Ranges out;
   uint32_t next = 0;
@@ -49,14 +61,7 @@ Ranges complement(const Ranges &r) {
   }
   if (next <= kLastCodePoint)
     out.push_back({next, kLastCodePoint});
-  Ranges noSurrogates;
-  for (auto [a, b] : out) {
-    if (a < 0xD800)
-      noSurrogates.push_back({a, std::min(b, 0xD7FFu)});
-    if (b > 0xDFFF)
-      noSurrogates.push_back({std::max(a, 0xE000u), b});
-  }
-  return noSurrogates;
+  return withoutSurrogates(out);
 }
 
 const Ranges kDigits = {{'0', '9'}};
@@ -123,12 +128,12 @@ std::string classChar(uint32_t c) {
 
 /// The JSON texts of a set of characters, a GBNF expression: those JSON
 /// writes as themselves in a class, the others (", \, the controls, DEL)
-/// each as its escape. (The controls JSON writes as \u00XX go in only
-/// where the set holds at most 4 of them, a pattern that names them: a
-/// negated class's or `.`'s strings are held to leave them out, which
-/// keeps the grammar short and every string it allows within the
-/// pattern.) "" where the set is empty.
-std::string charSet(const Ranges &set) {
+/// each as its escape. (Where the set is `broad` (`.`, a negated class,
+/// \D \W \S), the controls JSON writes as \u00XX are left out: its
+/// strings are held not to hold them, which keeps the grammar short and
+/// every string it allows within the pattern.) "" where the set is
+/// empty.
+std::string charSet(const Ranges &set, bool broad) {
   Ranges plain;
   std::vector<uint32_t> escaped;
   for (auto [a, b] : normal(set)) {
@@ -154,11 +159,8 @@ std::string charSet(const Ranges &set) {
       cls += a == b ? classChar(a) : classChar(a) + "-" + classChar(b);
     alts.push_back(cls + "]");
   }
-  size_t named = 0;
   for (uint32_t c : escaped)
-    named += jsonChar(c).size() == 6;
-  for (uint32_t c : escaped)
-    if (jsonChar(c).size() == 2 || named <= 4)
+    if (!broad || jsonChar(c).size() == 2)
       alts.push_back(arch::serve::gbnfLiteral(jsonChar(c)));
   if (alts.size() == 1)
     return alts[0];
@@ -167,6 +169,18 @@ std::string charSet(const Ranges &set) {
     out += (i ? " | " : " ") + alts[i];
   return alts.empty() ? "" : out + " )";
 }
+
+/// The most copies nested bounded repetitions may make of an atom (`(a{0,
+/// 100}){0,100}`: 10 000), which bounds the grammar's size and the parses
+/// that follow a character.
+constexpr uint64_t kMaxPatternCopies = 10000;
+
+/// What the reader knows of a part of a pattern: whether it may match the
+/// empty string, and how many copies of its atoms its repetitions make.
+struct PatternShape {
+  bool nullable = false;
+  uint64_t copies = 1;
+};
 
 /// A pattern read by recursive descent into GBNF.
 class PatternReader {
@@ -189,17 +203,16 @@ public:
   bool read(std::string &out) {
     std::vector<std::string> alts;
     do {
-      bool start = eat('^'), nullable;
+      bool start = eat('^');
+      PatternShape shape;
       std::string body;
-      if (!sequence(body, 0, nullable))
+      if (!sequence(body, 0, shape))
         return false;
       bool end = eat('$');
       if (!at('|') && !done() && end)
         --i; // (at the '$')
       if (!at('|') && !done())
-        return fail(end || at('$') ? "'$' is supported only at the end of "
-                                     "the pattern's alternatives"
-                                   : "unbalanced ')'");
+        return fail(end || at('$') ? kDollar : "unbalanced ')'");
       alts.push_back((start ? "" : "char* ") + body + (end ? "" : " char*"));
     } while (eat('|'));
     out = "\"\\\"\" ";
@@ -213,6 +226,8 @@ public:
 private:
   std::vector<uint32_t> cps;
   size_t i = 0;
+  static constexpr const char *kDollar =
+      "'$' is supported only at the end of the pattern's alternatives";
 
   bool done() const { return i >= cps.size(); }
   bool at(uint32_t c) const { return !done() && cps[i] == c; }
@@ -234,17 +249,17 @@ private:
     return out;
   }
 
-  /// Alternatives up to a ')' or the end; `nullable` where they may match
-  /// the empty string.
-  bool alternation(std::string &out, unsigned depth, bool &nullable) {
+  /// Alternatives up to a ')' or the end, and their shape.
+  bool alternation(std::string &out, unsigned depth, PatternShape &shape) {
     std::vector<std::string> alts;
-    nullable = false;
+    shape = {};
     do {
       std::string body;
-      bool empty;
-      if (!sequence(body, depth, empty))
+      PatternShape one;
+      if (!sequence(body, depth, one))
         return false;
-      nullable |= empty;
+      shape.nullable |= one.nullable;
+      shape.copies = std::max(shape.copies, one.copies);
       alts.push_back(body);
     } while (eat('|'));
     out = alts.size() == 1 ? alts[0] : "( " + join(alts) + " )";
@@ -252,9 +267,9 @@ private:
   }
 
   /// Quantified atoms up to a '|', a ')', a '$' or the end (an empty
-  /// sequence: ""); `nullable` where they may match the empty string.
-  bool sequence(std::string &out, unsigned depth, bool &nullable) {
-    nullable = true;
+  /// sequence: ""), and their shape.
+  bool sequence(std::string &out, unsigned depth, PatternShape &shape) {
+    shape = {true, 1};
     std::vector<std::string> items;
     std::string run; // JSON text of literal characters not yet written
     auto flush = [&] {
@@ -265,24 +280,32 @@ private:
     while (!done() && !at('|') && !at(')') && !at('$')) {
       std::string atom;
       uint32_t literal = 0;
-      bool isLiteral = false, empty = false;
-      if (!readAtom(atom, literal, isLiteral, depth, empty))
+      bool isLiteral = false;
+      PatternShape part;
+      if (!readAtom(atom, literal, isLiteral, depth, part))
         return false;
       std::string quantifier;
-      if (!readQuantifier(quantifier))
+      uint64_t count = 1;
+      size_t quantifierAt = i;
+      if (!readQuantifier(quantifier, count))
         return false;
-      // (A repetition without bound of what may match nothing would be
-      // a left-recursive rule: its nonempty strings would have to be
-      // written apart.)
-      bool unbounded = quantifier == "*" || quantifier == "+" ||
-                       (!quantifier.empty() && quantifier.back() == '}' &&
-                        quantifier[quantifier.size() - 2] == ',');
-      if (empty && unbounded)
-        return fail("a repetition without bound of a group that may match "
-                    "nothing: write the group without its empty "
-                    "alternative");
-      nullable &= empty || quantifier == "*" || quantifier == "?" ||
-                  quantifier.rfind("{0", 0) == 0;
+      // (A repetition of what may match nothing: a left-recursive rule
+      // without bound, and parses that multiply with one.)
+      if (part.nullable && !quantifier.empty() && quantifier != "?") {
+        i = quantifierAt;
+        return fail("a repetition of a group that may match nothing: write "
+                    "the group without its empty alternative");
+      }
+      part.copies *= count;
+      if (part.copies > kMaxPatternCopies) {
+        i = quantifierAt;
+        return fail("repetitions nested to more than " +
+                    std::to_string(kMaxPatternCopies) +
+                    " copies are not supported");
+      }
+      shape.copies = std::max(shape.copies, part.copies);
+      shape.nullable &= part.nullable || quantifier == "*" ||
+                        quantifier == "?" || quantifier.rfind("{0", 0) == 0;
       if (isLiteral && quantifier.empty()) {
         run += jsonChar(literal);
         continue;
@@ -309,9 +332,11 @@ private:
   }
 
   /// `*`, `+`, `?`, `{m}`, `{m,}`, `{m,n}` (each may be lazy: the same
-  /// strings), or none.
-  bool readQuantifier(std::string &out) {
+  /// strings), or none; `count`: the copies it makes of its atom (n, or m
+  /// without bound; 1 for the others).
+  bool readQuantifier(std::string &out, uint64_t &count) {
     out.clear();
+    count = 1;
     if (eat('*'))
       out = "*";
     else if (eat('+'))
@@ -328,12 +353,17 @@ private:
         i = start;
         return true;
       }
-      if (m > kMaxPatternCount || (hasN && n > kMaxPatternCount))
+      if (m > kMaxPatternCount || (hasN && n > kMaxPatternCount)) {
+        i = start;
         return fail("repetitions past " + std::to_string(kMaxPatternCount) +
                     " are not supported");
-      if (hasN && n < m)
+      }
+      if (hasN && n < m) {
+        i = start;
         return fail("'{" + std::to_string(m) + "," + std::to_string(n) +
                     "}' counts down");
+      }
+      count = std::max<uint64_t>(1, hasN ? n : m);
       out = "{" + std::to_string(m) + (comma ? "," : "") +
             (hasN ? std::to_string(n) : "") + "}";
     } else {
@@ -358,7 +388,8 @@ private:
   /// A character, a class, `.`, an escape or a group; `literal` and
   /// `isLiteral` where it is one character.
   bool readAtom(std::string &out, uint32_t &literal, bool &isLiteral,
-                unsigned depth, bool &nullable) {
+                unsigned depth, PatternShape &shape) {
+    shape = {};
     uint32_t c = cps[i];
     if (c == '(') {
       ++i;
@@ -382,36 +413,36 @@ private:
         }
       }
       std::string body;
-      if (!alternation(body, depth + 1, nullable))
+      if (!alternation(body, depth + 1, shape))
         return false;
       if (!eat(')'))
-        return fail(at('$') ? "'$' is supported only at the end of the "
-                              "pattern's alternatives"
-                            : "an unclosed group");
+        return fail(at('$') ? kDollar : "an unclosed group");
       out = "( " + body + " )";
       return true;
     }
     if (c == '[') {
       ++i;
       Ranges set;
-      if (!readClass(set))
+      bool broad = false;
+      if (!readClass(set, broad))
         return false;
-      out = charSet(set);
+      out = charSet(set, broad);
       if (out.empty())
         return fail("a class of no character");
       return true;
     }
     if (c == '.') {
       ++i;
-      out = charSet(kDot);
+      out = charSet(kDot, true);
       return true;
     }
     if (c == '*' || c == '+' || c == '?')
       return fail("a quantifier of nothing");
     if (c == '{') {
       std::string q;
+      uint64_t count;
       size_t start = i;
-      if (!readQuantifier(q))
+      if (!readQuantifier(q, count))
         return false;
       if (!q.empty()) {
         i = start;
@@ -438,7 +469,8 @@ private:
         isLiteral = true;
         return true;
       }
-      out = charSet(set);
+      // (\D \W \S: the complements, broad.)
+      out = charSet(set, cps[i - 1] < 'a');
       return true;
     }
     ++i;
@@ -533,8 +565,9 @@ private:
     return true;
   }
 
-  /// After '[': the class up to its ']'.
-  bool readClass(Ranges &set) {
+  /// After '[': the class up to its ']'; `broad` where it is negated or
+  /// holds \D, \W or \S (charSet).
+  bool readClass(Ranges &set, bool &broad) {
     bool negated = eat('^');
     Ranges r;
     bool first = true;
@@ -555,6 +588,7 @@ private:
         }
       }
       if (!single) {
+        broad |= cps[i - 1] < 'a';
         r.insert(r.end(), part.begin(), part.end());
         continue;
       }
@@ -583,16 +617,8 @@ private:
       return fail("an unclosed class");
     if (r.empty() && !negated)
       return fail("a class of no character");
-    set = negated ? complement(r) : normal(r);
-    // (Surrogates are no characters a text holds.)
-    Ranges clean;
-    for (auto [a, b] : set) {
-      if (a < 0xD800)
-        clean.push_back({a, std::min(b, 0xD7FFu)});
-      if (b > 0xDFFF)
-        clean.push_back({std::max(a, 0xE000u), b});
-    }
-    set = clean;
+    set = withoutSurrogates(negated ? complement(r) : normal(r));
+    broad |= negated;
     return true;
   }
 };
