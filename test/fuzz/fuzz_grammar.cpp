@@ -1,7 +1,8 @@
 //===- fuzz_grammar.cpp - Grammars, their token masks, JSON schemas -------===//
 //
 // Any bytes as a GBNF grammar (or, after a first byte 'S', a JSON schema
-// whose grammar must then parse; after a 'T', a request's tools, whose
+// whose grammar must then parse; after a 'P', a string schema's pattern,
+// likewise; after a 'T', a request's tools, whose
 // required calls' grammar in each format must parse), a vocabulary of
 // token texts and a text:
 // the grammar parses or is refused with an error; where it parses, the
@@ -18,6 +19,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -132,6 +134,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
       }
     return 0;
+  }
+  if (!text.empty() && text[0] == 'P') {
+    // (A pattern is a JSON string's: UTF-8.)
+    std::string pattern = text.substr(1);
+    if (!llvm::json::isUTF8(pattern))
+      return 0;
+    std::string schema;
+    llvm::raw_string_ostream os(schema);
+    os << llvm::json::Value(llvm::json::Object{{"type", "string"},
+                                               {"pattern", pattern}});
+    text = "S" + schema;
   }
   if (!text.empty() && text[0] == 'S') {
     std::string schema = text.substr(1), gbnf;

@@ -207,6 +207,8 @@ def grammar_seeds():
         b' "additionalProperties": {"type": "boolean"}}\x00' + vocab +
         b'\x00{"b": [1], "a": "ab"}')
     put("grammar", "json-object", b"S{}\x00" + vocab + b'\x00{"a": 12}')
+    put("grammar", "pattern", b'P^(?:[a-c\\d]+|"\\u00e9.)*x{2,3}[^\\]-]$\x00'
+        + vocab + b'\x00"ab1\\"xx-"')
     put("grammar", "pattern-bounds", b'S{"type": "object", "properties": '
         b'{"p": {"type": "string", "pattern": "^[a-c]+(x|\\\\d{2})?$|-"},'
         b' "n": {"type": "integer", "minimum": -5, "exclusiveMaximum": 120}'
