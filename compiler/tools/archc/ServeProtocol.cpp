@@ -24,16 +24,14 @@ bool isTokenChar(char c) {
          llvm::StringRef("!#$%&'*+-.^_`|~").contains(c);
 }
 
-/// The position of the '"' that closes the JSON string whose opening '"'
-/// is text[k] (the text's size where none does).
-size_t stringClose(const std::string &text, size_t k) {
+} // namespace
+
+size_t stringClose(llvm::StringRef text, size_t k) {
   for (++k; k < text.size() && text[k] != '"'; ++k)
     if (text[k] == '\\')
       ++k;
-  return k;
+  return std::min(k, text.size());
 }
-
-} // namespace
 
 size_t jsonValueEnd(const std::string &text, size_t k) {
   size_t depth = 0;

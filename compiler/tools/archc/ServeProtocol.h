@@ -122,6 +122,9 @@ int parseDetokenize(const std::string &body, std::vector<int64_t> &tokens,
 /// holds at most kMaxBodyValues values, counted before llvm::json's
 /// recursive parser is given it; false with `error` otherwise.
 bool jsonWithinBounds(const std::string &text, std::string &error);
+/// The position of the '"' that closes the JSON string whose opening '"'
+/// is text[k] (the text's size where none does).
+size_t stringClose(llvm::StringRef text, size_t k);
 /// The end of the JSON value that starts at text[k]: past its closing
 /// bracket or quote, strings' brackets skipped (the text's size where it
 /// does not close).

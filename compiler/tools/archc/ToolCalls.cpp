@@ -83,9 +83,7 @@ bool strictJson(llvm::StringRef t) {
   for (size_t k = 0; k < t.size(); ++k) {
     char c = t[k];
     if (c == '"') {
-      for (++k; k < t.size() && t[k] != '"'; ++k)
-        if (t[k] == '\\')
-          ++k;
+      k = stringClose(t, k);
     } else if (c == '-' || c == '+' || c == '.' || isdigit(uint8_t(c))) {
       size_t e = k;
       while (e < t.size() &&
