@@ -410,8 +410,7 @@ Sampled sampleToken(ModelLib &lib, archrt_sampler *sampler,
     if (!held || held->allows(next))
       return Sampled::Token;
     if (held->maskedHere()) {
-      error = "the grammar refused token " + std::to_string(next) +
-              ", which its mask allowed";
+      error = serve::ConstrainedReply::faultText(next);
       return Sampled::Failed;
     }
     // (Refused: sampled again from the same logits under the mask. A token

@@ -1211,8 +1211,7 @@ bool SchemaWriter::integerBounds(const json::Object &o, const std::string &text,
     // (Integers as llvm::json holds them where it can, exact past 2^53;
     // far past the grammar's 16 digits, only the side counts.)
     bool far = std::fabs(*x) >= 1e17;
-    std::optional<int64_t> exact =
-        far ? std::nullopt : v->getAsInteger();
+    std::optional<int64_t> exact = far ? std::nullopt : v->getAsInteger();
     double f = below ? std::floor(*x) : std::ceil(*x);
     // (A strict bound at an integer moves one past it.)
     bool atInteger = exact || f == *x;
@@ -1461,10 +1460,13 @@ std::string SchemaWriter::typed(llvm::StringRef type, const json::Object &o,
     if (!integerBounds(o, text, path, lo, hi))
       return "";
     std::string body;
-    if (lo < 0)
-      body = "\"-\" " + naturalRange(std::max<int64_t>(1, -std::min<int64_t>(hi, -1)), -lo);
+    if (lo < 0) {
+      int64_t nearest = std::max<int64_t>(1, -std::min<int64_t>(hi, -1));
+      body = "\"-\" " + naturalRange(nearest, -lo);
+    }
     if (hi >= 0)
-      body += (body.empty() ? "" : "| ") + naturalRange(std::max<int64_t>(lo, 0), hi);
+      body += (body.empty() ? "" : "| ") +
+              naturalRange(std::max<int64_t>(lo, 0), hi);
     std::string rule = fresh(name);
     define(rule, body);
     return rule;

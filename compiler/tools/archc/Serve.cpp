@@ -367,9 +367,11 @@ public:
   /// A stream's deltas: reasoning, then content.
   void send(const ReplyParts::Delta &d) {
     if (!d.reasoning.empty())
-      event(body(choice(d.reasoning, nullptr, false, "", true, pendingProbs())));
+      event(body(
+          choice(d.reasoning, nullptr, false, "", true, pendingProbs())));
     if (!d.content.empty())
-      event(body(choice(d.content, nullptr, false, "", false, pendingProbs())));
+      event(body(
+          choice(d.content, nullptr, false, "", false, pendingProbs())));
   }
 
   const std::string frame;
