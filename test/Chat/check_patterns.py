@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 
+from schema_matches import verdicts
+
 PATTERNS = [
     "^[a-c]+$", "b", "^\\d{2,3}-\\w?$", "^(ab|a)\\\\$", "[^a]", "^.$",
     "a|^b$", "^\"{1,2}\\n?$", "^a{2}$", "^[\\w-]{1,3}$", "",
@@ -52,17 +54,8 @@ def check(archc, patterns, alphabet, length):
             capture_output=True, text=True, check=True).stdout)
         texts = [json.dumps(s, ensure_ascii=False) for s in strings]
         for pattern, expected in zip(patterns, want, strict=True):
-            with open(f"{tmp}/s.json", "w") as f:
-                json.dump({"type": "string", "pattern": pattern}, f)
-            run = subprocess.run(
-                [archc, "grammar", "--json-schema", f"{tmp}/s.json"] +
-                [a for t in texts for a in ("--match", t)],
-                capture_output=True, text=True)
-            if run.returncode:
-                sys.exit(f"pattern {pattern!r}: {run.stderr.strip()}")
-            out = run.stdout
-            got = [line.rsplit(": ", 1)[1] for line in out.splitlines()
-                   if line.startswith('"')]
+            got = verdicts(archc, {"type": "string", "pattern": pattern},
+                           texts, f"pattern {pattern!r}")
             for s, verdict, match in zip(strings, got, expected, strict=True):
                 if (verdict == "whole") != match:
                     sys.exit(f"pattern {pattern!r}: {s!r} {verdict}, "

@@ -565,28 +565,28 @@ private:
     return true;
   }
 
+  /// A class's character, or its escape: one character (`single`, in
+  /// `c`) or a class escape's set (`part`).
+  bool classAtom(uint32_t &c, Ranges &part, bool &single) {
+    single = true;
+    if (eat('\\'))
+      return readEscape(part, c, single, true);
+    c = cps[i++];
+    return true;
+  }
+
   /// After '[': the class up to its ']'; `broad` where it is negated or
   /// holds \D, \W or \S (charSet).
   bool readClass(Ranges &set, bool &broad) {
     bool negated = eat('^');
     Ranges r;
-    bool first = true;
-    while (!done() && (first || !at(']'))) {
-      first = false;
+    // ('[]...' is an empty class in ECMA-262: refused below.)
+    while (!done() && !at(']')) {
       uint32_t lo;
       Ranges part;
-      bool single = true;
-      if (eat('\\')) {
-        if (!readEscape(part, lo, single, true))
-          return false;
-      } else {
-        lo = cps[i++];
-        // ('[]...' is an empty class in ECMA-262: refused below.)
-        if (lo == ']') {
-          --i;
-          break;
-        }
-      }
+      bool single;
+      if (!classAtom(lo, part, single))
+        return false;
       if (!single) {
         broad |= cps[i - 1] < 'a';
         r.insert(r.end(), part.begin(), part.end());
@@ -597,13 +597,9 @@ private:
         ++i;
         uint32_t hi;
         Ranges other;
-        bool hiSingle = true;
-        if (eat('\\')) {
-          if (!readEscape(other, hi, hiSingle, true))
-            return false;
-        } else {
-          hi = cps[i++];
-        }
+        bool hiSingle;
+        if (!classAtom(hi, other, hiSingle))
+          return false;
         if (!hiSingle)
           return fail("a range to a class escape");
         if (hi < lo)
