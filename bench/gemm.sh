@@ -46,14 +46,14 @@ for spec in specs/llama/bench-156m.toml "$out/llama3-8b-layer.toml"; do
       bf16) flags="--weight-type=bf16 --matmul-input=bf16" bits=16p suffix=x2x1 ;;
       bf16w) flags="--weight-type=bf16 --matmul-input=f32" bits=16 suffix=x2 ;;
     esac
-    # (Without arch-fuse-glu and arch-fuse-residual: the gate, up, output
-    # and down projections as the plain GEMMs they are there, their
-    # gating and residual add not part of the figure; without
-    # arch-sink-last-token, which would leave the one-layer spec's
-    # projections after its attention one row each.)
+    # (Without arch-fuse-glu, arch-fuse-residual and arch-fuse-rope: the
+    # QKV, gate, up, output and down projections as the plain GEMMs they
+    # are there, their gating, residual add and RoPE not part of the
+    # figure; without arch-sink-last-token, which would leave the
+    # one-layer spec's projections after its attention one row each.)
     "$archc" compile "$spec" $flags --disable-pass=arch-fuse-glu \
-      --disable-pass=arch-fuse-residual --disable-pass=arch-sink-last-token \
-      -o "$out/$name.$w.so" --quiet
+      --disable-pass=arch-fuse-residual --disable-pass=arch-fuse-rope \
+      --disable-pass=arch-sink-last-token -o "$out/$name.$w.so" --quiet
     # Every linear but the one-row classifier (its one_row field is 1).
     # (A bf16 dot product's takes x rounded by its producer, x11x2:
     # archk-bf16-inputs; bench/gemm.c then rounds it.)

@@ -28,7 +28,7 @@ specs=("$@")
 [ "${#specs[@]}" -gt 0 ] || specs=(specs/llama/bench-156m.toml specs/falcon/bench-falcon-160m.toml)
 prompt="${PROMPT_LEN:-128}" gen="${GEN:-64}" runs="${RUNS:-5}"
 passes=(arch-absorb-mla arch-sink-last-token arch-fuse-qkv arch-fuse-parallel-block arch-fuse-glu
-        arch-fuse-residual arch-flash-tiling arch-pack-weights arch-hoist-param-prep)
+        arch-fuse-residual arch-fuse-rope arch-flash-tiling arch-pack-weights arch-hoist-param-prep)
 bench_ceilings
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || true)

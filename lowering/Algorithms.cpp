@@ -160,6 +160,7 @@ LinearKernel matmulOf(const LinearKernel &d) {
     m.N = d.panel ? 2 * ((d.N + d.panel - 1) / d.panel) * d.panel : 2 * d.N;
   m.glu = false;
   m.activation = Activation::identity;
+  m.rope = {};
   m.store = StoreType::f32; // (the epilogue stores the kernel's output)
   return m;
 }
@@ -175,6 +176,7 @@ Expr weightPanel(Expr v, int64_t halfPanels) {
 }
 
 static Expr activate(Expr x, Activation act);
+static void ropeEpilogue(KernelFuncs &k, const LinearKernel &d);
 
 /// A glu epilogue (k.epilogue, the kernel's output): act(gate) * up of
 /// k.out, the matmul's columns (matmulOf: gate panel q at columns 2q
@@ -308,6 +310,8 @@ static void lowerPairedLinear(KernelFuncs &k, const LinearKernel &linear) {
   k.outDims = {N};
   if (linear.glu)
     gluEpilogue(k, linear);
+  if (linear.rope.heads)
+    ropeEpilogue(k, linear);
 }
 
 /// The rows a mixed call of `rows` rows leaves to its two 4-token tiles:
@@ -477,6 +481,8 @@ static void lowerLinear(KernelFuncs &k, const LinearKernel &linear) {
   k.outDims = {N};
   if (linear.glu)
     gluEpilogue(k, linear);
+  if (linear.rope.heads)
+    ropeEpilogue(k, linear);
 }
 
 /// f32 -> the 16-bit `store`, rounded to nearest even. An f16 saturates at
@@ -993,17 +999,12 @@ static std::pair<Expr, Expr> cosSin(Expr a) {
   return {cosA, sinA};
 }
 
-/// Rotates pairs of dimensions of each head by (pos + t) * freq(p), the
-/// angle in double (an f32 angle is off by up to half its unit: 0.004 rad
-/// at position 10^5 of the fastest pair).
-static void lowerRope(KernelFuncs &k, const RopeKernel &r) {
-  int64_t heads = r.heads, hd = r.headDim, rot = r.rotaryDim;
-  bool interleaved = r.style == RopeStyle::interleaved;
-  ImageParam x = rows(k, "x", {hd, heads});
-  Param<int32_t> pos = k.pos;
-
-  Var j("j"), h("h"), t("t"), p("p");
-  int half = int(rot / 2);
+/// RoPE's cos and sin of each rotated pair p of row t (at position pos +
+/// t), as Funcs (p, t) of `k`'s: `freq` (the pairs' frequencies), `cos`
+/// and `sin`, under `prefix`.
+static void ropeTables(KernelFuncs &k, const RopeKernel &r, Var p, Var t,
+                       const std::string &prefix) {
+  int half = int(r.rotaryDim / 2);
   double mscale;
   std::vector<double> freqs = ropeFrequencies(r, mscale);
   Buffer<double> table(half, "inv_freq_table");
@@ -1012,36 +1013,85 @@ static void lowerRope(KernelFuncs &k, const RopeKernel &r) {
   Func freq("inv_freq");
   freq(p) = table(p);
   Func angle("angle");
-  angle(p, t) = cast<double>(pos + t) * freq(p);
+  angle(p, t) = cast<double>(k.pos + t) * freq(p);
   auto [cosA, sinA] = cosSin(angle(p, t));
   Func cosv("cos_table"), sinv("sin_table");
   cosv(p, t) = cast<float>(Expr(mscale) * cosA);
   sinv(p, t) = cast<float>(Expr(mscale) * sinA);
+  k.funcs[prefix + "freq"] = freq;
+  k.funcs[prefix + "cos"] = cosv;
+  k.funcs[prefix + "sin"] = sinv;
+}
 
+/// Element j of a head, `x(j)` its elements, rotated by the tables of
+/// ropeTables (under `prefix`) at row t (where `rotates`, if given).
+static Expr rotated(KernelFuncs &k, const RopeKernel &r,
+                    const std::function<Expr(Expr)> &x, Var j, Var t,
+                    const std::string &prefix, Expr rotates = Expr()) {
+  int hd = int(r.headDim), half = int(r.rotaryDim / 2);
   // Pair index, partner element and the sign of its term for element j.
   Expr pair, partner, sign;
-  if (interleaved) {
+  if (r.style == RopeStyle::interleaved) {
     Expr even = j % 2 == 0;
     pair = j / 2;
-    partner = select(even, x(min(j + 1, int(hd) - 1), h, t),
-                     x(max(j - 1, 0), h, t));
+    partner = select(even, x(min(j + 1, hd - 1)), x(max(j - 1, 0)));
     sign = select(even, -1.0f, 1.0f);
   } else {
     Expr first = j < half;
     pair = select(first, j, j - half);
-    partner = select(first, x(min(j + half, int(hd) - 1), h, t),
-                     x(max(j - half, 0), h, t));
+    partner = select(first, x(min(j + half, hd - 1)), x(max(j - half, 0)));
     sign = select(first, -1.0f, 1.0f);
   }
   pair = clamp(pair, 0, half - 1);
-  Expr rotated = x(j, h, t) * cosv(pair, t) + sign * partner * sinv(pair, t);
+  Func cosv = k.funcs.at(prefix + "cos"), sinv = k.funcs.at(prefix + "sin");
+  Expr turned = x(j) * cosv(pair, t) + sign * partner * sinv(pair, t);
+  Expr rotary = j < int(r.rotaryDim);
+  if (rotates.defined())
+    rotary = rotary && rotates;
+  return select(rotary, turned, x(j));
+}
+
+/// Rotates pairs of dimensions of each head by (pos + t) * freq(p), the
+/// angle in double (an f32 angle is off by up to half its unit: 0.004 rad
+/// at position 10^5 of the fastest pair).
+static void lowerRope(KernelFuncs &k, const RopeKernel &r) {
+  int64_t heads = r.heads, hd = r.headDim;
+  ImageParam x = rows(k, "x", {hd, heads});
+  Var j("j"), h("h"), t("t"), p("p");
+  ropeTables(k, r, p, t, "");
   Func out("rope");
-  out(j, h, t) = select(j < int(rot), rotated, x(j, h, t));
+  out(j, h, t) = rotated(
+      k, r, [&](Expr e) { return x(e, h, t); }, j, t, "");
   k.out = out;
-  k.funcs = {{"freq", freq}, {"cos", cosv}, {"sin", sinv}};
   k.vars = {{"j", j}, {"h", h}, {"t", t}, {"p", p}};
   k.lanes = vectorWidthFor(hd, k.lanes);
   k.outDims = {hd, heads};
+  // (Its rows may be a view's: the first heads of an epilogue rope's
+  // result that its linear did not take, LowerToKernels.)
+  k.denseOutputRows = false;
+}
+
+/// A rope epilogue (k.epilogue, the kernel's output [T, N / head_dim,
+/// head_dim]): heads below d.rope.heads of k.out rotated (lowerRope's
+/// arithmetic), the others as k.out has them.
+static void ropeEpilogue(KernelFuncs &k, const LinearKernel &d) {
+  const RopeKernel &r = d.rope;
+  int hd = int(r.headDim);
+  Var j("rj"), h("rh"), p("rp"), t = k.vars["t"];
+  ropeTables(k, r, p, t, "rope_");
+  // (Element e of head h is within the head: promised, so that a task's
+  // columns of k.out are its heads' alone, not what the selects' bounds
+  // would widen them to. Its tasks are whole heads and panels, N whole
+  // panels: LowerToKernels.)
+  auto x = [&](Expr e) {
+    Expr first = h * hd;
+    return k.out(unsafe_promise_clamped(first + e, first, first + hd - 1), t);
+  };
+  Func rope("rope");
+  rope(j, h, t) = rotated(k, r, x, j, t, "rope_", h < int(r.heads));
+  k.epilogue = rope;
+  k.vars["rj"] = j, k.vars["rh"] = h, k.vars["rp"] = p;
+  k.outDims = {hd, d.N / hd};
 }
 
 /// ALiBi slopes (Press et al. 2022): a geometric sequence from 2^(-8/n)

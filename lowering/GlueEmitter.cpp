@@ -409,7 +409,11 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
       if (auto *a = spec.get<AttentionKernel>())
         nHeads = a->heads, nKVHeads = a->kvHeads,
         headDim = std::max(a->headDim, a->vHeadDim), ++nLayers;
-      if (auto *r = spec.get<RopeKernel>())
+      // (Or a linear's rope epilogue: arch-fuse-rope.)
+      const RopeKernel *r = spec.get<RopeKernel>();
+      if (auto *l = spec.get<LinearKernel>(); l && l->rope.heads)
+        r = &l->rope;
+      if (r)
         (r->style == RopeStyle::interleaved ? ropeInterleaved
                                             : ropeHalfSplit) = true;
       if (auto *g = spec.get<ElementwiseKernel>())

@@ -356,9 +356,13 @@ void prefetchNextPanel(KernelFuncs &k, const LinearKernel &d,
   int64_t kElems = kb ? kb : d.K, kLen = d.pairs ? kElems / 2 : kElems;
   if (kLen < 2)
     return;
+  // An epilogue's task of one panel (a rope epilogue's of a head as wide):
+  // its loop is the panels' (Halide drops the matmul's loop of one).
+  bool onePanel = glu.taskPanels == 1 && !glu.halfPanels;
   k.output().add_custom_lowering_pass(new NextPanel(
-      k.in("weight").name(), taskLoop, blockLoop, tileLoop, kLoop, kLen,
-      panelBytes, panelBytes / d.K * kElems, panels, glu));
+      k.in("weight").name(), onePanel ? glu.taskLoop : taskLoop, blockLoop,
+      tileLoop, kLoop, kLen, panelBytes, panelBytes / d.K * kElems, panels,
+      onePanel ? GluPanels{} : glu));
   k.ukernels = true;
 }
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 
 using namespace Halide;
 
@@ -112,14 +113,31 @@ static int gluTaskColumns(const LinearKernel &mm, int lanes) {
   return int(mm.panel) * std::max(1, gemvPanels(mm, lanes) / 2);
 }
 
-/// The weight's panels as a glu epilogue's tasks compute them (for the
-/// next panel's prefetch); none without one.
+/// Heads of a rope epilogue's task over matmul `mm`'s panels, in its
+/// GEMM (`gemv` false) or its GEMV: whole heads and whole panels, as many
+/// as the GEMV reads at once (gemvPanels), so that its task is one of the
+/// epilogue's.
+static int ropeTaskHeads(const LinearKernel &mm, int64_t headDim, int lanes,
+                         bool gemv) {
+  int64_t columns = mm.panel * (gemv ? gemvPanels(mm, lanes) : 1);
+  return int(std::lcm(headDim, columns) / headDim);
+}
+
+/// The weight's panels as an epilogue's tasks compute them (for the next
+/// panel's prefetch, which its GEMM's tiles make); none without one.
 static GluPanels gluPanels(const KernelFuncs &k, const LinearKernel &mm) {
   if (ownTasks(k))
     return {};
+  const LinearKernel &d = *k.spec.get<LinearKernel>();
+  if (d.rope.heads) {
+    int64_t hd = d.rope.headDim;
+    int heads = ropeTaskHeads(mm, hd, k.lanes, mm.oneRow);
+    return {loopName(k.epilogue, 0, "rh", {"ho"}),
+            int(heads * hd / mm.panel), 0};
+  }
   int columns = gluTaskColumns(mm, k.lanes);
   return {loopName(k.epilogue, 0, "m", {"mo"}), int(2 * columns / mm.panel),
-          gluHalfPanels(*k.spec.get<LinearKernel>())};
+          gluHalfPanels(d)};
 }
 
 /// The column loops of a packed linear: a task (`no`: parallel with
@@ -488,6 +506,70 @@ static void scheduleGluEpilogue(KernelFuncs &k, const LinearKernel &d,
   k.out.compute_at(glu, mo);
 }
 
+/// A head's dimensions j split so that the selects and clamps of the
+/// rotation (Algorithms.cpp's `rotated`) simplify away and every load is a
+/// dense vector (vectorized over j as it is, each lane selects and
+/// gathers):
+/// - half-split pairs, where every block of `half` dimensions is a first
+///   half, a second half or untouched, and a whole number of vectors: in
+///   blocks of `half`, unrolled;
+/// - interleaved pairs over the whole head: in pairs, the element of the
+///   pair unrolled inside vectors of pairs (stride-2 loads and stores,
+///   which Halide interleaves into dense ones).
+static void ropeColumns(Stage s, const RopeKernel &r, Var j, int lanes) {
+  int64_t half = r.rotaryDim / 2;
+  Var jo("jo"), ji("ji");
+  if (r.style == RopeStyle::half_split && half % lanes == 0 &&
+      r.headDim % half == 0) {
+    s.split(j, jo, ji, int(half)).unroll(jo).vectorize(ji, lanes);
+  } else if (r.style == RopeStyle::interleaved &&
+             r.rotaryDim == r.headDim && half % lanes == 0) {
+    s.split(j, jo, ji, 2).unroll(ji).vectorize(jo, lanes);
+  } else {
+    s.vectorize(j, lanes);
+  }
+}
+
+/// A rope epilogue over packed panels: a parallel task per whole heads
+/// (ropeTaskHeads: their panels, in the GEMM's calls or the GEMV's), which
+/// first computes the matmul's columns of them, then their heads rotated,
+/// vectorized as the RoPE kernel's (ropeColumns); the cos and sin of the
+/// call's rows before the tasks. Unpacked: the matmul first, whole, then
+/// the rotation row by row.
+static void scheduleRopeEpilogue(KernelFuncs &k, const LinearKernel &d,
+                                 const LinearKernel &mm, const Target &target) {
+  Func rope = k.epilogue;
+  Var j = k.vars["rj"], h = k.vars["rh"], t = k.vars["t"];
+  int lanes =
+      vectorWidthFor(d.rope.headDim, target.natural_vector_size<float>());
+  Var p = k.vars["rp"];
+  k.funcs["rope_freq"].compute_root();
+  for (const char *f : {"rope_cos", "rope_sin"}) {
+    k.funcs[f].compute_root().vectorize(p, 8, TailStrategy::GuardWithIf);
+    rowTasks(k.funcs[f], t);
+  }
+  if (!d.panel) {
+    k.out.compute_root();
+    ropeColumns(rope, d.rope, j, lanes);
+    rowTasks(rope, t);
+    return;
+  }
+  Var ho("ho"), hi("hi");
+  auto tasks = [&](Stage s, bool gemv) {
+    ropeColumns(s, d.rope, j, lanes);
+    s.split(h, ho, hi, ropeTaskHeads(mm, d.rope.headDim, k.lanes, gemv),
+            TailStrategy::GuardWithIf)
+        .reorder(hi, t, ho)
+        .parallel(ho);
+  };
+  int gemm = ropeTaskHeads(mm, d.rope.headDim, k.lanes, false);
+  int gemv = ropeTaskHeads(mm, d.rope.headDim, k.lanes, true);
+  if (!d.oneRow && gemm != gemv)
+    tasks(rope.specialize(k.in("x").dim(1).extent() >= kTokenTile), false);
+  tasks(rope, d.oneRow || gemm == gemv ? d.oneRow : true);
+  k.out.compute_at(rope, ho);
+}
+
 static void schedulePack(KernelFuncs &k) {
   k.out.parallel(k.vars["p"]);
 }
@@ -508,28 +590,11 @@ static void scheduleNorm(KernelFuncs &k) {
   }
 }
 
-/// A task per kRowsPerTask rows. The dimensions split so that the selects
-/// and clamps of the algorithm simplify away and every load is a dense
-/// vector (vectorized over j as it is, each lane selects and gathers):
-/// - half-split pairs, where every block of `half` dimensions is a first
-///   half, a second half or untouched, and a whole number of vectors: in
-///   blocks of `half`, unrolled;
-/// - interleaved pairs over the whole head: in pairs, the element of the
-///   pair unrolled inside vectors of pairs (stride-2 loads and stores,
-///   which Halide interleaves into dense ones).
+/// Tasks of token rows, each row's heads as ropeColumns vectorizes them;
+/// the cos and sin of a row's pairs computed for it.
 static void scheduleRope(KernelFuncs &k, const RopeKernel &r) {
   Var j = k.vars["j"], t = k.vars["t"];
-  int64_t half = r.rotaryDim / 2;
-  Var jo("jo"), ji("ji");
-  if (r.style == RopeStyle::half_split && half % k.lanes == 0 &&
-      r.headDim % half == 0) {
-    k.out.split(j, jo, ji, int(half)).unroll(jo).vectorize(ji, k.lanes);
-  } else if (r.style == RopeStyle::interleaved &&
-             r.rotaryDim == r.headDim && half % k.lanes == 0) {
-    k.out.split(j, jo, ji, 2).unroll(ji).vectorize(jo, k.lanes);
-  } else {
-    k.out.vectorize(j, k.lanes);
-  }
+  ropeColumns(k.out, r, j, k.lanes);
   Var row = rowTasks(k.out, t);
   k.funcs["freq"].compute_root();
   Var p = k.vars["p"];
@@ -965,6 +1030,8 @@ void scheduleKernel(KernelFuncs &k, const Target &target) {
                : scheduleLinear(k, mm);
     if (d->glu)
       scheduleGluEpilogue(k, *d, mm, target);
+    if (d->rope.heads)
+      scheduleRopeEpilogue(k, *d, mm, target);
   }
   else if (spec.get<PackKernel>())
     schedulePack(k);

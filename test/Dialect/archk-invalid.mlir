@@ -161,6 +161,43 @@ func.func @linear_glu_bias(%x: memref<?x8xf32>, %w: memref<1x8x64xf32>, %b: memr
 
 // -----
 
+// A rope epilogue's heads are whole heads of N, and within it.
+func.func @linear_rope_heads(%x: memref<?x8xf32>, %w: memref<1x8x64xf32>, %p: index, %o: memref<?x3x4xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' has a rope epilogue whose heads are not within whole heads and panels of N, or beside a glu or residual epilogue}}
+  archk.call "linear" {K = 8 : i64, N = 12 : i64, bias = false, one_row = false, panel = 64 : i64, rope_attention_factor = 1.0 : f64, rope_beta_fast = 32.0 : f64, rope_beta_slow = 1.0 : f64, rope_factor = 1.0 : f64, rope_factors = array<f64>, rope_head_dim = 4 : i64, rope_heads = 4 : i64, rope_high_freq_factor = 4.0 : f64, rope_low_freq_factor = 1.0 : f64, rope_mscale = 1.0 : f64, rope_mscale_all_dim = 0.0 : f64, rope_original_max_seq_len = 0 : i64, rope_rotary_dim = 4 : i64, rope_scaling = "none", rope_style = "interleaved", rope_theta = 10000.0 : f64}(%x, %w, %p, %o) : memref<?x8xf32>, memref<1x8x64xf32>, index, memref<?x3x4xf32>
+  return
+}
+
+// -----
+
+// Whole panels: the epilogue's tasks are whole heads and panels (96
+// columns are one and a half of 64).
+func.func @linear_rope_panels(%x: memref<?x8xf32>, %w: memref<2x8x64xf32>, %p: index, %o: memref<?x6x16xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' has a rope epilogue whose heads are not within whole heads and panels of N, or beside a glu or residual epilogue}}
+  archk.call "linear" {K = 8 : i64, N = 96 : i64, bias = false, one_row = false, panel = 64 : i64, rope_attention_factor = 1.0 : f64, rope_beta_fast = 32.0 : f64, rope_beta_slow = 1.0 : f64, rope_factor = 1.0 : f64, rope_factors = array<f64>, rope_head_dim = 16 : i64, rope_heads = 5 : i64, rope_high_freq_factor = 4.0 : f64, rope_low_freq_factor = 1.0 : f64, rope_mscale = 1.0 : f64, rope_mscale_all_dim = 0.0 : f64, rope_original_max_seq_len = 0 : i64, rope_rotary_dim = 16 : i64, rope_scaling = "none", rope_style = "interleaved", rope_theta = 10000.0 : f64}(%x, %w, %p, %o) : memref<?x8xf32>, memref<2x8x64xf32>, index, memref<?x6x16xf32>
+  return
+}
+
+// -----
+
+// Nor beside a glu epilogue (arch.rope's epilogue verifier's rule too).
+func.func @linear_rope_glu(%x: memref<?x8xf32>, %w: memref<2x8x64xf32>, %p: index, %o: memref<?x4x16xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' has a rope epilogue whose heads are not within whole heads and panels of N, or beside a glu or residual epilogue}}
+  archk.call "linear" {K = 8 : i64, N = 64 : i64, activation = "silu", bias = false, glu = true, one_row = false, panel = 64 : i64, rope_attention_factor = 1.0 : f64, rope_beta_fast = 32.0 : f64, rope_beta_slow = 1.0 : f64, rope_factor = 1.0 : f64, rope_factors = array<f64>, rope_head_dim = 16 : i64, rope_heads = 4 : i64, rope_high_freq_factor = 4.0 : f64, rope_low_freq_factor = 1.0 : f64, rope_mscale = 1.0 : f64, rope_mscale_all_dim = 0.0 : f64, rope_original_max_seq_len = 0 : i64, rope_rotary_dim = 16 : i64, rope_scaling = "none", rope_style = "interleaved", rope_theta = 10000.0 : f64}(%x, %w, %p, %o) : memref<?x8xf32>, memref<2x8x64xf32>, index, memref<?x4x16xf32>
+  return
+}
+
+// -----
+
+// Its rotation is checked as a RoPE kernel's.
+func.func @linear_rope_odd(%x: memref<?x8xf32>, %w: memref<1x8x64xf32>, %p: index, %o: memref<?x16x4xf32>) {
+  // expected-error @+1 {{'archk.call' op kernel description of 'linear' has a rotary_dim that is not even and in (0, head_dim]}}
+  archk.call "linear" {K = 8 : i64, N = 64 : i64, bias = false, one_row = false, panel = 64 : i64, rope_attention_factor = 1.0 : f64, rope_beta_fast = 32.0 : f64, rope_beta_slow = 1.0 : f64, rope_factor = 1.0 : f64, rope_factors = array<f64>, rope_head_dim = 4 : i64, rope_heads = 1 : i64, rope_high_freq_factor = 4.0 : f64, rope_low_freq_factor = 1.0 : f64, rope_mscale = 1.0 : f64, rope_mscale_all_dim = 0.0 : f64, rope_original_max_seq_len = 0 : i64, rope_rotary_dim = 3 : i64, rope_scaling = "none", rope_style = "interleaved", rope_theta = 10000.0 : f64}(%x, %w, %p, %o) : memref<?x8xf32>, memref<1x8x64xf32>, index, memref<?x16x4xf32>
+  return
+}
+
+// -----
+
 // Nor a residual (arch.linear's rule too).
 func.func @linear_glu_residual(%x: memref<?x8xf32>, %w: memref<1x8x64xf32>, %r: memref<?x16xf32>, %o: memref<?x16xf32>) {
   // expected-error @+1 {{'archk.call' op kernel description of 'linear' has a glu epilogue and a bias or a residual}}

@@ -110,6 +110,53 @@ func.func @rope_attention_none(%x: tensor<?x8xf32>, %p: index) {
 
 // -----
 
+// An epilogue's input may be wider than its heads, but not narrower.
+func.func @rope_epilogue_narrow(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>, %p: index) {
+  %l = arch.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  // expected-error @+1 {{n_heads (3) * head_dim (4) must equal the input width 8 or be less}}
+  %y = arch.rope interleaved epilogue %l, %p {n_heads = 3, head_dim = 4, rotary_dim = 4, theta = 1.0e4} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// Whole heads: its linear's kernel writes the result by heads.
+func.func @rope_epilogue_partial(%x: tensor<?x8xf32>, %w: tensor<10x8xf32>, %p: index) {
+  %l = arch.linear %x, %w : (tensor<?x8xf32>, tensor<10x8xf32>) -> tensor<?x10xf32>
+  // expected-error @+1 {{epilogue needs an input width (10) of whole heads of 4}}
+  %y = arch.rope interleaved epilogue %l, %p {n_heads = 2, head_dim = 4, rotary_dim = 4, theta = 1.0e4} : (tensor<?x10xf32>, index) -> tensor<?x10xf32>
+  return
+}
+
+// -----
+
+// An epilogue's input is a linear's, read by it alone.
+func.func @rope_epilogue_input(%x: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{epilogue needs an input that an arch.linear without glu or residual makes for it alone}}
+  %y = arch.rope interleaved epilogue %x, %p {n_heads = 1, head_dim = 4, rotary_dim = 4, theta = 1.0e4} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_epilogue_shared(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>, %p: index) -> tensor<?x8xf32> {
+  %l = arch.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  // expected-error @+1 {{epilogue needs an input that an arch.linear without glu or residual makes for it alone}}
+  %y = arch.rope interleaved epilogue %l, %p {n_heads = 2, head_dim = 4, rotary_dim = 4, theta = 1.0e4} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return %l : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @rope_epilogue_residual(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>, %p: index) {
+  %l = arch.linear %x, %w residual %x : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  // expected-error @+1 {{epilogue needs an input that an arch.linear without glu or residual makes for it alone}}
+  %y = arch.rope interleaved epilogue %l, %p {n_heads = 2, head_dim = 4, rotary_dim = 4, theta = 1.0e4} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @rope_longrope_attention(%x: tensor<?x8xf32>, %p: index) {
   // expected-error @+1 {{attention_factor must be positive and finite}}
   %y = arch.rope interleaved scaling longrope %x, %p {n_heads = 2, head_dim = 4, rotary_dim = 4, theta = 1.0e4, original_max_seq_len = 16, factors = array<f64: 2.0, 3.0>, attention_factor = -1.0} : (tensor<?x8xf32>, index) -> tensor<?x8xf32>

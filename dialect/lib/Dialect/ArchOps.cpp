@@ -709,9 +709,22 @@ LogicalResult RopeOp::verify() {
   if (d < 0)
     return failure();
   int64_t heads = getNHeads(), hd = getHeadDim(), rot = getRotaryDim();
-  if (heads <= 0 || hd <= 0 || heads * hd != d)
+  // (An epilogue's input may be wider: its other columns pass through.)
+  if (heads <= 0 || hd <= 0 || heads * hd > d ||
+      (heads * hd != d && !getEpilogue()))
     return emitOpError() << "n_heads (" << heads << ") * head_dim (" << hd
-                         << ") must equal the input width " << d;
+                         << ") must equal the input width " << d
+                         << (getEpilogue() ? " or be less" : "");
+  if (getEpilogue()) {
+    // (Its linear's kernel writes the whole result by heads.)
+    if (d % hd)
+      return emitOpError() << "epilogue needs an input width (" << d
+                           << ") of whole heads of " << hd;
+    auto l = getInput().getDefiningOp<LinearOp>();
+    if (!l || !l->hasOneUse() || l.getGlu() || l.getResidual())
+      return emitOpError() << "epilogue needs an input that an arch.linear "
+                              "without glu or residual makes for it alone";
+  }
   if (rot <= 0 || rot > hd || rot % 2 != 0)
     return emitOpError() << "rotary_dim must be even and in (0, head_dim], "
                          << "got " << rot;

@@ -206,18 +206,32 @@ kernelSpec(StringRef kind, DictionaryAttr fields,
   if (const StoreType *s = spec->roundingStore();
       r.error.empty() && s && *s != StoreType::f32 && *s != StoreType::bf16)
     r.error = "stores other than f32 or bf16";
-  // RoPE's factors: longrope's, one per rotated pair, positive and finite;
-  // none for another scaling (ropeFrequencies indexes them by pair).
-  if (const RopeKernel *k = spec->get<RopeKernel>(); r.error.empty() && k) {
+  // RoPE's factors (a RoPE kernel's or a linear's rope epilogue's):
+  // longrope's, one per rotated pair, positive and finite; none for
+  // another scaling (ropeFrequencies indexes them by pair).
+  const RopeKernel *rope = spec->get<RopeKernel>();
+  if (const LinearKernel *l = spec->get<LinearKernel>(); l && l->rope.heads) {
+    rope = &l->rope;
+    // (Its output is [T, N / head_dim, head_dim], the first heads rotated.)
+    // (Its tasks are whole heads and panels: N whole panels.)
+    if (r.error.empty() &&
+        (l->rope.heads < 0 || l->rope.headDim <= 0 ||
+         l->N % l->rope.headDim || l->rope.heads * l->rope.headDim > l->N ||
+         (l->panel && l->N % l->panel) || l->glu || l->residual))
+      r.error = "has a rope epilogue whose heads are not within whole heads "
+                "and panels of N, or beside a glu or residual epilogue";
+  }
+  if (rope && r.error.empty()) {
     auto bad = [](double f) { return !(f > 0) || !std::isfinite(f); };
-    bool longRoPE = k->scaling == RopeScaling::longrope;
-    if (k->rotaryDim <= 0 || k->rotaryDim % 2 || k->rotaryDim > k->headDim)
+    bool longRoPE = rope->scaling == RopeScaling::longrope;
+    if (rope->rotaryDim <= 0 || rope->rotaryDim % 2 ||
+        rope->rotaryDim > rope->headDim)
       r.error = "has a rotary_dim that is not even and in (0, head_dim]";
-    else if (longRoPE ? int64_t(k->factors.size()) != k->rotaryDim / 2
-                      : !k->factors.empty())
+    else if (longRoPE ? int64_t(rope->factors.size()) != rope->rotaryDim / 2
+                      : !rope->factors.empty())
       r.error = "has factors other than longrope's one per rotated pair";
-    else if (llvm::any_of(k->factors, bad) || bad(k->attentionFactor) ||
-             (!longRoPE && k->attentionFactor != 1))
+    else if (llvm::any_of(rope->factors, bad) || bad(rope->attentionFactor) ||
+             (!longRoPE && rope->attentionFactor != 1))
       r.error = "has factors that are not positive and finite, or an "
                 "attention_factor other than 1 without longrope";
   }

@@ -128,7 +128,10 @@ struct Args {
       in("bias", 1);
     if (k.residual)
       in("residual", 2);
-    out(2, k.store);
+    if (k.rope.heads) // ([T, N / head_dim, head_dim])
+      pos(), out(3, k.store);
+    else
+      out(2, k.store);
   }
   void operator()(const PackKernel &k) { in("weight", 2), out(3, k.store); }
   void operator()(const RopeKernel &) { in("x", 3), pos(), out(3); }

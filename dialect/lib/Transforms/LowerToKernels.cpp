@@ -257,6 +257,43 @@ struct LowerPosEmbed : Lowering<PosEmbedOp> {
   }
 };
 
+/// The kernel description of `op`'s rotation.
+static RopeKernel ropeKernel(RopeOp op) {
+  RopeKernel k{int64_t(op.getNHeads()),
+               int64_t(op.getHeadDim()),
+               int64_t(op.getRotaryDim()),
+               op.getStyle(),
+               op.getScaling(),
+               int64_t(op.getOriginalMaxSeqLen()),
+               op.getTheta().convertToDouble(),
+               op.getFactor().convertToDouble(),
+               op.getLowFreqFactor().convertToDouble(),
+               op.getHighFreqFactor().convertToDouble(),
+               op.getBetaFast().convertToDouble(),
+               op.getBetaSlow().convertToDouble(),
+               op.getMscale().convertToDouble(),
+               op.getMscaleAllDim().convertToDouble(),
+               {},
+               op.getAttentionFactor().convertToDouble()};
+  if (std::optional<ArrayRef<double>> f = op.getFactors())
+    k.factors.assign(f->begin(), f->end());
+  return k;
+}
+
+/// The rope epilogue of `l` its kernel computes: its epilogue rope (the
+/// one reader of its result), where the result is whole panels of its
+/// packed weight (or it is unpacked). Else none: a ragged last panel would
+/// leave the epilogue's last task of whole heads and panels past the
+/// weight, and LowerRope lowers the rope as a kernel of its own.
+static RopeOp ropeEpilogueOf(LinearOp l) {
+  auto r = l->hasOneUse() ? dyn_cast<RopeOp>(*l->user_begin()) : RopeOp();
+  if (!r || !r.getEpilogue())
+    return {};
+  auto w = cast<RankedTensorType>(l.getWeight().getType());
+  int64_t panel = w.getRank() > 2 ? w.getDimSize(2) : 0;
+  return !panel || widthOf(l.getResult()) % panel == 0 ? r : RopeOp();
+}
+
 /// The linear kernel of x [T, K] times `weight`, packed [panels, K,
 /// panel] (or in pairs, [panels, K / 2, panel, 2]) or [N, K], to N
 /// columns; with `glu`, the gated product of the weight's two halves.
@@ -292,10 +329,16 @@ struct LowerLinear : Lowering<LinearOp> {
     // The kernel picks its GEMM or GEMV code by the rows it is given; one
     // row known here (the classifier's) needs the GEMV code only.
     bool oneRow = getConstantIntValue(rows) == std::optional<int64_t>(1);
-    call(b, loc,
-         linearKernel(x, weight, N, bool(a.getBias()), oneRow, op.getGlu(),
-                      bool(a.getResidual())),
-         args);
+    LinearKernel k = linearKernel(x, weight, N, bool(a.getBias()), oneRow,
+                                  op.getGlu(), bool(a.getResidual()));
+    // A rope epilogue (arch-fuse-rope) rotates the output's first heads as
+    // the kernel stores them; its output is given by heads.
+    if (RopeOp rope = ropeEpilogueOf(op)) {
+      k.rope = ropeKernel(rope);
+      args["pos"] = rope.getPos();
+      args["out"] = heads(b, loc, out, N / k.rope.headDim);
+    }
+    call(b, loc, k, args);
     return out;
   }
 };
@@ -304,30 +347,28 @@ struct LowerRope : Lowering<RopeOp> {
   using Lowering::Lowering;
   Value lower(RopeOp op, OpAdaptor a, OpBuilder &b, Location loc) const override {
     Value x = buf(a.getInput());
-    int64_t h = op.getNHeads(), hd = op.getHeadDim();
-    RopeKernel k{h,
-                 hd,
-                 int64_t(op.getRotaryDim()),
-                 op.getStyle(),
-                 op.getScaling(),
-                 int64_t(op.getOriginalMaxSeqLen()),
-                 op.getTheta().convertToDouble(),
-                 op.getFactor().convertToDouble(),
-                 op.getLowFreqFactor().convertToDouble(),
-                 op.getHighFreqFactor().convertToDouble(),
-                 op.getBetaFast().convertToDouble(),
-                 op.getBetaSlow().convertToDouble(),
-                 op.getMscale().convertToDouble(),
-                 op.getMscaleAllDim().convertToDouble(),
-                 {},
-                 op.getAttentionFactor().convertToDouble()};
-    if (std::optional<ArrayRef<double>> f = op.getFactors())
-      k.factors.assign(f->begin(), f->end());
-    Value out = newRows(b, loc, rowsOf(b, loc, x), h * hd);
-    call(b, loc, k,
-         {{"x", heads(b, loc, x, h)},
+    // (Its linear's kernel rotated the heads as it stored them: LowerLinear.)
+    auto l = op.getInput().getDefiningOp<LinearOp>();
+    if (op.getEpilogue() && l && ropeEpilogueOf(l) == op)
+      return x;
+    // Else a kernel of its own over the heads; the columns after them (an
+    // epilogue's that its linear did not take) copied beside.
+    int64_t h = op.getNHeads(), hd = op.getHeadDim(), n = widthOf(x);
+    Value rows = rowsOf(b, loc, x);
+    Value out = newRows(b, loc, rows, n);
+    auto columns = [&](Value m, int64_t from, int64_t width) {
+      if (from == 0 && width == n)
+        return m;
+      return view(b, loc, m, {b.getIndexAttr(0), b.getIndexAttr(from)},
+                  {rows, b.getIndexAttr(width)});
+    };
+    call(b, loc, ropeKernel(op),
+         {{"x", heads(b, loc, columns(x, 0, h * hd), h)},
           {"pos", a.getPos()},
-          {"out", heads(b, loc, out, h)}});
+          {"out", heads(b, loc, columns(out, 0, h * hd), h)}});
+    if (h * hd < n)
+      copy(b, loc, columns(x, h * hd, n - h * hd),
+           columns(out, h * hd, n - h * hd));
     return out;
   }
 };

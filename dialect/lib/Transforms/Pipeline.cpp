@@ -35,6 +35,8 @@ static const Step steps[] = {
     {"arch-fuse-parallel-block", plain<createFuseParallelBlockPass>},
     {"arch-fuse-glu", plain<createFuseGluPass>},
     {"arch-fuse-residual", plain<createFuseResidualPass>},
+    // (Its panel and arch-pack-weights' are their default, 64, both.)
+    {"arch-fuse-rope", plain<createFuseRopePass>},
     {"arch-flash-tiling",
      [](OpPassManager &pm, const PipelineTarget &t) {
        FlashTilingPassOptions o;

@@ -618,6 +618,12 @@ def Arch_RopeOp : Arch_Op<"rope", [Pure]> {
     spec's short or long list, as its context picks) and cos and sin are
     scaled by `attention_factor`.
 
+    With `epilogue` (arch-fuse-rope) the input is an `arch.linear`'s
+    result, read by this op alone, that may be wider than the rotated
+    heads: its columns past `n_heads * head_dim` pass through unchanged
+    (a fused projection's values), and the linear's kernel rotates its
+    output as it stores it, so that no kernel of its own runs.
+
     ```mlir
     %qr = arch.rope interleaved %q, %pos {n_heads = 6, head_dim = 48,
         rotary_dim = 48, theta = 1.0e+04}
@@ -642,9 +648,11 @@ def Arch_RopeOp : Arch_Op<"rope", [Pure]> {
                        DefaultValuedAttr<F64Attr, "1.0">:$mscale,
                        DefaultValuedAttr<F64Attr, "0.0">:$mscale_all_dim,
                        OptionalAttr<DenseF64ArrayAttr>:$factors,
-                       DefaultValuedAttr<F64Attr, "1.0">:$attention_factor);
+                       DefaultValuedAttr<F64Attr, "1.0">:$attention_factor,
+                       UnitAttr:$epilogue);
   let results = (outs Arch_F32Tensor:$result);
-  let assemblyFormat = "$style (`scaling` $scaling^)? $input `,` $pos "
+  let assemblyFormat = "$style (`scaling` $scaling^)? (`epilogue` $epilogue^)? "
+                       "$input `,` $pos "
                        "attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }

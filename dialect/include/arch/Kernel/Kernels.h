@@ -102,6 +102,46 @@ struct NormKernel {
   }
 };
 
+/// Rotary embedding of the first `rotaryDim` dims of each head.
+struct RopeKernel {
+  int64_t heads, headDim, rotaryDim;
+  RopeStyle style;
+  RopeScaling scaling;
+  int64_t originalMaxSeqLen;
+  double theta, factor, lowFreqFactor, highFreqFactor, betaFast, betaSlow;
+  double mscale = 1.0, mscaleAllDim = 0.0; ///< yarn's factor on cos and sin
+  /// longrope: each rotated pair's factor, and the factor on cos and sin.
+  std::vector<double> factors;
+  double attentionFactor = 1.0;
+  template <class F> void fields(F &&f) {
+    f("heads", heads);
+    rotation(f, false);
+  }
+  /// The fields but `heads`, named with "rope_" where `epilogue` (a
+  /// linear's: LinearKernel).
+  template <class F> void rotation(F &&f, bool epilogue) {
+    auto name = [&](const char *plain, const char *prefixed) {
+      return epilogue ? prefixed : plain;
+    };
+    f(name("head_dim", "rope_head_dim"), headDim),
+        f(name("rotary_dim", "rope_rotary_dim"), rotaryDim),
+        f(name("style", "rope_style"), style),
+        f(name("scaling", "rope_scaling"), scaling),
+        f(name("original_max_seq_len", "rope_original_max_seq_len"),
+          originalMaxSeqLen),
+        f(name("theta", "rope_theta"), theta),
+        f(name("factor", "rope_factor"), factor),
+        f(name("low_freq_factor", "rope_low_freq_factor"), lowFreqFactor),
+        f(name("high_freq_factor", "rope_high_freq_factor"), highFreqFactor),
+        f(name("beta_fast", "rope_beta_fast"), betaFast),
+        f(name("beta_slow", "rope_beta_slow"), betaSlow),
+        f(name("mscale", "rope_mscale"), mscale),
+        f(name("mscale_all_dim", "rope_mscale_all_dim"), mscaleAllDim),
+        f(name("factors", "rope_factors"), factors),
+        f(name("attention_factor", "rope_attention_factor"), attentionFactor);
+  }
+};
+
 /// x [T, K] times weight [N, K] (panel = 0) or packed [ceil(N / panel), K,
 /// panel]. One kernel for every row count: it specializes on the rows,
 /// GEMM register tiles for >= 4, GEMV below (unless `oneRow`: the glue
@@ -128,6 +168,10 @@ struct LinearKernel {
   bool residual = false; ///< adds the `residual` input [T, N] (not with glu)
   StoreType input = StoreType::f32; ///< x's elements
   StoreType store = StoreType::f32; ///< the output's elements
+  /// RoPE on the output's first rope.heads heads as the epilogue
+  /// (arch.rope {epilogue}): the output is [T, N / head_dim, head_dim],
+  /// its other heads as the matmul made them. None where heads is 0.
+  RopeKernel rope{};
   template <class F> void fields(F &&f) {
     f("K", K), f("N", N), f("bias", bias), f("panel", panel),
         f("one_row", oneRow);
@@ -140,6 +184,9 @@ struct LinearKernel {
     optionalField(f, "residual", residual, false, 10);
     optionalField(f, "input", input, StoreType::f32, 11);
     optionalField(f, "store", store, StoreType::f32, 12);
+    optionalField(f, "rope_heads", rope.heads, int64_t(0), 13);
+    if (rope.heads)
+      rope.rotation(f, true);
   }
 };
 
@@ -207,29 +254,6 @@ struct CombineKernel {
   int64_t width, topK;
   template <class F> void fields(F &&f) {
     f("width", width), f("top_k", topK);
-  }
-};
-
-/// Rotary embedding of the first `rotaryDim` dims of each head.
-struct RopeKernel {
-  int64_t heads, headDim, rotaryDim;
-  RopeStyle style;
-  RopeScaling scaling;
-  int64_t originalMaxSeqLen;
-  double theta, factor, lowFreqFactor, highFreqFactor, betaFast, betaSlow;
-  double mscale = 1.0, mscaleAllDim = 0.0; ///< yarn's factor on cos and sin
-  /// longrope: each rotated pair's factor, and the factor on cos and sin.
-  std::vector<double> factors;
-  double attentionFactor = 1.0;
-  template <class F> void fields(F &&f) {
-    f("heads", heads), f("head_dim", headDim), f("rotary_dim", rotaryDim),
-        f("style", style), f("scaling", scaling),
-        f("original_max_seq_len", originalMaxSeqLen), f("theta", theta),
-        f("factor", factor), f("low_freq_factor", lowFreqFactor),
-        f("high_freq_factor", highFreqFactor), f("beta_fast", betaFast),
-        f("beta_slow", betaSlow), f("mscale", mscale),
-        f("mscale_all_dim", mscaleAllDim), f("factors", factors),
-        f("attention_factor", attentionFactor);
   }
 };
 

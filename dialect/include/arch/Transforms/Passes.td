@@ -203,6 +203,44 @@ def FuseResidualPass : Pass<"arch-fuse-residual", "::mlir::ModuleOp"> {
   let dependentDialects = ["::arch::ArchDialect"];
 }
 
+def FuseRopePass : Pass<"arch-fuse-rope", "::mlir::ModuleOp"> {
+  let summary = "RoPE as the epilogue of the projection it rotates";
+  let description = [{
+    The `arch.rope`s of a projection's leading pieces (a fused projection's
+    queries and keys: each piece read by its rope alone, all rotating
+    alike but for their heads) become one `arch.rope {epilogue}` over the
+    linear's whole result, its heads theirs together; the columns after
+    them (the values) pass through. A rope that alone reads a linear's
+    result (an unfused projection) becomes its epilogue as it is. The
+    linear's kernel rotates its output heads as its tasks store them, so
+    the queries and keys are not stored, read back and stored again by
+    RoPE kernels of their own. Not over a linear with a glu or residual
+    epilogue, nor where the result is not whole panels of `panel` columns
+    (arch-pack-weights' panel: the kernel's tasks are whole heads and
+    panels).
+
+    ```mlir
+    %y = arch.linear %h, %wqkv : (tensor<?x64xf32>, tensor<96x64xf32>) -> tensor<?x96xf32>
+    %q, %k, %v = arch.split %y : tensor<?x96xf32> -> tensor<?x64xf32>, tensor<?x16xf32>, tensor<?x16xf32>
+    %qr = arch.rope half_split %q, %pos {head_dim = 16, n_heads = 4, rotary_dim = 16, theta = 1.0e+04}
+        : (tensor<?x64xf32>, index) -> tensor<?x64xf32>
+    %kr = arch.rope half_split %k, %pos {head_dim = 16, n_heads = 1, rotary_dim = 16, theta = 1.0e+04}
+        : (tensor<?x16xf32>, index) -> tensor<?x16xf32>
+    // becomes
+    %y = arch.linear %h, %wqkv : (tensor<?x64xf32>, tensor<96x64xf32>) -> tensor<?x96xf32>
+    %r = arch.rope half_split epilogue %y, %pos {head_dim = 16, n_heads = 5, rotary_dim = 16, theta = 1.0e+04}
+        : (tensor<?x96xf32>, index) -> tensor<?x96xf32>
+    %qr, %kr, %v = arch.split %r : tensor<?x96xf32> -> tensor<?x64xf32>, tensor<?x16xf32>, tensor<?x16xf32>
+    ```
+    (With `panel=32`: the 96 columns are three panels.)
+  }];
+  let options = [
+    Option<"panel", "panel", "int64_t", /*default=*/"64",
+           "the packed weights' panel: the result must be whole panels">,
+  ];
+  let dependentDialects = ["::arch::ArchDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
