@@ -410,10 +410,7 @@ LogicalResult GlueEmitter::emitOp(Operation *op, bool forward,
         nHeads = a->heads, nKVHeads = a->kvHeads,
         headDim = std::max(a->headDim, a->vHeadDim), ++nLayers;
       // (Or a linear's rope epilogue: arch-fuse-rope.)
-      const RopeKernel *r = spec.get<RopeKernel>();
-      if (auto *l = spec.get<LinearKernel>(); l && l->rope.heads)
-        r = &l->rope;
-      if (r)
+      if (const RopeKernel *r = spec.rotation())
         (r->style == RopeStyle::interleaved ? ropeInterleaved
                                             : ropeHalfSplit) = true;
       if (auto *g = spec.get<ElementwiseKernel>())

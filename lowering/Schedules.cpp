@@ -566,7 +566,7 @@ static void scheduleRopeEpilogue(KernelFuncs &k, const LinearKernel &d,
   int gemv = ropeTaskHeads(mm, d.rope.headDim, k.lanes, true);
   if (!d.oneRow && gemm != gemv)
     tasks(rope.specialize(k.in("x").dim(1).extent() >= kTokenTile), false);
-  tasks(rope, d.oneRow || gemm == gemv ? d.oneRow : true);
+  tasks(rope, d.oneRow || gemm != gemv);
   k.out.compute_at(rope, ho);
 }
 

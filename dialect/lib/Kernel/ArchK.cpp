@@ -209,9 +209,8 @@ kernelSpec(StringRef kind, DictionaryAttr fields,
   // RoPE's factors (a RoPE kernel's or a linear's rope epilogue's):
   // longrope's, one per rotated pair, positive and finite; none for
   // another scaling (ropeFrequencies indexes them by pair).
-  const RopeKernel *rope = spec->get<RopeKernel>();
-  if (const LinearKernel *l = spec->get<LinearKernel>(); l && l->rope.heads) {
-    rope = &l->rope;
+  const RopeKernel *rope = spec->rotation();
+  if (const LinearKernel *l = spec->get<LinearKernel>(); l && rope) {
     // (Its output is [T, N / head_dim, head_dim], the first heads rotated.)
     // (Its tasks are whole heads and panels: N whole panels.)
     if (r.error.empty() &&

@@ -237,6 +237,12 @@ StoreType *KernelSpec::roundingStore() {
       desc);
 }
 
+const RopeKernel *KernelSpec::rotation() const {
+  if (const LinearKernel *l = get<LinearKernel>())
+    return l->rope.heads ? &l->rope : nullptr;
+  return get<RopeKernel>();
+}
+
 bool KernelSpec::operator==(const KernelSpec &o) const {
   if (std::strcmp(kindName(), o.kindName()) != 0)
     return false;

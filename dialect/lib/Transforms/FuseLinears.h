@@ -33,9 +33,10 @@ mlir::LogicalResult fuseSiblingLinears(llvm::ArrayRef<LinearOp> linears,
 
 /// `fuse` (true where it changed the IR) on every OpT under `root`, all
 /// collected first, so that a fusion may erase the op it is given; whether
-/// any changed the IR. (arch-fuse-glu's and arch-fuse-residual's walk.)
-template <class OpT>
-bool fuseEach(mlir::Operation *root, bool (*fuse)(OpT)) {
+/// any changed the IR. (arch-fuse-glu's, arch-fuse-residual's and
+/// arch-fuse-rope's walk.)
+template <class OpT, class Fuse>
+bool fuseEach(mlir::Operation *root, Fuse &&fuse) {
   llvm::SmallVector<OpT> ops;
   root->walk([&](OpT op) { ops.push_back(op); });
   bool changed = false;

@@ -99,12 +99,8 @@ static bool fuse(LinearOp l, int64_t panel) {
 struct FuseRopePass : impl::FuseRopePassBase<FuseRopePass> {
   using FuseRopePassBase::FuseRopePassBase;
   void runOnOperation() override {
-    SmallVector<LinearOp> linears;
-    getOperation().walk([&](LinearOp l) { linears.push_back(l); });
-    bool changed = false;
-    for (LinearOp l : linears)
-      changed |= fuse(l, panel);
-    if (!changed)
+    if (!fuseEach<LinearOp>(getOperation(),
+                            [&](LinearOp l) { return fuse(l, panel); }))
       markAllAnalysesPreserved();
   }
 };

@@ -473,6 +473,10 @@ public:
     return const_cast<KernelSpec *>(this)->roundingStore();
   }
 
+  /// The rotation the kernel applies: a RoPE kernel's, or a linear's rope
+  /// epilogue's (arch-fuse-rope); null for any other kernel.
+  const RopeKernel *rotation() const;
+
   /// Same kind and static values.
   bool operator==(const KernelSpec &o) const;
 
