@@ -1203,9 +1203,9 @@ bool SchemaWriter::integerBounds(const json::Object &o, const std::string &text,
     bool strict = llvm::StringRef(k).starts_with("exclusive");
     // Past 2^52 a double holds no fraction: a bound written with one
     // there was rounded as it was read (and its integer is not known).
-    std::string raw = rawMember(text, k);
+    // (The member's text is read only there.)
     if (std::fabs(*x) >= 4503599627370496.0 &&
-        raw.find_first_of(".eE") != std::string::npos)
+        rawMember(text, k).find_first_of(".eE") != std::string::npos)
       return fail(path, std::string("'") + k + "' past 2^52 with a fraction "
                         "or an exponent is not supported");
     // (Integers as llvm::json holds them where it can, exact past 2^53;

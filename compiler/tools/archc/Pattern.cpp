@@ -313,14 +313,8 @@ private:
       if (isLiteral)
         atom = arch::serve::gbnfLiteral(jsonChar(literal));
       flush();
-      if (quantifier.empty())
-        items.push_back(atom);
-      else
-        items.push_back((atom.front() == '(' || atom.front() == '[' ||
-                                 atom.front() == '"'
-                             ? atom
-                             : "( " + atom + " )") +
-                        quantifier);
+      // (Every atom is one GBNF item: a group, a class or a literal.)
+      items.push_back(atom + quantifier);
     }
     flush();
     out.clear();

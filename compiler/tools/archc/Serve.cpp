@@ -384,13 +384,18 @@ private:
   size_t probsSent = 0;
 };
 
+/// Whether a request's top_k or min_p cuts the distribution (where it
+/// samples: LogitShaper applies them).
+static bool rankCuts(const Request &r, int32_t vocab) {
+  return (r.topK > 0 && r.topK < vocab) || r.minP > 0;
+}
+
 /// Whether a request's sampling cuts the distribution by rank or mass
 /// (top_k, min_p, top_p < 1): there a grammar masks the logits first
 /// (ConstrainedReply::maskFirst).
 bool samplingCuts(const Request &r, int32_t vocab, double temperature,
                   double topP) {
-  return temperature > 0 &&
-         ((r.topK > 0 && r.topK < vocab) || r.minP > 0 || topP < 1);
+  return temperature > 0 && (rankCuts(r, vocab) || topP < 1);
 }
 
 /// The logits each token of a reply is sampled from, as the request
@@ -408,7 +413,7 @@ public:
     sampling = temperature > 0;
     on = r.presencePenalty != 0 || r.frequencyPenalty != 0 ||
          r.repetitionPenalty != 1 || !r.logitBias.empty() ||
-         (sampling && ((r.topK > 0 && r.topK < vocab) || r.minP > 0)) ||
+         (sampling && rankCuts(r, vocab)) ||
          (grammar && grammar->maskFirst);
     if (on) {
       counts.assign(size_t(vocab), 0);
