@@ -83,6 +83,31 @@ static Target hostTarget() {
   return t;
 }
 
+/// `t` with the x86 features its own imply. Halide 14 documents each
+/// AVX-512 level as including the one below it, but its code generator
+/// takes only the features named: a bare `avx512_sapphirerapids` calls
+/// bf16 intrinsics it never defines, a bare `avx512` half-float helpers,
+/// and the library fails to link. AVX-512 implies AVX2, FMA and F16C
+/// as in LLVM; the levels under it are left as given (they link alone,
+/// and `avx2` without `f16c` is a target of its own).
+static Target withImpliedX86Features(Target t) {
+  if (t.arch != Target::X86)
+    return t;
+  using F = Target::Feature;
+  static const std::pair<F, std::vector<F>> kImplies[] = {
+      {Target::AVX512_SapphireRapids, {Target::AVX512_Cannonlake}},
+      {Target::AVX512_Cannonlake, {Target::AVX512_Skylake}},
+      {Target::AVX512_Skylake, {Target::AVX512}},
+      {Target::AVX512_KNL, {Target::AVX512}},
+      {Target::AVX512, {Target::AVX2, Target::AVX, Target::SSE41,
+                        Target::FMA, Target::F16C}}};
+  for (const auto &[feature, lower] : kImplies)
+    if (t.has_feature(feature))
+      for (F f : lower)
+        t = t.with_feature(f);
+  return t;
+}
+
 static Target parseTarget(const std::string &s) {
   if (s == "host")
     return hostTarget();
@@ -90,7 +115,7 @@ static Target parseTarget(const std::string &s) {
     throw CompileError("unknown target '" + s +
                        "' (use 'host' or a Halide target string such as "
                        "x86-64-linux-avx2-fma-f16c-sse41)");
-  return Target(s);
+  return withImpliedX86Features(Target(s));
 }
 
 template <typename F> static bool guarded(std::string &error, F &&f) {
