@@ -1082,6 +1082,11 @@ private:
   /// grammar's 16 digits; false with `error` where none.
   bool integerBounds(const json::Object &o, const std::string &text,
                      const std::string &path, int64_t &lo, int64_t &hi);
+  /// A number's bounds (integers, as the schema writes them) as the
+  /// numbers of the grammar (16 digits each side of the point, no
+  /// exponent) that lie within them; "" with `error` where none.
+  std::string numberRange(const json::Object &o, const std::string &text,
+                          const std::string &path);
 
   std::set<std::string> taken{"root",   "ws",      "value",  "object",
                               "member", "array",   "string", "char",
@@ -1231,6 +1236,123 @@ bool SchemaWriter::integerBounds(const json::Object &o, const std::string &text,
     return fail(path, "no integer of at most 16 digits lies within its "
                       "bounds");
   return true;
+}
+
+namespace {
+
+/// One side of a number's bounds: an integer, and whether it is allowed.
+struct NumberBound {
+  int64_t at;
+  bool inclusive;
+};
+
+/// The magnitudes (a JSON number's text less its sign: an integer part,
+/// then a fraction of 1 to 16 digits or none) from `lo` (0 <= lo) up to
+/// `hi` (none: the grammar's largest), as a GBNF expression; "" where
+/// none lies between them.
+std::string magnitudes(NumberBound lo, std::optional<NumberBound> hi) {
+  const std::string anyFraction = "( \".\" [0-9]{1,16} )? ";
+  const std::string zeroFraction = "( \".\" \"0\"{1,16} )? ";
+  if (hi && hi->at == lo.at)
+    return lo.inclusive && hi->inclusive
+               ? naturalRange(lo.at, lo.at) + zeroFraction
+               : std::string();
+  std::vector<std::string> alts;
+  if (!lo.inclusive) {
+    // lo itself with a fraction of some digit above 0: its first such
+    // digit after j zeros.
+    std::string nonzero;
+    for (int j = 0; j < 16; ++j)
+      nonzero += std::string(j ? "| " : "") +
+                 (j ? "\"" + std::string(j, '0') + "\" " : "") + "[1-9] " +
+                 (j < 15 ? "[0-9]{0," + std::to_string(15 - j) + "} " : "");
+    alts.push_back(naturalRange(lo.at, lo.at) + "\".\" ( " + nonzero + ") ");
+  }
+  int64_t first = lo.inclusive ? lo.at : lo.at + 1;
+  int64_t last = hi ? hi->at - 1 : kMaxIntegerText;
+  if (first <= last)
+    alts.push_back(naturalRange(first, last) + anyFraction);
+  if (hi && hi->inclusive)
+    alts.push_back(naturalRange(hi->at, hi->at) + zeroFraction);
+  std::string body;
+  for (size_t k = 0; k < alts.size(); ++k)
+    body += (k ? "| " : "") + alts[k];
+  return alts.size() > 1 ? "( " + body + ") " : body;
+}
+
+} // namespace
+
+std::string SchemaWriter::numberRange(const json::Object &o,
+                                      const std::string &text,
+                                      const std::string &path) {
+  std::optional<NumberBound> lo, hi;
+  bool none = false;
+  for (const char *k : kBounds) {
+    const json::Value *v = o.get(k);
+    if (!v)
+      continue;
+    if (!v->getAsNumber())
+      return fail(path, std::string("'") + k + "' must be a number"), "";
+    // (As the schema writes it: an integer, or one with a fraction of
+    // zeros.)
+    std::string member = rawMember(text, k);
+    llvm::StringRef raw = llvm::StringRef(member).trim();
+    llvm::StringRef digits = raw, zeros;
+    bool negative = digits.consume_front("-");
+    std::tie(digits, zeros) = digits.split('.');
+    if (digits.empty() ||
+        digits.find_first_not_of("0123456789") != llvm::StringRef::npos ||
+        zeros.find_first_not_of('0') != llvm::StringRef::npos ||
+        (raw.contains('.') && zeros.empty()))
+      return fail(path, std::string("'") + k + "' of a number must be "
+                        "written as an integer (a bound with a fraction or "
+                        "an exponent is not supported)"),
+             "";
+    bool below = llvm::StringRef(k).ends_with("aximum"); // an upper bound
+    bool strict = llvm::StringRef(k).starts_with("exclusive");
+    digits = digits.drop_while([](char c) { return c == '0'; });
+    // (Past the grammar's 16 digits: every number of it on one side.)
+    if (digits.size() > 16) {
+      none |= below == negative;
+      continue;
+    }
+    int64_t at = 0;
+    if (!digits.empty() && digits.getAsInteger(10, at))
+      return fail(path, std::string("'") + k + "' must be a number"), "";
+    NumberBound b{negative ? -at : at, !strict};
+    std::optional<NumberBound> &side = below ? hi : lo;
+    // (The tighter; at one integer, the strict.)
+    if (!side || (below ? b.at < side->at : b.at > side->at) ||
+        (b.at == side->at && strict))
+      side = b;
+  }
+  if (none || (lo && hi &&
+               (lo->at > hi->at ||
+                (lo->at == hi->at && !(lo->inclusive && hi->inclusive)))))
+    return fail(path, "no number of at most 16 digits lies within its "
+                      "bounds"),
+           "";
+  std::string body;
+  // Without a sign: 0 and above.
+  if (!hi || hi->at > 0 || (hi->at == 0 && hi->inclusive)) {
+    bool fromZero = !lo || lo->at < 0;
+    body = magnitudes(fromZero ? NumberBound{0, true} : *lo, hi);
+  }
+  // After a minus sign: below 0, by the magnitude (no minus zero, as
+  // for integers).
+  if (!lo || lo->at < 0) {
+    NumberBound from = hi && hi->at < 0 ? NumberBound{-hi->at, hi->inclusive}
+                                        : NumberBound{0, false};
+    std::optional<NumberBound> to;
+    if (lo)
+      to = NumberBound{-lo->at, lo->inclusive};
+    std::string negative = magnitudes(from, to);
+    if (!negative.empty())
+      body += (body.empty() ? "" : "| ") + std::string("\"-\" ") + negative;
+  }
+  if (body.empty())
+    fail(path, "no number of at most 16 digits lies within its bounds");
+  return body;
 }
 
 bool SchemaWriter::count(const json::Object &o, const char *key,
@@ -1471,10 +1593,14 @@ std::string SchemaWriter::typed(llvm::StringRef type, const json::Object &o,
     define(rule, body);
     return rule;
   }
-  if (type == "number" && bounded)
-    return fail(path, "bounds ('minimum', 'maximum', ...) are supported on "
-                      "integers only (\"type\": \"integer\")"),
-           "";
+  if (type == "number" && bounded) {
+    std::string body = numberRange(o, text, path);
+    if (body.empty())
+      return "";
+    std::string rule = fresh(name);
+    define(rule, body);
+    return rule;
+  }
   if (type == "integer" || type == "number" || type == "boolean" ||
       type == "null")
     return type.str();
@@ -1652,8 +1778,7 @@ std::string SchemaWriter::visit(const std::string &text,
     for (const char *k : kBounds)
       if (o->get(k))
         return fail(path, std::string("'") + k + "' needs \"type\": "
-                          "\"integer\" (bounds are supported on integers "
-                          "only)"),
+                          "\"integer\" or \"number\""),
                "";
     if (o->get("pattern"))
       return fail(path, "'pattern' needs \"type\": \"string\""), "";
