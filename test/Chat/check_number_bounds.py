@@ -1,10 +1,11 @@
 """A number schema's bounds (minimum, maximum, exclusiveMinimum,
-exclusiveMaximum: integers, one side or both, below and above zero, up to
-the grammar's 16 digits and past them) against Python's decimal
-comparison: for each of a seeded draw of bound sets, archc grammar
---json-schema --match over the values at and around each bound (a
-fraction of one unit in the 16th place either side, a fraction of zeros
-on the bound itself), zero and minus zero, random decimals, and texts
+exclusiveMaximum: integers and decimals of up to 20 fraction digits, one
+side or both, below and above zero, up to the grammar's 16 digits and
+past them) against Python's decimal comparison: for each of a seeded
+draw of bound sets, archc grammar --json-schema --match over the values
+at and around each bound (one unit in the 16th fraction place either
+side, the bound cut to fewer digits, its trailing zeros), zero and
+minus zero, random decimals, and texts
 the grammar's numbers are not (exponents, 17 fraction digits, "01",
 ".5", "1."); a value is "whole" exactly where it is a number of the
 grammar (16 digits each side of the point, no exponent) within the
@@ -14,7 +15,7 @@ written).
 import random
 import re
 import sys
-from decimal import Decimal
+from decimal import Decimal, getcontext
 
 from schema_matches import verdicts
 
@@ -25,26 +26,36 @@ TINY = "0000000000000001"  # one unit in the 16th place
 
 def within(bounds, x):
     for k, v in bounds.items():
-        v = Decimal(v)
+        v = value(v)
         if not {"minimum": x >= v, "maximum": x <= v,
                 "exclusiveMinimum": x > v, "exclusiveMaximum": x < v}[k]:
             return False
     return True
 
 
+def text(x):
+    """A Decimal as a JSON number: no exponent, no trailing zeros."""
+    s = format(x, "f")
+    return s.rstrip("0").rstrip(".") if "." in s else s
+
+
 def near(b):
-    """Texts at and around the integer b."""
-    s = str(b)
-    out = {s, s + ".0", s + "." + "0" * 16, s + "." + "0" * 17,
-           str(b + 1), str(b - 1)}
-    for v in (b, b - 1):  # v + a fraction, written from v's sign
-        whole = str(abs(v)) if v >= 0 else str(abs(v + 1))
-        for frac in (TINY, "5", "9" * 16, "9" * 17):
-            if v >= 0:
-                out.add(f"{whole}.{frac}")
-            else:  # the number between v and v + 1, from below zero
-                out.add(f"-{whole}.{frac}")
+    """Texts at and around the bound b (a Decimal)."""
+    s = text(b)
+    unit = Decimal("1e-16")
+    out = {s, s + ("" if "." in s else ".") + "0",
+           s + ("" if "." in s else ".") + "0" * 17}
+    for step in (1, Decimal("0.5"), unit, 2 * unit):
+        out |= {text(b + step), text(b - step)}
+    for places in range(0, 17):  # b cut, and cut then one unit further
+        q = Decimal(1).scaleb(-places)
+        cut = b.quantize(q, rounding="ROUND_DOWN")
+        out |= {text(cut), text(cut + q), text(cut - q)}
     return out
+
+
+class Raw(str):
+    """A bound written as these digits (past a double's)."""
 
 
 def draw(rng):
@@ -52,20 +63,38 @@ def draw(rng):
     bounds = {}
     for k in rng.sample(["minimum", "maximum", "exclusiveMinimum",
                          "exclusiveMaximum"], rng.randint(1, 2)):
-        bounds[k] = rng.randint(-scale, scale)
+        v = rng.randint(-scale, scale)
+        if rng.random() < 0.5:  # a fraction of 1 to 20 digits
+            digits = "".join(rng.choice("0123456789")
+                             for _ in range(rng.randint(1, 20)))
+            sign = "-" if v < 0 or (v == 0 and rng.random() < 0.5) else ""
+            v = Raw(f"{sign}{abs(v)}.{digits}")
+        bounds[k] = v
     return bounds
 
 
+def value(v):
+    return Decimal(v if isinstance(v, Raw) else repr(v))
+
+
+def schema(bounds):
+    """The number schema of `bounds`, each written as its digits."""
+    return "{" + "".join(f'"{k}": {v if isinstance(v, Raw) else repr(v)}, '
+                         for k, v in bounds.items()) + '"type": "number"}'
+
+
+
 def some(bounds):
-    lo = max([v for k, v in bounds.items() if k.endswith("inimum")],
-             default=-MAX - 1)
-    hi = min([v for k, v in bounds.items() if k.endswith("aximum")],
-             default=MAX + 1)
+    lo = max([value(v) for k, v in bounds.items() if k.endswith("inimum")],
+             default=Decimal(-MAX - 1))
+    hi = min([value(v) for k, v in bounds.items() if k.endswith("aximum")],
+             default=Decimal(MAX + 1))
     return lo, hi
 
 
 def main():
     archc = sys.argv[1]
+    getcontext().prec = 60
     rng = random.Random(11)
     cases = [{"minimum": 0, "maximum": 1}, {"exclusiveMinimum": 0},
              {"exclusiveMaximum": 0}, {"minimum": -1, "maximum": 1},
@@ -74,21 +103,28 @@ def main():
              {"exclusiveMinimum": MAX}, {"minimum": -MAX},
              {"maximum": 10 ** 20}, {"minimum": -10 ** 20,
                                      "exclusiveMaximum": 0},
-             {"minimum": 1.0, "exclusiveMaximum": 2}]
+             {"minimum": 1.0, "exclusiveMaximum": 2},
+             {"minimum": 0.25, "maximum": 0.75},
+             {"exclusiveMinimum": -0.5, "exclusiveMaximum": 0.5},
+             {"minimum": Raw("0.99999999999999999"), "maximum": 1},
+             {"exclusiveMaximum": Raw("-0.00000000000000001")},
+             {"minimum": Raw("-1.00000000000000001"), "maximum": -1},
+             {"exclusiveMinimum": Raw("9999999999999999.999999999999999")},
+             {"minimum": 2.5, "maximum": 2.5}]
     while len(cases) < 40:
         b = draw(rng)
         lo, hi = some(b)
-        if lo < hi and lo <= MAX and hi >= -MAX:
+        if lo < hi and lo < MAX and hi > -MAX:
             cases.append(b)
     checked = 0
     for bounds in cases:
         lo, hi = some(bounds)
         texts = {"0", "0.0", "-0", "-0.0", "1e2", "1.5E1", "01", ".5", "1.",
                  "+1", ""}
-        for b in {lo, hi, 0}:
+        for b in {lo, hi, Decimal(0)}:
             if abs(b) <= MAX + 1:
                 texts |= near(b)
-        a, z = max(lo, -MAX), min(hi, MAX)
+        a, z = int(max(lo, -MAX)), int(min(hi, MAX))
         for _ in range(20):
             whole = rng.randint(a, z)
             digits = rng.randint(1, 16)
@@ -97,8 +133,7 @@ def main():
                 else ""
             texts.add(f"{sign}{abs(whole)}.{frac}")
         texts = sorted(texts)
-        got = verdicts(archc, dict(bounds, type="number"), texts,
-                       str(bounds))
+        got = verdicts(archc, schema(bounds), texts, str(bounds))
         for text, verdict in zip(texts, got, strict=True):
             want = GRAMMAR.fullmatch(text) is not None and \
                 within(bounds, Decimal(text)) and \

@@ -8,13 +8,17 @@ import tempfile
 
 
 def verdicts(archc, schema, texts, what):
-    """Each text's verdict under `schema` (a dict), in order: "whole",
+    """Each text's verdict under `schema` (a dict, or its JSON text), in
+    order: "whole",
     "prefix" or "no (after N bytes)". Exits naming `what` where archc
     refuses the schema."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "s.json")
         with open(path, "w") as f:
-            json.dump(schema, f)
+            if isinstance(schema, str):
+                f.write(schema)
+            else:
+                json.dump(schema, f)
         run = subprocess.run(
             [archc, "grammar", "--json-schema", path] +
             [a for t in texts for a in ("--match", t)],

@@ -214,8 +214,8 @@ def grammar_seeds():
         b' "n": {"type": "integer", "minimum": -5, "exclusiveMaximum": 120}'
         b'}}\x00' + vocab + b'\x00{"p": "ab12", "n": -3}')
     put("grammar", "number-bounds", b'S{"type": "array", "items": {"type": '
-        b'"number", "exclusiveMinimum": -2, "maximum": 10}}\x00' + vocab +
-        b'\x00[-1.5, 0, 10.0, 9.25]')
+        b'"number", "exclusiveMinimum": -2, "maximum": 10.25}}\x00' + vocab +
+        b'\x00[-1.5, 0, 10.2, 9.25]')
     put("grammar", "tools", b'T[{"type": "function", "function": {"name": "a",'
         b' "parameters": {"type": "object", "properties": {"x": {"enum": '
         b'[1, "\\u00e9"]}}, "required": ["x"]}}}, {"type": "function", '

@@ -1240,40 +1240,144 @@ bool SchemaWriter::integerBounds(const json::Object &o, const std::string &text,
 
 namespace {
 
-/// One side of a number's bounds: an integer, and whether it is allowed.
+/// A bound of a number as its text writes it: the side of zero, the
+/// integer part, 16 fraction digits (the grammar's; a bound's digits past
+/// them are folded into `inclusive`, see numberRange), whether it is
+/// itself allowed.
 struct NumberBound {
-  int64_t at;
+  bool negative;
+  int64_t whole;
+  std::string fraction;
   bool inclusive;
 };
 
-/// The magnitudes (a JSON number's text less its sign: an integer part,
-/// then a fraction of 1 to 16 digits or none) from `lo` (0 <= lo) up to
-/// `hi` (none: the grammar's largest), as a GBNF expression; "" where
-/// none lies between them.
-std::string magnitudes(NumberBound lo, std::optional<NumberBound> hi) {
-  const std::string anyFraction = "( \".\" [0-9]{1,16} )? ";
-  const std::string zeroFraction = "( \".\" \"0\"{1,16} )? ";
-  if (hi && hi->at == lo.at)
-    return lo.inclusive && hi->inclusive
-               ? naturalRange(lo.at, lo.at) + zeroFraction
-               : std::string();
-  std::vector<std::string> alts;
-  if (!lo.inclusive) {
-    // lo itself with a fraction of some digit above 0: its first such
-    // digit after j zeros.
-    std::string nonzero;
-    for (int j = 0; j < 16; ++j)
-      nonzero += std::string(j ? "| " : "") +
-                 (j ? "\"" + std::string(j, '0') + "\" " : "") + "[1-9] " +
-                 (j < 15 ? "[0-9]{0," + std::to_string(15 - j) + "} " : "");
-    alts.push_back(naturalRange(lo.at, lo.at) + "\".\" ( " + nonzero + ") ");
+/// -1, 0 or 1 as a's value lies below, at or above b's.
+int compare(const NumberBound &a, const NumberBound &b) {
+  if (a.negative != b.negative)
+    return a.negative ? -1 : 1;
+  auto x = std::tie(a.whole, a.fraction), y = std::tie(b.whole, b.fraction);
+  int m = x < y ? -1 : x == y ? 0 : 1;
+  return a.negative ? -m : m;
+}
+
+/// Digit strings as numbers of their length: the next, the one before
+/// (false where they wrap round: all nines, all zeros).
+bool increment(std::string &digits) {
+  for (size_t i = digits.size(); i-- > 0;) {
+    if (digits[i] != '9')
+      return ++digits[i], true;
+    digits[i] = '0';
   }
-  int64_t first = lo.inclusive ? lo.at : lo.at + 1;
-  int64_t last = hi ? hi->at - 1 : kMaxIntegerText;
-  if (first <= last)
-    alts.push_back(naturalRange(first, last) + anyFraction);
-  if (hi && hi->inclusive)
-    alts.push_back(naturalRange(hi->at, hi->at) + zeroFraction);
+  return false;
+}
+bool decrement(std::string &digits) {
+  for (size_t i = digits.size(); i-- > 0;) {
+    if (digits[i] != '0')
+      return --digits[i], true;
+    digits[i] = '9';
+  }
+  return false;
+}
+
+/// The digits of a fraction from position `i` on, its earlier ones those
+/// of `a` (where `low`) and of `b` (where `high`): those whose 16 digits,
+/// padded with zeros, lie between a's and b's. The split of digitRange
+/// at the first digit where they differ, but a fraction may end early
+/// (where the rest of a is zeros), so each step's rest is optional then.
+std::string fractionDigits(const std::string &a, const std::string &b,
+                           size_t i, bool low, bool high) {
+  if (i == a.size())
+    return "";
+  auto zeros = [&](size_t from) {
+    return !low || a.find_first_not_of('0', from) == std::string::npos;
+  };
+  auto nines = [&](size_t from) {
+    return !high || b.find_first_not_of('9', from) == std::string::npos;
+  };
+  auto any = [&](size_t n) {
+    return n == 0 ? std::string() : "[0-9]{0," + std::to_string(n) + "} ";
+  };
+  auto digit = [](char c) { return "\"" + std::string(1, c) + "\" "; };
+  if (zeros(i) && nines(i))
+    return any(a.size() - i);
+  char lo = low ? a[i] : '0', hi = high ? b[i] : '9';
+  std::string body;
+  if (low && high && lo == hi) {
+    body = digit(lo) + fractionDigits(a, b, i + 1, true, true);
+  } else {
+    // lo with the rest from a's up, the digits between with any rest, hi
+    // with the rest up to b's (each taken into the middle where its rest
+    // runs the whole way).
+    std::vector<std::string> alts;
+    char first = zeros(i + 1) ? lo : char(lo + 1);
+    char last = nines(i + 1) ? hi : char(hi - 1);
+    if (!zeros(i + 1))
+      alts.push_back(digit(lo) + fractionDigits(a, b, i + 1, true, false));
+    if (first <= last)
+      alts.push_back((first == last ? digit(first)
+                                    : std::string("[") + first + "-" + last +
+                                          "] ") +
+                     any(a.size() - i - 1));
+    if (!nines(i + 1))
+      alts.push_back(digit(hi) + fractionDigits(a, b, i + 1, false, true));
+    for (size_t k = 0; k < alts.size(); ++k)
+      body += (k ? "| " : "") + alts[k];
+    if (alts.size() > 1)
+      body = "( " + body + ") ";
+  }
+  // (Ending here: its padding is a's where a's rest is zeros.)
+  return i > 0 && zeros(i) ? "( " + body + ")? " : body;
+}
+
+/// The fractions from `a` to `b` (16 digits each, a <= b) as a JSON
+/// number writes them after its integer part: none (where a is zero), or
+/// a point and 1 to 16 digits, trailing zeros included.
+std::string fractionRange(const std::string &a, const std::string &b) {
+  const std::string zeros(16, '0'), nines(16, '9');
+  if (a == zeros && b == nines)
+    return "( \".\" [0-9]{1,16} )? ";
+  if (b == zeros)
+    return "( \".\" \"0\"{1,16} )? ";
+  std::string digits = fractionDigits(a, b, 0, true, true);
+  return a == zeros ? "( \".\" " + digits + ")? " : "\".\" " + digits;
+}
+
+/// The magnitudes (a JSON number's text less its sign) from `lo` up to
+/// `hi` (none: the grammar's largest), as a GBNF expression; "" where
+/// none lies between them. Exclusive bounds move to the next 16-digit
+/// fraction in, so that each side is allowed.
+std::string magnitudes(NumberBound lo, std::optional<NumberBound> hi) {
+  const std::string zeros(16, '0'), nines(16, '9');
+  if (!lo.inclusive && !increment(lo.fraction))
+    ++lo.whole;
+  if (!hi || hi->whole > kMaxIntegerText)
+    hi = NumberBound{false, kMaxIntegerText, nines, true};
+  if (!hi->inclusive && !decrement(hi->fraction)) {
+    if (hi->whole == 0)
+      return "";
+    --hi->whole;
+  }
+  if (std::tie(lo.whole, lo.fraction) > std::tie(hi->whole, hi->fraction))
+    return "";
+  if (lo.whole == hi->whole)
+    return naturalRange(lo.whole, lo.whole) +
+           fractionRange(lo.fraction, hi->fraction);
+  // The low integer with its fractions up, those between with any, the
+  // high one with its fractions down (each whole one taken into the
+  // middle where its fractions run the whole way).
+  std::vector<std::string> alts;
+  int64_t first = lo.whole, last = hi->whole;
+  if (lo.fraction != zeros)
+    alts.push_back(naturalRange(first, first) +
+                   fractionRange(lo.fraction, nines)),
+        ++first;
+  bool topWhole = hi->fraction == nines;
+  if (first <= (topWhole ? last : last - 1))
+    alts.push_back(naturalRange(first, topWhole ? last : last - 1) +
+                   fractionRange(zeros, nines));
+  if (!topWhole)
+    alts.push_back(naturalRange(last, last) +
+                   fractionRange(zeros, hi->fraction));
   std::string body;
   for (size_t k = 0; k < alts.size(); ++k)
     body += (k ? "| " : "") + alts[k];
@@ -1293,21 +1397,15 @@ std::string SchemaWriter::numberRange(const json::Object &o,
       continue;
     if (!v->getAsNumber())
       return fail(path, std::string("'") + k + "' must be a number"), "";
-    // (As the schema writes it: an integer, or one with a fraction of
-    // zeros.)
+    // (Its digits as the schema writes them: a double would round them.)
     std::string member = rawMember(text, k);
-    llvm::StringRef raw = llvm::StringRef(member).trim();
-    llvm::StringRef digits = raw, zeros;
-    bool negative = digits.consume_front("-");
-    std::tie(digits, zeros) = digits.split('.');
-    if (digits.empty() ||
-        digits.find_first_not_of("0123456789") != llvm::StringRef::npos ||
-        zeros.find_first_not_of('0') != llvm::StringRef::npos ||
-        (raw.contains('.') && zeros.empty()))
-      return fail(path, std::string("'") + k + "' of a number must be "
-                        "written as an integer (a bound with a fraction or "
-                        "an exponent is not supported)"),
+    llvm::StringRef digits = llvm::StringRef(member).trim(), fraction;
+    if (digits.find_first_of("eE") != llvm::StringRef::npos)
+      return fail(path, std::string("'") + k + "' of a number with an "
+                        "exponent is not supported"),
              "";
+    bool negative = digits.consume_front("-");
+    std::tie(digits, fraction) = digits.split('.');
     bool below = llvm::StringRef(k).ends_with("aximum"); // an upper bound
     bool strict = llvm::StringRef(k).starts_with("exclusive");
     digits = digits.drop_while([](char c) { return c == '0'; });
@@ -1316,37 +1414,42 @@ std::string SchemaWriter::numberRange(const json::Object &o,
       none |= below == negative;
       continue;
     }
-    int64_t at = 0;
-    if (!digits.empty() && digits.getAsInteger(10, at))
+    NumberBound b{negative, 0, fraction.substr(0, 16).str(), !strict};
+    b.fraction.resize(16, '0');
+    if (!digits.empty() && digits.getAsInteger(10, b.whole))
       return fail(path, std::string("'") + k + "' must be a number"), "";
-    NumberBound b{negative ? -at : at, !strict};
+    // Digits past the 16th: the bound cut there lies nearer zero, so a
+    // lower bound above zero and an upper one below it become strict
+    // (no number of the grammar lies between), the others inclusive.
+    if (fraction.size() > 16 &&
+        fraction.drop_front(16).find_first_not_of('0') != llvm::StringRef::npos)
+      b.inclusive = below != negative;
+    if (b.whole == 0 && b.fraction == std::string(16, '0'))
+      b.negative = false;
+    // (The tighter on each side; at one value, the strict.)
     std::optional<NumberBound> &side = below ? hi : lo;
-    // (The tighter; at one integer, the strict.)
-    if (!side || (below ? b.at < side->at : b.at > side->at) ||
-        (b.at == side->at && strict))
+    int c = side ? compare(b, *side) : 0;
+    if (!side || (c == 0 ? !b.inclusive : below == (c < 0)))
       side = b;
   }
-  if (none || (lo && hi &&
-               (lo->at > hi->at ||
-                (lo->at == hi->at && !(lo->inclusive && hi->inclusive)))))
+  if (none)
     return fail(path, "no number of at most 16 digits lies within its "
                       "bounds"),
            "";
   std::string body;
   // Without a sign: 0 and above.
-  if (!hi || hi->at > 0 || (hi->at == 0 && hi->inclusive)) {
-    bool fromZero = !lo || lo->at < 0;
-    body = magnitudes(fromZero ? NumberBound{0, true} : *lo, hi);
-  }
-  // After a minus sign: below 0, by the magnitude (no minus zero, as
-  // for integers).
-  if (!lo || lo->at < 0) {
-    NumberBound from = hi && hi->at < 0 ? NumberBound{-hi->at, hi->inclusive}
-                                        : NumberBound{0, false};
-    std::optional<NumberBound> to;
-    if (lo)
-      to = NumberBound{-lo->at, lo->inclusive};
-    std::string negative = magnitudes(from, to);
+  if (!hi || !hi->negative)
+    body = magnitudes(lo && !lo->negative
+                          ? *lo
+                          : NumberBound{false, 0, std::string(16, '0'), true},
+                      hi);
+  // After a minus sign: below 0, by the magnitude (no minus zero, as for
+  // integers).
+  if (!lo || lo->negative) {
+    NumberBound from = hi && hi->negative
+                           ? *hi
+                           : NumberBound{true, 0, std::string(16, '0'), false};
+    std::string negative = magnitudes(from, lo);
     if (!negative.empty())
       body += (body.empty() ? "" : "| ") + std::string("\"-\" ") + negative;
   }
