@@ -1120,6 +1120,20 @@ static constexpr int64_t kMaxSchemaCount = 1000;
 static const char *const kBounds[] = {"minimum", "maximum", "exclusiveMinimum",
                                       "exclusiveMaximum"};
 
+/// The keywords read only where the type is (typed()), each with the
+/// type it needs: beside a keyword that answers first ($ref, const, enum,
+/// anyOf, oneOf, allOf), or with no type, they would be passed over.
+static const std::pair<const char *, const char *> kTypeOnly[] = {
+    {"pattern", "\"string\""},
+    {"minLength", "\"string\""},
+    {"maxLength", "\"string\""},
+    {"minItems", "\"array\""},
+    {"maxItems", "\"array\""},
+    {"minimum", "\"integer\" or \"number\""},
+    {"maximum", "\"integer\" or \"number\""},
+    {"exclusiveMinimum", "\"integer\" or \"number\""},
+    {"exclusiveMaximum", "\"integer\" or \"number\""}};
+
 /// The largest magnitude of the grammar's integers (16 digits: kJsonRules'
 /// `integer`).
 static constexpr int64_t kMaxIntegerText = 9999999999999999;
@@ -1675,9 +1689,8 @@ std::string SchemaWriter::typed(llvm::StringRef type, const json::Object &o,
                      "} \"\\\"\"");
     return rule;
   }
-  bool bounded = false;
-  for (const char *k : kBounds)
-    bounded |= o.get(k) != nullptr;
+  bool bounded =
+      llvm::any_of(kBounds, [&](const char *k) { return o.get(k); });
   if (type == "integer" && bounded) {
     // Each side's integers, as digit ranges: those below zero after a
     // minus sign, by their magnitude.
@@ -1743,13 +1756,9 @@ std::string SchemaWriter::visit(const std::string &text,
   for (const char *k : {"$ref", "const", "enum", "anyOf", "oneOf", "allOf"}) {
     if (!o->get(k))
       continue;
-    if (o->get("pattern"))
-      return fail(path, std::string("'pattern' beside '") + k +
-                            "' is not supported"),
-             "";
-    for (const char *b : kBounds)
-      if (o->get(b))
-        return fail(path, std::string("'") + b + "' beside '" + k +
+    for (const auto &[only, needs] : kTypeOnly)
+      if (o->get(only))
+        return fail(path, std::string("'") + only + "' beside '" + k +
                               "' is not supported"),
                "";
   }
@@ -1878,13 +1887,11 @@ std::string SchemaWriter::visit(const std::string &text,
       return object(*o, text, path, name);
     if (o->get("items") || o->get("prefixItems"))
       return array(*o, text, path, name);
-    for (const char *k : kBounds)
-      if (o->get(k))
-        return fail(path, std::string("'") + k + "' needs \"type\": "
-                          "\"integer\" or \"number\""),
+    for (const auto &[only, needs] : kTypeOnly)
+      if (o->get(only))
+        return fail(path, std::string("'") + only + "' needs \"type\": " +
+                              needs),
                "";
-    if (o->get("pattern"))
-      return fail(path, "'pattern' needs \"type\": \"string\""), "";
     return "value";
   }
   if (std::optional<llvm::StringRef> one = type->getAsString())
