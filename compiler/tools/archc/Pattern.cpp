@@ -126,6 +126,17 @@ std::string classChar(uint32_t c) {
   return buf;
 }
 
+/// Alternatives as one GBNF item: the one alone, or "( a | b ... )"; ""
+/// where there are none.
+std::string either(const std::vector<std::string> &alts) {
+  if (alts.size() == 1)
+    return alts[0];
+  std::string out;
+  for (size_t k = 0; k < alts.size(); ++k)
+    out += (k ? " | " : "") + alts[k];
+  return alts.empty() ? "" : "( " + out + " )";
+}
+
 /// The JSON texts of a set of characters, a GBNF expression: those JSON
 /// writes as themselves in a class, the others (", \, the controls, DEL)
 /// each as its escape. (Where the set is `broad` (`.`, a negated class,
@@ -162,12 +173,7 @@ std::string charSet(const Ranges &set, bool broad) {
   for (uint32_t c : escaped)
     if (!broad || jsonChar(c).size() == 2)
       alts.push_back(arch::serve::gbnfLiteral(jsonChar(c)));
-  if (alts.size() == 1)
-    return alts[0];
-  std::string out = "(";
-  for (size_t i = 0; i < alts.size(); ++i)
-    out += (i ? " | " : " ") + alts[i];
-  return alts.empty() ? "" : out + " )";
+  return either(alts);
 }
 
 /// The most copies nested bounded repetitions may make of an atom (`(a{0,
@@ -216,7 +222,7 @@ public:
       alts.push_back((start ? "" : "char* ") + body + (end ? "" : " char*"));
     } while (eat('|'));
     out = "\"\\\"\" ";
-    out += alts.size() == 1 ? alts[0] : "( " + join(alts) + " )";
+    out += either(alts);
     out += " \"\\\"\"";
     return true;
   }
@@ -242,13 +248,6 @@ private:
       error = "at character " + std::to_string(i + 1) + ": " + what;
     return false;
   }
-  static std::string join(const std::vector<std::string> &alts) {
-    std::string out;
-    for (size_t k = 0; k < alts.size(); ++k)
-      out += (k ? " | " : "") + alts[k];
-    return out;
-  }
-
   /// Alternatives up to a ')' or the end, and their shape.
   bool alternation(std::string &out, unsigned depth, PatternShape &shape) {
     std::vector<std::string> alts;
@@ -262,7 +261,7 @@ private:
       shape.copies = std::max(shape.copies, one.copies);
       alts.push_back(body);
     } while (eat('|'));
-    out = alts.size() == 1 ? alts[0] : "( " + join(alts) + " )";
+    out = either(alts);
     return true;
   }
 
@@ -286,8 +285,9 @@ private:
         return false;
       std::string quantifier;
       uint64_t count = 1;
+      bool optional = false;
       size_t quantifierAt = i;
-      if (!readQuantifier(quantifier, count))
+      if (!readQuantifier(quantifier, count, optional))
         return false;
       // (A repetition of what may match nothing: a left-recursive rule
       // without bound, and parses that multiply with one.)
@@ -304,8 +304,7 @@ private:
                     " copies are not supported");
       }
       shape.copies = std::max(shape.copies, part.copies);
-      shape.nullable &= part.nullable || quantifier == "*" ||
-                        quantifier == "?" || quantifier.rfind("{0", 0) == 0;
+      shape.nullable &= part.nullable || optional;
       if (isLiteral && quantifier.empty()) {
         run += jsonChar(literal);
         continue;
@@ -327,16 +326,18 @@ private:
 
   /// `*`, `+`, `?`, `{m}`, `{m,}`, `{m,n}` (each may be lazy: the same
   /// strings), or none; `count`: the copies it makes of its atom (n, or m
-  /// without bound; 1 for the others).
-  bool readQuantifier(std::string &out, uint64_t &count) {
+  /// without bound; 1 for the others); `optional`: whether it allows
+  /// none.
+  bool readQuantifier(std::string &out, uint64_t &count, bool &optional) {
     out.clear();
     count = 1;
+    optional = false;
     if (eat('*'))
-      out = "*";
+      out = "*", optional = true;
     else if (eat('+'))
       out = "+";
     else if (eat('?'))
-      out = "?";
+      out = "?", optional = true;
     else if (at('{')) {
       size_t start = i++;
       uint64_t m = 0, n = 0;
@@ -358,6 +359,7 @@ private:
                     "}' counts down");
       }
       count = std::max<uint64_t>(1, hasN ? n : m);
+      optional = m == 0;
       out = "{" + std::to_string(m) + (comma ? "," : "") +
             (hasN ? std::to_string(n) : "") + "}";
     } else {
@@ -435,8 +437,9 @@ private:
     if (c == '{') {
       std::string q;
       uint64_t count;
+      bool optional;
       size_t start = i;
-      if (!readQuantifier(q, count))
+      if (!readQuantifier(q, count, optional))
         return false;
       if (!q.empty()) {
         i = start;
@@ -457,14 +460,14 @@ private:
     bool single = false;
     if (c == '\\') {
       ++i;
-      if (!readEscape(set, literal, single, false))
+      bool broad;
+      if (!readEscape(set, literal, single, broad, false))
         return false;
       if (single) {
         isLiteral = true;
         return true;
       }
-      // (\D \W \S: the complements, broad.)
-      out = charSet(set, cps[i - 1] < 'a');
+      out = charSet(set, broad);
       return true;
     }
     ++i;
@@ -473,10 +476,11 @@ private:
     return true;
   }
 
-  /// After '\': a class escape (`\d` ... into `set`) or one character
-  /// (`single`, into `c`). `inClass`: within [...] (where \b is a
-  /// backspace).
-  bool readEscape(Ranges &set, uint32_t &c, bool &single, bool inClass) {
+  /// After '\': a class escape (`\d` ... into `set`; `broad` for the
+  /// complements \D \W \S) or one character (`single`, into `c`).
+  /// `inClass`: within [...] (where \b is a backspace).
+  bool readEscape(Ranges &set, uint32_t &c, bool &single, bool &broad,
+                  bool inClass) {
     // (Its errors at the backslash.)
     size_t start = i - 1;
     auto bad = [&](const std::string &what) {
@@ -487,12 +491,14 @@ private:
       return bad("a '\\' at the end of the pattern");
     uint32_t e = cps[i++];
     single = true;
+    broad = false;
     switch (e) {
     case 'd': case 'D': case 'w': case 'W': case 's': case 'S': {
       const Ranges &base = e == 'd' || e == 'D'   ? kDigits
                            : e == 'w' || e == 'W' ? kWord
                                                   : kSpace;
-      set = e >= 'a' ? base : complement(base);
+      broad = e < 'a';
+      set = broad ? complement(base) : base;
       single = false;
       return true;
     }
@@ -560,11 +566,12 @@ private:
   }
 
   /// A class's character, or its escape: one character (`single`, in
-  /// `c`) or a class escape's set (`part`).
-  bool classAtom(uint32_t &c, Ranges &part, bool &single) {
+  /// `c`) or a class escape's set (`part`, `broad` as readEscape's).
+  bool classAtom(uint32_t &c, Ranges &part, bool &single, bool &broad) {
     single = true;
+    broad = false;
     if (eat('\\'))
-      return readEscape(part, c, single, true);
+      return readEscape(part, c, single, broad, true);
     c = cps[i++];
     return true;
   }
@@ -578,11 +585,11 @@ private:
     while (!done() && !at(']')) {
       uint32_t lo;
       Ranges part;
-      bool single;
-      if (!classAtom(lo, part, single))
+      bool single, partBroad;
+      if (!classAtom(lo, part, single, partBroad))
         return false;
       if (!single) {
-        broad |= cps[i - 1] < 'a';
+        broad |= partBroad;
         r.insert(r.end(), part.begin(), part.end());
         continue;
       }
@@ -591,8 +598,8 @@ private:
         ++i;
         uint32_t hi;
         Ranges other;
-        bool hiSingle;
-        if (!classAtom(hi, other, hiSingle))
+        bool hiSingle, hiBroad;
+        if (!classAtom(hi, other, hiSingle, hiBroad))
           return false;
         if (!hiSingle)
           return fail("a range to a class escape");
@@ -607,7 +614,8 @@ private:
       return fail("an unclosed class");
     if (r.empty() && !negated)
       return fail("a class of no character");
-    set = withoutSurrogates(negated ? complement(r) : normal(r));
+    // (complement leaves the surrogates out itself.)
+    set = negated ? complement(r) : withoutSurrogates(normal(r));
     broad |= negated;
     return true;
   }
