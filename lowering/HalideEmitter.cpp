@@ -101,6 +101,8 @@ static Target withImpliedX86Features(Target t) {
       {Target::AVX512_KNL, {Target::AVX512}},
       {Target::AVX512, {Target::AVX2, Target::AVX, Target::SSE41,
                         Target::FMA, Target::F16C}}};
+  // (In order, from the top: each level's lower ones are then looked up
+  // in turn.)
   for (const auto &[feature, lower] : kImplies)
     if (t.has_feature(feature))
       for (F f : lower)

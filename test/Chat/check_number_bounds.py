@@ -1,7 +1,8 @@
 """A number schema's bounds (minimum, maximum, exclusiveMinimum,
-exclusiveMaximum: integers and decimals of up to 20 fraction digits, one
-side or both, below and above zero, up to the grammar's 16 digits and
-past them) against Python's decimal comparison: for each of a seeded
+exclusiveMaximum: integers and decimals of up to 20 fraction digits,
+some written with an exponent, one side or both, below and above zero,
+minus zero, two at one value, up to the grammar's 16 digits and past
+them) against Python's decimal comparison: for each of a seeded
 draw of bound sets, archc grammar --json-schema --match over the values
 at and around each bound (one unit in the 16th fraction place either
 side, the bound cut to fewer digits, its trailing zeros), zero and
@@ -69,6 +70,8 @@ def draw(rng):
                              for _ in range(rng.randint(1, 20)))
             sign = "-" if v < 0 or (v == 0 and rng.random() < 0.5) else ""
             v = Raw(f"{sign}{abs(v)}.{digits}")
+        if rng.random() < 0.2:  # the same value, with an exponent
+            v = Raw(format(value(v), "e" if rng.random() < 0.5 else "E"))
         bounds[k] = v
     return bounds
 
@@ -110,8 +113,24 @@ def main():
              {"exclusiveMaximum": Raw("-0.00000000000000001")},
              {"minimum": Raw("-1.00000000000000001"), "maximum": -1},
              {"exclusiveMinimum": Raw("9999999999999999.999999999999999")},
-             {"minimum": 2.5, "maximum": 2.5}]
-    while len(cases) < 40:
+             {"minimum": 2.5, "maximum": 2.5},
+             # Two bounds on one side at one value (the strict holds),
+             # the one cut past 16 digits included.
+             {"minimum": 0.5, "exclusiveMinimum": 0.5},
+             {"minimum": Raw("0.00000000000000001"),
+              "exclusiveMinimum": Raw("-0.00000000000000001")},
+             {"exclusiveMaximum": Raw("-0.00000000000000001"),
+              "maximum": Raw("0.0")},
+             # Minus zero as a bound: zero.
+             {"exclusiveMinimum": Raw("-0.0")}, {"maximum": Raw("-0")},
+             {"minimum": Raw("-0"), "maximum": 1},
+             # Exponents: the point moved, far either way.
+             {"minimum": Raw("-2.5e1"), "maximum": Raw("1E2")},
+             {"exclusiveMaximum": Raw("5e-17")},
+             {"minimum": Raw("1e-100000")},
+             {"maximum": Raw("-1e+3"), "minimum": Raw("-12345.678e-1")},
+             {"maximum": Raw("1e400")}, {"minimum": Raw("0e99999")}]
+    while len(cases) < 64:
         b = draw(rng)
         lo, hi = some(b)
         if lo < hi and lo < MAX and hi > -MAX:
@@ -122,7 +141,7 @@ def main():
         texts = {"0", "0.0", "-0", "-0.0", "1e2", "1.5E1", "01", ".5", "1.",
                  "+1", ""}
         for b in {lo, hi, Decimal(0)}:
-            if abs(b) <= MAX + 1:
+            if abs(b) <= MAX + 1 and (b == 0 or abs(b) > Decimal("1e-40")):
                 texts |= near(b)
         a, z = int(max(lo, -MAX)), int(min(hi, MAX))
         for _ in range(20):

@@ -1082,8 +1082,8 @@ private:
   /// grammar's 16 digits; false with `error` where none.
   bool integerBounds(const json::Object &o, const std::string &text,
                      const std::string &path, int64_t &lo, int64_t &hi);
-  /// A number's bounds (integers, as the schema writes them) as the
-  /// numbers of the grammar (16 digits each side of the point, no
+  /// A number's bounds (read from the schema's digits, exponents too) as
+  /// the numbers of the grammar (16 digits each side of the point, no
   /// exponent) that lie within them; "" with `error` where none.
   std::string numberRange(const json::Object &o, const std::string &text,
                           const std::string &path);
@@ -1140,6 +1140,15 @@ static constexpr int64_t kMaxIntegerText = 9999999999999999;
 
 namespace {
 
+/// Alternatives (each ending in a space, as the range writers' below do)
+/// as one GBNF item: the one alone, or "( a | b ... ) ".
+std::string alternatives(const std::vector<std::string> &alts) {
+  std::string body;
+  for (size_t k = 0; k < alts.size(); ++k)
+    body += (k ? "| " : "") + alts[k];
+  return alts.size() > 1 ? "( " + body + ") " : body;
+}
+
 /// The decimal numbers of `lo`..`hi` (digit strings of one length, leading
 /// zeros kept: a number's last digits) as a GBNF expression.
 std::string digitRange(const std::string &lo, const std::string &hi) {
@@ -1179,10 +1188,7 @@ std::string digitRange(const std::string &lo, const std::string &hi) {
   if (!hiNines)
     alts.push_back(cls(hi[i], hi[i]) +
                    digitRange(std::string(rest, '0'), hiRest));
-  std::string body;
-  for (size_t k = 0; k < alts.size(); ++k)
-    body += (k ? "| " : "") + alts[k];
-  return quoted(prefix) + (alts.size() > 1 ? "( " + body + ") " : body);
+  return quoted(prefix) + alternatives(alts);
 }
 
 /// The integers `lo`..`hi` (0 <= lo <= hi) as JSON writes them, a GBNF
@@ -1198,10 +1204,7 @@ std::string naturalRange(int64_t lo, int64_t hi) {
     alts.push_back(digitRange(a, b));
     lo = end + 1;
   }
-  std::string body;
-  for (size_t k = 0; k < alts.size(); ++k)
-    body += (k ? "| " : "") + alts[k];
-  return alts.size() > 1 ? "( " + body + ") " : body;
+  return alternatives(alts);
 }
 
 } // namespace
@@ -1334,10 +1337,7 @@ std::string fractionDigits(const std::string &a, const std::string &b,
                      any(a.size() - i - 1));
     if (!nines(i + 1))
       alts.push_back(digit(hi) + fractionDigits(a, b, i + 1, false, true));
-    for (size_t k = 0; k < alts.size(); ++k)
-      body += (k ? "| " : "") + alts[k];
-    if (alts.size() > 1)
-      body = "( " + body + ") ";
+    body = alternatives(alts);
   }
   // (Ending here: its padding is a's where a's rest is zeros.)
   return i > 0 && zeros(i) ? "( " + body + ")? " : body;
@@ -1364,7 +1364,8 @@ std::string magnitudes(NumberBound lo, std::optional<NumberBound> hi) {
   const std::string zeros(16, '0'), nines(16, '9');
   if (!lo.inclusive && !increment(lo.fraction))
     ++lo.whole;
-  if (!hi || hi->whole > kMaxIntegerText)
+  // (Bounds past 16 digits were dropped: numberRange.)
+  if (!hi)
     hi = NumberBound{false, kMaxIntegerText, nines, true};
   if (!hi->inclusive && !decrement(hi->fraction)) {
     if (hi->whole == 0)
@@ -1392,10 +1393,7 @@ std::string magnitudes(NumberBound lo, std::optional<NumberBound> hi) {
   if (!topWhole)
     alts.push_back(naturalRange(last, last) +
                    fractionRange(zeros, hi->fraction));
-  std::string body;
-  for (size_t k = 0; k < alts.size(); ++k)
-    body += (k ? "| " : "") + alts[k];
-  return alts.size() > 1 ? "( " + body + ") " : body;
+  return alternatives(alts);
 }
 
 } // namespace
@@ -1411,32 +1409,52 @@ std::string SchemaWriter::numberRange(const json::Object &o,
       continue;
     if (!v->getAsNumber())
       return fail(path, std::string("'") + k + "' must be a number"), "";
-    // (Its digits as the schema writes them: a double would round them.)
+    // (Its digits as the schema writes them: a double would round them.
+    // JSON's number: -? digits (. digits)? ([eE] [+-]? digits)?, the
+    // exponent moving the point.)
     std::string member = rawMember(text, k);
-    llvm::StringRef digits = llvm::StringRef(member).trim(), fraction;
-    if (digits.find_first_of("eE") != llvm::StringRef::npos)
-      return fail(path, std::string("'") + k + "' of a number with an "
-                        "exponent is not supported"),
-             "";
-    bool negative = digits.consume_front("-");
-    std::tie(digits, fraction) = digits.split('.');
+    llvm::StringRef mantissa = llvm::StringRef(member).trim(), exponent;
+    bool negative = mantissa.consume_front("-");
+    size_t e = mantissa.find_first_of("eE");
+    if (e != llvm::StringRef::npos)
+      exponent = mantissa.substr(e + 1), mantissa = mantissa.take_front(e);
+    auto [whole, fraction] = mantissa.split('.');
+    std::string all = (whole + fraction).str();
+    bool zero = all.find_first_not_of('0') == std::string::npos;
+    int64_t shift = 0;
+    exponent.consume_front("+");
+    if (!exponent.empty() && (exponent.getAsInteger(10, shift) ||
+                              std::abs(shift) > 10000))
+      // (Far past the grammar's digits either way: the first digit that
+      // is not zero past its 16th, or its integer past 16 digits.)
+      shift = exponent.starts_with("-") ? -10000 : 10000;
+    if (zero)
+      shift = 0;
+    int64_t point = int64_t(whole.size()) + shift;
+    std::string integer, digits;
+    if (point <= 0)
+      digits = std::string(size_t(-point), '0') + all;
+    else if (size_t(point) >= all.size())
+      integer = all + std::string(size_t(point) - all.size(), '0');
+    else
+      integer = all.substr(0, size_t(point)), digits = all.substr(size_t(point));
     bool below = llvm::StringRef(k).ends_with("aximum"); // an upper bound
     bool strict = llvm::StringRef(k).starts_with("exclusive");
-    digits = digits.drop_while([](char c) { return c == '0'; });
+    integer.erase(0, std::min(integer.find_first_not_of('0'), integer.size()));
     // (Past the grammar's 16 digits: every number of it on one side.)
-    if (digits.size() > 16) {
+    if (integer.size() > 16) {
       none |= below == negative;
       continue;
     }
-    NumberBound b{negative, 0, fraction.substr(0, 16).str(), !strict};
+    NumberBound b{negative, 0, digits.substr(0, 16), !strict};
     b.fraction.resize(16, '0');
-    if (!digits.empty() && digits.getAsInteger(10, b.whole))
+    if (!integer.empty() && llvm::StringRef(integer).getAsInteger(10, b.whole))
       return fail(path, std::string("'") + k + "' must be a number"), "";
     // Digits past the 16th: the bound cut there lies nearer zero, so a
     // lower bound above zero and an upper one below it become strict
     // (no number of the grammar lies between), the others inclusive.
-    if (fraction.size() > 16 &&
-        fraction.drop_front(16).find_first_not_of('0') != llvm::StringRef::npos)
+    if (digits.find_first_not_of('0', std::min<size_t>(16, digits.size())) !=
+        std::string::npos)
       b.inclusive = below != negative;
     if (b.whole == 0 && b.fraction == std::string(16, '0'))
       b.negative = false;
