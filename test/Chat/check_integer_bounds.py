@@ -1,6 +1,8 @@
 """An integer schema's bounds (minimum, maximum, exclusiveMinimum,
-exclusiveMaximum: integers or not, one side or both, below and above
-zero, up to the grammar's 16 digits) against Python's comparison: for
+exclusiveMaximum: integers or not, written with an exponent or not, with
+fractions past a double's digits, one side or both, below and above
+zero, up to the grammar's 16 digits and past them) against Python's
+decimal comparison: for
 each of a seeded draw of bound sets, archc grammar --json-schema --match
 over the values at and around each bound, zero, powers of ten and random
 ones, and texts no JSON integer is ("01", "-0", "+1", "1.0"); a value is
@@ -9,15 +11,29 @@ ones, and texts no JSON integer is ("01", "-0", "+1", "1.0"); a value is
 import math
 import random
 import sys
+from decimal import Decimal, getcontext
 
 from schema_matches import verdicts
 
 MAX = 10 ** 16 - 1  # the grammar's integers: at most 16 digits
 
 
+def value(v):
+    """A bound's exact value: its text's (a str), or the float's repr,
+    which json writes."""
+    return Decimal(v) if isinstance(v, str) else Decimal(repr(v))
+
+
+def schema(bounds):
+    """The integer schema of `bounds`, each written as its text."""
+    return "{" + "".join(f'"{k}": {v if isinstance(v, str) else repr(v)}, '
+                         for k, v in bounds.items()) + '"type": "integer"}'
+
+
 def allowed(bounds):
     lo, hi = -MAX, MAX
     for k, v in bounds.items():
+        v = value(v)
         if k == "minimum":
             lo = max(lo, math.ceil(v))
         elif k == "exclusiveMinimum":
@@ -35,21 +51,31 @@ def draw(rng):
     for k in rng.sample(["minimum", "maximum", "exclusiveMinimum",
                          "exclusiveMaximum"], rng.randint(1, 2)):
         v = rng.randint(-scale, scale)
-        # (A fraction only below 2^52, where a double holds one: above,
-        # archc refuses it.)
-        bounds[k] = v + 0.5 if rng.random() < 0.2 and abs(v) < 2 ** 52 \
-            else v
+        r = rng.random()
+        # (A fraction: past 2^52 a double holds none, so written as text.)
+        bounds[k] = v if r < 0.6 else v + 0.5 if abs(v) < 2 ** 52 and \
+            r < 0.7 else f"{v}.{rng.randint(1, 10 ** 20)}" if r < 0.9 \
+            else format(Decimal(v), "e")
     return bounds
 
 
 def main():
     archc = sys.argv[1]
+    getcontext().prec = 60
     rng = random.Random(7)
     cases = [{"minimum": 0}, {"maximum": -1}, {"minimum": 10, "maximum": 10},
              {"minimum": -1234, "maximum": 98765},
              {"exclusiveMinimum": 99, "exclusiveMaximum": 1000},
-             {"minimum": 1.5, "maximum": 2.5}, {"maximum": 10 ** 20}]
-    while len(cases) < 40:
+             {"minimum": 1.5, "maximum": 2.5}, {"maximum": 10 ** 20},
+             {"maximum": "4503599627370497.5"},
+             {"minimum": "-4503599627370497.5"},
+             {"minimum": "1e2", "maximum": "1.5E3"},
+             {"exclusiveMinimum": "5.00000000000000001"},
+             {"exclusiveMaximum": "-5.00000000000000001"},
+             {"minimum": "-5.00000000000000001", "maximum": "-0.0"},
+             {"exclusiveMinimum": "9999999999999998.5e0"},
+             {"maximum": "1e400"}]
+    while len(cases) < 56:
         b = draw(rng)
         lo, hi = allowed(b)
         if lo <= hi:
@@ -68,8 +94,7 @@ def main():
         if lo > 0:
             texts.append("0" + str(lo))
         texts += ["-0", "+1", "1.0", "1e2", ""]
-        got = verdicts(archc, dict(bounds, type="integer"), texts,
-                       str(bounds))
+        got = verdicts(archc, schema(bounds), texts, str(bounds))
         for text, verdict in zip(texts, got, strict=True):
             want = text == str(int(text)) if text.lstrip("-").isdigit() \
                 else False

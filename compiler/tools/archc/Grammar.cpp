@@ -1209,52 +1209,6 @@ std::string naturalRange(int64_t lo, int64_t hi) {
 
 } // namespace
 
-bool SchemaWriter::integerBounds(const json::Object &o, const std::string &text,
-                                 const std::string &path, int64_t &lo,
-                                 int64_t &hi) {
-  lo = -kMaxIntegerText;
-  hi = kMaxIntegerText;
-  for (const char *k : kBounds) {
-    const json::Value *v = o.get(k);
-    if (!v)
-      continue;
-    std::optional<double> x = v->getAsNumber();
-    if (!x || !std::isfinite(*x))
-      return fail(path, std::string("'") + k + "' must be a number");
-    bool below = llvm::StringRef(k).ends_with("aximum"); // an upper bound
-    bool strict = llvm::StringRef(k).starts_with("exclusive");
-    // Past 2^52 a double holds no fraction: a bound written with one
-    // there was rounded as it was read (and its integer is not known).
-    // (The member's text is read only there.)
-    if (std::fabs(*x) >= 4503599627370496.0 &&
-        rawMember(text, k).find_first_of(".eE") != std::string::npos)
-      return fail(path, std::string("'") + k + "' past 2^52 with a fraction "
-                        "or an exponent is not supported");
-    // (Integers as llvm::json holds them where it can, exact past 2^53;
-    // far past the grammar's 16 digits, only the side counts.)
-    bool far = std::fabs(*x) >= 1e17;
-    std::optional<int64_t> exact = far ? std::nullopt : v->getAsInteger();
-    double f = below ? std::floor(*x) : std::ceil(*x);
-    // (A strict bound at an integer moves one past it.)
-    bool atInteger = exact || f == *x;
-    int64_t b = exact ? *exact
-                : f > double(kMaxIntegerText) ? kMaxIntegerText + 1
-                : f < -double(kMaxIntegerText) ? -kMaxIntegerText - 1
-                                               : int64_t(f);
-    b = std::clamp<int64_t>(b, -kMaxIntegerText - 1, kMaxIntegerText + 1);
-    if (strict && atInteger)
-      b += below ? -1 : 1;
-    if (below)
-      hi = std::min(hi, b);
-    else
-      lo = std::max(lo, b);
-  }
-  if (lo > hi)
-    return fail(path, "no integer of at most 16 digits lies within its "
-                      "bounds");
-  return true;
-}
-
 namespace {
 
 /// A bound of a number as its text writes it: the side of zero, the
@@ -1396,7 +1350,90 @@ std::string magnitudes(NumberBound lo, std::optional<NumberBound> hi) {
   return alternatives(alts);
 }
 
+/// Bound `k` as `member`, its text in the schema, writes it (a double
+/// would round its digits; JSON's number: -? digits (. digits)? ([eE]
+/// [+-]? digits)?, the exponent moving the point); `far` where its
+/// integer part is past the grammar's 16 digits (only its side counts
+/// then). Digits past the 16th of the fraction are cut, toward zero: a
+/// lower bound above zero and an upper one below it become strict (no
+/// number of the grammar lies between), the others inclusive.
+NumberBound readBound(llvm::StringRef k, const std::string &member,
+                      bool &far) {
+  llvm::StringRef mantissa = llvm::StringRef(member).trim(), exponent;
+  bool negative = mantissa.consume_front("-");
+  size_t e = mantissa.find_first_of("eE");
+  if (e != llvm::StringRef::npos)
+    exponent = mantissa.substr(e + 1), mantissa = mantissa.take_front(e);
+  auto [whole, fraction] = mantissa.split('.');
+  std::string all = (whole + fraction).str();
+  int64_t shift = 0;
+  exponent.consume_front("+");
+  if (!exponent.empty() &&
+      (exponent.getAsInteger(10, shift) || std::abs(shift) > 10000))
+    // (Far past the grammar's digits either way: the first digit that is
+    // not zero past its 16th, or its integer past 16 digits.)
+    shift = exponent.starts_with("-") ? -10000 : 10000;
+  if (all.find_first_not_of('0') == std::string::npos)
+    shift = 0;
+  int64_t point = int64_t(whole.size()) + shift;
+  std::string integer, digits;
+  if (point <= 0)
+    digits = std::string(size_t(-point), '0') + all;
+  else if (size_t(point) >= all.size())
+    integer = all + std::string(size_t(point) - all.size(), '0');
+  else
+    integer = all.substr(0, size_t(point)), digits = all.substr(size_t(point));
+  integer.erase(0, std::min(integer.find_first_not_of('0'), integer.size()));
+  bool below = k.ends_with("aximum"); // an upper bound
+  NumberBound b{negative, 0, digits.substr(0, 16),
+                !k.starts_with("exclusive")};
+  b.fraction.resize(16, '0');
+  far = integer.size() > 16;
+  if (!far && !integer.empty())
+    llvm::StringRef(integer).getAsInteger(10, b.whole);
+  if (digits.find_first_not_of('0', std::min<size_t>(16, digits.size())) !=
+      std::string::npos)
+    b.inclusive = below != negative;
+  if (!far && b.whole == 0 && b.fraction == std::string(16, '0'))
+    b.negative = false; // (minus zero)
+  return b;
+}
+
 } // namespace
+
+bool SchemaWriter::integerBounds(const json::Object &o, const std::string &text,
+                                 const std::string &path, int64_t &lo,
+                                 int64_t &hi) {
+  lo = -kMaxIntegerText;
+  hi = kMaxIntegerText;
+  for (const char *k : kBounds) {
+    const json::Value *v = o.get(k);
+    if (!v)
+      continue;
+    if (!v->getAsNumber())
+      return fail(path, std::string("'") + k + "' must be a number");
+    bool far, below = llvm::StringRef(k).ends_with("aximum");
+    NumberBound n = readBound(k, rawMember(text, k), far);
+    // The nearest integer inside: a bound with a fraction moves to the
+    // integer inward of it, a strict one at an integer one past it.
+    // (Far past the grammar's 16 digits, only the side counts.)
+    int64_t b = n.negative ? -n.whole : n.whole;
+    if (far)
+      b = n.negative ? -kMaxIntegerText - 1 : kMaxIntegerText + 1;
+    else if (n.fraction != std::string(16, '0'))
+      b += (below ? 0 : 1) - (n.negative ? 1 : 0);
+    else if (!n.inclusive)
+      b += below ? -1 : 1;
+    if (below)
+      hi = std::min(hi, b);
+    else
+      lo = std::max(lo, b);
+  }
+  if (lo > hi)
+    return fail(path, "no integer of at most 16 digits lies within its "
+                      "bounds");
+  return true;
+}
 
 std::string SchemaWriter::numberRange(const json::Object &o,
                                       const std::string &text,
@@ -1409,55 +1446,14 @@ std::string SchemaWriter::numberRange(const json::Object &o,
       continue;
     if (!v->getAsNumber())
       return fail(path, std::string("'") + k + "' must be a number"), "";
-    // (Its digits as the schema writes them: a double would round them.
-    // JSON's number: -? digits (. digits)? ([eE] [+-]? digits)?, the
-    // exponent moving the point.)
-    std::string member = rawMember(text, k);
-    llvm::StringRef mantissa = llvm::StringRef(member).trim(), exponent;
-    bool negative = mantissa.consume_front("-");
-    size_t e = mantissa.find_first_of("eE");
-    if (e != llvm::StringRef::npos)
-      exponent = mantissa.substr(e + 1), mantissa = mantissa.take_front(e);
-    auto [whole, fraction] = mantissa.split('.');
-    std::string all = (whole + fraction).str();
-    bool zero = all.find_first_not_of('0') == std::string::npos;
-    int64_t shift = 0;
-    exponent.consume_front("+");
-    if (!exponent.empty() && (exponent.getAsInteger(10, shift) ||
-                              std::abs(shift) > 10000))
-      // (Far past the grammar's digits either way: the first digit that
-      // is not zero past its 16th, or its integer past 16 digits.)
-      shift = exponent.starts_with("-") ? -10000 : 10000;
-    if (zero)
-      shift = 0;
-    int64_t point = int64_t(whole.size()) + shift;
-    std::string integer, digits;
-    if (point <= 0)
-      digits = std::string(size_t(-point), '0') + all;
-    else if (size_t(point) >= all.size())
-      integer = all + std::string(size_t(point) - all.size(), '0');
-    else
-      integer = all.substr(0, size_t(point)), digits = all.substr(size_t(point));
+    bool far;
+    NumberBound b = readBound(k, rawMember(text, k), far);
     bool below = llvm::StringRef(k).ends_with("aximum"); // an upper bound
-    bool strict = llvm::StringRef(k).starts_with("exclusive");
-    integer.erase(0, std::min(integer.find_first_not_of('0'), integer.size()));
     // (Past the grammar's 16 digits: every number of it on one side.)
-    if (integer.size() > 16) {
-      none |= below == negative;
+    if (far) {
+      none |= below == b.negative;
       continue;
     }
-    NumberBound b{negative, 0, digits.substr(0, 16), !strict};
-    b.fraction.resize(16, '0');
-    if (!integer.empty() && llvm::StringRef(integer).getAsInteger(10, b.whole))
-      return fail(path, std::string("'") + k + "' must be a number"), "";
-    // Digits past the 16th: the bound cut there lies nearer zero, so a
-    // lower bound above zero and an upper one below it become strict
-    // (no number of the grammar lies between), the others inclusive.
-    if (digits.find_first_not_of('0', std::min<size_t>(16, digits.size())) !=
-        std::string::npos)
-      b.inclusive = below != negative;
-    if (b.whole == 0 && b.fraction == std::string(16, '0'))
-      b.negative = false;
     // (The tighter on each side; at one value, the strict.)
     std::optional<NumberBound> &side = below ? hi : lo;
     int c = side ? compare(b, *side) : 0;
