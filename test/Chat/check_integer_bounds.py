@@ -13,27 +13,15 @@ import random
 import sys
 from decimal import Decimal, getcontext
 
-from schema_matches import verdicts
+from schema_matches import bound_value, bounds_schema, draw_bounds, verdicts
 
 MAX = 10 ** 16 - 1  # the grammar's integers: at most 16 digits
-
-
-def value(v):
-    """A bound's exact value: its text's (a str), or the float's repr,
-    which json writes."""
-    return Decimal(v) if isinstance(v, str) else Decimal(repr(v))
-
-
-def schema(bounds):
-    """The integer schema of `bounds`, each written as its text."""
-    return "{" + "".join(f'"{k}": {v if isinstance(v, str) else repr(v)}, '
-                         for k, v in bounds.items()) + '"type": "integer"}'
 
 
 def allowed(bounds):
     lo, hi = -MAX, MAX
     for k, v in bounds.items():
-        v = value(v)
+        v = bound_value(v)
         if k == "minimum":
             lo = max(lo, math.ceil(v))
         elif k == "exclusiveMinimum":
@@ -45,18 +33,18 @@ def allowed(bounds):
     return lo, hi
 
 
+def written(rng, v):
+    """v, or v and a half, or v with a fraction of up to 20 digits
+    (past 2^52 a double holds none: as text), or v with an exponent."""
+    r = rng.random()
+    return v if r < 0.6 else v + 0.5 if abs(v) < 2 ** 52 and r < 0.7 \
+        else f"{v}.{rng.randint(1, 10 ** 20)}" if r < 0.9 \
+        else format(Decimal(v), "e")
+
+
 def draw(rng):
-    scale = rng.choice([9, 99, 1000, 10 ** 5, 10 ** 9, 10 ** 17])
-    bounds = {}
-    for k in rng.sample(["minimum", "maximum", "exclusiveMinimum",
-                         "exclusiveMaximum"], rng.randint(1, 2)):
-        v = rng.randint(-scale, scale)
-        r = rng.random()
-        # (A fraction: past 2^52 a double holds none, so written as text.)
-        bounds[k] = v if r < 0.6 else v + 0.5 if abs(v) < 2 ** 52 and \
-            r < 0.7 else f"{v}.{rng.randint(1, 10 ** 20)}" if r < 0.9 \
-            else format(Decimal(v), "e")
-    return bounds
+    return draw_bounds(rng, [9, 99, 1000, 10 ** 5, 10 ** 9, 10 ** 17],
+                       written)
 
 
 def main():
@@ -94,7 +82,8 @@ def main():
         if lo > 0:
             texts.append("0" + str(lo))
         texts += ["-0", "+1", "1.0", "1e2", ""]
-        got = verdicts(archc, schema(bounds), texts, str(bounds))
+        got = verdicts(archc, bounds_schema(bounds, "integer"), texts,
+                       str(bounds))
         for text, verdict in zip(texts, got, strict=True):
             want = text == str(int(text)) if text.lstrip("-").isdigit() \
                 else False

@@ -18,16 +18,15 @@ import re
 import sys
 from decimal import Decimal, getcontext
 
-from schema_matches import verdicts
+from schema_matches import bound_value, bounds_schema, draw_bounds, verdicts
 
 MAX = 10 ** 16 - 1  # the grammar's integer part: at most 16 digits
 GRAMMAR = re.compile(r"-?(0|[1-9][0-9]{0,15})(\.[0-9]{1,16})?")
-TINY = "0000000000000001"  # one unit in the 16th place
 
 
 def within(bounds, x):
     for k, v in bounds.items():
-        v = value(v)
+        v = bound_value(v)
         if not {"minimum": x >= v, "maximum": x <= v,
                 "exclusiveMinimum": x > v, "exclusiveMaximum": x < v}[k]:
             return False
@@ -55,43 +54,29 @@ def near(b):
     return out
 
 
-class Raw(str):
-    """A bound written as these digits (past a double's)."""
+def written(rng, v):
+    """v, or v with a fraction of 1 to 20 digits (as text: past a
+    double's); either, at times, with an exponent."""
+    if rng.random() < 0.5:
+        digits = "".join(rng.choice("0123456789")
+                         for _ in range(rng.randint(1, 20)))
+        sign = "-" if v < 0 or (v == 0 and rng.random() < 0.5) else ""
+        v = f"{sign}{abs(v)}.{digits}"
+    if rng.random() < 0.2:  # the same value, with an exponent
+        v = format(bound_value(v), "e" if rng.random() < 0.5 else "E")
+    return v
 
 
 def draw(rng):
-    scale = rng.choice([1, 9, 100, 10 ** 5, 10 ** 15, 10 ** 17])
-    bounds = {}
-    for k in rng.sample(["minimum", "maximum", "exclusiveMinimum",
-                         "exclusiveMaximum"], rng.randint(1, 2)):
-        v = rng.randint(-scale, scale)
-        if rng.random() < 0.5:  # a fraction of 1 to 20 digits
-            digits = "".join(rng.choice("0123456789")
-                             for _ in range(rng.randint(1, 20)))
-            sign = "-" if v < 0 or (v == 0 and rng.random() < 0.5) else ""
-            v = Raw(f"{sign}{abs(v)}.{digits}")
-        if rng.random() < 0.2:  # the same value, with an exponent
-            v = Raw(format(value(v), "e" if rng.random() < 0.5 else "E"))
-        bounds[k] = v
-    return bounds
-
-
-def value(v):
-    return Decimal(v if isinstance(v, Raw) else repr(v))
-
-
-def schema(bounds):
-    """The number schema of `bounds`, each written as its digits."""
-    return "{" + "".join(f'"{k}": {v if isinstance(v, Raw) else repr(v)}, '
-                         for k, v in bounds.items()) + '"type": "number"}'
-
+    return draw_bounds(rng, [1, 9, 100, 10 ** 5, 10 ** 15, 10 ** 17],
+                       written)
 
 
 def some(bounds):
-    lo = max([value(v) for k, v in bounds.items() if k.endswith("inimum")],
-             default=Decimal(-MAX - 1))
-    hi = min([value(v) for k, v in bounds.items() if k.endswith("aximum")],
-             default=Decimal(MAX + 1))
+    lo = max([bound_value(v) for k, v in bounds.items()
+              if k.endswith("inimum")], default=Decimal(-MAX - 1))
+    hi = min([bound_value(v) for k, v in bounds.items()
+              if k.endswith("aximum")], default=Decimal(MAX + 1))
     return lo, hi
 
 
@@ -99,6 +84,7 @@ def main():
     archc = sys.argv[1]
     getcontext().prec = 60
     rng = random.Random(11)
+    # (A bound in quotes is written as that text: digits past a double.)
     cases = [{"minimum": 0, "maximum": 1}, {"exclusiveMinimum": 0},
              {"exclusiveMaximum": 0}, {"minimum": -1, "maximum": 1},
              {"exclusiveMinimum": -1, "exclusiveMaximum": 1},
@@ -109,27 +95,27 @@ def main():
              {"minimum": 1.0, "exclusiveMaximum": 2},
              {"minimum": 0.25, "maximum": 0.75},
              {"exclusiveMinimum": -0.5, "exclusiveMaximum": 0.5},
-             {"minimum": Raw("0.99999999999999999"), "maximum": 1},
-             {"exclusiveMaximum": Raw("-0.00000000000000001")},
-             {"minimum": Raw("-1.00000000000000001"), "maximum": -1},
-             {"exclusiveMinimum": Raw("9999999999999999.999999999999999")},
+             {"minimum": "0.99999999999999999", "maximum": 1},
+             {"exclusiveMaximum": "-0.00000000000000001"},
+             {"minimum": "-1.00000000000000001", "maximum": -1},
+             {"exclusiveMinimum": "9999999999999999.999999999999999"},
              {"minimum": 2.5, "maximum": 2.5},
              # Two bounds on one side at one value (the strict holds),
              # the one cut past 16 digits included.
              {"minimum": 0.5, "exclusiveMinimum": 0.5},
-             {"minimum": Raw("0.00000000000000001"),
-              "exclusiveMinimum": Raw("-0.00000000000000001")},
-             {"exclusiveMaximum": Raw("-0.00000000000000001"),
-              "maximum": Raw("0.0")},
+             {"minimum": "0.00000000000000001",
+              "exclusiveMinimum": "-0.00000000000000001"},
+             {"exclusiveMaximum": "-0.00000000000000001",
+              "maximum": "0.0"},
              # Minus zero as a bound: zero.
-             {"exclusiveMinimum": Raw("-0.0")}, {"maximum": Raw("-0")},
-             {"minimum": Raw("-0"), "maximum": 1},
+             {"exclusiveMinimum": "-0.0"}, {"maximum": "-0"},
+             {"minimum": "-0", "maximum": 1},
              # Exponents: the point moved, far either way.
-             {"minimum": Raw("-2.5e1"), "maximum": Raw("1E2")},
-             {"exclusiveMaximum": Raw("5e-17")},
-             {"minimum": Raw("1e-100000")},
-             {"maximum": Raw("-1e+3"), "minimum": Raw("-12345.678e-1")},
-             {"maximum": Raw("1e400")}, {"minimum": Raw("0e99999")}]
+             {"minimum": "-2.5e1", "maximum": "1E2"},
+             {"exclusiveMaximum": "5e-17"},
+             {"minimum": "1e-100000"},
+             {"maximum": "-1e+3", "minimum": "-12345.678e-1"},
+             {"maximum": "1e400"}, {"minimum": "0e99999"}]
     while len(cases) < 64:
         b = draw(rng)
         lo, hi = some(b)
@@ -152,7 +138,8 @@ def main():
                 else ""
             texts.add(f"{sign}{abs(whole)}.{frac}")
         texts = sorted(texts)
-        got = verdicts(archc, schema(bounds), texts, str(bounds))
+        got = verdicts(archc, bounds_schema(bounds, "number"), texts,
+                       str(bounds))
         for text, verdict in zip(texts, got, strict=True):
             want = GRAMMAR.fullmatch(text) is not None and \
                 within(bounds, Decimal(text)) and \

@@ -1,10 +1,34 @@
 """What archc grammar --json-schema --match says of texts under a schema:
-the shared step of check_integer_bounds.py and check_patterns.py."""
+the shared step of check_integer_bounds.py, check_number_bounds.py and
+check_patterns.py; and the bounds the two bounds' scripts draw."""
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from decimal import Decimal
+
+BOUND_KEYS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
+
+
+def bound_value(v):
+    """A bound's exact value: its text's (a str, written as it is), or the
+    repr json writes of an int or a float."""
+    return Decimal(v) if isinstance(v, str) else Decimal(repr(v))
+
+
+def bounds_schema(bounds, type_):
+    """The schema of `type_` with `bounds`, each written as its text."""
+    return "{" + "".join(f'"{k}": {v if isinstance(v, str) else repr(v)}, '
+                         for k, v in bounds.items()) + f'"type": "{type_}"}}'
+
+
+def draw_bounds(rng, scales, written):
+    """One or two bounds, each an integer of -scale..scale (scale one of
+    `scales`) as `written(rng, v)` writes it."""
+    scale = rng.choice(scales)
+    return {k: written(rng, rng.randint(-scale, scale))
+            for k in rng.sample(BOUND_KEYS, rng.randint(1, 2))}
 
 
 def verdicts(archc, schema, texts, what):
