@@ -374,9 +374,8 @@ public:
           choice(d.content, nullptr, false, "", false, pendingProbs())));
   }
 
-  const std::string frame;
-
 private:
+  const std::string frame;
   Connection &c;
   const Request &r;
   const ReplyParts &parts;
@@ -430,7 +429,7 @@ public:
       note(id, true);
   }
   /// `logits` shaped (a copy), or null where the grammar ends the reply.
-  const float *shape(const float *logits) {
+  const float *operator()(const float *logits) {
     // (NaN or +inf: unshaped, for the sampler to refuse by name.)
     for (int32_t i = 0; i < vocab; ++i)
       if (std::isnan(logits[i]) || logits[i] == INFINITY)
@@ -873,7 +872,6 @@ private:
     }
     LogitShaper shaper(r, vocab, temperature, grammar ? &*grammar : nullptr,
                        ids);
-    auto shape = [&](const float *logits) { return shaper.shape(logits); };
     std::vector<int32_t> generated;
     HeldSequence::End end;
     // (The token before each generated one, as the generation decodes it;
@@ -905,7 +903,7 @@ private:
         // ignore_eos: text after it would leave the grammar.)
         generated, end, error, r.ignoreEos && !constraint, marks,
         shaper.active()
-            ? llvm::function_ref<const float *(const float *)>(shape)
+            ? llvm::function_ref<const float *(const float *)>(shaper)
             : nullptr,
         grammar ? &*grammar : nullptr);
     double decodeS = since(t0);
