@@ -1271,6 +1271,9 @@ std::string fractionDigits(const std::string &a, const std::string &b,
   auto digit = [](char c) { return "\"" + std::string(1, c) + "\" "; };
   if (zeros(i) && nines(i))
     return any(a.size() - i);
+  // (Down to b's rest where it is zeros: zeros only, or none.)
+  if (zeros(i) && b.find_first_not_of('0', i) == std::string::npos)
+    return "\"0\"{0," + std::to_string(a.size() - i) + "} ";
   char lo = low ? a[i] : '0', hi = high ? b[i] : '9';
   std::string body;
   if (low && high && lo == hi) {
