@@ -730,8 +730,9 @@ def required_calls(srv, fmt, messages):
     """tool_choice required and named: the reply, sampled (where the
     steered model's chain leaves the format, the grammar chooses), is one
     call in the model's format, of a tool given, with arguments of its
-    schema, no content and no reasoning, whole and streamed alike; the
-    named tool's where one is named; and the errors. (Without
+    schema, no content, and reasoning only where the model thinks (the
+    thought the grammar lets it finish first), whole and streamed alike;
+    the named tool's where one is named; and the errors. (Without
     parallel_tool_calls: a reply of several calls may run past the
     context, the stop tokens' chance at each call's end being small.
     test/Chat/grammar.test holds each format's grammar of several calls
@@ -746,7 +747,8 @@ def required_calls(srv, fmt, messages):
                 isinstance(args["sure"], bool)
         return c["function"]["name"] == "other" and args == {"x": 1}
 
-    runs = 0
+    thinks = fmt.get("reasoning") is not None
+    runs = thoughts = 0
     for seed in range(1, 4):
         for choice in ("required", {"type": "function",
                                     "function": {"name": "other"}}):
@@ -755,23 +757,26 @@ def required_calls(srv, fmt, messages):
                     "max_tokens": 300, "temperature": 1, "seed": seed}
             got = srv.post(chat, body)["choices"][0]
             calls = got["message"].get("tool_calls") or []
+            thought = got["message"].get("reasoning_content") or ""
             if got["finish_reason"] != "tool_calls" or len(calls) != 1 or \
                     not valid(calls[0]) or \
                     got["message"]["content"] is not None or \
-                    got["message"].get("reasoning_content") or \
+                    (thought and not thinks) or \
                     (choice != "required" and
                      calls[0]["function"]["name"] != "other"):
                 fail(f"tool_choice {choice}, seed {seed}: {got}")
             if seed == 1:
                 content, streamed, finish, reasoning = stream_calls(
                     srv.stream(chat, body))
-                if content or reasoning or finish != "tool_calls" or \
+                if content or (reasoning or "") != thought or \
+                        finish != "tool_calls" or \
                         [(c["name"], c["arguments"]) for c in streamed] != \
                         [(c["function"]["name"], c["function"]["arguments"])
                          for c in calls]:
                     fail(f"tool_choice {choice}, streamed: {content!r} "
                          f"{streamed} {finish} {reasoning!r}, whole {calls}")
             runs += 1
+            thoughts += bool(thought)
     base = {"messages": messages, "tools": PICK_TOOLS, "max_tokens": 8}
     errors = [
             (dict(base, tool_choice={"type": "function",
@@ -798,7 +803,9 @@ def required_calls(srv, fmt, messages):
             fail(f"{body}: {st} {data[:300]!r}, expected 400 {needle!r}")
     print(f"tool_choice required and named: {runs} sampled replies, each "
           f"a call of the tools with arguments of their schemas, no "
-          f"content, streamed alike; {len(errors)} errors")
+          f"content, streamed alike" +
+          (f", {thoughts} after a thought" if thinks else "") +
+          f"; {len(errors)} errors")
 
 
 REFERENCE_LOGPROBS = """

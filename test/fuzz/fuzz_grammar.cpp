@@ -124,15 +124,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     // (The calls' grammar, where there is one, always parses.)
     for (ToolFormat f : {ToolFormat::Hermes, ToolFormat::Llama3,
                          ToolFormat::Mistral, ToolFormat::DeepSeek})
-      for (bool parallel : {false, true}) {
-        if (toolCallGrammar(f, tools, parallel ? "" : "a", parallel,
-                            parallel ? "</think>\n\n" : "", gbnf, error)) {
-          if (!Grammar::parse(gbnf, error))
+      for (bool parallel : {false, true})
+        for (ThoughtBefore thought : {ThoughtBefore::None,
+                                      ThoughtBefore::Opened,
+                                      ThoughtBefore::Own}) {
+          if (toolCallGrammar(f, tools, parallel ? "" : "a", parallel,
+                              thought, gbnf, error)) {
+            if (!Grammar::parse(gbnf, error))
+              abort();
+          } else if (error.empty()) {
             abort();
-        } else if (error.empty()) {
-          abort();
+          }
         }
-      }
     return 0;
   }
   if (!text.empty() && text[0] == 'P') {

@@ -1048,6 +1048,7 @@ public:
   std::map<std::string, std::string> refs; ///< a $ref's rule (rootText's)
 
 private:
+  friend class SchemaGrammar; // (its callers' own rules: rule, define)
   bool fail(const std::string &path, const std::string &what) {
     if (error.empty())
       error = "at " + (path.empty() ? std::string("the schema's root") : path) +
@@ -1946,6 +1947,14 @@ std::string SchemaGrammar::add(const std::string &schema,
 
 std::string SchemaGrammar::text(const std::string &root) const {
   return "root ::= " + root + "\n" + w->rules + kJsonRules;
+}
+
+std::string SchemaGrammar::rule(const std::string &hint) {
+  return w->fresh(hint);
+}
+
+void SchemaGrammar::define(const std::string &name, const std::string &body) {
+  w->define(name, body);
 }
 
 bool arch::serve::schemaGrammar(const std::string &schema, std::string &gbnf,

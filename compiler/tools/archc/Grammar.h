@@ -280,6 +280,10 @@ public:
                   std::string &error);
   /// GBNF text whose root is `root`, with the rules added.
   std::string text(const std::string &root) const;
+  /// A rule of the caller's, named from `hint` apart from the schemas'
+  /// (and its other rules'), defined by `define` (its body may name it).
+  std::string rule(const std::string &hint);
+  void define(const std::string &name, const std::string &body);
 
 private:
   std::unique_ptr<SchemaWriter> w;

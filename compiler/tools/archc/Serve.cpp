@@ -760,9 +760,10 @@ private:
   }
 
   /// The reply's grammar: the request's, or where tool_choice asks for a
-  /// call, one of the model's call format over the tools' schemas (after a
-  /// thought the prompt opened, closed at once); null where none. False
-  /// with a 400's `error`.
+  /// call, one of the model's call format over the tools' schemas (after
+  /// the rest of a thought the prompt opened, or a thought the model may
+  /// open where its template thinks); null where none. False with a 400's
+  /// `error`.
   bool replyGrammar(const Request &r, const std::string &rendered,
                     std::shared_ptr<const Grammar> &constraint,
                     std::string &error) {
@@ -772,7 +773,10 @@ private:
     std::string gbnf;
     bool opened = m.thoughts && opensThought(rendered);
     if (!toolCallGrammar(m.tools, r.tools, r.toolNamed, r.parallelToolCalls,
-                         opened ? "</think>\n\n" : "", gbnf, error))
+                         opened       ? ThoughtBefore::Opened
+                         : m.thoughts ? ThoughtBefore::Own
+                                      : ThoughtBefore::None,
+                         gbnf, error))
       return error = "'tool_choice' asks for a call: " + error, false;
     // (The tools' schemas may make a grammar too large, or too ambiguous
     // at its start, as a request's own grammar may.)

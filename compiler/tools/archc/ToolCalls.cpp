@@ -362,9 +362,39 @@ size_t holdFrom(llvm::StringRef t, size_t from,
 
 } // namespace
 
+/// A rule of `g` for a thought's text: any text in which `</think>` does
+/// not appear. After each '<', the run of the mark's characters that
+/// follows it, left by a character that does not go on with it (a '<'
+/// starting the run again); the text may end within a run (the mark that
+/// ends the thought follows it).
+static std::string thoughtText(SchemaGrammar &g) {
+  const std::string mark(kThinkEnd);
+  size_t n = mark.size();
+  // after[k], end[k]: the run holds the mark's first k characters (k >= 1)
+  // and goes on, or ends the text.
+  std::vector<std::string> after(n), end(n);
+  for (size_t k = 1; k < n; ++k) {
+    after[k] = g.rule("thought-run");
+    end[k] = g.rule("thought-end");
+  }
+  for (size_t k = 1; k < n; ++k) {
+    std::string next = gbnfLiteral(mark.substr(k, 1));
+    bool last = k + 1 == n; // (its next character would end the thought)
+    g.define(after[k], "[^" + mark.substr(k, 1) + "<] | " +
+                           (last ? "" : next + " " + after[k + 1] + " | ") +
+                           "\"<\" " + after[1]);
+    g.define(end[k], "( " + (last ? "" : next + " " + end[k + 1] + " | ") +
+                         "\"<\" " + end[1] + " )?");
+  }
+  std::string text = g.rule("thought");
+  g.define(text, "( [^<] | \"<\" " + after[1] + " )* ( \"<\" " + end[1] +
+                     " )?");
+  return text;
+}
+
 bool toolCallGrammar(ToolFormat f, const std::string &tools,
                      const std::string &only, bool parallel,
-                     const std::string &before, std::string &gbnf,
+                     ThoughtBefore thought, std::string &gbnf,
                      std::string &error) {
   if (f == ToolFormat::None) {
     error = "the chat template shows no tool-call format "
@@ -489,8 +519,15 @@ bool toolCallGrammar(ToolFormat f, const std::string &tools,
   case ToolFormat::None:
     break;
   }
-  gbnf = schemas.text(before.empty() ? root
-                                     : gbnfLiteral(before) + " " + root);
+  if (thought != ThoughtBefore::None) {
+    std::string closed = thoughtText(schemas) + " " +
+                         gbnfLiteral(std::string(kThinkEnd) + "\n\n");
+    root = (thought == ThoughtBefore::Opened
+                ? closed
+                : "( " + gbnfLiteral(kThink) + " " + closed + " )?") +
+           " " + root;
+  }
+  gbnf = schemas.text(root);
   return true;
 }
 

@@ -60,16 +60,23 @@ ToolReply parseToolCalls(ToolFormat f, const std::string &text);
 /// end of a reply.
 std::vector<std::string> replyMarks(ToolFormat f, bool thinks);
 
+/// The thought a required call's reply may start with: none, the rest of
+/// one the prompt opened (its text, then `</think>` and a blank line), or
+/// one the model may open itself (`<think>`, its text, `</think>` and a
+/// blank line; or none).
+enum class ThoughtBefore { None, Opened, Own };
+
 /// A grammar (GBNF text) of replies that are calls in format `f` of the
 /// tools in `tools` (a request's tools array's text), their arguments of
 /// each tool's parameters schema: tool_choice "required", or one named
 /// (`only`: that tool's calls only); one call, or (`parallel`) one or
-/// more; after the text `before`. False with `error` (a format that
-/// writes no calls, a name not among the tools, a schema the grammar
-/// cannot hold).
+/// more; after a thought as `thought` says (its text any text in which
+/// `</think>` does not appear: the first ends it). False with `error` (a
+/// format that writes no calls, a name not among the tools, a schema the
+/// grammar cannot hold).
 bool toolCallGrammar(ToolFormat f, const std::string &tools,
                      const std::string &only, bool parallel,
-                     const std::string &before, std::string &gbnf,
+                     ThoughtBefore thought, std::string &gbnf,
                      std::string &error);
 
 /// Where calls may start in a reply so far (a format's mark, or its first

@@ -1947,6 +1947,14 @@ int cmdGrammar(int argc, char **argv) {
   cl::opt<bool> parallel("parallel",
                          cl::desc("--tool-format: one or more calls"),
                          cl::cat(archcCat), cl::sub(sub));
+  cl::opt<ThoughtBefore> thought(
+      "thought", cl::desc("--tool-format: a thought before the calls"),
+      cl::values(clEnumValN(ThoughtBefore::None, "none", "none (default)"),
+                 clEnumValN(ThoughtBefore::Opened, "opened",
+                            "the rest of one the prompt opened"),
+                 clEnumValN(ThoughtBefore::Own, "own",
+                            "one the model may open (<think>...)")),
+      cl::init(ThoughtBefore::None), cl::cat(archcCat), cl::sub(sub));
   cl::list<std::string> match("match",
                               cl::desc("a text to match: prints 'whole', "
                                        "'prefix' or 'no' (after how many "
@@ -1970,7 +1978,8 @@ int cmdGrammar(int argc, char **argv) {
       return fail(error);
     if (!parsed.getAsArray())
       return fail(input + ": not a JSON array of tools");
-    if (!toolCallGrammar(format, tools, toolName, parallel, "", text, error))
+    if (!toolCallGrammar(format, tools, toolName, parallel, thought, text,
+                         error))
       return fail(input + ": " + error);
     llvm::outs() << text;
   } else if (!grammarText(input, schema, text, error)) {
@@ -2000,8 +2009,19 @@ int cmdGrammar(int argc, char **argv) {
                      : matcher.complete() ? std::string("whole")
                                           : std::string("prefix"));
     if (format != ToolFormat::None && n == m.size() && matcher.complete()) {
-      // (The calls the server's parser reads in such a reply.)
-      ToolReply reply = parseToolCalls(format, m);
+      // (The calls the server's parser reads in such a reply, past its
+      // thought.)
+      size_t content = 0;
+      if (thought != ThoughtBefore::None) {
+        Thought th =
+            findThought(m, thought == ThoughtBefore::Opened, true);
+        content = th.content;
+        llvm::outs() << ", a thought of "
+                     << (th.begin == std::string::npos ? 0
+                                                       : th.end - th.begin)
+                     << " bytes";
+      }
+      ToolReply reply = parseToolCalls(format, m.substr(content));
       llvm::outs() << ", " << reply.calls.size() << " calls:";
       for (const ToolCall &call : reply.calls)
         llvm::outs() << " " << call.name << call.arguments;
