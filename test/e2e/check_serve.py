@@ -777,6 +777,18 @@ def required_calls(srv, fmt, messages):
                          f"{streamed} {finish} {reasoning!r}, whole {calls}")
             runs += 1
             thoughts += bool(thought)
+    if thinks and "malformed" in fmt:
+        # (A prompt that closed its thought (enable_thinking false): the
+        # call at once, no thought offered: the server's --verbose-prompt
+        # log names the grammar's start, serve-tools.test.)
+        body = {"messages": messages, "tools": PICK_TOOLS,
+                "tool_choice": "required", "parallel_tool_calls": False,
+                "max_tokens": 300, "temperature": 1, "seed": 1,
+                "chat_template_kwargs": fmt["malformed"]}
+        got = srv.post(chat, body)["choices"][0]
+        if got["finish_reason"] != "tool_calls" or \
+                got["message"].get("reasoning_content"):
+            fail(f"tool_choice required after a closed thought: {got}")
     base = {"messages": messages, "tools": PICK_TOOLS, "max_tokens": 8}
     errors = [
             (dict(base, tool_choice={"type": "function",

@@ -762,21 +762,25 @@ private:
   /// The reply's grammar: the request's, or where tool_choice asks for a
   /// call, one of the model's call format over the tools' schemas (after
   /// the rest of a thought the prompt opened, or a thought the model may
-  /// open where its template thinks); null where none. False with a 400's
-  /// `error`.
+  /// open where it thinks and the prompt did not close one already); null
+  /// where none (`calls`: what a required call's grammar starts with, for
+  /// --verbose-prompt). False with a 400's `error`.
   bool replyGrammar(const Request &r, const std::string &rendered,
                     std::shared_ptr<const Grammar> &constraint,
-                    std::string &error) {
+                    std::string &calls, std::string &error) {
     constraint = r.grammar;
     if (!r.toolRequired)
       return true;
     std::string gbnf;
-    bool opened = m.thoughts && opensThought(rendered);
+    ThoughtBefore thought = !m.thoughts ? ThoughtBefore::None
+                            : opensThought(rendered) ? ThoughtBefore::Opened
+                            : closesThought(rendered) ? ThoughtBefore::None
+                                                      : ThoughtBefore::Own;
+    calls = thought == ThoughtBefore::Opened ? "the rest of the prompt's thought"
+            : thought == ThoughtBefore::Own  ? "a thought the model may open"
+                                             : "no thought";
     if (!toolCallGrammar(m.tools, r.tools, r.toolNamed, r.parallelToolCalls,
-                         opened       ? ThoughtBefore::Opened
-                         : m.thoughts ? ThoughtBefore::Own
-                                      : ThoughtBefore::None,
-                         gbnf, error))
+                         thought, gbnf, error))
       return error = "'tool_choice' asks for a call: " + error, false;
     // (The tools' schemas may make a grammar too large, or too ambiguous
     // at its start, as a request's own grammar may.)
@@ -805,7 +809,8 @@ private:
                           " is outside the vocabulary [0, " +
                           std::to_string(info.vocab_size) + ")");
     std::shared_ptr<const Grammar> constraint;
-    if (!replyGrammar(r, rendered, constraint, error))
+    std::string callsAfter;
+    if (!replyGrammar(r, rendered, constraint, callsAfter, error))
       return finish(c, head, 400, error);
     double temperature = r.temperature >= 0 ? r.temperature : opts.temperature;
     double topP = r.topP >= 0 ? r.topP : opts.topP;
@@ -830,7 +835,10 @@ private:
           jsonString(r.chat ? rendered : r.prompt) + "\n[archc] " + at +
           "prefill " + std::to_string(pre.prompt.size()) + " tokens after " +
           std::to_string(pre.kept) + (pre.reset ? " (reset)" : "") + ":" +
-          idList(pre.prompt) + "\n");
+          idList(pre.prompt) + "\n" +
+          (callsAfter.empty() ? ""
+                              : "[archc] " + at + "required calls after " +
+                                    callsAfter + "\n"));
 
     // The response's frame: an id, the time, the model.
     std::string id = std::string(r.chat ? "chatcmpl-" : "cmpl-") + "archc-" +

@@ -366,7 +366,9 @@ size_t holdFrom(llvm::StringRef t, size_t from,
 /// not appear. After each '<', the run of the mark's characters that
 /// follows it, left by a character that does not go on with it (a '<'
 /// starting the run again); the text may end within a run (the mark that
-/// ends the thought follows it).
+/// ends the thought follows it). (Exact for a mark whose first character
+/// appears in it once; its characters are written into classes as they
+/// are: '/', letters, '>'.)
 static std::string thoughtText(SchemaGrammar &g) {
   const std::string mark(kThinkEnd);
   size_t n = mark.size();
@@ -649,6 +651,10 @@ bool templateThinks(const std::string &templateText) {
 
 bool opensThought(const std::string &prompt) {
   return llvm::StringRef(prompt).rtrim(kSpace).ends_with(kThink);
+}
+
+bool closesThought(const std::string &prompt) {
+  return llvm::StringRef(prompt).rtrim(kSpace).ends_with(kThinkEnd);
 }
 
 ReplyParts::Delta ReplyParts::split(const std::string &text, size_t to,

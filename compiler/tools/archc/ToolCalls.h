@@ -105,10 +105,13 @@ struct Thought {
 /// is left out). `whole`: the reply is complete, so a
 /// thought still open is all reasoning, and no content.
 Thought findThought(const std::string &text, bool open, bool whole);
-/// Whether a chat template writes thoughts (it names <think>), and
-/// whether a prompt opens one (it ends in <think>: R1's, QwQ's).
+/// Whether a chat template writes thoughts (it names <think>), whether a
+/// prompt opens one (it ends in <think>: R1's, QwQ's), and whether it
+/// closes one (it ends in </think>: Qwen 3's with enable_thinking false,
+/// DeepSeek V3.1's without thinking).
 bool templateThinks(const std::string &templateText);
 bool opensThought(const std::string &prompt);
+bool closesThought(const std::string &prompt);
 
 class StopScanner;
 
