@@ -1774,8 +1774,13 @@ std::string SchemaWriter::visit(const std::string &text,
   for (const char *k : {"$ref", "const", "enum", "anyOf", "oneOf", "allOf"}) {
     if (!o->get(k))
       continue;
+    // (Beside const or enum, the lengths keep the values that meet them,
+    // below.)
+    bool listed = llvm::StringRef(k) == "const" || llvm::StringRef(k) == "enum";
     for (const auto &[only, needs] : kTypeOnly)
-      if (o->get(only))
+      if (o->get(only) &&
+          !(listed && llvm::StringRef(only).contains("Length")) &&
+          !(listed && llvm::StringRef(only).contains("Items")))
         return fail(path, std::string("'") + only + "' beside '" + k +
                               "' is not supported"),
                "";
@@ -1860,8 +1865,31 @@ std::string SchemaWriter::visit(const std::string &text,
     }
     return literal(tight);
   };
-  if (const json::Value *c = o->get("const"))
+  // (A string's length in characters, an array's in items, within the
+  // schema's lengths; other values have none.)
+  int64_t minLength = 0, maxLength = -1, minItems = 0, maxItems = -1;
+  auto meets = [&](const json::Value &v) {
+    int64_t n = -1, lo = 0, hi = -1;
+    if (std::optional<llvm::StringRef> s = v.getAsString())
+      n = llvm::count_if(*s, [](char c) { return (uint8_t(c) & 0xC0) != 0x80; }),
+      lo = minLength, hi = maxLength;
+    else if (const json::Array *a = v.getAsArray())
+      n = int64_t(a->size()), lo = minItems, hi = maxItems;
+    return n < 0 || (n >= lo && (hi < 0 || n <= hi));
+  };
+  if ((o->get("const") || o->get("enum")) &&
+      (!count(*o, "minLength", path, minLength) ||
+       !count(*o, "maxLength", path, maxLength) ||
+       !count(*o, "minItems", path, minItems) ||
+       !count(*o, "maxItems", path, maxItems)))
+    return "";
+  if (const json::Value *c = o->get("const")) {
+    if (!meets(*c))
+      return fail(path, "'const' is outside its 'minLength'/'maxLength' or "
+                        "'minItems'/'maxItems'"),
+             "";
     return value(*c, rawMember(text, "const"));
+  }
   if (const json::Value *e = o->get("enum")) {
     const json::Array *list = e->getAsArray();
     if (!list || list->empty())
@@ -1869,7 +1897,12 @@ std::string SchemaWriter::visit(const std::string &text,
     std::vector<std::string> raw = rawElements(rawMember(text, "enum"));
     std::string body;
     for (size_t i = 0; i < list->size() && i < raw.size(); ++i)
-      body += (body.empty() ? "" : " | ") + value((*list)[i], raw[i]);
+      if (meets((*list)[i]))
+        body += (body.empty() ? "" : " | ") + value((*list)[i], raw[i]);
+    if (body.empty())
+      return fail(path, "no value of 'enum' is within its 'minLength'/"
+                        "'maxLength' or 'minItems'/'maxItems'"),
+             "";
     return "( " + body + " )";
   }
   for (const char *key : {"anyOf", "oneOf"})
