@@ -1135,6 +1135,11 @@ static const std::pair<const char *, const char *> kTypeOnly[] = {
     {"exclusiveMinimum", "\"integer\" or \"number\""},
     {"exclusiveMaximum", "\"integer\" or \"number\""}};
 
+/// The lengths among them: beside const or enum, they keep the values
+/// within them (visit) rather than being refused.
+static const char *const kLengths[] = {"minLength", "maxLength", "minItems",
+                                       "maxItems"};
+
 /// The largest magnitude of the grammar's integers (16 digits: kJsonRules'
 /// `integer`).
 static constexpr int64_t kMaxIntegerText = 9999999999999999;
@@ -1150,6 +1155,12 @@ std::string alternatives(const std::vector<std::string> &alts) {
   return alts.size() > 1 ? "( " + body + ") " : body;
 }
 
+/// The digits `a`..`b` as one GBNF item: the digit itself, or a class.
+std::string digitClass(char a, char b) {
+  return a == b ? std::string("\"") + a + "\" "
+                : std::string("[") + a + "-" + b + "] ";
+}
+
 /// The decimal numbers of `lo`..`hi` (digit strings of one length, leading
 /// zeros kept: a number's last digits) as a GBNF expression.
 std::string digitRange(const std::string &lo, const std::string &hi) {
@@ -1162,10 +1173,6 @@ std::string digitRange(const std::string &lo, const std::string &hi) {
   };
   if (i == n)
     return quoted(prefix);
-  auto cls = [](char a, char b) {
-    return a == b ? std::string("\"") + a + "\" "
-                  : std::string("[") + a + "-" + b + "] ";
-  };
   size_t rest = n - i - 1;
   auto any = [&] {
     return rest == 0 ? std::string()
@@ -1182,12 +1189,12 @@ std::string digitRange(const std::string &lo, const std::string &hi) {
   char first = loZeros ? lo[i] : char(lo[i] + 1);
   char last = hiNines ? hi[i] : char(hi[i] - 1);
   if (!loZeros)
-    alts.push_back(cls(lo[i], lo[i]) +
+    alts.push_back(digitClass(lo[i], lo[i]) +
                    digitRange(loRest, std::string(rest, '9')));
   if (first <= last)
-    alts.push_back(cls(first, last) + any());
+    alts.push_back(digitClass(first, last) + any());
   if (!hiNines)
-    alts.push_back(cls(hi[i], hi[i]) +
+    alts.push_back(digitClass(hi[i], hi[i]) +
                    digitRange(std::string(rest, '0'), hiRest));
   return quoted(prefix) + alternatives(alts);
 }
@@ -1207,10 +1214,6 @@ std::string naturalRange(int64_t lo, int64_t hi) {
   }
   return alternatives(alts);
 }
-
-} // namespace
-
-namespace {
 
 /// A bound of a number as its text writes it: the side of zero, the
 /// integer part, 16 fraction digits (the grammar's; a bound's digits past
@@ -1269,7 +1272,6 @@ std::string fractionDigits(const std::string &a, const std::string &b,
   auto any = [&](size_t n) {
     return n == 0 ? std::string() : "[0-9]{0," + std::to_string(n) + "} ";
   };
-  auto digit = [](char c) { return "\"" + std::string(1, c) + "\" "; };
   if (zeros(i) && nines(i))
     return any(a.size() - i);
   // (Down to b's rest where it is zeros: zeros only, or none.)
@@ -1278,7 +1280,7 @@ std::string fractionDigits(const std::string &a, const std::string &b,
   char lo = low ? a[i] : '0', hi = high ? b[i] : '9';
   std::string body;
   if (low && high && lo == hi) {
-    body = digit(lo) + fractionDigits(a, b, i + 1, true, true);
+    body = digitClass(lo, lo) + fractionDigits(a, b, i + 1, true, true);
   } else {
     // lo with the rest from a's up, the digits between with any rest, hi
     // with the rest up to b's (each taken into the middle where its rest
@@ -1287,14 +1289,13 @@ std::string fractionDigits(const std::string &a, const std::string &b,
     char first = zeros(i + 1) ? lo : char(lo + 1);
     char last = nines(i + 1) ? hi : char(hi - 1);
     if (!zeros(i + 1))
-      alts.push_back(digit(lo) + fractionDigits(a, b, i + 1, true, false));
+      alts.push_back(digitClass(lo, lo) +
+                     fractionDigits(a, b, i + 1, true, false));
     if (first <= last)
-      alts.push_back((first == last ? digit(first)
-                                    : std::string("[") + first + "-" + last +
-                                          "] ") +
-                     any(a.size() - i - 1));
+      alts.push_back(digitClass(first, last) + any(a.size() - i - 1));
     if (!nines(i + 1))
-      alts.push_back(digit(hi) + fractionDigits(a, b, i + 1, false, true));
+      alts.push_back(digitClass(hi, hi) +
+                     fractionDigits(a, b, i + 1, false, true));
     body = alternatives(alts);
   }
   // (Ending here: its padding is a's where a's rest is zeros.)
@@ -1779,8 +1780,7 @@ std::string SchemaWriter::visit(const std::string &text,
     bool listed = llvm::StringRef(k) == "const" || llvm::StringRef(k) == "enum";
     for (const auto &[only, needs] : kTypeOnly)
       if (o->get(only) &&
-          !(listed && llvm::StringRef(only).contains("Length")) &&
-          !(listed && llvm::StringRef(only).contains("Items")))
+          !(listed && llvm::is_contained(kLengths, llvm::StringRef(only))))
         return fail(path, std::string("'") + only + "' beside '" + k +
                               "' is not supported"),
                "";
