@@ -216,6 +216,10 @@ def grammar_seeds():
     put("grammar", "number-bounds", b'S{"type": "array", "items": {"type": '
         b'"number", "exclusiveMinimum": -2, "maximum": 10.25}}\x00' + vocab +
         b'\x00[-1.5, 0, 10.2, 9.25]')
+    put("grammar", "enum-keep", b'S{"type": "array", "items": {"enum": '
+        b'[1, 2.5e0, "ab", "b", [1], null], "type": ["number", "string"], '
+        b'"minimum": 2, "pattern": "^a", "maxLength": 2}}\x00' + vocab +
+        b'\x00[2.5e0, "ab"]')
     put("grammar", "tools", b'T[{"type": "function", "function": {"name": "a",'
         b' "parameters": {"type": "object", "properties": {"x": {"enum": '
         b'[1, "\\u00e9"]}}, "required": ["x"]}}}, {"type": "function", '

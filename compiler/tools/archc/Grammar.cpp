@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -1135,11 +1136,6 @@ static const std::pair<const char *, const char *> kTypeOnly[] = {
     {"exclusiveMinimum", "\"integer\" or \"number\""},
     {"exclusiveMaximum", "\"integer\" or \"number\""}};
 
-/// The lengths among them: beside const or enum, they keep the values
-/// within them (visit) rather than being refused.
-static const char *const kLengths[] = {"minLength", "maxLength", "minItems",
-                                       "maxItems"};
-
 /// The largest magnitude of the grammar's integers (16 digits: kJsonRules'
 /// `integer`).
 static constexpr int64_t kMaxIntegerText = 9999999999999999;
@@ -1226,6 +1222,12 @@ struct NumberBound {
   bool inclusive;
 };
 
+/// The grammar's digits a part (kJsonRules' integer's and fraction's).
+constexpr int kDigits = 16;
+
+/// kDigits of `c`: a fraction of none (zeros), or the last (nines).
+std::string allDigits(char c) { return std::string(kDigits, c); }
+
 /// -1, 0 or 1 as a's value lies below, at or above b's.
 int compare(const NumberBound &a, const NumberBound &b) {
   if (a.negative != b.negative)
@@ -1306,7 +1308,7 @@ std::string fractionDigits(const std::string &a, const std::string &b,
 /// number writes them after its integer part: none (where a is zero), or
 /// a point and 1 to 16 digits, trailing zeros included.
 std::string fractionRange(const std::string &a, const std::string &b) {
-  const std::string zeros(16, '0'), nines(16, '9');
+  const std::string zeros = allDigits('0'), nines = allDigits('9');
   if (a == zeros && b == nines)
     return "( \".\" [0-9]{1,16} )? ";
   if (b == zeros)
@@ -1320,7 +1322,7 @@ std::string fractionRange(const std::string &a, const std::string &b) {
 /// none lies between them. Exclusive bounds move to the next 16-digit
 /// fraction in, so that each side is allowed.
 std::string magnitudes(NumberBound lo, std::optional<NumberBound> hi) {
-  const std::string zeros(16, '0'), nines(16, '9');
+  const std::string zeros = allDigits('0'), nines = allDigits('9');
   if (!lo.inclusive && !increment(lo.fraction))
     ++lo.whole;
   // (Bounds past 16 digits were dropped: numberRange.)
@@ -1355,53 +1357,196 @@ std::string magnitudes(NumberBound lo, std::optional<NumberBound> hi) {
   return alternatives(alts);
 }
 
-/// Bound `k` as `member`, its text in the schema, writes it (a double
-/// would round its digits; JSON's number: -? digits (. digits)? ([eE]
-/// [+-]? digits)?, the exponent moving the point); `far` where its
-/// integer part is past the grammar's 16 digits (only its side counts
-/// then). Digits past the 16th of the fraction are cut, toward zero: a
-/// lower bound above zero and an upper one below it become strict (no
-/// number of the grammar lies between), the others inclusive.
-NumberBound readBound(llvm::StringRef k, const std::string &member,
-                      bool &far) {
-  llvm::StringRef mantissa = llvm::StringRef(member).trim(), exponent;
-  bool negative = mantissa.consume_front("-");
+/// A JSON number's text as an exact decimal (JSON's number: -? digits
+/// (. digits)? ([eE] [+-]? digits)?, the exponent moving the point): its
+/// digits less leading and trailing zeros (none for zero, minus zero
+/// too), and where its point falls among them: `point` digits before it
+/// (negative: that many zeros after it first).
+struct Decimal {
+  bool negative = false;
+  std::string digits;
+  int64_t point = 0;
+
+  /// Its digit at position `i` of `digits`' scale (10^(point - 1 - i)):
+  /// '0' outside them.
+  char at(int64_t i) const {
+    return i >= 0 && i < int64_t(digits.size()) ? digits[size_t(i)] : '0';
+  }
+};
+
+Decimal readDecimal(llvm::StringRef text) {
+  llvm::StringRef mantissa = text.trim(), exponent;
+  Decimal d;
+  d.negative = mantissa.consume_front("-");
   size_t e = mantissa.find_first_of("eE");
   if (e != llvm::StringRef::npos)
     exponent = mantissa.substr(e + 1), mantissa = mantissa.take_front(e);
   auto [whole, fraction] = mantissa.split('.');
   std::string all = (whole + fraction).str();
+  size_t first = all.find_first_not_of('0');
+  if (first == std::string::npos)
+    return Decimal{};
+  d.digits = all.substr(first, all.find_last_not_of('0') + 1 - first);
+  // (An exponent past what an int64_t holds: far past any other digits,
+  // as one of a quarter of that range is.)
+  constexpr int64_t far = std::numeric_limits<int64_t>::max() / 4;
   int64_t shift = 0;
   exponent.consume_front("+");
-  if (!exponent.empty() &&
-      (exponent.getAsInteger(10, shift) || std::abs(shift) > 10000))
-    // (Far past the grammar's digits either way: the first digit that is
-    // not zero past its 16th, or its integer past 16 digits.)
-    shift = exponent.starts_with("-") ? -10000 : 10000;
-  if (all.find_first_not_of('0') == std::string::npos)
-    shift = 0;
-  int64_t point = int64_t(whole.size()) + shift;
-  std::string integer, digits;
-  if (point <= 0)
-    digits = std::string(size_t(-point), '0') + all;
-  else if (size_t(point) >= all.size())
-    integer = all + std::string(size_t(point) - all.size(), '0');
-  else
-    integer = all.substr(0, size_t(point)), digits = all.substr(size_t(point));
-  integer.erase(0, std::min(integer.find_first_not_of('0'), integer.size()));
+  if (!exponent.empty() && exponent.getAsInteger(10, shift))
+    shift = exponent.starts_with("-") ? -far : far;
+  shift = std::clamp(shift, -far, far);
+  d.point = int64_t(whole.size()) - int64_t(first) + shift;
+  return d;
+}
+
+/// -1, 0 or 1 as a's value lies below, at or above b's.
+int compare(const Decimal &a, const Decimal &b) {
+  auto sign = [](const Decimal &d) {
+    return d.digits.empty() ? 0 : d.negative ? -1 : 1;
+  };
+  if (sign(a) != sign(b))
+    return sign(a) < sign(b) ? -1 : 1;
+  // (Same sign: by magnitude, the point first, then the digits, which
+  // have no trailing zeros.)
+  int m = a.point != b.point ? (a.point < b.point ? -1 : 1)
+                             : a.digits.compare(b.digits);
+  m = m < 0 ? -1 : m > 0 ? 1 : 0;
+  return sign(a) < 0 ? -m : m;
+}
+
+/// Bound `k` as `member`, its text in the schema, writes it (a double
+/// would round its digits); `far` where its integer part is past the
+/// grammar's 16 digits (only its side counts then). Digits past the 16th
+/// of the fraction are cut, toward zero: a lower bound above zero and an
+/// upper one below it become strict (no number of the grammar lies
+/// between), the others inclusive.
+NumberBound readBound(llvm::StringRef k, const std::string &member,
+                      bool &far) {
+  Decimal d = readDecimal(member);
   bool below = k.ends_with("aximum"); // an upper bound
-  NumberBound b{negative, 0, digits.substr(0, 16),
+  NumberBound b{d.negative && !d.digits.empty(), 0, allDigits('0'),
                 !k.starts_with("exclusive")};
-  b.fraction.resize(16, '0');
-  far = integer.size() > 16;
-  if (!far && !integer.empty())
-    llvm::StringRef(integer).getAsInteger(10, b.whole);
-  if (digits.find_first_not_of('0', std::min<size_t>(16, digits.size())) !=
-      std::string::npos)
-    b.inclusive = below != negative;
-  if (!far && b.whole == 0 && b.fraction == std::string(16, '0'))
-    b.negative = false; // (minus zero)
+  far = d.point > kDigits;
+  if (far)
+    return b;
+  for (int64_t i = 0; i < d.point; ++i)
+    b.whole = b.whole * 10 + (d.at(i) - '0');
+  for (int64_t j = 0; j < kDigits; ++j)
+    b.fraction[size_t(j)] = d.at(d.point + j);
+  if (int64_t(d.digits.size()) > d.point + kDigits)
+    b.inclusive = below != b.negative;
+  if (b.whole == 0 && b.fraction == allDigits('0'))
+    b.negative = false; // (minus zero, or past the 16th digit)
   return b;
+}
+
+/// Beside `const` or `enum`, `type` and the keywords read with a type
+/// (kTypeOnly) keep the values that meet them, as JSON Schema reads
+/// them: a type among those named (an integer: a number without a
+/// fraction, 1.0 too), a string's characters and an array's items within
+/// the lengths, a number within the bounds (its text and theirs compared
+/// exactly), a string the pattern finds (its JSON text, as the reply
+/// writes it, through the pattern's grammar). A keyword speaks only of
+/// values of its own kind.
+struct ValueKeep {
+  int64_t minLength = 0, maxLength = -1, minItems = 0, maxItems = -1;
+  std::vector<std::string> types; ///< none: any
+  std::vector<std::pair<const char *, Decimal>> bounds;
+  std::shared_ptr<const Grammar> pattern;
+  std::string named; ///< the keywords given: "'type', 'maximum'"
+
+  /// Reads `o`'s type, bounds and pattern (the lengths: count); false with
+  /// `why` where one is not what its keyword takes.
+  bool read(const json::Object &o, const std::string &text, std::string &why);
+  /// The first keyword `v` (`raw` its text in the schema) does not meet;
+  /// null where it meets them all.
+  const char *unmet(const json::Value &v, const std::string &raw) const;
+};
+
+bool ValueKeep::read(const json::Object &o, const std::string &text,
+                     std::string &why) {
+  auto name = [&](const char *k) {
+    named += (named.empty() ? "'" : ", '") + std::string(k) + "'";
+  };
+  if (const json::Value *type = o.get("type")) {
+    name("type");
+    if (std::optional<llvm::StringRef> one = type->getAsString())
+      types.push_back(one->str());
+    else if (const json::Array *list = type->getAsArray())
+      for (const json::Value &t : *list)
+        types.push_back(t.getAsString().value_or("").str());
+    if (types.empty() || llvm::is_contained(types, ""))
+      return why = "'type' must be a type's name or an array of them", false;
+    for (const std::string &t : types)
+      if (!llvm::is_contained({"string", "number", "integer", "boolean",
+                               "null", "array", "object"},
+                              t))
+        return why = "'type' \"" + t + "\" is not a JSON type", false;
+  }
+  for (const auto &[k, needs] : kTypeOnly) {
+    const json::Value *v = o.get(k);
+    if (!v)
+      continue;
+    name(k);
+    if (llvm::is_contained(kBounds, llvm::StringRef(k))) {
+      if (!v->getAsNumber())
+        return why = std::string("'") + k + "' must be a number", false;
+      bounds.emplace_back(k, readDecimal(rawMember(text, k)));
+    }
+  }
+  if (const json::Value *p = o.get("pattern")) {
+    std::optional<llvm::StringRef> re = p->getAsString();
+    if (!re)
+      return why = "'pattern' must be a string", false;
+    std::string error, body = patternGrammar(*re, error);
+    if (body.empty())
+      return why = "'pattern' " + error, false;
+    pattern = Grammar::parse("root ::= " + body + "\n" + kJsonRules, error);
+    if (!pattern)
+      return why = "'pattern' " + error, false;
+  }
+  return true;
+}
+
+const char *ValueKeep::unmet(const json::Value &v,
+                             const std::string &raw) const {
+  static const char *const kKinds[] = {"null",   "boolean", "number",
+                                       "string", "array",   "object"};
+  const char *kind = kKinds[int(v.kind())];
+  Decimal number;
+  if (v.kind() == json::Value::Number)
+    number = readDecimal(raw);
+  bool integral = int64_t(number.digits.size()) <= number.point;
+  if (!types.empty() && !llvm::is_contained(types, kind) &&
+      !(integral && v.kind() == json::Value::Number &&
+        llvm::is_contained(types, "integer")))
+    return "type";
+  int64_t n = -1, lo = 0, hi = -1;
+  const char *low = nullptr, *high = nullptr;
+  if (std::optional<llvm::StringRef> s = v.getAsString())
+    n = llvm::count_if(*s, [](char c) { return (uint8_t(c) & 0xC0) != 0x80; }),
+    lo = minLength, hi = maxLength, low = "minLength", high = "maxLength";
+  else if (const json::Array *a = v.getAsArray())
+    n = int64_t(a->size()), lo = minItems, hi = maxItems, low = "minItems",
+    high = "maxItems";
+  if (n >= 0 && n < lo)
+    return low;
+  if (n >= 0 && hi >= 0 && n > hi)
+    return high;
+  if (v.kind() == json::Value::Number)
+    for (const auto &[k, bound] : bounds) {
+      int c = compare(number, bound);
+      llvm::StringRef key(k);
+      bool upper = key.ends_with("aximum"), strict = key.starts_with("exclusive");
+      if (upper ? (c > 0 || (strict && c == 0)) : (c < 0 || (strict && c == 0)))
+        return k;
+    }
+  if (pattern && v.getAsString()) {
+    GrammarMatcher m(pattern);
+    if (!m.accept(compact(v)) || !m.complete())
+      return "pattern";
+  }
+  return nullptr;
 }
 
 } // namespace
@@ -1425,7 +1570,7 @@ bool SchemaWriter::integerBounds(const json::Object &o, const std::string &text,
     int64_t b = n.negative ? -n.whole : n.whole;
     if (far)
       b = n.negative ? -kMaxIntegerText - 1 : kMaxIntegerText + 1;
-    else if (n.fraction != std::string(16, '0'))
+    else if (n.fraction != allDigits('0'))
       b += (below ? 0 : 1) - (n.negative ? 1 : 0);
     else if (!n.inclusive)
       b += below ? -1 : 1;
@@ -1474,14 +1619,14 @@ std::string SchemaWriter::numberRange(const json::Object &o,
   if (!hi || !hi->negative)
     body = magnitudes(lo && !lo->negative
                           ? *lo
-                          : NumberBound{false, 0, std::string(16, '0'), true},
+                          : NumberBound{false, 0, allDigits('0'), true},
                       hi);
   // After a minus sign: below 0, by the magnitude (no minus zero, as for
   // integers).
   if (!lo || lo->negative) {
     NumberBound from = hi && hi->negative
                            ? *hi
-                           : NumberBound{true, 0, std::string(16, '0'), false};
+                           : NumberBound{true, 0, allDigits('0'), false};
     std::string negative = magnitudes(from, lo);
     if (!negative.empty())
       body += (body.empty() ? "" : "| ") + std::string("\"-\" ") + negative;
@@ -1770,17 +1915,14 @@ std::string SchemaWriter::visit(const std::string &text,
   for (const char *k : kUnsupported)
     if (o->get(k))
       return fail(path, std::string("'") + k + "' is not supported"), "";
-  // (pattern and the bounds are read where the type is: beside a keyword
-  // that answers first, they would be passed over.)
-  for (const char *k : {"$ref", "const", "enum", "anyOf", "oneOf", "allOf"}) {
+  // (The keywords read with a type: beside a keyword that answers first
+  // they would be passed over; beside const or enum they keep the values
+  // that meet them, below.)
+  for (const char *k : {"$ref", "anyOf", "oneOf", "allOf"}) {
     if (!o->get(k))
       continue;
-    // (Beside const or enum, the lengths keep the values that meet them,
-    // below.)
-    bool listed = llvm::StringRef(k) == "const" || llvm::StringRef(k) == "enum";
     for (const auto &[only, needs] : kTypeOnly)
-      if (o->get(only) &&
-          !(listed && llvm::is_contained(kLengths, llvm::StringRef(only))))
+      if (o->get(only))
         return fail(path, std::string("'") + only + "' beside '" + k +
                               "' is not supported"),
                "";
@@ -1865,44 +2007,34 @@ std::string SchemaWriter::visit(const std::string &text,
     }
     return literal(tight);
   };
-  // (A string's length in characters, an array's in items, within the
-  // schema's lengths; other values have none.)
-  int64_t minLength = 0, maxLength = -1, minItems = 0, maxItems = -1;
-  auto meets = [&](const json::Value &v) {
-    int64_t n = -1, lo = 0, hi = -1;
-    if (std::optional<llvm::StringRef> s = v.getAsString())
-      n = llvm::count_if(*s, [](char c) { return (uint8_t(c) & 0xC0) != 0x80; }),
-      lo = minLength, hi = maxLength;
-    else if (const json::Array *a = v.getAsArray())
-      n = int64_t(a->size()), lo = minItems, hi = maxItems;
-    return n < 0 || (n >= lo && (hi < 0 || n <= hi));
-  };
-  if ((o->get("const") || o->get("enum")) &&
-      (!count(*o, "minLength", path, minLength) ||
-       !count(*o, "maxLength", path, maxLength) ||
-       !count(*o, "minItems", path, minItems) ||
-       !count(*o, "maxItems", path, maxItems)))
-    return "";
-  if (const json::Value *c = o->get("const")) {
-    if (!meets(*c))
-      return fail(path, "'const' is outside its 'minLength'/'maxLength' or "
-                        "'minItems'/'maxItems'"),
-             "";
-    return value(*c, rawMember(text, "const"));
-  }
-  if (const json::Value *e = o->get("enum")) {
-    const json::Array *list = e->getAsArray();
+  if (o->get("const") || o->get("enum")) {
+    ValueKeep keep;
+    std::string why;
+    if (!count(*o, "minLength", path, keep.minLength) ||
+        !count(*o, "maxLength", path, keep.maxLength) ||
+        !count(*o, "minItems", path, keep.minItems) ||
+        !count(*o, "maxItems", path, keep.maxItems))
+      return "";
+    if (!keep.read(*o, text, why))
+      return fail(path, why), "";
+    if (const json::Value *c = o->get("const")) {
+      std::string raw = rawMember(text, "const");
+      if (const char *k = keep.unmet(*c, raw))
+        return fail(path, std::string("'const' does not meet its '") + k +
+                              "'"),
+               "";
+      return value(*c, raw);
+    }
+    const json::Array *list = o->get("enum")->getAsArray();
     if (!list || list->empty())
       return fail(path, "'enum' must be a non-empty array"), "";
     std::vector<std::string> raw = rawElements(rawMember(text, "enum"));
     std::string body;
     for (size_t i = 0; i < list->size() && i < raw.size(); ++i)
-      if (meets((*list)[i]))
+      if (!keep.unmet((*list)[i], raw[i]))
         body += (body.empty() ? "" : " | ") + value((*list)[i], raw[i]);
     if (body.empty())
-      return fail(path, "no value of 'enum' is within its 'minLength'/"
-                        "'maxLength' or 'minItems'/'maxItems'"),
-             "";
+      return fail(path, "no value of 'enum' meets its " + keep.named), "";
     return "( " + body + " )";
   }
   for (const char *key : {"anyOf", "oneOf"})
