@@ -333,6 +333,9 @@ def protocol(srv, args):
                  "'temperature' must be a number in [0, 2]")
     expect_error(srv, chat, dict(base, top_p=0), 400,
                  "'top_p' must be a number in (0, 1]")
+    expect_error(srv, chat, dict(base, reasoning_format="qwen3"), 400,
+                 "'reasoning_format' must be \"auto\", \"none\" or "
+                 "\"deepseek\"")
     expect_error(srv, chat, dict(base, max_tokens=-3), 400,
                  "'max_tokens' must be an integer in [0, 2147483647]")
     expect_error(srv, chat, dict(base, stop=["x"] * 17), 400,
@@ -587,6 +590,23 @@ def tools(srv, args):
             fail(f"no parser: {whole}")
         print("--tool-call-parser none --reasoning-format none: the reply "
               "as written, finish stop")
+        if thought is not None:
+            # A request's reasoning_format deepseek parses the thought out
+            # all the same.
+            b = {"messages": messages, "max_tokens": 32,
+                 "reasoning_format": "deepseek"}
+            got = srv.post(chat, b)["choices"][0]["message"]
+            content, calls, finish, reasoning = stream_calls(
+                srv.stream(chat, b))
+            if got["content"] != visible(written) or content != \
+                    visible(written):
+                fail(f"reasoning_format deepseek: {got}; streamed "
+                     f"{content!r}")
+            check_reasoning(got.get("reasoning_content"),
+                            "reasoning_format deepseek")
+            check_reasoning(reasoning, "reasoning_format deepseek, streamed")
+            print("reasoning_format deepseek: the thought as reasoning, "
+                  "whole and streamed")
         return
     check_calls(msg.get("tool_calls", []), msg["content"],
                 whole["choices"][0]["finish_reason"], "whole")
@@ -621,6 +641,19 @@ def tools(srv, args):
         check_reasoning(reasoning, what + ", streamed")
     print("tool_choice none, and no tools: the reply as written, whole and "
           "streamed")
+
+    if thought is not None:
+        # The request's own reasoning_format over the server's: "none"
+        # leaves the thought in the content, as written.
+        b = {"messages": messages, "max_tokens": 32, "reasoning_format": "none"}
+        got = srv.post(chat, b)["choices"][0]["message"]
+        content, calls, finish, reasoning = stream_calls(srv.stream(chat, b))
+        if got["content"] != written or "reasoning_content" in got or \
+                content != written or reasoning is not None:
+            fail(f"reasoning_format none: {got}; streamed {content!r}, "
+                 f"{reasoning!r}")
+        print("reasoning_format none: the thought left in the content, "
+              "whole and streamed")
 
     if thought is not None:
         # A reply cut inside its thought: all reasoning, no content.

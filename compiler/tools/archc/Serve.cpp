@@ -495,14 +495,24 @@ public:
         cache{m.lib, seq, m.info.max_seq_len, {}} {
     // The tool-call format's marks and a thought's that the tokenizer
     // holds special (so, stop tokens), as Mistral's [TOOL_CALLS] and Llama
-    // 3.1's <|python_tag|>: a reply goes on after them.
-    for (const std::string &mark : replyMarks(m.tools, m.thoughts)) {
+    // 3.1's <|python_tag|>: a reply goes on after them. (A thought's
+    // whatever the server's reasoning format: a request may name its own.)
+    for (const std::string &mark : replyMarks(m.tools, true)) {
       std::vector<int32_t> ids;
       std::string error;
       if (encode(mark, false, ids, error) && ids.size() == 1 &&
           m.lib.archrt_tokenizer_is_stop(m.tok, ids[0]))
         marks.push_back(ids[0]);
     }
+  }
+
+  /// Whether request `r`'s <think> thought goes to reasoning_content: its
+  /// reasoning_format's answer, else the server's.
+  bool thinks(const Request &r) const {
+    if (r.reasoningFormat.empty())
+      return m.thoughts;
+    return r.reasoningFormat == "deepseek" ||
+           (r.reasoningFormat == "auto" && m.templateThinks);
   }
 
   void handle(Connection &c) {
@@ -772,7 +782,7 @@ private:
     if (!r.toolRequired)
       return true;
     std::string gbnf;
-    ThoughtBefore thought = !m.thoughts ? ThoughtBefore::None
+    ThoughtBefore thought = !thinks(r) ? ThoughtBefore::None
                             : opensThought(rendered) ? ThoughtBefore::Opened
                             : closesThought(rendered) ? ThoughtBefore::None
                                                       : ThoughtBefore::Own;
@@ -855,8 +865,8 @@ private:
     // or content by the thought's place.)
     StopScanner text(r.stop);
     ToolFormat tools = r.toolCalls ? m.tools : ToolFormat::None;
-    ReplyParts parts(tools, r.chat && m.thoughts,
-                     r.chat && m.thoughts && opensThought(rendered));
+    ReplyParts parts(tools, r.chat && thinks(r),
+                     r.chat && thinks(r) && opensThought(rendered));
     // Each generated token's log-probabilities where the request asks
     // for them.
     std::vector<TokenProb> probs;

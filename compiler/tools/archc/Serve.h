@@ -49,8 +49,9 @@ struct ServedModel {
   /// them parsed into tool_calls).
   serve::ToolFormat tools = serve::ToolFormat::None;
   /// Whether a chat reply's <think> thought goes to reasoning_content
-  /// (--reasoning-format).
-  bool thoughts = false;
+  /// (--reasoning-format), and whether the chat template writes thoughts
+  /// (a request's reasoning_format "auto" asks that).
+  bool thoughts = false, templateThinks = false;
 };
 
 /// A socket listening on host:port (port 0: any free one), before the

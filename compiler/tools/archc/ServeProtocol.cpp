@@ -380,6 +380,14 @@ int parseRequest(const std::string &body, bool chat, Request &out,
       }
       out.messagesNonNull += "]";
     }
+    if (const json::Value *rf = f.get("reasoning_format")) {
+      std::optional<llvm::StringRef> name = rf->getAsString();
+      if (!name || (*name != "auto" && *name != "none" && *name != "deepseek"))
+        return f.bad("reasoning_format",
+                     "must be \"auto\", \"none\" or \"deepseek\""),
+               400;
+      out.reasoningFormat = name->str();
+    }
     // The template's other variables: chat_template_kwargs' members, then
     // the tools (which a kwarg of that name does not replace).
     std::string vars;

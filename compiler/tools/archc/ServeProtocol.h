@@ -101,6 +101,9 @@ struct Request {
   /// be calls (of that function), whose grammar the model's format gives.
   std::string tools, toolNamed;
   bool toolRequired = false;
+  /// Chat: where the reply's <think> thought goes (reasoning_format, as
+  /// --reasoning-format: "auto", "none", "deepseek"); "": the server's.
+  std::string reasoningFormat;
 };
 
 /// Reads a completion request's JSON body. 0, or 400 with `error` naming

@@ -1456,9 +1456,9 @@ int cmdServe(int argc, char **argv) {
     tools = serve::detectToolFormat(format.text);
   ServedModel served{m.lib,  m.model, m.tok,  m.info,
                      format.tmpl ? &format : nullptr, noChat, tools};
+  served.templateThinks = format.tmpl && serve::templateThinks(format.text);
   served.thoughts = reasoningFormat == "deepseek" ||
-                    (reasoningFormat == "auto" && format.tmpl &&
-                     serve::templateThinks(format.text));
+                    (reasoningFormat == "auto" && served.templateThinks);
   closeOnError.fd = -1;
   return runServer(listener, bound, served, opts);
 }
