@@ -840,7 +840,7 @@ def required_calls(srv, fmt, messages):
             [(dict(base, tool_choice="required", tools=[
                 {"type": "function", "function": {"name": "a b"}}]),
               "'tools' [0]'s name 'a b' holds space or control characters, "
-              "or is over 256 bytes: DeepSeek's calls cannot write it")]
+              "or is over 256 bytes: deepseek calls cannot write it")]
             if "\u2581calls\u2581begin" in "".join(fmt["chains"][0]) else [])
     for body, needle in errors:
         st, _, data = srv.request("POST", chat, body)

@@ -123,7 +123,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       return 0;
     // (The calls' grammar, where there is one, always parses.)
     for (ToolFormat f : {ToolFormat::Hermes, ToolFormat::Llama3,
-                         ToolFormat::Mistral, ToolFormat::DeepSeek})
+                         ToolFormat::Mistral, ToolFormat::MistralArgs,
+                         ToolFormat::DeepSeek, ToolFormat::DeepSeekV31})
       for (bool parallel : {false, true})
         for (ThoughtBefore thought : {ThoughtBefore::None,
                                       ThoughtBefore::Opened,

@@ -459,6 +459,16 @@ bool toolCallGrammar(ToolFormat f, const std::string &tools,
       }
     }
     std::string quoted = jsonString(name->str());
+    // (Where the name stands bare between marks, the parser takes a plain
+    // one only.)
+    bool bare = f == ToolFormat::MistralArgs || f == ToolFormat::DeepSeek ||
+                f == ToolFormat::DeepSeekV31;
+    if (bare && !plainName(*name)) {
+      error = "'tools' [" + std::to_string(i) + "]'s name '" + name->str() +
+              "' holds space or control characters, or is over 256 "
+              "bytes: " + toolFormatName(f) + " calls cannot write it";
+      return false;
+    }
     std::string call;
     switch (f) {
     case ToolFormat::Hermes:
@@ -475,18 +485,20 @@ bool toolCallGrammar(ToolFormat f, const std::string &tools,
       call = gbnfLiteral("{\"name\": " + quoted + ", \"arguments\": ") +
              " " + args + " " + gbnfLiteral("}");
       break;
+    case ToolFormat::MistralArgs:
+      call = gbnfLiteral(name->str() + std::string(kMistralArgs)) + " " + args;
+      break;
     case ToolFormat::DeepSeek:
-      if (!plainName(*name)) {
-        error = "'tools' [" + std::to_string(i) + "]'s name '" + name->str() +
-                "' holds space or control characters, or is over 256 "
-                "bytes: DeepSeek's calls cannot write it";
-        return false;
-      }
       call = gbnfLiteral(std::string(kDeepSeekCall) + "function" +
                          std::string(kDeepSeekSep) + name->str() +
                          "\n```json\n") +
              " " + args + " " +
              gbnfLiteral("\n```" + std::string(kDeepSeekCallEnd));
+      break;
+    case ToolFormat::DeepSeekV31:
+      call = gbnfLiteral(std::string(kDeepSeekCall) + name->str() +
+                         std::string(kDeepSeekSep)) +
+             " " + args + " " + gbnfLiteral(kDeepSeekCallEnd);
       break;
     case ToolFormat::None:
       break;
@@ -513,7 +525,14 @@ bool toolCallGrammar(ToolFormat f, const std::string &tools,
            (parallel ? " ( \", \" " + call + " )*" : "") + " " +
            gbnfLiteral("]");
     break;
+  case ToolFormat::MistralArgs:
+    // ([TOOL_CALLS] before each call.)
+    root = gbnfLiteral(kMistralCalls) + " " + call +
+           (parallel ? " ( " + gbnfLiteral(kMistralCalls) + " " + call + " )*"
+                     : "");
+    break;
   case ToolFormat::DeepSeek:
+  case ToolFormat::DeepSeekV31:
     root = gbnfLiteral(kDeepSeekCalls) + " " + call +
            (parallel ? " " + call + "*" : "") + " " +
            gbnfLiteral(kDeepSeekCallsEnd);
@@ -537,10 +556,13 @@ ToolFormat detectToolFormat(const std::string &t) {
   auto has = [&](llvm::StringRef s) {
     return t.find(s.data(), 0, s.size()) != std::string::npos;
   };
+  // (V3's and R1's templates fence a call's arguments as json; V3.1's
+  // write them after the separator. Mistral Small 3.2's and Magistral's
+  // write [ARGS] after each call's name.)
   if (has(kDeepSeekCalls))
-    return ToolFormat::DeepSeek;
+    return has("```json") ? ToolFormat::DeepSeek : ToolFormat::DeepSeekV31;
   if (has(kMistralCalls))
-    return ToolFormat::Mistral;
+    return has(kMistralArgs) ? ToolFormat::MistralArgs : ToolFormat::Mistral;
   if (has(kHermesOpen))
     return ToolFormat::Hermes;
   // (Llama 3.1 writes <|python_tag|> before a built-in tool's call; 3.2 and
@@ -556,7 +578,9 @@ const std::pair<ToolFormat, const char *> kNames[] = {
     {ToolFormat::Hermes, "hermes"},
     {ToolFormat::Llama3, "llama3-json"},
     {ToolFormat::Mistral, "mistral"},
-    {ToolFormat::DeepSeek, "deepseek"}};
+    {ToolFormat::MistralArgs, "mistral-args"},
+    {ToolFormat::DeepSeek, "deepseek"},
+    {ToolFormat::DeepSeekV31, "deepseek-v3.1"}};
 } // namespace
 
 bool toolFormatNamed(const std::string &name, ToolFormat &out) {
@@ -585,9 +609,11 @@ ToolReply parseToolCalls(ToolFormat f, const std::string &text) {
     out = llama3(text);
     break;
   case ToolFormat::Mistral:
+  case ToolFormat::MistralArgs:
     out = mistral(text);
     break;
   case ToolFormat::DeepSeek:
+  case ToolFormat::DeepSeekV31:
     out = deepSeek(text);
     break;
   case ToolFormat::None:
@@ -731,9 +757,11 @@ std::vector<std::string> replyMarks(ToolFormat f, bool thinks) {
     marks = {kPythonTag};
     break;
   case ToolFormat::Mistral:
+  case ToolFormat::MistralArgs:
     marks = {kMistralCalls, kMistralArgs, "[CALL_ID]"};
     break;
   case ToolFormat::DeepSeek:
+  case ToolFormat::DeepSeekV31:
     marks = {kDeepSeekCalls, kDeepSeekCallsEnd, kDeepSeekCall,
              kDeepSeekCallEnd, kDeepSeekSep};
     break;
@@ -750,8 +778,10 @@ size_t toolCallsBegin(ToolFormat f, llvm::StringRef text, size_t from) {
   case ToolFormat::Hermes:
     return holdFrom(text, from, {kHermesOpen});
   case ToolFormat::Mistral:
+  case ToolFormat::MistralArgs:
     return holdFrom(text, from, {kMistralCalls});
   case ToolFormat::DeepSeek:
+  case ToolFormat::DeepSeekV31:
     return holdFrom(text, from, {kDeepSeekCalls, kDeepSeekCall});
   case ToolFormat::Llama3: {
     // A reply that is calls starts with them: held while it may.

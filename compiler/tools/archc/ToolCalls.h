@@ -25,13 +25,28 @@
 
 namespace arch::serve {
 
-enum class ToolFormat { None, Hermes, Llama3, Mistral, DeepSeek };
+/// The tool-call formats: Mistral's and DeepSeek's in two layouts each,
+/// which their parsers both read but a required call's grammar writes as
+/// the model's template does: Mistral v0.3's JSON array after
+/// [TOOL_CALLS] or Small 3.2's / Magistral's name[ARGS]{...} after each
+/// (MistralArgs); DeepSeek V3's and R1's function<sep>name and a json
+/// fence or V3.1's name<sep>{...} (DeepSeekV31).
+enum class ToolFormat {
+  None,
+  Hermes,
+  Llama3,
+  Mistral,
+  MistralArgs,
+  DeepSeek,
+  DeepSeekV31
+};
 
 /// The format a chat template writes tool calls in, from its text (the
-/// marks it writes for an assistant's calls); None where it shows none.
+/// marks it writes for an assistant's calls, and the layout around
+/// them); None where it shows none.
 ToolFormat detectToolFormat(const std::string &templateText);
 /// --tool-call-parser's names (none, hermes, llama3-json, mistral,
-/// deepseek); false for another.
+/// mistral-args, deepseek, deepseek-v3.1); false for another.
 bool toolFormatNamed(const std::string &name, ToolFormat &out);
 const char *toolFormatName(ToolFormat f);
 

@@ -1363,7 +1363,8 @@ int cmdServe(int argc, char **argv) {
       "tool-call-parser",
       cl::desc("how the model writes tool calls, parsed into a response's "
                "tool_calls where a request gives tools: auto (from the chat "
-               "template), none, hermes, llama3-json, mistral, deepseek"),
+               "template), none, hermes, llama3-json, mistral, "
+               "mistral-args, deepseek, deepseek-v3.1"),
       cl::init("auto"), cl::cat(archcCat), cl::sub(sub));
   cl::opt<int> timeout("timeout",
                        cl::desc("seconds to read a request, and to write "
@@ -1410,7 +1411,8 @@ int cmdServe(int argc, char **argv) {
   serve::ToolFormat tools = serve::ToolFormat::None;
   if (toolParser != "auto" && !serve::toolFormatNamed(toolParser, tools))
     return fail("--tool-call-parser must be auto, none, hermes, llama3-json, "
-                "mistral or deepseek, got '" + toolParser + "'");
+                "mistral, mistral-args, deepseek or deepseek-v3.1, got '" +
+                toolParser + "'");
   if (reasoningFormat != "auto" && reasoningFormat != "none" &&
       reasoningFormat != "deepseek")
     return fail("--reasoning-format must be auto, none or deepseek, got '" +
@@ -1938,7 +1940,14 @@ int cmdGrammar(int argc, char **argv) {
       "tool-format",
       cl::desc("the file is a request's tools (a JSON array): print the "
                "grammar of calls in this format (hermes, llama3-json, "
-               "mistral, deepseek) that tool_choice required gives"),
+               "mistral, mistral-args, deepseek, deepseek-v3.1; auto: "
+               "--chat-template's) that tool_choice required gives"),
+      cl::cat(archcCat), cl::sub(sub));
+  cl::opt<std::string> chatTemplate(
+      "chat-template",
+      cl::desc("--tool-format auto: the chat template whose format the "
+               "calls take, as archc serve finds it (a .jinja file, a "
+               "tokenizer_config.json, a model directory, a GGUF file)"),
       cl::cat(archcCat), cl::sub(sub));
   cl::opt<std::string> toolName(
       "tool", cl::desc("--tool-format: calls of this tool only (a named "
@@ -1969,9 +1978,26 @@ int cmdGrammar(int argc, char **argv) {
   if (!toolFormat.empty()) {
     if (schema)
       return fail("--json-schema and --tool-format: give one");
-    if (!toolFormatNamed(toolFormat, format) || format == ToolFormat::None)
-      return fail("--tool-format must be hermes, llama3-json, mistral or "
-                  "deepseek, got '" + toolFormat + "'");
+    if (!chatTemplate.empty() && toolFormat != "auto")
+      return fail("--chat-template goes with --tool-format auto");
+    if (toolFormat == "auto") {
+      ChatFormat chat;
+      if (chatTemplate.empty())
+        return fail("--tool-format auto needs --chat-template");
+      if (!loadChatFormat({}, chatTemplate, chat, error))
+        return fail(error);
+      format = detectToolFormat(chat.text);
+      if (format == ToolFormat::None)
+        return fail(chat.source + ": the chat template shows no tool-call "
+                                  "format");
+      llvm::errs() << "archc grammar: tool calls " << toolFormatName(format)
+                   << " (" << chat.source << ")\n";
+    } else if (!toolFormatNamed(toolFormat, format) ||
+               format == ToolFormat::None) {
+      return fail("--tool-format must be auto, hermes, llama3-json, mistral, "
+                  "mistral-args, deepseek or deepseek-v3.1, got '" +
+                  toolFormat + "'");
+    }
     std::string tools;
     llvm::json::Value parsed = nullptr;
     if (!fileText(input, true, tools, error, &parsed))
