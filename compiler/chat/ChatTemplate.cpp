@@ -77,6 +77,7 @@ struct Value {
     Namespace, // fields
     Function,  // s: a global's name
     Method,    // s: the method's name, items[0]: the object
+    Macro,     // s: its name, macro: its definition
   };
   Kind kind = Undefined;
   bool b = false;
@@ -87,6 +88,7 @@ struct Value {
   std::shared_ptr<Fields> fields;
   uint32_t depth = 0;
   bool holdsNamespace = false;
+  const ChatTemplate::Node *macro = nullptr;
 
   static Value undefined(std::string why) {
     Value v;
@@ -184,6 +186,8 @@ const char *typeName(const Value &v) {
   case Value::Function:
   case Value::Method:
     return "function";
+  case Value::Macro:
+    return "Macro";
   }
   return "value";
 }
@@ -423,6 +427,9 @@ void appendStr(std::string &out, const Value &v) {
   case Value::Method:
     out += "<function " + v.s + ">";
     return;
+  case Value::Macro:
+    out += "<Macro " + strRepr(v.s) + ">";
+    return;
   default:
     appendRepr(out, v);
   }
@@ -464,6 +471,8 @@ bool equalWithin(const Value &a, const Value &b, int64_t &budget) {
   case Value::Str:
   case Value::Function:
     return a.s == b.s;
+  case Value::Macro:
+    return a.macro == b.macro;
   case Value::DictV: {
     if (a.fields->size() != b.fields->size())
       return false;
@@ -1195,16 +1204,31 @@ using ExprPtr = std::unique_ptr<Expr>;
 } // namespace
 
 struct ChatTemplate::Node {
-  enum Kind : uint8_t { Text, Print, If, For, Set, SetBlock, Break, Continue, Body };
+  enum Kind : uint8_t {
+    Text,
+    Print,
+    If,
+    For,
+    Set,
+    SetBlock,
+    Break,
+    Continue,
+    Body,
+    Macro
+  };
   Kind kind = Body;
   int line = 0, col = 0;
-  std::string text;                  // Text
-  std::vector<std::string> targets;  // For: loop names; Set: name or ns, field
+  std::string text;                  // Text; Macro: its name
+  std::vector<std::string> targets;  // For: loop names; Set: name or ns,
+                                     // field; Macro: its parameters
   ExprPtr expr;                      // Print, Set, For: iterable
   ExprPtr filter;                    // For: its `if`
-  std::vector<ExprPtr> conds;        // If: a condition per branch
+  std::vector<ExprPtr> conds;        // If: a condition per branch; Macro:
+                                     // each parameter's default (or null)
   std::vector<std::unique_ptr<Node>> branches; // If: bodies (else last);
-                                               // For: body, else
+                                               // For: body, else; Macro:
+                                               // body
+  bool varargs = false, kwargs = false; // Macro: its body names them
   std::vector<std::unique_ptr<Node>> children; // Body
 };
 
@@ -1675,6 +1699,30 @@ private:
   std::vector<Segment> segs;
   size_t at = 0;
   int depth = 0;
+  int loops = 0, macros = 0; ///< the for and macro blocks open
+
+  /// Whether `name` is read anywhere in `e` or `n` (a macro's varargs and
+  /// kwargs exist where its body names them, as jinja2 finds them).
+  static bool names(const Expr *e, const std::string &name) {
+    if (!e)
+      return false;
+    if (e->kind == Expr::Name && e->name == name)
+      return true;
+    return std::any_of(e->kids.begin(), e->kids.end(),
+                       [&](const ExprPtr &k) { return names(k.get(), name); });
+  }
+  static bool names(const Node &n, const std::string &name) {
+    if (names(n.expr.get(), name) || names(n.filter.get(), name))
+      return true;
+    for (const ExprPtr &c : n.conds)
+      if (names(c.get(), name))
+        return true;
+    for (const auto *list : {&n.branches, &n.children})
+      for (const auto &k : *list)
+        if (names(*k, name))
+          return true;
+    return false;
+  }
 
   static NodePtr node(Node::Kind k, int line, int col) {
     auto n = std::make_unique<Node>();
@@ -1792,12 +1840,51 @@ private:
       if (p.isName("recursive"))
         p.unexpected("recursive loops are not supported");
       endOfTag(p);
+      ++loops;
       n->branches.push_back(block({"else", "endfor"}, stop, &s, word));
       endOfTag(*stopParser);
       if (stop == "else") {
         n->branches.push_back(block({"endfor"}, stop, &s, word));
         endOfTag(*stopParser);
       }
+      --loops;
+      return n;
+    }
+    if (word == "macro") {
+      // {% macro name(a, b=default, ...) %}...{% endmacro %}: its body
+      // sees its parameters and the template's top-level names, so one
+      // inside a loop or another macro (whose names it would see in
+      // jinja2) is refused.
+      if (loops || macros)
+        fail(s.line, s.col,
+             std::string("a macro inside ") + (macros ? "a macro" : "a loop") +
+                 " is not supported by archc's template interpreter");
+      NodePtr n = node(Node::Macro, s.line, s.col);
+      n->text = p.expectName("a macro name");
+      p.expectOp("(");
+      while (!p.isOp(")")) {
+        if (!n->targets.empty())
+          p.expectOp(",");
+        const Token &param = p.peek();
+        n->targets.push_back(p.expectName("a parameter name"));
+        ExprPtr def;
+        if (p.isOp("=")) {
+          p.next();
+          def = p.expression();
+        } else if (!n->conds.empty() && n->conds.back()) {
+          fail(param.line, param.col,
+               "non-default argument follows default argument");
+        }
+        n->conds.push_back(std::move(def));
+      }
+      p.next();
+      endOfTag(p);
+      ++macros;
+      n->branches.push_back(block({"endmacro"}, stop, &s, word));
+      --macros;
+      endOfTag(*stopParser);
+      n->varargs = names(*n->branches[0], "varargs");
+      n->kwargs = names(*n->branches[0], "kwargs");
       return n;
     }
     if (word == "set") {
@@ -1835,7 +1922,7 @@ private:
       endOfTag(*stopParser);
       return b;
     }
-    static const char *unsupported[] = {"macro", "call",    "filter",
+    static const char *unsupported[] = {"call",    "filter",
                                         "include", "import", "from",
                                         "extends", "block", "raw",
                                         "with",   "autoescape", "do"};
@@ -1870,6 +1957,8 @@ enum class Flow { Normal, Break, Continue };
 class Interpreter {
 public:
   std::string out;
+  /// The template's top-level scope: a macro's body sees it (render's).
+  Scope *top = nullptr;
 
   Flow run(const Node &n, Scope &scope) {
     switch (n.kind) {
@@ -1928,8 +2017,10 @@ public:
     case Node::SetBlock: {
       std::string saved;
       saved.swap(out);
+      aside += saved.size();
       Flow f = run(*n.branches[0], scope);
       saved.swap(out);
+      aside -= out.size();
       scope.vars[n.targets[0]] = Value::str(std::move(saved));
       return f;
     }
@@ -1937,13 +2028,24 @@ public:
       return Flow::Break;
     case Node::Continue:
       return Flow::Continue;
+    case Node::Macro: {
+      Value m = Value::make(Value::Macro);
+      m.s = n.text;
+      m.macro = &n;
+      scope.vars[n.text] = std::move(m);
+      return Flow::Normal;
+    }
     }
     return Flow::Normal;
   }
 
 private:
+  /// The text set aside while a block's or a macro's is written (it
+  /// counts toward the 64 MiB too).
+  size_t aside = 0;
+
   void emit(const std::string &s, const Node &n) {
-    if (out.size() + s.size() > kMaxOutput)
+    if (aside + out.size() + s.size() > kMaxOutput)
       fail(n.line, n.col, "the output passes 64 MiB");
     out += s;
   }
@@ -2335,6 +2437,70 @@ private:
     if (!v)
       fail(e.line, e.col, what + ": an argument is missing");
     return *v;
+  }
+
+  /// Macro calls open at once: a macro that calls itself without end
+  /// stops here, as Python's recursion limit stops jinja2's.
+  int calls = 0;
+  static constexpr int kMaxCalls = 100;
+
+  /// A macro's text for arguments `a`, as jinja2 binds them: positional,
+  /// then keyword for the parameters left; the rest a missing one's
+  /// default (evaluated in the macro's scope, after the parameters before
+  /// it), or undefined; extra positional arguments in `varargs` and the
+  /// other keyword ones (a positional parameter's name too) in `kwargs`
+  /// where the body names them, else an error.
+  Value callMacro(const Value &m, const Args &a, const Expr &e) {
+    const Node &def = *m.macro;
+    const std::string what = "macro '" + def.text + "'";
+    if (++calls > kMaxCalls)
+      fail(e.line, e.col, "maximum recursion depth exceeded: " + what +
+                              " called more than " +
+                              std::to_string(kMaxCalls) + " deep");
+    Scope s{top, {}};
+    size_t params = def.targets.size();
+    if (a.pos.size() > params && !def.varargs)
+      fail(e.line, e.col, what + " takes not more than " +
+                              std::to_string(params) + " argument(s)");
+    std::vector<const Value *> given(params, nullptr);
+    for (size_t k = 0; k < std::min(params, a.pos.size()); ++k)
+      given[k] = &a.pos[k];
+    Fields rest;
+    for (const auto &[name, v] : a.kw) {
+      auto at = std::find(def.targets.begin(), def.targets.end(), name);
+      size_t k = size_t(at - def.targets.begin());
+      if (at != def.targets.end() && k >= a.pos.size()) {
+        given[k] = &v;
+        continue;
+      }
+      if (!def.kwargs)
+        fail(e.line, e.col, what + " takes no keyword argument '" + name +
+                                "'");
+      rest.emplace_back(name, v);
+    }
+    for (size_t k = 0; k < params; ++k)
+      s.vars[def.targets[k]] =
+          given[k]    ? *given[k]
+          : def.conds[k] ? eval(*def.conds[k], s)
+                      : Value::undefined("parameter '" + def.targets[k] +
+                                         "' was not provided");
+    if (def.varargs)
+      s.vars["varargs"] = Value::list(
+          a.pos.size() > params ? List(a.pos.begin() + long(params), a.pos.end())
+                                : List(),
+          Value::TupleV);
+    if (def.kwargs)
+      s.vars["kwargs"] = Value::dict(std::move(rest));
+    std::string saved;
+    saved.swap(out);
+    aside += saved.size();
+    Flow f = run(*def.branches[0], s);
+    saved.swap(out);
+    aside -= out.size();
+    if (f != Flow::Normal)
+      fail(def.line, def.col, "'break' or 'continue' outside a loop");
+    --calls;
+    return Value::str(std::move(saved));
   }
 
   static const Value &wantStr(const Value *v, const Expr &e, const char *what) {
@@ -2870,7 +3036,8 @@ private:
     if (n == "sequence")
       return v.isSeq() || v.kind == Value::DictV || v.kind == Value::Str;
     if (n == "callable")
-      return v.kind == Value::Function || v.kind == Value::Method;
+      return v.kind == Value::Function || v.kind == Value::Method ||
+             v.kind == Value::Macro;
     if ((n == "even" || n == "odd" || n == "divisibleby") &&
         v.kind == Value::Undefined)
       undefinedUse(v, e);
@@ -3106,6 +3273,8 @@ public:
         return callMethod(f, a, e);
       if (f.kind == Value::Function)
         return callFunction(f, a, e);
+      if (f.kind == Value::Macro)
+        return callMacro(f, a, e);
       if (f.kind == Value::Undefined)
         undefinedUse(f, e);
       fail(e.line, e.col,
@@ -3245,6 +3414,7 @@ bool ChatTemplate::render(
     globals.vars[k] = Value::str(v);
   Scope top{&globals, {}};
   Interpreter interp;
+  interp.top = &top;
   try {
     Value vars = JSONReader(context, "the context JSON").document();
     if (vars.kind != Value::DictV)
