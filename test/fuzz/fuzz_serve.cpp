@@ -88,15 +88,17 @@ void scan(const std::string &data) {
 
 /// A reply in pieces (split at 0x01, after stop strings) through
 /// ReplyParts, as archc serve streams it and answers it whole. The first
-/// byte: the calls' format (% 5), 0x10 thoughts are reasoning, 0x20 the
+/// byte: the calls' format (% 7), 0x10 thoughts are reasoning, 0x20 the
 /// prompt opened one, 0x40 the reply was cut short, 0x80 one call only.
 void reply(const std::string &data) {
   static const ToolFormat kFormats[] = {ToolFormat::None, ToolFormat::Hermes,
                                         ToolFormat::Llama3,
                                         ToolFormat::Mistral,
-                                        ToolFormat::DeepSeek};
+                                        ToolFormat::MistralArgs,
+                                        ToolFormat::DeepSeek,
+                                        ToolFormat::DeepSeekV31};
   uint8_t how = uint8_t(data[0]);
-  ReplyParts parts(kFormats[how % 5], how & 0x10, how & 0x20);
+  ReplyParts parts(kFormats[how % 7], how & 0x10, how & 0x20);
   std::string rest;
   StopScanner scanner(stopsOf(data.substr(1), rest));
   std::string reasoning, content;

@@ -1123,8 +1123,9 @@ static const char *const kBounds[] = {"minimum", "maximum", "exclusiveMinimum",
                                       "exclusiveMaximum"};
 
 /// The keywords read only where the type is (typed()), each with the
-/// type it needs: beside a keyword that answers first ($ref, const, enum,
-/// anyOf, oneOf, allOf), or with no type, they would be passed over.
+/// type it needs: beside a keyword that answers first ($ref, anyOf,
+/// oneOf, allOf), or with no type, they would be passed over (refused);
+/// beside const or enum they keep the values that meet them (ValueKeep).
 static const std::pair<const char *, const char *> kTypeOnly[] = {
     {"pattern", "\"string\""},
     {"minLength", "\"string\""},
@@ -1135,6 +1136,12 @@ static const std::pair<const char *, const char *> kTypeOnly[] = {
     {"maximum", "\"integer\" or \"number\""},
     {"exclusiveMinimum", "\"integer\" or \"number\""},
     {"exclusiveMaximum", "\"integer\" or \"number\""}};
+
+/// Where a pattern's grammar is too ambiguous to follow a const's or an
+/// enum's string.
+static const char *const kAmbiguous =
+    "'pattern' is too ambiguous to check the values of 'const' or 'enum' "
+    "against";
 
 /// The largest magnitude of the grammar's integers (16 digits: kJsonRules'
 /// `integer`).
@@ -1446,14 +1453,17 @@ NumberBound readBound(llvm::StringRef k, const std::string &member,
 /// fraction, 1.0 too), a string's characters and an array's items within
 /// the lengths, a number within the bounds (its text and theirs compared
 /// exactly), a string the pattern finds (its JSON text, as the reply
-/// writes it, through the pattern's grammar). A keyword speaks only of
-/// values of its own kind.
+/// writes it: jsonStringText, through the pattern's grammar). A keyword
+/// speaks only of values of its own kind.
 struct ValueKeep {
   int64_t minLength = 0, maxLength = -1, minItems = 0, maxItems = -1;
   std::vector<std::string> types; ///< none: any
   std::vector<std::pair<const char *, Decimal>> bounds;
   std::shared_ptr<const Grammar> pattern;
   std::string named; ///< the keywords given: "'type', 'maximum'"
+  /// Whether a string's match ran past the matcher's limits (so it was
+  /// not kept, but not for certain outside the pattern).
+  mutable bool ambiguous = false;
 
   /// Reads `o`'s type, bounds and pattern (the lengths: count); false with
   /// `why` where one is not what its keyword takes.
@@ -1543,8 +1553,10 @@ const char *ValueKeep::unmet(const json::Value &v,
     }
   if (pattern && v.getAsString()) {
     GrammarMatcher m(pattern);
-    if (!m.accept(compact(v)) || !m.complete())
+    if (!m.accept(jsonStringText(*v.getAsString())) || !m.complete()) {
+      ambiguous |= m.overflowed();
       return "pattern";
+    }
   }
   return nullptr;
 }
@@ -1984,14 +1996,18 @@ std::string SchemaWriter::visit(const std::string &text,
     define(rule, body);
     return rule;
   }
-  // (A const's or an enum's value as the reply must write it: strings,
-  // booleans and null as llvm::json prints them; numbers, arrays and
-  // objects as the schema writes them, where printing would change a
-  // decimal's digits or an object's order.)
+  // (A const's or an enum's value as the reply must write it: strings as
+  // a pattern's grammar writes their characters (jsonStringText: JSON's
+  // short escapes, \u00XX for the other controls and DEL), booleans and
+  // null as llvm::json prints them; numbers, arrays and objects as the
+  // schema writes them, where printing would change a decimal's digits
+  // or an object's order.)
   auto value = [&](const json::Value &v, const std::string &raw) {
     bool asWritten = v.kind() == json::Value::Number ||
                      v.kind() == json::Value::Array ||
                      v.kind() == json::Value::Object;
+    if (std::optional<llvm::StringRef> s = v.getAsString())
+      return literal(jsonStringText(*s));
     if (!asWritten)
       return literal(compact(v));
     // (Less the space between its tokens: outside its strings.)
@@ -2019,7 +2035,10 @@ std::string SchemaWriter::visit(const std::string &text,
       return fail(path, why), "";
     if (const json::Value *c = o->get("const")) {
       std::string raw = rawMember(text, "const");
-      if (const char *k = keep.unmet(*c, raw))
+      const char *k = keep.unmet(*c, raw);
+      if (keep.ambiguous)
+        return fail(path, kAmbiguous), "";
+      if (k)
         return fail(path, std::string("'const' does not meet its '") + k +
                               "'"),
                "";
@@ -2033,6 +2052,8 @@ std::string SchemaWriter::visit(const std::string &text,
     for (size_t i = 0; i < list->size() && i < raw.size(); ++i)
       if (!keep.unmet((*list)[i], raw[i]))
         body += (body.empty() ? "" : " | ") + value((*list)[i], raw[i]);
+    if (keep.ambiguous)
+      return fail(path, kAmbiguous), "";
     if (body.empty())
       return fail(path, "no value of 'enum' meets its " + keep.named), "";
     return "( " + body + " )";

@@ -305,6 +305,9 @@ std::string gbnfLiteral(llvm::StringRef text);
 /// ("at character N: what") where the pattern holds what the grammar
 /// cannot (lookaround, backreferences, word boundaries, ...).
 std::string patternGrammar(llvm::StringRef pattern, std::string &error);
+/// The JSON text (quotes and all) of string `text` as a pattern's grammar
+/// writes its characters (Pattern.cpp's jsonChar: `\"`, `\n`, `\u0001`).
+std::string jsonStringText(llvm::StringRef text);
 /// GBNF text whose root is any JSON object (response_format json_object).
 std::string jsonObjectGrammar();
 

@@ -74,6 +74,21 @@ const Ranges kSpace = {{'\t', '\r'},     {' ', ' '},       {0xA0, 0xA0},
 /// `.`: all but the line terminators.
 const Ranges kDot = complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}});
 
+/// The code points of `text` (valid UTF-8: a JSON string's).
+std::vector<uint32_t> codePoints(llvm::StringRef text) {
+  std::vector<uint32_t> cps;
+  for (size_t i = 0; i < text.size();) {
+    unsigned char b = uint8_t(text[i]);
+    size_t n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    uint32_t c = n == 1 ? b : b & (0xFF >> (n + 1));
+    for (size_t j = 1; j < n && i + j < text.size(); ++j)
+      c = c << 6 | (uint8_t(text[i + j]) & 0x3F);
+    cps.push_back(c);
+    i += n;
+  }
+  return cps;
+}
+
 /// Code point `c` as JSON writes it within a string.
 std::string jsonChar(uint32_t c) {
   switch (c) {
@@ -191,18 +206,8 @@ struct PatternShape {
 /// A pattern read by recursive descent into GBNF.
 class PatternReader {
 public:
-  explicit PatternReader(llvm::StringRef pattern) {
-    // (Valid UTF-8: a JSON string's.)
-    for (size_t i = 0; i < pattern.size();) {
-      unsigned char b = uint8_t(pattern[i]);
-      size_t n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-      uint32_t c = n == 1 ? b : b & (0xFF >> (n + 1));
-      for (size_t j = 1; j < n && i + j < pattern.size(); ++j)
-        c = c << 6 | (uint8_t(pattern[i + j]) & 0x3F);
-      cps.push_back(c);
-      i += n;
-    }
-  }
+  explicit PatternReader(llvm::StringRef pattern)
+      : cps(codePoints(pattern)) {}
 
   /// The whole pattern: its top-level alternatives, each searched unless
   /// `^` starts it or `$` ends it.
@@ -632,4 +637,11 @@ std::string arch::serve::patternGrammar(llvm::StringRef pattern,
     return "";
   }
   return out;
+}
+
+std::string arch::serve::jsonStringText(llvm::StringRef text) {
+  std::string out = "\"";
+  for (uint32_t c : codePoints(text))
+    out += jsonChar(c);
+  return out + "\"";
 }

@@ -315,7 +315,8 @@ ToolReply deepSeek(const std::string &text) {
         text.substr(sep + kDeepSeekSep.size(), end - sep - kDeepSeekSep.size());
     ToolCall call;
     std::string args;
-    if (head == "function") {
+    if (head == "function" && !llvm::StringRef(body).ltrim(kSpace).starts_with(
+                                  "{")) {
       // V3 and R1: function<sep>NAME\n```json\n{...}\n```
       size_t nl = body.find('\n');
       call.name = llvm::StringRef(body).take_front(nl).trim().str();
@@ -467,6 +468,18 @@ bool toolCallGrammar(ToolFormat f, const std::string &tools,
       error = "'tools' [" + std::to_string(i) + "]'s name '" + name->str() +
               "' holds space or control characters, or is over 256 "
               "bytes: " + toolFormatName(f) + " calls cannot write it";
+      return false;
+    }
+    // (Nor one holding the format's marks, or, after [TOOL_CALLS], a
+    // bracket first: the parser would read a v0.3 array.)
+    bool marked = llvm::any_of(replyMarks(f, false), [&](const std::string &m) {
+      return name->contains(m);
+    });
+    if (bare && (marked || (f == ToolFormat::MistralArgs &&
+                            name->starts_with("[")))) {
+      error = "'tools' [" + std::to_string(i) + "]'s name '" + name->str() +
+              "' holds the format's marks: " + toolFormatName(f) +
+              " calls cannot write it";
       return false;
     }
     std::string call;

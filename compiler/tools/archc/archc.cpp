@@ -1975,11 +1975,11 @@ int cmdGrammar(int argc, char **argv) {
                               "JSON schema as one\n");
   std::string text, error;
   ToolFormat format = ToolFormat::None;
+  if (!chatTemplate.empty() && toolFormat != "auto")
+    return fail("--chat-template goes with --tool-format auto");
   if (!toolFormat.empty()) {
     if (schema)
       return fail("--json-schema and --tool-format: give one");
-    if (!chatTemplate.empty() && toolFormat != "auto")
-      return fail("--chat-template goes with --tool-format auto");
     if (toolFormat == "auto") {
       ChatFormat chat;
       if (chatTemplate.empty())
