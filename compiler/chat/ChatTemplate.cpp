@@ -2015,13 +2015,9 @@ public:
       return Flow::Normal;
     }
     case Node::SetBlock: {
-      std::string saved;
-      saved.swap(out);
-      aside += saved.size();
-      Flow f = run(*n.branches[0], scope);
-      saved.swap(out);
-      aside -= out.size();
-      scope.vars[n.targets[0]] = Value::str(std::move(saved));
+      std::string text;
+      Flow f = capture(*n.branches[0], scope, text);
+      scope.vars[n.targets[0]] = Value::str(std::move(text));
       return f;
     }
     case Node::Break:
@@ -2043,6 +2039,17 @@ private:
   /// The text set aside while a block's or a macro's is written (it
   /// counts toward the 64 MiB too).
   size_t aside = 0;
+
+  /// Runs `body` writing into `text` (a block's or a macro's), the output
+  /// so far set aside meanwhile.
+  Flow capture(const Node &body, Scope &scope, std::string &text) {
+    text.swap(out);
+    aside += text.size();
+    Flow f = run(body, scope);
+    text.swap(out);
+    aside -= out.size();
+    return f;
+  }
 
   void emit(const std::string &s, const Node &n) {
     if (aside + out.size() + s.size() > kMaxOutput)
@@ -2491,16 +2498,11 @@ private:
           Value::TupleV);
     if (def.kwargs)
       s.vars["kwargs"] = Value::dict(std::move(rest));
-    std::string saved;
-    saved.swap(out);
-    aside += saved.size();
-    Flow f = run(*def.branches[0], s);
-    saved.swap(out);
-    aside -= out.size();
-    if (f != Flow::Normal)
+    std::string text;
+    if (capture(*def.branches[0], s, text) != Flow::Normal)
       fail(def.line, def.col, "'break' or 'continue' outside a loop");
     --calls;
-    return Value::str(std::move(saved));
+    return Value::str(std::move(text));
   }
 
   static const Value &wantStr(const Value *v, const Expr &e, const char *what) {

@@ -1,6 +1,7 @@
 """What archc grammar --json-schema --match says of texts under a schema:
 the shared step of check_integer_bounds.py, check_number_bounds.py and
-check_patterns.py; and the bounds the two bounds' scripts draw."""
+check_patterns.py; the bounds the two bounds' scripts draw; and
+JavaScript's RegExp through node (check_patterns.py, check_enum_keep.py)."""
 import json
 import os
 import subprocess
@@ -29,6 +30,19 @@ def draw_bounds(rng, scales, written):
     scale = rng.choice(scales)
     return {k: written(rng, rng.randint(-scale, scale))
             for k in rng.sample(BOUND_KEYS, rng.randint(1, 2))}
+
+
+def node_tests(script, patterns, strings):
+    """What node's `script` prints for [patterns, strings] (a JSON file
+    named by its first argument): each pattern's RegExp.test of each
+    string, as a list of lists."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(f"{tmp}/in.json", "w") as f:
+            json.dump([patterns, strings], f)
+        return json.loads(subprocess.run(
+            ["node", "-e", script, f"{tmp}/in.json"], env=env,
+            capture_output=True, text=True, check=True).stdout)
 
 
 def verdicts(archc, schema, texts, what):
